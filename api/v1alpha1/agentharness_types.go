@@ -1,0 +1,570 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HarnessAdapter names the protocol adapter that drives a harness's native runtime.
+// +kubebuilder:validation:Enum=codex-app-server
+type HarnessAdapter string
+
+const (
+	// AdapterCodexAppServer drives `codex app-server` over its JSON-RPC protocol.
+	AdapterCodexAppServer HarnessAdapter = "codex-app-server"
+)
+
+// AutoSelectionMode says which providers `auto` may ask a harness about.
+// +kubebuilder:validation:Enum=AllProviders;Listed;ExplicitOnly
+type AutoSelectionMode string
+
+const (
+	// AutoSelectionAllProviders lets `auto` ask the harness about every provider.
+	AutoSelectionAllProviders AutoSelectionMode = "AllProviders"
+	// AutoSelectionListed lets `auto` ask the harness about the listed providers only.
+	AutoSelectionListed AutoSelectionMode = "Listed"
+	// AutoSelectionExplicitOnly keeps the harness out of `auto`: only an explicit runtime id selects it.
+	AutoSelectionExplicitOnly AutoSelectionMode = "ExplicitOnly"
+)
+
+// RequestTransportOverrideSupport says whether a harness reproduces authored request overrides.
+// +kubebuilder:validation:Enum=Supported;Unsupported;UnsupportedWithFallback
+type RequestTransportOverrideSupport string
+
+const (
+	// RequestTransportOverridesSupported means routes with authored overrides are supported.
+	RequestTransportOverridesSupported RequestTransportOverrideSupport = "Supported"
+	// RequestTransportOverridesUnsupported means such routes are unsupported and fail closed.
+	RequestTransportOverridesUnsupported RequestTransportOverrideSupport = "Unsupported"
+	// RequestTransportOverridesUnsupportedWithFallback means such routes are unsupported and
+	// the harness declares the lossless fallback to the embedded `openclaw` runtime.
+	RequestTransportOverridesUnsupportedWithFallback RequestTransportOverrideSupport = "UnsupportedWithFallback"
+)
+
+// RoutePolicyRequirement says what a route's declared runtime policy must say for the harness to support it.
+// +kubebuilder:validation:Enum=Any;MustBeDeclared;MustListHarness
+type RoutePolicyRequirement string
+
+const (
+	// RoutePolicyAny accepts any route, declared or not.
+	RoutePolicyAny RoutePolicyRequirement = "Any"
+	// RoutePolicyMustBeDeclared requires the route to declare a runtime policy.
+	RoutePolicyMustBeDeclared RoutePolicyRequirement = "MustBeDeclared"
+	// RoutePolicyMustListHarness requires the route's declared policy to list the harness id;
+	// an undeclared policy is not permission.
+	RoutePolicyMustListHarness RoutePolicyRequirement = "MustListHarness"
+)
+
+// ToolPolicySupport says how far a harness enforces OpenClaw's conversation tool policy.
+// +kubebuilder:validation:Enum=None;Exact
+type ToolPolicySupport string
+
+const (
+	// ToolPolicySupportNone means explicitly restricted turns are refused before the harness runs.
+	ToolPolicySupportNone ToolPolicySupport = "None"
+	// ToolPolicySupportExact promises that every explicit tool-policy layer is enforced
+	// across native and OpenClaw tools.
+	ToolPolicySupportExact ToolPolicySupport = "Exact"
+)
+
+// AuthBootstrap says who provides model credentials to the native runtime.
+// +kubebuilder:validation:Enum=Harness;Host
+type AuthBootstrap string
+
+const (
+	// AuthBootstrapHarness means the app-server authenticates with its own credentials
+	// (Secret references of the workload).
+	AuthBootstrapHarness AuthBootstrap = "Harness"
+	// AuthBootstrapHost means per-attempt host credentials; no adapter supports it yet.
+	AuthBootstrapHost AuthBootstrap = "Host"
+)
+
+// NamespacesFrom says which namespaces may use a harness.
+// +kubebuilder:validation:Enum=Same;All;Selector
+type NamespacesFrom string
+
+const (
+	// NamespacesFromSame admits sessions of the harness's own namespace.
+	NamespacesFromSame NamespacesFrom = "Same"
+	// NamespacesFromAll admits sessions of every namespace.
+	NamespacesFromAll NamespacesFrom = "All"
+	// NamespacesFromSelector admits sessions of the namespaces the selector matches.
+	NamespacesFromSelector NamespacesFrom = "Selector"
+)
+
+// CredentialMount says how a credential reaches the app-server process.
+// +kubebuilder:validation:Enum=Env;HomeFile
+type CredentialMount string
+
+const (
+	// CredentialMountEnv exposes the Secret key as the environment variable `name`.
+	CredentialMountEnv CredentialMount = "Env"
+	// CredentialMountHomeFile places the Secret key as the file `name` in the native home
+	// (for Codex, `auth.json` in CODEX_HOME).
+	CredentialMountHomeFile CredentialMount = "HomeFile"
+)
+
+// ServerState is the state of one app-server as the manager last saw it.
+// +kubebuilder:validation:Enum=Ready;NotReady;Terminating
+type ServerState string
+
+const (
+	// ServerReady accepts new turns.
+	ServerReady ServerState = "Ready"
+	// ServerNotReady accepts no turns.
+	ServerNotReady ServerState = "NotReady"
+	// ServerTerminating is draining: running turns finish, new turns go elsewhere.
+	ServerTerminating ServerState = "Terminating"
+)
+
+// AgentHarness condition types.
+const (
+	// HarnessConditionWorkloadReady: managed, at least one server pod is Ready;
+	// external, the last /readyz probe succeeded.
+	HarnessConditionWorkloadReady = "WorkloadReady"
+	// HarnessConditionVersionSupported: the handshake version is at or above the floor.
+	HarnessConditionVersionSupported = "VersionSupported"
+	// HarnessConditionAttested: every server runs one identified runtime artifact.
+	HarnessConditionAttested = "Attested"
+	// HarnessConditionReady is WorkloadReady and VersionSupported; attestation is separate.
+	HarnessConditionReady = "Ready"
+)
+
+// HarnessConditionReason is the machine-readable reason of an AgentHarness condition.
+type HarnessConditionReason string
+
+// AgentHarness condition reasons.
+const (
+	// HarnessReasonReconciling: the manager has not finished observing the harness.
+	HarnessReasonReconciling HarnessConditionReason = "Reconciling"
+	// HarnessReasonPodsReady: at least one server pod is Ready.
+	HarnessReasonPodsReady HarnessConditionReason = "PodsReady"
+	// HarnessReasonNoReadyPods: no server pod is Ready.
+	HarnessReasonNoReadyPods HarnessConditionReason = "NoReadyPods"
+	// HarnessReasonProbeSucceeded: the external server's /readyz answered.
+	HarnessReasonProbeSucceeded HarnessConditionReason = "ProbeSucceeded"
+	// HarnessReasonProbeFailed: the external server's /readyz did not answer.
+	HarnessReasonProbeFailed HarnessConditionReason = "ProbeFailed"
+	// HarnessReasonTokenSecretMissing: the token Secret or key does not exist.
+	HarnessReasonTokenSecretMissing HarnessConditionReason = "TokenSecretMissing"
+	// HarnessReasonVersionAccepted: the handshake version is at or above the floor.
+	HarnessReasonVersionAccepted HarnessConditionReason = "VersionAccepted"
+	// HarnessReasonVersionBelowFloor: the server is older than the floor, or unversioned.
+	HarnessReasonVersionBelowFloor HarnessConditionReason = "VersionBelowFloor"
+	// HarnessReasonHandshakeFailed: the initialize handshake failed.
+	HarnessReasonHandshakeFailed HarnessConditionReason = "HandshakeFailed"
+	// HarnessReasonHandshakePending: no handshake has completed yet.
+	HarnessReasonHandshakePending HarnessConditionReason = "HandshakePending"
+	// HarnessReasonArtifactVerified: every server runs one image digest and version.
+	HarnessReasonArtifactVerified HarnessConditionReason = "ArtifactVerified"
+	// HarnessReasonMixedArtifacts: servers run different digests or versions.
+	HarnessReasonMixedArtifacts HarnessConditionReason = "MixedArtifacts"
+	// HarnessReasonExternalServer: an external server cannot be attested.
+	HarnessReasonExternalServer HarnessConditionReason = "ExternalServer"
+	// HarnessReasonReady: the harness accepts turns.
+	HarnessReasonReady HarnessConditionReason = "Ready"
+	// HarnessReasonWorkloadNotReady: the workload is not ready.
+	HarnessReasonWorkloadNotReady HarnessConditionReason = "WorkloadNotReady"
+	// HarnessReasonVersionNotSupported: the version is below the floor or not yet known.
+	HarnessReasonVersionNotSupported HarnessConditionReason = "VersionNotSupported"
+)
+
+// AutoSelection says which providers `auto` may ask this harness about. It is
+// separate from what the harness supports.
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Listed' || !has(self.providers)",message="autoSelection.providers may only be set when autoSelection.mode is Listed"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Listed' || (has(self.providers) && size(self.providers) > 0)",message="autoSelection.providers must list at least one provider when autoSelection.mode is Listed"
+type AutoSelection struct {
+	// mode is AllProviders (default), Listed (only the providers below) or
+	// ExplicitOnly (never chosen by `auto`; only an explicit runtime id selects it).
+	// +optional
+	// +kubebuilder:default=AllProviders
+	Mode AutoSelectionMode `json:"mode,omitempty"`
+
+	// providers lists the providers `auto` may ask about when mode is Listed.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	Providers []ProviderID `json:"providers,omitempty"`
+}
+
+// PreparedAuthSupport lists the prepared-auth modes a harness accepts.
+type PreparedAuthSupport struct {
+	// subscriptionModes are the auth modes accepted for a `subscription`
+	// requirement (the source must be `profile`), e.g. oauth, token.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][a-z0-9_-]*$`
+	SubscriptionModes []string `json:"subscriptionModes,omitempty"`
+
+	// apiKeyModes are the auth modes accepted for an `api-key` requirement
+	// (the source must be `profile` or `direct`), e.g. api-key, api_key.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9][a-z0-9_-]*$`
+	APIKeyModes []string `json:"apiKeyModes,omitempty"`
+}
+
+// HarnessSupport is the harness's declared `supports(ctx)` facts, evaluated in
+// this order: providers, requestTransportOverrides, routePolicy, preparedAuth.
+// When omitted, admission writes the adapter's defaults.
+type HarnessSupport struct {
+	// providers lists the providers the harness supports; omitted means any provider.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	Providers []ProviderID `json:"providers,omitempty"`
+
+	// priority orders supported harnesses under `auto` (highest wins; missing is 0;
+	// ties go to the lower harness id).
+	// +optional
+	// +kubebuilder:validation:Minimum=-1000
+	// +kubebuilder:validation:Maximum=1000
+	Priority *int32 `json:"priority,omitempty"`
+
+	// requestTransportOverrides says whether routes with authored request overrides
+	// (headers, proxy, TLS, request parameters) are supported: Supported, Unsupported,
+	// or UnsupportedWithFallback, which declares the lossless fallback to `openclaw`.
+	// +optional
+	// +kubebuilder:default=Unsupported
+	RequestTransportOverrides RequestTransportOverrideSupport `json:"requestTransportOverrides,omitempty"`
+
+	// routePolicy says what the route's declared runtime policy must say: Any,
+	// MustBeDeclared, or MustListHarness (the declared compatible ids must include
+	// this harness id; an undeclared policy is not permission).
+	// +optional
+	// +kubebuilder:default=MustListHarness
+	RoutePolicy RoutePolicyRequirement `json:"routePolicy,omitempty"`
+
+	// nativeProviders lists providers the harness resolves itself; their routes are
+	// exempt from routePolicy when no route policy is declared.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	NativeProviders []ProviderID `json:"nativeProviders,omitempty"`
+
+	// preparedAuth lists the prepared-auth modes the harness accepts; absent means
+	// no auth check.
+	// +optional
+	PreparedAuth *PreparedAuthSupport `json:"preparedAuth,omitempty"`
+}
+
+// AppServerCredential is one Secret-backed credential of a managed app-server.
+// +kubebuilder:validation:XValidation:rule="self.mount != 'Env' || self.name.matches('^[A-Za-z_][A-Za-z0-9_]*$')",message="credentials[].name must be an environment variable name when mount is Env"
+// +kubebuilder:validation:XValidation:rule="self.mount != 'HomeFile' || self.name.matches('^[A-Za-z0-9_][A-Za-z0-9._-]*$')",message="credentials[].name must be a plain file name (no '/') when mount is HomeFile"
+type AppServerCredential struct {
+	// name is the environment variable (mount Env, e.g. OPENAI_API_KEY) or the
+	// file in the native home (mount HomeFile, e.g. auth.json).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// mount says how the credential reaches the process: Env or HomeFile.
+	// +required
+	Mount CredentialMount `json:"mount"`
+
+	// secretKeyRef is the Secret key that holds the credential.
+	// +required
+	SecretKeyRef SecretKeyReference `json:"secretKeyRef"`
+}
+
+// AppServerStorage is the persistent volume of each replica's native home.
+type AppServerStorage struct {
+	// size is the requested size of each replica's volume.
+	// +required
+	Size resource.Quantity `json:"size"`
+
+	// storageClassName is the StorageClass of the volumes; omitted uses the cluster default.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// AppServerWorkload is an app-server the operator runs as a StatefulSet.
+type AppServerWorkload struct {
+	// image is the app-server container image, pinned by digest
+	// (`registry/repo@sha256:<64 hex>`), so the served artifact is known.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@\\\\s]+@sha256:[0-9a-f]{64}$')",message="appServer.image must be pinned by digest (name@sha256:<64 hex digits>)"
+	Image string `json:"image"`
+
+	// command overrides the image's entrypoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	Command []string `json:"command,omitempty"`
+
+	// args are the arguments to the command.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	Args []string `json:"args,omitempty"`
+
+	// env sets environment variables of the app-server container. Put credentials
+	// in `credentials`, not here.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// credentials are Secret-backed credentials of the app-server (authBootstrap: Harness).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Credentials []AppServerCredential `json:"credentials,omitempty"`
+
+	// replicas is the number of app-server pods.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// resources are the compute resources of the app-server container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// maxSessionsPerReplica bounds the sessions bound to one pod; a full replica
+	// answers HarnessAtCapacity.
+	// +optional
+	// +kubebuilder:default=32
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	MaxSessionsPerReplica *int32 `json:"maxSessionsPerReplica,omitempty"`
+
+	// storage is a persistent volume per replica for the native home; omitted
+	// uses an emptyDir (threads do not survive a pod restart).
+	// +optional
+	Storage *AppServerStorage `json:"storage,omitempty"`
+}
+
+// ExternalServer is an app-server the operator does not run.
+type ExternalServer struct {
+	// url is the WebSocket address of the app-server (ws:// or wss://).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^wss?://[^\\\\s/?#]+(/[^\\\\s?#]*)?$')",message="external.url must be a ws:// or wss:// URL without query or fragment"
+	URL string `json:"url"`
+
+	// tokenSecretRef is the Secret key holding the capability token sent as
+	// `Authorization: Bearer`.
+	// +required
+	TokenSecretRef SecretKeyReference `json:"tokenSecretRef"`
+}
+
+// AllowedNamespaces says which namespaces' sessions may use a harness (the shape
+// of Gateway API's allowedRoutes.namespaces).
+// +kubebuilder:validation:XValidation:rule="self.from == 'Selector' ? has(self.selector) : !has(self.selector)",message="allowedNamespaces.selector must be set when allowedNamespaces.from is Selector, and only then"
+type AllowedNamespaces struct {
+	// from is Same (default: the harness's namespace), All, or Selector.
+	// +optional
+	// +kubebuilder:default=Same
+	From NamespacesFrom `json:"from,omitempty"`
+
+	// selector selects namespaces by label when from is Selector.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// AgentHarnessSpec declares a harness, its support facts, tool-policy declaration and workload.
+// +kubebuilder:validation:XValidation:rule="has(self.appServer) != has(self.external)",message="exactly one of spec.appServer and spec.external must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.conversationToolPolicySupport) && self.conversationToolPolicySupport == 'Exact' || !has(self.conversationToolPolicySafeDenyTools)",message="spec.conversationToolPolicySafeDenyTools requires spec.conversationToolPolicySupport: Exact"
+type AgentHarnessSpec struct {
+	// harnessId is the id runtime policies and sessions use to select this harness;
+	// defaults to metadata.name. `openclaw` (and its aliases) is reserved for the
+	// embedded runtime.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([a-z0-9-]*[a-z0-9])?$')",message="spec.harnessId must be a lowercase id of letters, digits and '-'"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['openclaw', 'pi', 'auto', 'default', 'codex-app-server'])",message="spec.harnessId must not be a reserved runtime id (openclaw, pi, auto, default, codex-app-server)"
+	HarnessID string `json:"harnessId,omitempty"`
+
+	// label is a human-readable name used in messages.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Label string `json:"label,omitempty"`
+
+	// adapter is the protocol adapter that drives the native runtime.
+	// +required
+	Adapter HarnessAdapter `json:"adapter"`
+
+	// autoSelection says which providers `auto` may ask this harness about.
+	// +optional
+	AutoSelection *AutoSelection `json:"autoSelection,omitempty"`
+
+	// support is the harness's declared supports(ctx) facts. When omitted,
+	// admission writes the adapter's defaults; a written block is the declaration.
+	// +optional
+	Support *HarnessSupport `json:"support,omitempty"`
+
+	// conversationToolPolicySupport is Exact only when the adapter enforces every
+	// explicit tool-policy layer; restricted turns run on this harness only then.
+	// +optional
+	ConversationToolPolicySupport ToolPolicySupport `json:"conversationToolPolicySupport,omitempty"`
+
+	// conversationToolPolicySafeDenyTools lists canonical core tool ids whose denial
+	// does not require isolating the native surface (honoured only with Exact).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	ConversationToolPolicySafeDenyTools []ToolID `json:"conversationToolPolicySafeDenyTools,omitempty"`
+
+	// conversationToolPolicyNativeTools lists the canonical core tool ids the native
+	// runtime provides by itself (Codex: exec, process, read, write, edit, apply_patch).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	ConversationToolPolicyNativeTools []ToolID `json:"conversationToolPolicyNativeTools,omitempty"`
+
+	// authBootstrap is Harness: the app-server authenticates with its own
+	// credentials. Host (per-attempt host credentials) is refused until an adapter supports it.
+	// +optional
+	// +kubebuilder:default=Harness
+	AuthBootstrap AuthBootstrap `json:"authBootstrap,omitempty"`
+
+	// minVersion raises the adapter's built-in version floor (codex-app-server:
+	// 0.149.0); it can never lower it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]*)\\\\.(0|[1-9][0-9]*)\\\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\\\.[0-9A-Za-z-]+)*)?(\\\\+[0-9A-Za-z-]+(\\\\.[0-9A-Za-z-]+)*)?$')",message="spec.minVersion must be a semantic version such as 0.149.0"
+	MinVersion string `json:"minVersion,omitempty"`
+
+	// appServer runs the app-server as a StatefulSet. Exactly one of appServer and external.
+	// +optional
+	AppServer *AppServerWorkload `json:"appServer,omitempty"`
+
+	// external points at an app-server the operator does not run. Exactly one of
+	// appServer and external.
+	// +optional
+	External *ExternalServer `json:"external,omitempty"`
+
+	// allowedNamespaces says which namespaces' sessions may use this harness
+	// (default: its own namespace).
+	// +optional
+	AllowedNamespaces *AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+}
+
+// ServerStatus is one app-server as the manager last saw it.
+type ServerStatus struct {
+	// name is the server pod's name, or `external`.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// imageID is the image digest the kubelet reports for the app-server container.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ImageID string `json:"imageID,omitempty"`
+
+	// version is the version parsed from the handshake's userAgent.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// userAgent is the userAgent of the initialize result.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	UserAgent string `json:"userAgent,omitempty"`
+
+	// state is Ready, NotReady or Terminating (draining: no new turns).
+	// +required
+	State ServerState `json:"state"`
+}
+
+// AgentHarnessStatus is written by the manager only.
+type AgentHarnessStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are WorkloadReady, VersionSupported, Attested and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// replicas is the number of server pods (1 for an external server).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of Ready servers.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// version is the handshake version when every server reports the same one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// servers lists each app-server.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Servers []ServerStatus `json:"servers,omitempty"`
+
+	// runtimeArtifact identifies the artifact when every server runs one digest.
+	// +optional
+	RuntimeArtifact *RuntimeArtifact `json:"runtimeArtifact,omitempty"`
+}
+
+// AgentHarness registers an agent harness — a native agent runtime such as
+// `codex app-server` — and the workload that serves it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=ah,categories=openclaw
+// +kubebuilder:printcolumn:name="HarnessID",type=string,JSONPath=`.spec.harnessId`
+// +kubebuilder:printcolumn:name="Adapter",type=string,JSONPath=`.spec.adapter`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.harnessId) || !(self.metadata.name in ['openclaw', 'pi', 'auto', 'default', 'codex-app-server'])",message="spec.harnessId defaults to metadata.name, which is a reserved runtime id here: set spec.harnessId or rename the object",fieldPath=`.spec.harnessId`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.harnessId) || self.metadata.name.matches('^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')",message="spec.harnessId defaults to metadata.name, which is not a valid harness id (lowercase letters, digits and '-', at most 63): set spec.harnessId",fieldPath=`.spec.harnessId`
+type AgentHarness struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec declares the harness.
+	// +required
+	Spec AgentHarnessSpec `json:"spec"`
+
+	// status is the observed state, written by the manager.
+	// +optional
+	Status AgentHarnessStatus `json:"status,omitempty"`
+}
+
+// AgentHarnessList is a list of AgentHarness.
+// +kubebuilder:object:root=true
+type AgentHarnessList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the AgentHarness objects.
+	Items []AgentHarness `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&AgentHarness{}, &AgentHarnessList{})
+}

@@ -1,0 +1,31 @@
+package v1alpha1_test
+
+import (
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/internal/manifest"
+)
+
+var _ = Describe("config/samples", func() {
+	It("are all accepted by the API server, the managed example included", func() {
+		samples := filepath.Join("..", "..", "config", "samples")
+		var applied []string
+		for _, dir := range []string{samples, filepath.Join(samples, "managed")} {
+			objs, err := manifest.ReadPath(dir)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(objs).NotTo(BeEmpty(), "no manifests in %s", dir)
+			for _, obj := range objs {
+				Expect(k8sClient.Patch(ctx, obj, client.Apply, client.FieldOwner("samples-test"), client.ForceOwnership)).
+					To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
+				applied = append(applied, obj.GetKind()+"/"+obj.GetName())
+			}
+		}
+		Expect(applied).To(ContainElements(
+			"Namespace/agents", "RuntimePolicy/codex-only", "AgentHarness/codex",
+			"AgentSession/demo", "AgentHarness/codex-managed"))
+	})
+})

@@ -1,0 +1,262 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+)
+
+// expectFieldError asserts err is an Invalid error with a cause on field whose
+// message contains want: users must learn which field is wrong and why.
+func expectFieldError(err error, field, want string) {
+	GinkgoHelper()
+	Expect(err).To(HaveOccurred(), "the API server accepted an invalid object")
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+	status, ok := err.(apierrors.APIStatus)
+	Expect(ok).To(BeTrue())
+	var causes []string
+	for _, c := range status.Status().Details.Causes {
+		causes = append(causes, fmt.Sprintf("%s: %s", c.Field, c.Message))
+		if c.Field == field && strings.Contains(c.Message, want) {
+			return
+		}
+	}
+	Fail(fmt.Sprintf("no cause on field %q containing %q; causes:\n  %s", field, want, strings.Join(causes, "\n  ")))
+}
+
+func newNamespace() string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t-" + rand.String(8)}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+var _ = Describe("single-object validation (CEL and schema)", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	harness := func(mutate func(h *harnessv1alpha1.AgentHarness)) func() client.Object {
+		return func() client.Object {
+			h := validExternalHarness(ns, "h-"+rand.String(6))
+			mutate(h)
+			return h
+		}
+	}
+	managed := func(mutate func(h *harnessv1alpha1.AgentHarness)) func() client.Object {
+		return func() client.Object {
+			h := validManagedHarness(ns, "m-"+rand.String(6))
+			mutate(h)
+			return h
+		}
+	}
+	policy := func(mutate func(p *harnessv1alpha1.RuntimePolicy)) func() client.Object {
+		return func() client.Object {
+			p := validPolicy("p-" + rand.String(8))
+			mutate(p)
+			return p
+		}
+	}
+	session := func(mutate func(s *harnessv1alpha1.AgentSession)) func() client.Object {
+		return func() client.Object {
+			s := validSession(ns, "s-"+rand.String(6))
+			mutate(s)
+			return s
+		}
+	}
+
+	It("accepts the valid fixtures the table below breaks", func() {
+		for _, obj := range []client.Object{
+			validExternalHarness(ns, "ok-external"), validManagedHarness(ns, "ok-managed"),
+			validPolicy("ok-" + rand.String(8)), validSession(ns, "ok-session"),
+		} {
+			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
+		}
+	})
+
+	DescribeTable("refuses an invalid object on create, naming the field",
+		func(build func() client.Object, field, message string) {
+			expectFieldError(k8sClient.Create(ctx, build()), field, message)
+		},
+		// AgentHarness identity.
+		Entry("harnessId must be a lowercase id", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "Codex_1" }),
+			"spec.harnessId", "spec.harnessId must be a lowercase id"),
+		Entry("harnessId openclaw is reserved for the embedded runtime", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "openclaw" }),
+			"spec.harnessId", "must not be a reserved runtime id"),
+		Entry("harnessId pi (alias of openclaw) is reserved", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "pi" }),
+			"spec.harnessId", "must not be a reserved runtime id"),
+		Entry("harnessId auto is reserved", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "auto" }),
+			"spec.harnessId", "must not be a reserved runtime id"),
+		Entry("a defaulted harnessId from metadata.name openclaw is reserved", func() client.Object {
+			h := validExternalHarness(ns, "openclaw")
+			h.Spec.HarnessID = ""
+			return h
+		}, "spec.harnessId", "spec.harnessId defaults to metadata.name, which is a reserved runtime id"),
+		Entry("a defaulted harnessId from a dotted metadata.name is not a harness id", func() client.Object {
+			h := validExternalHarness(ns, "codex.v2")
+			h.Spec.HarnessID = ""
+			return h
+		}, "spec.harnessId", "spec.harnessId defaults to metadata.name, which is not a valid harness id"),
+		Entry("adapter is an enum", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.Adapter = "claude-agent" }),
+			"spec.adapter", "Unsupported value"),
+		// Workload: exactly one of appServer and external.
+		Entry("appServer and external together are refused", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AppServer = validManagedHarness(ns, "x").Spec.AppServer
+		}), "spec", "exactly one of spec.appServer and spec.external must be set"),
+		Entry("neither appServer nor external is refused", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External = nil }),
+			"spec", "exactly one of spec.appServer and spec.external must be set"),
+		Entry("appServer.image must be pinned by digest", managed(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AppServer.Image = "registry.example/codex:0.169.0"
+		}), "spec.appServer.image", "appServer.image must be pinned by digest"),
+		Entry("appServer.image with a short digest is refused", managed(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AppServer.Image = "registry.example/codex@sha256:abc123"
+		}), "spec.appServer.image", "appServer.image must be pinned by digest"),
+		Entry("appServer.replicas is bounded", managed(func(h *harnessv1alpha1.AgentHarness) { h.Spec.AppServer.Replicas = ptr.To[int32](-1) }),
+			"spec.appServer.replicas", "should be greater than or equal to 0"),
+		Entry("an Env credential needs an environment variable name", managed(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AppServer.Credentials[0].Name = "OPENAI-API-KEY"
+		}), "spec.appServer.credentials[0]", "must be an environment variable name when mount is Env"),
+		Entry("a HomeFile credential must be a plain file name", managed(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AppServer.Credentials[0].Mount = harnessv1alpha1.CredentialMountHomeFile
+			h.Spec.AppServer.Credentials[0].Name = "../auth.json"
+		}), "spec.appServer.credentials[0]", "must be a plain file name"),
+		Entry("external.url must be ws:// or wss://", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "http://127.0.0.1:4500" }),
+			"spec.external.url", "external.url must be a ws:// or wss:// URL"),
+		// Version floor.
+		Entry("minVersion must be a semantic version", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.MinVersion = "v0.170" }),
+			"spec.minVersion", "spec.minVersion must be a semantic version"),
+		// autoSelection.
+		Entry("autoSelection.providers only with mode Listed", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AutoSelection = &harnessv1alpha1.AutoSelection{Mode: harnessv1alpha1.AutoSelectionAllProviders, Providers: []harnessv1alpha1.ProviderID{"openai"}}
+		}), "spec.autoSelection", "autoSelection.providers may only be set when autoSelection.mode is Listed"),
+		Entry("autoSelection mode Listed needs providers", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AutoSelection = &harnessv1alpha1.AutoSelection{Mode: harnessv1alpha1.AutoSelectionListed}
+		}), "spec.autoSelection", "must list at least one provider when autoSelection.mode is Listed"),
+		// support.
+		Entry("support.providers are lowercase provider ids", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.Support = &harnessv1alpha1.HarnessSupport{Providers: []harnessv1alpha1.ProviderID{"OpenAI"}}
+		}), "spec.support.providers[0]", "provider id must be lowercase"),
+		Entry("support.priority is bounded", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.Support = &harnessv1alpha1.HarnessSupport{Priority: ptr.To[int32](5000)}
+		}), "spec.support.priority", "should be less than or equal to 1000"),
+		Entry("support.requestTransportOverrides is an enum", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.Support = &harnessv1alpha1.HarnessSupport{RequestTransportOverrides: "Sometimes"}
+		}), "spec.support.requestTransportOverrides", "Unsupported value"),
+		// Tool policy.
+		Entry("conversationToolPolicySafeDenyTools only with Exact", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicySafeDenyTools = []harnessv1alpha1.ToolID{"exec"}
+		}), "spec", "spec.conversationToolPolicySafeDenyTools requires spec.conversationToolPolicySupport: Exact"),
+		Entry("safe-deny tools are canonical tool ids, not groups", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicySupport = harnessv1alpha1.ToolPolicySupportExact
+			h.Spec.ConversationToolPolicySafeDenyTools = []harnessv1alpha1.ToolID{"group:fs"}
+		}), "spec.conversationToolPolicySafeDenyTools[0]", "tool id must be a canonical core tool id"),
+		Entry("native tools are canonical tool ids, not wildcards", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicyNativeTools = []harnessv1alpha1.ToolID{"*"}
+		}), "spec.conversationToolPolicyNativeTools[0]", "tool id must be a canonical core tool id"),
+		Entry("conversationToolPolicySupport is an enum", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicySupport = "exact"
+		}), "spec.conversationToolPolicySupport", "Unsupported value"),
+		// allowedNamespaces.
+		Entry("allowedNamespaces from Selector needs a selector", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AllowedNamespaces = &harnessv1alpha1.AllowedNamespaces{From: harnessv1alpha1.NamespacesFromSelector}
+		}), "spec.allowedNamespaces", "allowedNamespaces.selector must be set when allowedNamespaces.from is Selector"),
+		Entry("allowedNamespaces selector only with from Selector", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.AllowedNamespaces = &harnessv1alpha1.AllowedNamespaces{From: harnessv1alpha1.NamespacesFromSame, Selector: &metav1.LabelSelector{}}
+		}), "spec.allowedNamespaces", "allowedNamespaces.selector must be set when allowedNamespaces.from is Selector, and only then"),
+
+		// RuntimePolicy: runtime ids in normalized form.
+		Entry("provider runtime pi must be written openclaw", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "pi" }),
+			"spec.providers[0].runtime", "runtime id must be in normalized form"),
+		Entry("model runtime codex-app-server must be written codex", policy(func(p *harnessv1alpha1.RuntimePolicy) {
+			p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "openai/gpt-5.5", Runtime: "codex-app-server"}}
+		}), "spec.models[0].runtime", "runtime id must be in normalized form"),
+		Entry("runtime ids are lowercase", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "Codex" }),
+			"spec.providers[0].runtime", "runtime id must be a lowercase id"),
+		Entry("catalog row runtime default must be written auto", policy(func(p *harnessv1alpha1.RuntimePolicy) {
+			p.Spec.Providers[0].Models = []harnessv1alpha1.ProviderModelRuntime{{ID: "gpt-5.5", Runtime: "default"}}
+		}), "spec.providers[0].models[0].runtime", "runtime id must be in normalized form"),
+		Entry("models[].ref must be provider/model, provider/* or a bare model", policy(func(p *harnessv1alpha1.RuntimePolicy) {
+			p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "openai/gpt*", Runtime: "codex"}}
+		}), "spec.models[0].ref", "ref must be provider/model, provider/* or a bare model id"),
+		Entry("models[].ref provider is lowercase", policy(func(p *harnessv1alpha1.RuntimePolicy) {
+			p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "OpenAI/gpt-5.5", Runtime: "codex"}}
+		}), "spec.models[0].ref", "ref must be provider/model, provider/* or a bare model id"),
+		Entry("catalog row ids are bare model ids", policy(func(p *harnessv1alpha1.RuntimePolicy) {
+			p.Spec.Providers[0].Models = []harnessv1alpha1.ProviderModelRuntime{{ID: "openai/gpt-5.5", Runtime: "codex"}}
+		}), "spec.providers[0].models[0].id", "models[].id must be a bare model id"),
+		Entry("a provider entry must set runtime or models", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "" }),
+			"spec.providers[0]", "providers[] entry must set runtime, models, or both"),
+		Entry("a policy must set some entries", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers = nil }),
+			"spec", "spec must set at least one of providers, models and agents"),
+		Entry("sessionOverrides is Allow or Deny", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = "Maybe" }),
+			"spec.sessionOverrides", "Unsupported value"),
+		Entry("an agent entry needs models", policy(func(p *harnessv1alpha1.RuntimePolicy) {
+			p.Spec.Agents = []harnessv1alpha1.AgentRuntimePolicy{{AgentID: "main", Models: []harnessv1alpha1.ModelRuntimePolicy{}}}
+		}), "spec.agents[0].models", "should have at least 1 items"),
+
+		// AgentSession.
+		Entry("model must be provider/model", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.Model = "gpt-5.5" }),
+			"spec.model", "spec.model must be provider/model"),
+		Entry("runtimeOverride is a normalized runtime id", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.RuntimeOverride = "codex-app-server" }),
+			"spec.runtimeOverride", "runtime id must be in normalized form"),
+		Entry("modelSelectionLocked is Locked or Unlocked, not a bool", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.ModelSelectionLocked = "true" }),
+			"spec.modelSelectionLocked", "Unsupported value"),
+		Entry("sessionKey has no surrounding spaces", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.SessionKey = " agent:main:x" }),
+			"spec.sessionKey", "spec.sessionKey must not have surrounding spaces or control characters"),
+		Entry("resetGeneration is not negative", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.ResetGeneration = -1 }),
+			"spec.resetGeneration", "should be greater than or equal to 0"),
+	)
+
+	DescribeTable("refuses an invalid AgentSession update, naming the field",
+		func(mutate func(s *harnessv1alpha1.AgentSession), field, message string) {
+			s := validSession(ns, "u-"+rand.String(6))
+			s.Spec.ResetGeneration = 3
+			Expect(k8sClient.Create(ctx, s)).To(Succeed())
+			mutate(s)
+			expectFieldError(k8sClient.Update(ctx, s), field, message)
+		},
+		Entry("sessionId is immutable", func(s *harnessv1alpha1.AgentSession) { s.Spec.SessionID = "other" },
+			"spec.sessionId", "spec.sessionId is immutable"),
+		Entry("sessionKey is immutable", func(s *harnessv1alpha1.AgentSession) { s.Spec.SessionKey = "agent:main:other" },
+			"spec.sessionKey", "spec.sessionKey is immutable"),
+		Entry("agentId is immutable", func(s *harnessv1alpha1.AgentSession) { s.Spec.AgentID = "other" },
+			"spec.agentId", "spec.agentId is immutable"),
+		Entry("resetGeneration never decreases", func(s *harnessv1alpha1.AgentSession) { s.Spec.ResetGeneration = 2 },
+			"spec.resetGeneration", "spec.resetGeneration must not decrease"),
+	)
+
+	It("lets a gateway bump resetGeneration and change the model", func() {
+		s := validSession(ns, "bump")
+		Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		s.Spec.ResetGeneration = 1
+		s.Spec.Model = "openai/gpt-5.6-sol"
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+	})
+
+	It("writes the documented defaults", func() {
+		h := validExternalHarness(ns, "defaults")
+		h.Spec.AutoSelection = &harnessv1alpha1.AutoSelection{}
+		h.Spec.AllowedNamespaces = &harnessv1alpha1.AllowedNamespaces{}
+		Expect(k8sClient.Create(ctx, h)).To(Succeed())
+		Expect(h.Spec.AuthBootstrap).To(Equal(harnessv1alpha1.AuthBootstrapHarness))
+		Expect(h.Spec.AutoSelection.Mode).To(Equal(harnessv1alpha1.AutoSelectionAllProviders))
+		Expect(h.Spec.AllowedNamespaces.From).To(Equal(harnessv1alpha1.NamespacesFromSame))
+
+		p := validPolicy("defaults-" + rand.String(6))
+		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		Expect(p.Spec.SessionOverrides).To(Equal(harnessv1alpha1.SessionOverridesAllow))
+
+		s := validSession(ns, "defaults")
+		Expect(k8sClient.Create(ctx, s)).To(Succeed())
+		Expect(s.Spec.ModelSelectionLocked).To(Equal(harnessv1alpha1.ModelSelectionUnlocked))
+	})
+})

@@ -1,0 +1,138 @@
+// Command manager runs the harness-operator controllers (and, once they land,
+// the admission webhooks) under leader election.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers"
+)
+
+// options are the manager's command-line settings.
+type options struct {
+	metricsAddr          string
+	secureMetrics        bool
+	enableHTTP2          bool
+	probeAddr            string
+	leaderElect          bool
+	leaderElectionNS     string
+	harnessConcurrency   int
+	policyConcurrency    int
+	sessionConcurrency   int
+	gracefulShutdownSecs int
+}
+
+func main() {
+	var opts options
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS unless --metrics-secure=false); \"0\" disables it.")
+	flag.BoolVar(&opts.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
+	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false, "Enable HTTP/2 on the metrics server (off by default: HTTP/2 rapid-reset mitigation).")
+	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one manager replica reconciles at a time.")
+	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	flag.IntVar(&opts.harnessConcurrency, "agentharness-concurrency", 4, "Maximum parallel reconciles of AgentHarness objects.")
+	flag.IntVar(&opts.policyConcurrency, "runtimepolicy-concurrency", 1, "Maximum parallel reconciles of RuntimePolicy objects (policies interact; keep low).")
+	flag.IntVar(&opts.sessionConcurrency, "agentsession-concurrency", 8, "Maximum parallel reconciles of AgentSession objects.")
+	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
+	zapOpts := zap.Options{Development: false} // JSON logs in production
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(opts); err != nil {
+		ctrl.Log.Error(err, "manager exited")
+		os.Exit(1)
+	}
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add client-go types to scheme: %w", err)
+	}
+	if err := harnessv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add harness types to scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+func run(opts options) error {
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	for name, n := range map[string]int{
+		"--agentharness-concurrency":  opts.harnessConcurrency,
+		"--runtimepolicy-concurrency": opts.policyConcurrency,
+		"--agentsession-concurrency":  opts.sessionConcurrency,
+	} {
+		if n < 1 {
+			return fmt.Errorf("%s must be at least 1, got %d", name, n)
+		}
+	}
+
+	var tlsOpts []func(*tls.Config)
+	if !opts.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.metricsAddr,
+		SecureServing: opts.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if opts.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              "manager.harness.openclaw.dev",
+		LeaderElectionNamespace:       opts.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+
+	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&controllers.AgentHarnessReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency},
+		&controllers.RuntimePolicyReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
+		&controllers.AgentSessionReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
+	}
+	for _, r := range reconcilers {
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("add readiness check: %w", err)
+	}
+
+	ctrl.Log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+// Package config_test checks that the committed generated files — CRDs, RBAC
+// and deepcopy code — are exactly what `make generate manifests` produces from
+// the markers, so a marker change cannot ship without its manifests.
+package config_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func TestGeneratedFilesAreUpToDate(t *testing.T) {
+	out := t.TempDir()
+	crdDir, rbacDir, objectDir := filepath.Join(out, "crd"), filepath.Join(out, "rbac"), filepath.Join(out, "object")
+	runControllerGen(t, "crd", "rbac:roleName=harness-operator-manager",
+		"paths=./api/...", "paths=./controllers/...",
+		"output:crd:artifacts:config="+crdDir, "output:rbac:artifacts:config="+rbacDir)
+	runControllerGen(t, "object", "paths=./api/...", "output:object:dir="+objectDir)
+
+	compareDir(t, crdDir, "crd/bases")
+	compareDir(t, rbacDir, "rbac", "role.yaml")
+	compareDir(t, objectDir, "../api/v1alpha1", "zz_generated.deepcopy.go")
+}
+
+func runControllerGen(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"tool", "controller-gen"}, args...)...)
+	cmd.Dir = ".." // the module root, where the markers' paths are relative to
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("controller-gen %v: %v\n%s", args, err, output)
+	}
+}
+
+// compareDir asserts that every generated file in generated equals the
+// committed file of the same name in committed (relative to this directory),
+// and, when only is empty, that committed holds no stale extra files.
+func compareDir(t *testing.T, generated, committed string, only ...string) {
+	t.Helper()
+	names := only
+	if len(names) == 0 {
+		entries, err := os.ReadDir(generated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		committedEntries, err := os.ReadDir(committed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(committedEntries) != len(entries) {
+			t.Errorf("%s has %d files, controller-gen produces %d: run `make manifests`", committed, len(committedEntries), len(entries))
+		}
+	}
+	for _, name := range names {
+		want, err := os.ReadFile(filepath.Join(generated, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(committed, name))
+		if err != nil {
+			t.Errorf("%s: %v (run `make generate manifests`)", filepath.Join(committed, name), err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what controller-gen produces: run `make generate manifests` and commit the result", filepath.Join(committed, name))
+		}
+	}
+}

@@ -1,0 +1,141 @@
+// Command devcluster is `make run`: it starts a local control plane (the real
+// etcd and kube-apiserver that hack/setup-envtest.sh builds), installs the CRDs
+// and the samples, writes a kubeconfig for kubectl, and runs the manager
+// against it until interrupted. Everything it starts stops when it exits.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openclaw/harness-operator/internal/manifest"
+)
+
+const fieldOwner = client.FieldOwner("harness-devcluster")
+
+func main() {
+	managerBin := flag.String("manager", "bin/manager", "Path of the manager binary to run.")
+	kubeconfig := flag.String("kubeconfig", ".local/kubeconfig", "Where to write the kubeconfig of the local control plane.")
+	crdDir := flag.String("crds", "config/crd/bases", "Directory of the CRD manifests.")
+	samplesDir := flag.String("samples", "config/samples", "Directory of the sample manifests to apply (not recursive).")
+	flag.Parse()
+
+	if err := run(*managerBin, *kubeconfig, *crdDir, *samplesDir); err != nil {
+		fmt.Fprintln(os.Stderr, "devcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(managerBin, kubeconfig, crdDir, samplesDir string) error {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return errors.New("KUBEBUILDER_ASSETS is not set: run `make run`, which builds the control plane with hack/setup-envtest.sh")
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+	fmt.Fprintln(os.Stderr, "devcluster: starting etcd and kube-apiserver")
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "devcluster: stop control plane:", err)
+		}
+	}()
+
+	admin, err := env.AddUser(envtest.User{Name: "devcluster-admin", Groups: []string{"system:masters"}}, cfg)
+	if err != nil {
+		return fmt.Errorf("create admin user: %w", err)
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("render kubeconfig: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(kubeconfig), 0o700); err != nil {
+		return fmt.Errorf("create kubeconfig directory: %w", err)
+	}
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	absKubeconfig, err := filepath.Abs(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("resolve kubeconfig path: %w", err)
+	}
+
+	c, err := client.New(admin.Config(), client.Options{})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := applySamples(ctx, c, samplesDir); err != nil {
+		return err
+	}
+	if err := ensureTokenSecret(ctx, c, "agents", "codex-token"); err != nil {
+		return err
+	}
+
+	fmt.Printf("\nLocal control plane is up. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get ah,rp,asess -A\n\nPress Ctrl-C to stop.\n\n", absKubeconfig)
+
+	cmd := exec.CommandContext(ctx, managerBin,
+		"--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:8443",
+		"--health-probe-bind-address=127.0.0.1:8081",
+	)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+absKubeconfig)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Run(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	fmt.Fprintln(os.Stderr, "devcluster: stopping")
+	return nil
+}
+
+// applySamples server-side applies every manifest in dir (files in name order,
+// so the namespace comes first), as `kubectl apply -f dir` would.
+func applySamples(ctx context.Context, c client.Client, dir string) error {
+	objs, err := manifest.ReadPath(dir)
+	if err != nil {
+		return fmt.Errorf("read samples: %w", err)
+	}
+	for _, obj := range objs {
+		if err := c.Patch(ctx, obj, client.Apply, fieldOwner, client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		}
+		fmt.Fprintf(os.Stderr, "devcluster: applied %s %s\n", obj.GetKind(), client.ObjectKeyFromObject(obj))
+	}
+	return nil
+}
+
+// ensureTokenSecret creates the sample harness's token Secret with a random
+// token, unless it exists. The token is never printed.
+func ensureTokenSecret(ctx context.Context, c client.Client, namespace, name string) error {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return fmt.Errorf("generate token: %w", err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"token": []byte(hex.EncodeToString(raw))},
+	}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
