@@ -48,4 +48,4 @@ envtest-assets: ## Build (once) and print the control-plane binaries directory.
 .PHONY: run
 run: build ## Start a local control plane, install CRDs and samples, run the manager.
 	assets="$(ENVTEST_ASSETS)"; \
-	KUBEBUILDER_ASSETS="$$assets" go run ./hack/devcluster --manager=bin/manager --kubeconfig=.local/kubeconfig
+	KUBEBUILDER_ASSETS="$$assets" go run ./hack/devcluster --manager=bin/manager --write-kubeconfig=.local/kubeconfig

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +31,7 @@ const fieldOwner = client.FieldOwner("harness-devcluster")
 
 func main() {
 	managerBin := flag.String("manager", "bin/manager", "Path of the manager binary to run.")
-	kubeconfig := flag.String("kubeconfig", ".local/kubeconfig", "Where to write the kubeconfig of the local control plane.")
+	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "Where to write the kubeconfig of the local control plane.")
 	crdDir := flag.String("crds", "config/crd/bases", "Directory of the CRD manifests.")
 	samplesDir := flag.String("samples", "config/samples", "Directory of the sample manifests to apply (not recursive).")
 	flag.Parse()
@@ -114,10 +115,26 @@ func applySamples(ctx context.Context, c client.Client, dir string) error {
 		return fmt.Errorf("read samples: %w", err)
 	}
 	for _, obj := range objs {
-		if err := c.Patch(ctx, obj, client.Apply, fieldOwner, client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
+		// Record what was applied the way client-side `kubectl apply` does, so a
+		// later `kubectl apply -f config/samples/` updates these objects cleanly.
+		applied, err := json.Marshal(obj.Object)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
-		fmt.Fprintf(os.Stderr, "devcluster: applied %s %s\n", obj.GetKind(), client.ObjectKeyFromObject(obj))
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[corev1.LastAppliedConfigAnnotation] = string(applied)
+		obj.SetAnnotations(annotations)
+		if err := c.Patch(ctx, obj, client.Apply, fieldOwner, client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		where := obj.GetName()
+		if obj.GetNamespace() != "" {
+			where = obj.GetNamespace() + "/" + where
+		}
+		fmt.Fprintf(os.Stderr, "devcluster: applied %s %s\n", obj.GetKind(), where)
 	}
 	return nil
 }
