@@ -3,14 +3,18 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -52,7 +56,7 @@ func main() {
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	if err := run(opts); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), opts); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
@@ -69,7 +73,8 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-func run(opts options) error {
+// run starts the manager against the API server of cfg and blocks until ctx ends.
+func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -98,7 +103,7 @@ func run(opts options) error {
 	}
 
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.probeAddr,
@@ -126,13 +131,26 @@ func run(opts options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("informers", cachesSynced(mgr)); err != nil {
 		return fmt.Errorf("add readiness check: %w", err)
 	}
 
 	ctrl.Log.Info("starting manager", "leaderElection", opts.leaderElect, "metrics", opts.metricsAddr)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// cachesSynced is ready once the manager's informer caches have synced, so a
+// replica that cannot read the API yet is not reported ready.
+func cachesSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}
 }

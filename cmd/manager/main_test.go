@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// TestManagerServesProbesAndSecureMetrics starts the manager against a real
+// kube-apiserver and checks what a cluster operator relies on: the probes
+// answer, metrics refuse anonymous scrapers but serve an authorized one, and
+// the three controllers run with the configured concurrency.
+func TestManagerServesProbesAndSecureMetrics(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver: run `make test`")
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+
+	probeAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, cfg, options{
+			metricsAddr: metricsAddr, secureMetrics: true, probeAddr: probeAddr,
+			harnessConcurrency: 3, policyConcurrency: 1, sessionConcurrency: 5,
+			gracefulShutdownSecs: 5,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager returned an error on shutdown: %v", err)
+		}
+	})
+
+	plain := &http.Client{Timeout: 2 * time.Second}
+	waitFor(t, "healthz", func() (bool, string) { return get(plain, "http://"+probeAddr+"/healthz", "") })
+	waitFor(t, "readyz", func() (bool, string) { return get(plain, "http://"+probeAddr+"/readyz", "") })
+
+	insecureTLS := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving cert of the test manager
+	}}
+	metricsURL := "https://" + metricsAddr + "/metrics"
+	waitFor(t, "metrics listener", func() (bool, string) {
+		resp, err := insecureTLS.Get(metricsURL)
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = resp.Body.Close()
+		return true, ""
+	})
+	if ok, body := get(insecureTLS, metricsURL, ""); ok {
+		t.Fatalf("anonymous metrics scrape succeeded; want 401/403:\n%.200s", body)
+	}
+
+	token := scraperToken(t, kubernetes.NewForConfigOrDie(cfg))
+	var metrics string
+	waitFor(t, "authorized metrics scrape", func() (bool, string) {
+		ok, body := get(insecureTLS, metricsURL, token)
+		metrics = body
+		return ok, body
+	})
+	for _, want := range []string{
+		`controller_runtime_max_concurrent_reconciles{controller="agentharness"} 3`,
+		`controller_runtime_max_concurrent_reconciles{controller="runtimepolicy"} 1`,
+		`controller_runtime_max_concurrent_reconciles{controller="agentsession"} 5`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestRunRefusesZeroConcurrency(t *testing.T) {
+	err := run(context.Background(), nil, options{harnessConcurrency: 0, policyConcurrency: 1, sessionConcurrency: 1})
+	if err == nil || !strings.Contains(err.Error(), "--agentharness-concurrency must be at least 1") {
+		t.Fatalf("err = %v, want a message naming --agentharness-concurrency", err)
+	}
+}
+
+// scraperToken returns a bearer token of a ServiceAccount allowed to GET /metrics.
+func scraperToken(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper", Namespace: "default"}}
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scraper-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("request token: %v", err)
+	}
+	return tr.Status.Token
+}
+
+func get(c *http.Client, url, token string) (bool, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, body)
+}
+
+func waitFor(t *testing.T, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, detail := check()
+		if ok {
+			return
+		}
+		last = detail
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: not OK within 30s; last: %.300s", what, last)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
