@@ -30,14 +30,20 @@ manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from marke
 build: generate ## Build the binaries into bin/.
 	go build -o bin/ ./cmd/...
 
-.PHONY: lint
-lint: ## gofmt and go vet.
+.PHONY: fmt-vet
+fmt-vet: ## gofmt and go vet (fast; part of `make test`).
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
+.PHONY: lint
+lint: fmt-vet ## fmt-vet, golangci-lint, and kube-api-linter on api/ (builds the linter once).
+	gcl="$$(hack/setup-lint.sh)"; \
+	"$$gcl" run --config .golangci.yml ./...; \
+	"$$gcl" run --config .golangci-kal.yml ./api/...
+
 .PHONY: test
-test: lint ## Unit and envtest suites against a real etcd and kube-apiserver.
+test: fmt-vet ## Unit and envtest suites against a real etcd and kube-apiserver.
 	assets="$(ENVTEST_ASSETS)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
 

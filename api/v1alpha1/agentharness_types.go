@@ -490,16 +490,16 @@ type ServerStatus struct {
 
 // AgentHarnessStatus is written by the manager only.
 type AgentHarnessStatus struct {
-	// observedGeneration is the generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are WorkloadReady, VersionSupported, Attested and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// replicas is the number of server pods (1 for an external server).
 	// +optional
@@ -563,8 +563,4 @@ type AgentHarnessList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// items are the AgentHarness objects.
 	Items []AgentHarness `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&AgentHarness{}, &AgentHarnessList{})
 }

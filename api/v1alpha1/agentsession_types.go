@@ -336,16 +336,16 @@ type SessionCounters struct {
 // AgentSessionStatus is split by writer: the manager writes policy and conditions,
 // the dispatcher writes the rest (server-side apply, one field manager each).
 type AgentSessionStatus struct {
-	// observedGeneration is the generation the manager's part describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are PolicyResolved and Ready (manager).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the manager's part describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// policy is what runtime policy asks for, without route facts (manager).
 	// +optional
@@ -412,8 +412,4 @@ type AgentSessionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// items are the AgentSession objects.
 	Items []AgentSession `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&AgentSession{}, &AgentSessionList{})
 }

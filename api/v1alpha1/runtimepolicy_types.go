@@ -179,16 +179,16 @@ type PolicyConflict struct {
 
 // RuntimePolicyStatus is written by the manager.
 type RuntimePolicyStatus struct {
-	// observedGeneration is the generation the status describes.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
 	// conditions are Accepted, Conflicted and ReferencesResolved.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conflicts lists the keys this policy loses (at most 64 are listed).
 	// +optional
@@ -236,8 +236,4 @@ type RuntimePolicyList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// items are the RuntimePolicy objects.
 	Items []RuntimePolicy `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&RuntimePolicy{}, &RuntimePolicyList{})
 }

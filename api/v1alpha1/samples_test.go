@@ -19,7 +19,7 @@ var _ = Describe("config/samples", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(objs).NotTo(BeEmpty(), "no manifests in %s", dir)
 			for _, obj := range objs {
-				Expect(k8sClient.Patch(ctx, obj, client.Apply, client.FieldOwner("samples-test"), client.ForceOwnership)).
+				Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("samples-test"), client.ForceOwnership)).
 					To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 				applied = append(applied, obj.GetKind()+"/"+obj.GetName())
 			}

@@ -127,7 +127,7 @@ func applySamples(ctx context.Context, c client.Client, dir string) error {
 		}
 		annotations[corev1.LastAppliedConfigAnnotation] = string(applied)
 		obj.SetAnnotations(annotations)
-		if err := c.Patch(ctx, obj, client.Apply, fieldOwner, client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), fieldOwner, client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 		where := obj.GetName()

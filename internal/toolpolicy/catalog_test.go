@@ -47,7 +47,7 @@ func TestCatalogMatchesReferenceTSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open reference: %v", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var groups []string
 	profiles := map[string][]string{}
 	sc := bufio.NewScanner(f)
