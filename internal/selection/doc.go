@@ -1,0 +1,32 @@
+// Package selection is the runtime-selection engine: a pure function from a
+// snapshot (visible AgentHarnesses with their conditions, the RuntimePolicies
+// selecting the namespace, the AgentSession) and a prepared Attempt to a
+// Decision — which runtime runs the turn and why, or the typed error that fails
+// it closed (DESIGN.md §5, §7; the seed's "Selection policy").
+//
+// Select applies the rules in this order:
+//
+//  1. The session is authoritative: an attempt that contradicts it is a
+//     SessionMismatch, decided before anything else.
+//  2. Runtime id: session pin > session override > policy (ResolvePolicy:
+//     agent entry > exact model ref > catalog row > provider/* > provider-wide,
+//     oldest policy wins a conflict, a Deny policy enforces) > auto. A pin or
+//     override that contradicts a Deny policy is OverrideDenied.
+//  3. The id decides the mode: `openclaw` is forced_openclaw; a CLI backend
+//     alias for the provider passes through to openclaw; `auto` asks every
+//     admitted harness (for provider openai: implicit codex on the official
+//     Responses routes only); any other id must be a registered harness.
+//  4. Each route of the attempt is decided on its own against the harness's
+//     support facts (provider, request-transport overrides, route policy,
+//     prepared auth; an omitted support block means AdapterDefaults). An
+//     unsupported explicit harness falls back to openclaw only when it declared
+//     the lossless fallback. Any fail-closed route fails the set; routes that
+//     disagree run the set on openclaw.
+//  5. The harness that runs the set is checked last: below its version floor
+//     (VersionBelowFloor), then the tool-policy gate (ToolPolicyUnenforceable
+//     unless it declares Exact), then readiness (HarnessUnavailable, retryable;
+//     never a fallback).
+//
+// Every visible harness appears among the candidates with its support result.
+// Harness-local preflight errors carry scope `harness`.
+package selection

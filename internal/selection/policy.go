@@ -1,0 +1,312 @@
+package selection
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+)
+
+// NormalizeRuntimeID returns the canonical form of a runtime id: trimmed and
+// lowercased, empty and `default` → `auto`, `pi` → `openclaw`,
+// `codex-app-server` → `codex`.
+func NormalizeRuntimeID(id string) string {
+	n := strings.ToLower(strings.TrimSpace(id))
+	switch n {
+	case "", "default":
+		return string(v1alpha1.RuntimeAuto)
+	case "pi":
+		return string(v1alpha1.RuntimeOpenClaw)
+	case "codex-app-server":
+		return string(v1alpha1.RuntimeCodex)
+	}
+	return n
+}
+
+// NormalizeProvider returns the canonical form of a provider id: trimmed and
+// lowercased (provider ids compare case-insensitively).
+func NormalizeProvider(p string) string { return strings.ToLower(strings.TrimSpace(p)) }
+
+// CLIBackendProvider returns the provider a CLI backend alias runs
+// (`claude-cli` → anthropic, `google-gemini-cli` → google), or false when the
+// normalized runtime id is not a CLI backend alias.
+func CLIBackendProvider(runtime string) (string, bool) {
+	switch runtime {
+	case "claude-cli":
+		return "anthropic", true
+	case "google-gemini-cli":
+		return "google", true
+	}
+	return "", false
+}
+
+// SplitModel returns the normalized provider and the model id of an attempt's
+// provider and modelId. An empty provider is taken from a `provider/model`
+// model id; a model id that repeats the given provider as its prefix loses it.
+func SplitModel(provider, model string) (string, string) {
+	p := NormalizeProvider(provider)
+	m := strings.TrimSpace(model)
+	if p == "" {
+		if i := strings.IndexByte(m, '/'); i > 0 {
+			return NormalizeProvider(m[:i]), m[i+1:]
+		}
+		return "", m
+	}
+	if len(m) > len(p) && m[len(p)] == '/' && strings.EqualFold(m[:len(p)], p) {
+		return p, m[len(p)+1:]
+	}
+	return p, m
+}
+
+// PolicyKey is what runtime policy is resolved for: one agent's provider and
+// model. An empty Provider means unknown.
+type PolicyKey struct {
+	// AgentID is the OpenClaw agent id.
+	AgentID string
+	// Provider is the normalized provider id, or empty when unknown.
+	Provider string
+	// Model is the model id without the provider prefix.
+	Model string
+}
+
+// PolicyResolution is what runtime policy asks for, without route facts.
+type PolicyResolution struct {
+	// Runtime is the normalized runtime id; `auto` when no entry applies.
+	Runtime string
+	// Source is the kind of entry that decided it (`default` when none).
+	Source v1alpha1.PolicySource
+	// Policy is the name of the deciding RuntimePolicy; empty when none.
+	Policy string
+	// Enforced is true when a Deny policy governs the key: Runtime is then its
+	// runtime, and no override, pin or other policy may resolve differently.
+	Enforced bool
+	// MatchedPolicies are the policies with an entry for the key, the deciding
+	// policy first, then the others oldest first.
+	MatchedPolicies []string
+}
+
+// Precedence levels of policy entries, highest first. Within agent entries and
+// model entries an exact `provider/model` ref beats a bare `model` ref, which
+// beats `provider/*`.
+const (
+	levelAgentExact = iota
+	levelAgentBare
+	levelAgentWildcard
+	levelModelExact
+	levelModelBare
+	levelCatalog
+	levelProviderWildcard
+	levelProvider
+	levelNone
+)
+
+func levelSource(level int) v1alpha1.PolicySource {
+	switch level {
+	case levelAgentExact, levelAgentBare, levelAgentWildcard:
+		return v1alpha1.PolicySourceAgent
+	case levelModelExact, levelModelBare:
+		return v1alpha1.PolicySourceModel
+	case levelCatalog:
+		return v1alpha1.PolicySourceCatalog
+	case levelProviderWildcard:
+		return v1alpha1.PolicySourceProviderWildcard
+	case levelProvider:
+		return v1alpha1.PolicySourceProvider
+	}
+	return v1alpha1.PolicySourceDefault
+}
+
+// runtimeSourceOf maps a policy source to the decision's runtime source:
+// agent, model and catalog entries are model-scoped, the rest provider-scoped.
+func runtimeSourceOf(src v1alpha1.PolicySource) v1alpha1.RuntimeSource {
+	switch src {
+	case v1alpha1.PolicySourceAgent, v1alpha1.PolicySourceModel, v1alpha1.PolicySourceCatalog:
+		return v1alpha1.RuntimeSourceModel
+	case v1alpha1.PolicySourceProviderWildcard, v1alpha1.PolicySourceProvider:
+		return v1alpha1.RuntimeSourceProvider
+	}
+	return v1alpha1.RuntimeSourceImplicit
+}
+
+// ResolvePolicy merges the RuntimePolicies that select the session's namespace
+// for one key (DESIGN.md §3). Precedence: agent entry > exact model ref (then a
+// bare model ref) > catalog row > `provider/*` > provider-wide > auto. Two
+// policies at the same level: the older wins (creationTimestamp, then name). A
+// Deny policy that governs the key enforces: the oldest such policy decides,
+// whatever the level of the other entries. With an unknown provider, a model
+// id that matches `provider/model` entries (or catalog rows) of two providers
+// yields no model-scoped policy at all; provider-scoped entries never match an
+// unknown provider. ResolvePolicy is pure and does not modify policies.
+func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyResolution {
+	modelScoped := key.Model != "" && (key.Provider != "" || !ambiguousModel(policies, key))
+
+	winner, deny := -1, -1
+	winnerLevel, winnerRuntime, denyRuntime := levelNone, "", ""
+	denyLevel := levelNone
+	matched := 0
+	for i, p := range policies {
+		if p == nil {
+			continue
+		}
+		level, rt := bestEntry(p, key, modelScoped)
+		if level == levelNone {
+			continue
+		}
+		matched++
+		if level < winnerLevel || (level == winnerLevel && older(p, policies[winner])) {
+			winner, winnerLevel, winnerRuntime = i, level, rt
+		}
+		if p.Spec.SessionOverrides == v1alpha1.SessionOverridesDeny && (deny < 0 || older(p, policies[deny])) {
+			deny, denyLevel, denyRuntime = i, level, rt
+		}
+	}
+	res := PolicyResolution{Runtime: string(v1alpha1.RuntimeAuto), Source: v1alpha1.PolicySourceDefault}
+	if matched == 0 {
+		return res
+	}
+	if deny >= 0 {
+		winner, winnerLevel, winnerRuntime = deny, denyLevel, denyRuntime
+		res.Enforced = true
+	}
+	res.Runtime = winnerRuntime
+	res.Source = levelSource(winnerLevel)
+	res.Policy = policies[winner].Name
+
+	others := make([]*v1alpha1.RuntimePolicy, 0, matched-1)
+	for i, p := range policies {
+		if p != nil && i != winner {
+			if level, _ := bestEntry(p, key, modelScoped); level != levelNone {
+				others = append(others, p)
+			}
+		}
+	}
+	slices.SortFunc(others, comparePolicyAge)
+	res.MatchedPolicies = make([]string, 0, matched)
+	res.MatchedPolicies = append(res.MatchedPolicies, res.Policy)
+	for _, p := range others {
+		res.MatchedPolicies = append(res.MatchedPolicies, p.Name)
+	}
+	return res
+}
+
+// older reports whether a is older than b (creationTimestamp, then name).
+func older(a, b *v1alpha1.RuntimePolicy) bool { return comparePolicyAge(a, b) < 0 }
+
+func comparePolicyAge(a, b *v1alpha1.RuntimePolicy) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// bestEntry returns the highest-precedence entry of one policy for key
+// (levelNone when none applies) and its normalized runtime. Within one policy
+// and level the first entry in list order counts.
+func bestEntry(p *v1alpha1.RuntimePolicy, key PolicyKey, modelScoped bool) (int, string) {
+	level, rt := levelNone, ""
+	consider := func(l int, runtime v1alpha1.RuntimeID) {
+		if l < level {
+			level, rt = l, NormalizeRuntimeID(string(runtime))
+		}
+	}
+	for i := range p.Spec.Agents {
+		a := &p.Spec.Agents[i]
+		if a.AgentID != key.AgentID {
+			continue
+		}
+		for j := range a.Models {
+			if l := refLevel(a.Models[j].Ref, key, modelScoped, levelAgentExact); l != levelNone {
+				consider(l, a.Models[j].Runtime)
+			}
+		}
+	}
+	for i := range p.Spec.Models {
+		if l := refLevel(p.Spec.Models[i].Ref, key, modelScoped, levelModelExact); l != levelNone {
+			consider(l, p.Spec.Models[i].Runtime)
+		}
+	}
+	for i := range p.Spec.Providers {
+		pr := &p.Spec.Providers[i]
+		providerMatches := key.Provider != "" && strings.EqualFold(string(pr.Provider), key.Provider)
+		if modelScoped && (providerMatches || key.Provider == "") {
+			for j := range pr.Models {
+				if strings.EqualFold(pr.Models[j].ID, key.Model) {
+					consider(levelCatalog, pr.Models[j].Runtime)
+				}
+			}
+		}
+		if providerMatches && pr.Runtime != "" {
+			consider(levelProvider, pr.Runtime)
+		}
+	}
+	return level, rt
+}
+
+// refLevel returns the level of a model ref for key, relative to base (the
+// exact level of agent or model entries), or levelNone when it does not match.
+// `provider/*` is provider-scoped: for top-level models it ranks below catalog
+// rows; inside an agent entry it stays an agent entry.
+func refLevel(ref string, key PolicyKey, modelScoped bool, base int) int {
+	provider, model, hasProvider := strings.Cut(ref, "/")
+	if !hasProvider {
+		if modelScoped && strings.EqualFold(ref, key.Model) {
+			return base + 1
+		}
+		return levelNone
+	}
+	if model == "*" {
+		if key.Provider == "" || !strings.EqualFold(provider, key.Provider) {
+			return levelNone
+		}
+		if base == levelAgentExact {
+			return levelAgentWildcard
+		}
+		return levelProviderWildcard
+	}
+	if modelScoped && strings.EqualFold(model, key.Model) &&
+		(key.Provider == "" || strings.EqualFold(provider, key.Provider)) {
+		return base
+	}
+	return levelNone
+}
+
+// ambiguousModel reports whether, with an unknown provider, the model id
+// matches `provider/model` entries or catalog rows of two or more providers.
+func ambiguousModel(policies []*v1alpha1.RuntimePolicy, key PolicyKey) bool {
+	first := ""
+	seen := func(provider string) bool {
+		if first == "" {
+			first = provider
+			return false
+		}
+		return !strings.EqualFold(first, provider)
+	}
+	for _, p := range policies {
+		if p == nil {
+			continue
+		}
+		for i := range p.Spec.Agents {
+			if p.Spec.Agents[i].AgentID != key.AgentID {
+				continue
+			}
+			for _, m := range p.Spec.Agents[i].Models {
+				if provider, model, ok := strings.Cut(m.Ref, "/"); ok && strings.EqualFold(model, key.Model) && seen(provider) {
+					return true
+				}
+			}
+		}
+		for _, m := range p.Spec.Models {
+			if provider, model, ok := strings.Cut(m.Ref, "/"); ok && strings.EqualFold(model, key.Model) && seen(provider) {
+				return true
+			}
+		}
+		for _, pr := range p.Spec.Providers {
+			for _, m := range pr.Models {
+				if strings.EqualFold(m.ID, key.Model) && seen(string(pr.Provider)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,52 @@
+package selection
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+)
+
+// HarnessVisible reports whether sessions of a namespace (its name and labels)
+// may use a harness, per spec.allowedNamespaces: Same (the default) admits the
+// harness's own namespace, All every namespace, Selector the namespaces whose
+// labels match. A Selector without a selector, or a mode this build does not
+// know, admits nothing. An invalid selector is an error.
+func HarnessVisible(h *v1alpha1.AgentHarness, namespace string, nsLabels map[string]string) (bool, error) {
+	an := h.Spec.AllowedNamespaces
+	if an == nil {
+		return h.Namespace == namespace, nil
+	}
+	switch an.From {
+	case "", v1alpha1.NamespacesFromSame:
+		return h.Namespace == namespace, nil
+	case v1alpha1.NamespacesFromAll:
+		return true, nil
+	case v1alpha1.NamespacesFromSelector:
+		if an.Selector == nil {
+			return false, nil
+		}
+		sel, err := metav1.LabelSelectorAsSelector(an.Selector)
+		if err != nil {
+			return false, fmt.Errorf("AgentHarness %s/%s: spec.allowedNamespaces.selector: %w", h.Namespace, h.Name, err)
+		}
+		return sel.Matches(labels.Set(nsLabels)), nil
+	}
+	return false, nil
+}
+
+// PolicySelects reports whether a RuntimePolicy governs a namespace with these
+// labels: an omitted or empty namespaceSelector selects every namespace. An
+// invalid selector is an error.
+func PolicySelects(p *v1alpha1.RuntimePolicy, nsLabels map[string]string) (bool, error) {
+	if p.Spec.NamespaceSelector == nil {
+		return true, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Errorf("RuntimePolicy %s: spec.namespaceSelector: %w", p.Name, err)
+	}
+	return sel.Matches(labels.Set(nsLabels)), nil
+}
