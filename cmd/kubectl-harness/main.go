@@ -1,0 +1,77 @@
+// Command kubectl-harness is the harness-operator CLI. Installed on the PATH it
+// is also a kubectl plugin (`kubectl harness …`).
+//
+//	kubectl harness explain --offline -f <file|dir> --attempt <file|->   why a turn runs where it runs
+//
+// Exit codes: 0 success (a decision), 3 a fail-closed decision, 2 bad input
+// (the message names the field), 1 any other failure.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK         = 0
+	exitFailure    = 1
+	exitBadInput   = 2
+	exitFailClosed = 3
+)
+
+// exitError carries the exit code of a failure up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// badInput marks err as a request error (exit 2).
+func badInput(err error) error { return &exitError{code: exitBadInput, err: err} }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI with args and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.code != exitFailClosed {
+			_, _ = fmt.Fprintln(stderr, "error:", ee.err)
+		}
+		return ee.code
+	}
+	_, _ = fmt.Fprintln(stderr, "error:", err)
+	return exitFailure
+}
+
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubectl-harness",
+		Short:         "Explain and drive OpenClaw agent harness turns",
+		Long:          "kubectl-harness is the harness-operator CLI; as a kubectl plugin it runs as `kubectl harness`.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Flag errors are bad input (exit 2), like every other request error.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
+	root.AddCommand(newExplainCommand())
+	return root
+}
