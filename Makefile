@@ -9,6 +9,10 @@ CONTROLLER_GEN := go tool controller-gen
 # KUBEBUILDER_ASSETS is the directory of the real etcd and kube-apiserver,
 # built from the Go module proxy on first use and cached outside the repo.
 ENVTEST_ASSETS = $(shell hack/setup-envtest.sh)
+# CODEX_BIN is the real `codex app-server` (pinned @openai/codex from npm), and
+# CODEX_BIN_BELOW_FLOOR a real release below the version floor.
+CODEX_BIN_PATH = $(shell hack/setup-codex.sh)
+CODEX_BELOW_FLOOR_PATH = $(shell hack/setup-codex.sh 0.148.0)
 GO_TEST_FLAGS ?= -count=1 -timeout=20m
 
 .PHONY: help
@@ -43,9 +47,10 @@ lint: fmt-vet ## fmt-vet, golangci-lint, and kube-api-linter on api/ (builds the
 	"$$gcl" run --config .golangci-kal.yml ./api/...
 
 .PHONY: test
-test: fmt-vet ## Unit and envtest suites against a real etcd and kube-apiserver.
-	assets="$(ENVTEST_ASSETS)"; \
-	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
+test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
+	assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
+	[[ -n "$$assets" && -n "$$codex" && -n "$$below" ]] || { echo "setting up test dependencies failed (see above)"; exit 1; }; \
+	KUBEBUILDER_ASSETS="$$assets" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.

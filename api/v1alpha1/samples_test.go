@@ -1,6 +1,7 @@
 package v1alpha1_test
 
 import (
+	"os"
 	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -8,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/internal/manifest"
+	"github.com/openclaw/harness-operator/internal/openclawconfig"
 )
 
 var _ = Describe("config/samples", func() {
@@ -27,5 +29,16 @@ var _ = Describe("config/samples", func() {
 		Expect(applied).To(ContainElements(
 			"Namespace/agents", "RuntimePolicy/codex-only", "AgentHarness/codex",
 			"AgentSession/demo", "AgentHarness/codex-managed"))
+	})
+})
+
+var _ = Describe("kubectl harness import openclaw-config", func() {
+	It("produces a RuntimePolicy the API server accepts", func() {
+		data, err := os.ReadFile(filepath.Join("..", "..", "cmd", "kubectl-harness", "testdata", "openclaw", "codex-only.json5"))
+		Expect(err).NotTo(HaveOccurred())
+		res, err := openclawconfig.Import(data, openclawconfig.Options{Name: "imported-codex-only", SessionOverrides: "Deny"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Policy.Spec.Agents).NotTo(BeEmpty())
+		Expect(k8sClient.Create(ctx, res.Policy)).To(Succeed())
 	})
 })

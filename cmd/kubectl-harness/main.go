@@ -72,6 +72,6 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	// Flag errors are bad input (exit 2), like every other request error.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
-	root.AddCommand(newExplainCommand())
+	root.AddCommand(newExplainCommand(), newImportCommand())
 	return root
 }

@@ -119,6 +119,26 @@ func TestExplainGolden(t *testing.T) {
 			wantExit: 2,
 		},
 		{
+			name:     "import-openclaw-config",
+			args:     []string{"import", "openclaw-config", "testdata/openclaw/codex-only.json5", "--name", "codex-only", "--session-overrides", "Deny"},
+			wantExit: 0,
+		},
+		{
+			name:     "import-openclaw-config-without-runtime-settings",
+			args:     []string{"import", "openclaw-config", "testdata/openclaw/no-runtime.json5"},
+			wantExit: 2,
+		},
+		{
+			name:     "import-openclaw-config-malformed",
+			args:     []string{"import", "openclaw-config", "testdata/openclaw/broken.json5"},
+			wantExit: 2,
+		},
+		{
+			name:     "import-openclaw-config-bad-overrides",
+			args:     []string{"import", "openclaw-config", "testdata/openclaw/codex-only.json5", "--session-overrides", "deny"},
+			wantExit: 2,
+		},
+		{
 			name:     "bad-output-format",
 			args:     []string{"explain", "--offline", "-f", samples, "--attempt", attempts + "/openai-demo.json", "-o", "xml"},
 			wantExit: 2,

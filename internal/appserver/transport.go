@@ -1,0 +1,218 @@
+package appserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Transport carries JSON-RPC messages, one JSON object per message.
+// Implementations are safe for one reader and many writers.
+type Transport interface {
+	// ReadMessage blocks until the next message arrives, or fails when the
+	// transport is closed or broken.
+	ReadMessage() ([]byte, error)
+	// WriteMessage sends one message.
+	WriteMessage(ctx context.Context, msg []byte) error
+	// Close closes the transport; a blocked ReadMessage returns an error.
+	Close() error
+}
+
+// maxMessageBytes bounds one incoming message. Codex announces a 16 MiB
+// limit for unfragmented WebSocket messages; thread/resume answers with full
+// history can be large.
+const maxMessageBytes = 64 << 20
+
+// stdioTransport speaks newline-delimited JSON over a process's pipes.
+type stdioTransport struct {
+	r      *bufio.Reader
+	rc     io.Closer
+	wmu    sync.Mutex
+	w      io.WriteCloser
+	closed sync.Once
+}
+
+// NewStdioTransport speaks the app-server's stdio protocol (one JSON object
+// per line) over the server process's stdout and stdin. Close closes both;
+// closing stdin makes `codex app-server` exit.
+func NewStdioTransport(stdout io.ReadCloser, stdin io.WriteCloser) Transport {
+	return &stdioTransport{r: bufio.NewReaderSize(stdout, 64<<10), rc: stdout, w: stdin}
+}
+
+func (t *stdioTransport) ReadMessage() ([]byte, error) {
+	for {
+		line, err := t.r.ReadBytes('\n')
+		if len(line) > maxMessageBytes {
+			return nil, fmt.Errorf("stdio: message of %d bytes exceeds the limit", len(line))
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 {
+			// A final line without newline is still a message.
+			return line, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stdio: %w", err)
+		}
+	}
+}
+
+type writeDeadliner interface {
+	SetWriteDeadline(time.Time) error
+}
+
+func (t *stdioTransport) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if d, ok := t.w.(writeDeadliner); ok {
+		if dl, has := ctx.Deadline(); has {
+			_ = d.SetWriteDeadline(dl)
+			defer func() { _ = d.SetWriteDeadline(time.Time{}) }()
+		}
+	}
+	buf := make([]byte, 0, len(msg)+1)
+	buf = append(append(buf, msg...), '\n')
+	if _, err := t.w.Write(buf); err != nil {
+		return fmt.Errorf("stdio: write: %w", err)
+	}
+	return nil
+}
+
+func (t *stdioTransport) Close() error {
+	var err error
+	t.closed.Do(func() {
+		err = errors.Join(t.w.Close(), t.rc.Close())
+	})
+	return err
+}
+
+// WebSocketOptions configure DialWebSocket.
+type WebSocketOptions struct {
+	// Token is sent as "Authorization: Bearer <token>" in the upgrade
+	// request (what `--ws-auth capability-token` expects). Empty sends no
+	// Authorization header.
+	Token string
+	// HTTPClient performs the upgrade request. Nil uses a client without
+	// proxy and without redirects.
+	HTTPClient *http.Client
+}
+
+var defaultWSClient = &http.Client{
+	Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+// wsTransport carries one JSON-RPC message per WebSocket text frame.
+type wsTransport struct {
+	c      *websocket.Conn
+	ctx    context.Context // ends when the transport is closed
+	cancel context.CancelFunc
+	closed sync.Once
+}
+
+// DialWebSocket connects to a `codex app-server --listen ws://…` endpoint.
+// It never sends an Origin header. A refused upgrade is a *HandshakeError
+// (errors.Is(err, ErrUnauthorized) for a missing or wrong token).
+func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (Transport, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("appserver: websocket URL: %w", err)
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return nil, fmt.Errorf("appserver: websocket URL %q: scheme must be ws or wss", u.Redacted())
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("appserver: websocket URL %q must not carry credentials; use the token option", u.Redacted())
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = defaultWSClient
+	}
+	hdr := http.Header{}
+	if opts.Token != "" {
+		hdr.Set("Authorization", "Bearer "+opts.Token)
+	}
+	c, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
+		HTTPClient:      client,
+		HTTPHeader:      hdr,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if resp != nil && resp.Body != nil {
+		defer func() { _ = resp.Body.Close() }()
+	}
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			he := &HandshakeError{StatusCode: resp.StatusCode}
+			if resp.Body != nil {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+				he.Body = redact(strings.TrimSpace(string(b)), opts.Token)
+			}
+			return nil, fmt.Errorf("appserver: dial %s: %w", u.Redacted(), he)
+		}
+		return nil, fmt.Errorf("appserver: dial %s: %s", u.Redacted(), redact(err.Error(), opts.Token))
+	}
+	c.SetReadLimit(maxMessageBytes)
+	tctx, cancel := context.WithCancel(context.Background())
+	return &wsTransport{c: c, ctx: tctx, cancel: cancel}, nil
+}
+
+func redact(s, token string) string {
+	if token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, token, "[redacted]")
+}
+
+func (t *wsTransport) ReadMessage() ([]byte, error) {
+	_, b, err := t.c.Read(t.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("websocket: %w", err)
+	}
+	return b, nil
+}
+
+func (t *wsTransport) WriteMessage(ctx context.Context, msg []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// coder/websocket closes the connection when a write's context ends, so
+	// bound the write by the transport's life and a fixed timeout rather
+	// than by the caller's (possibly short) request context.
+	wctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
+	defer cancel()
+	if err := t.c.Write(wctx, websocket.MessageText, msg); err != nil {
+		return fmt.Errorf("websocket: write: %w", err)
+	}
+	return nil
+}
+
+func (t *wsTransport) Close() error {
+	var err error
+	t.closed.Do(func() {
+		// A close handshake, bounded by the library (5 s), then the reader
+		// is released.
+		err = t.c.Close(websocket.StatusNormalClosure, "")
+		t.cancel()
+		// Codex ends the TCP connection without echoing the close frame,
+		// and a connection the server already dropped is closed too.
+		if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = nil
+		}
+	})
+	return err
+}

@@ -1,0 +1,457 @@
+// Package stubmodel is a scriptable OpenAI Responses-API server for tests.
+//
+// It serves POST /v1/responses as server-sent events in the shapes the real
+// Codex CLI consumes (docs/codex-app-server.md, and the transcripts the
+// protocol notes were taken from), listens on 127.0.0.1 only, and records
+// every request body so that a test can assert on what the agent runtime
+// offered and sent to the model: the tools, the input items and the
+// function_call_output items.
+//
+// A test scripts replies per request: [Server.When] queues replies for
+// requests whose latest user message contains a marker, [Server.Enqueue]
+// queues replies for any request, and everything else gets the default reply
+// ("Hello from stub", or "got tool output: <output>" when the latest input is
+// a function_call_output). Replies are built with [Text], [Call], [Reasoning],
+// [HTTPError], [Cut] and [Stall].
+package stubmodel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// DefaultText is the reply text for a request that nothing scripted.
+const DefaultText = "Hello from stub"
+
+// ToolOutputPrefix starts the default reply to a request whose latest input
+// item is a function_call_output; the output text follows it.
+const ToolOutputPrefix = "got tool output: "
+
+// Server is a running stub model server. It is safe for concurrent use.
+type Server struct {
+	srv       *http.Server
+	listener  net.Listener
+	done      chan struct{} // closed when Serve returns
+	closing   chan struct{} // closed when Close starts
+	closeOnce sync.Once
+	handlers  sync.WaitGroup
+
+	mu       sync.Mutex
+	seq      int
+	itemSeq  int
+	requests []*Request
+	rules    []*rule
+	queue    []Reply
+	changed  chan struct{} // closed and replaced whenever requests change
+}
+
+type rule struct {
+	marker  string
+	replies []Reply
+}
+
+// New starts a stub on 127.0.0.1 with a free port. Close stops it.
+func New() (*Server, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("stubmodel: listen on 127.0.0.1: %w", err)
+	}
+	return Serve(l), nil
+}
+
+// Serve runs a stub on an existing listener and takes ownership of it. Use it
+// only for addresses a test owns (a loopback address, or one inside a network
+// namespace the test created); New is the ordinary entry point.
+func Serve(l net.Listener) *Server {
+	s := &Server{
+		listener: l,
+		done:     make(chan struct{}),
+		closing:  make(chan struct{}),
+		changed:  make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "stubmodel: only POST /v1/responses is served", http.StatusNotFound)
+	})
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.Serve(l)
+	}()
+	return s
+}
+
+// Start starts a stub for tb and stops it when the test ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := New()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server and ends every open stream, stalled ones included.
+// It is idempotent.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.srv.Shutdown(ctx); err != nil {
+			_ = s.srv.Close()
+		}
+		<-s.done
+		s.handlers.Wait()
+	})
+}
+
+// Addr is the host:port the stub listens on.
+func (s *Server) Addr() string { return s.listener.Addr().String() }
+
+// BaseURL is the provider base URL to configure in Codex
+// (model_providers.<id>.base_url), e.g. http://127.0.0.1:40123/v1.
+func (s *Server) BaseURL() string { return "http://" + s.Addr() + "/v1" }
+
+// When scripts the replies for requests whose latest user message contains
+// marker: the first such request gets replies[0], the next replies[1], and
+// so on. Used-up rules fall through to the queue and then to the default
+// reply. Rules are tried in the order they were added.
+func (s *Server) When(marker string, replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = append(s.rules, &rule{marker: marker, replies: append([]Reply(nil), replies...)})
+}
+
+// Enqueue queues replies for the next requests that no When rule matches.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
+// Requests returns the requests received so far, in arrival order.
+func (s *Server) Requests() []*Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Request(nil), s.requests...)
+}
+
+// RequestsContaining returns the requests whose latest user message
+// contains marker.
+func (s *Server) RequestsContaining(marker string) []*Request {
+	var out []*Request
+	for _, r := range s.Requests() {
+		if strings.Contains(r.LastUserText(), marker) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// FunctionCallOutputs returns every function_call_output item of every
+// request, de-duplicated by call id (Codex re-sends history every turn).
+func (s *Server) FunctionCallOutputs() []FunctionCallOutput {
+	seen := map[string]bool{}
+	var out []FunctionCallOutput
+	for _, r := range s.Requests() {
+		for _, o := range r.FunctionCallOutputs() {
+			if !seen[o.CallID] {
+				seen[o.CallID] = true
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// WaitRequest waits until a request that satisfies match has arrived (one
+// already received counts) and returns the first such request.
+func (s *Server) WaitRequest(ctx context.Context, match func(*Request) bool) (*Request, error) {
+	for {
+		s.mu.Lock()
+		for _, r := range s.requests {
+			if match == nil || match(r) {
+				s.mu.Unlock()
+				return r, nil
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stubmodel: waiting for a request: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// WaitMarker waits for a request whose latest user message contains marker.
+func (s *Server) WaitMarker(ctx context.Context, marker string) (*Request, error) {
+	return s.WaitRequest(ctx, func(r *Request) bool { return strings.Contains(r.LastUserText(), marker) })
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// pick chooses the reply for r. It is called with s.mu held.
+func (s *Server) pickLocked(r *Request) Reply {
+	last := r.LastUserText()
+	for _, rl := range s.rules {
+		if len(rl.replies) > 0 && strings.Contains(last, rl.marker) {
+			rep := rl.replies[0]
+			rl.replies = rl.replies[1:]
+			return rep
+		}
+	}
+	if len(s.queue) > 0 {
+		rep := s.queue[0]
+		s.queue = s.queue[1:]
+		return rep
+	}
+	if out, ok := r.lastFunctionCallOutput(); ok {
+		return Text(ToolOutputPrefix + out.Output)
+	}
+	return Text(DefaultText)
+}
+
+func (s *Server) handleResponses(w http.ResponseWriter, hr *http.Request) {
+	s.handlers.Add(1)
+	defer s.handlers.Done()
+	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	req, err := parseRequest(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req.Header = hr.Header.Clone()
+	req.done = make(chan struct{})
+
+	s.mu.Lock()
+	s.seq++
+	req.Seq = s.seq
+	s.requests = append(s.requests, req)
+	reply := s.pickLocked(req)
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	err = s.serve(w, hr, req, reply)
+
+	s.mu.Lock()
+	req.outcome = outcomeFor(err)
+	close(req.done)
+	s.notifyLocked()
+	s.mu.Unlock()
+}
+
+func outcomeFor(err error) Outcome {
+	switch {
+	case err == nil:
+		return OutcomeServed
+	case errors.Is(err, errClientGone):
+		return OutcomeClientGone
+	default:
+		return OutcomeServerClosed
+	}
+}
+
+var errClientGone = errors.New("client disconnected")
+
+func (s *Server) nextID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.itemSeq++
+	return fmt.Sprintf("%s_%d", prefix, s.itemSeq)
+}
+
+func (s *Server) serve(w http.ResponseWriter, hr *http.Request, req *Request, reply Reply) error {
+	ctx := hr.Context()
+	for reply.stall != nil {
+		select {
+		case <-reply.stall.gate.C():
+		case <-ctx.Done():
+			return errClientGone
+		case <-s.closing:
+			return errors.New("server closed")
+		}
+		reply = reply.stall.then
+	}
+	if reply.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.status)
+		msg := reply.errMessage
+		if msg == "" {
+			msg = http.StatusText(reply.status)
+		}
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"message": msg, "type": "server_error", "code": nil, "param": nil,
+		}})
+		_, _ = w.Write(b)
+		return nil
+	}
+
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse := &sseWriter{w: w, f: flusher, ctx: ctx}
+
+	respID := s.nextID("resp")
+	sse.event("response.created", map[string]any{"response": responseObj(respID, "in_progress", []any{}, nil)})
+	sse.event("response.in_progress", map[string]any{"response": responseObj(respID, "in_progress", []any{}, nil)})
+
+	var output []any
+	for i, part := range reply.parts {
+		output = append(output, s.writePart(sse, i, part))
+	}
+	if reply.cut {
+		// End the stream here: Codex fails the turn with "stream closed
+		// before response.completed".
+		return sse.err
+	}
+	usage := map[string]any{
+		"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		"total_tokens": 15,
+	}
+	sse.event("response.completed", map[string]any{"response": responseObj(respID, "completed", output, usage)})
+	return sse.err
+}
+
+func responseObj(id, status string, output []any, usage map[string]any) map[string]any {
+	o := map[string]any{"id": id, "object": "response", "status": status, "output": output}
+	if usage != nil {
+		o["usage"] = usage
+	}
+	return o
+}
+
+func (s *Server) writePart(sse *sseWriter, idx int, p part) map[string]any {
+	switch p.kind {
+	case partReasoning:
+		id := s.nextID("rs")
+		sse.event("response.output_item.added", map[string]any{"output_index": idx,
+			"item": map[string]any{"type": "reasoning", "id": id, "summary": []any{}}})
+		sse.event("response.reasoning_summary_part.added", map[string]any{"item_id": id, "output_index": idx,
+			"summary_index": 0, "part": map[string]any{"type": "summary_text", "text": ""}})
+		for _, d := range p.deltas {
+			sse.event("response.reasoning_summary_text.delta", map[string]any{"item_id": id, "output_index": idx,
+				"summary_index": 0, "delta": d})
+		}
+		sse.event("response.reasoning_summary_text.done", map[string]any{"item_id": id, "output_index": idx,
+			"summary_index": 0, "text": p.text})
+		sse.event("response.reasoning_summary_part.done", map[string]any{"item_id": id, "output_index": idx,
+			"summary_index": 0, "part": map[string]any{"type": "summary_text", "text": p.text}})
+		item := map[string]any{"type": "reasoning", "id": id,
+			"summary": []any{map[string]any{"type": "summary_text", "text": p.text}}}
+		sse.event("response.output_item.done", map[string]any{"output_index": idx, "item": item})
+		return item
+	case partCall:
+		id := s.nextID("fc")
+		callID := p.call.CallID
+		if callID == "" {
+			callID = s.nextID("call")
+		}
+		args := p.call.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		added := map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": p.call.Name,
+			"arguments": "", "status": "in_progress"}
+		if p.call.Namespace != "" {
+			added["namespace"] = p.call.Namespace
+		}
+		sse.event("response.output_item.added", map[string]any{"output_index": idx, "item": added})
+		sse.event("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": idx, "delta": args})
+		sse.event("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": idx, "arguments": args})
+		item := map[string]any{"type": "function_call", "id": id, "call_id": callID, "name": p.call.Name,
+			"arguments": args, "status": "completed"}
+		if p.call.Namespace != "" {
+			item["namespace"] = p.call.Namespace
+		}
+		sse.event("response.output_item.done", map[string]any{"output_index": idx, "item": item})
+		return item
+	default: // partText
+		id := s.nextID("msg")
+		sse.event("response.output_item.added", map[string]any{"output_index": idx,
+			"item": map[string]any{"type": "message", "id": id, "role": "assistant", "status": "in_progress", "content": []any{}}})
+		sse.event("response.content_part.added", map[string]any{"item_id": id, "output_index": idx, "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+		for _, d := range p.deltas {
+			if p.deltaDelay > 0 {
+				sse.pause(p.deltaDelay)
+			}
+			sse.event("response.output_text.delta", map[string]any{"item_id": id, "output_index": idx, "content_index": 0, "delta": d})
+		}
+		sse.event("response.output_text.done", map[string]any{"item_id": id, "output_index": idx, "content_index": 0, "text": p.text})
+		content := []any{map[string]any{"type": "output_text", "text": p.text, "annotations": []any{}}}
+		sse.event("response.content_part.done", map[string]any{"item_id": id, "output_index": idx, "content_index": 0,
+			"part": content[0]})
+		item := map[string]any{"type": "message", "id": id, "role": "assistant", "status": "completed", "content": content}
+		sse.event("response.output_item.done", map[string]any{"output_index": idx, "item": item})
+		return item
+	}
+}
+
+type sseWriter struct {
+	w   io.Writer
+	f   http.Flusher
+	ctx context.Context
+	err error
+}
+
+func (s *sseWriter) event(typ string, data map[string]any) {
+	if s.err != nil {
+		return
+	}
+	if s.ctx.Err() != nil {
+		s.err = errClientGone
+		return
+	}
+	data["type"] = typ
+	b, err := json.Marshal(data)
+	if err != nil {
+		s.err = err
+		return
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", typ, b)
+	if _, err := s.w.Write(buf.Bytes()); err != nil {
+		s.err = errClientGone
+		return
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+func (s *sseWriter) pause(d time.Duration) {
+	if s.err != nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.ctx.Done():
+		s.err = errClientGone
+	}
+}
