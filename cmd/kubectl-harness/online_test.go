@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/manifest"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// TestExplainReadsTheCluster runs `explain` without --offline against a real
+// kube-apiserver: objects come from the kubeconfig, and a harness the manager
+// has not reported Ready is unavailable (retryable), never a fallback.
+func TestExplainReadsTheCluster(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver: run `make test`")
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.AddUser(envtest.User{Name: "explainer", Groups: []string{"system:masters"}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.ReadPath(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+
+	explain := func() (selection.Decision, int) {
+		t.Helper()
+		cmd := exec.Command(binary, "explain", "--kubeconfig", kubeconfigPath, "-n", "agents",
+			"--attempt", attempts+"/openai-demo.json", "-o", "json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		exit := 0
+		var ee *exec.ExitError
+		if err := cmd.Run(); errors.As(err, &ee) {
+			exit = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var d selection.Decision
+		if err := json.Unmarshal(stdout.Bytes(), &d); err != nil {
+			t.Fatalf("decode decision (exit %d, stderr %s): %v\n%s", exit, stderr.String(), err, stdout.String())
+		}
+		return d, exit
+	}
+
+	d, exit := explain()
+	if exit != exitFailClosed || d.Error == nil || d.Error.Code != selection.CodeHarnessUnavailable || !d.Error.Retryable {
+		t.Fatalf("unobserved harness: exit %d, decision %+v; want exit 3 with retryable HarnessUnavailable", exit, d)
+	}
+
+	var h v1alpha1.AgentHarness
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "agents", Name: "codex"}, &h); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	h.Status.Conditions = []metav1.Condition{
+		{Type: v1alpha1.HarnessConditionWorkloadReady, Status: metav1.ConditionTrue, Reason: string(v1alpha1.HarnessReasonProbeSucceeded), LastTransitionTime: now},
+		{Type: v1alpha1.HarnessConditionVersionSupported, Status: metav1.ConditionTrue, Reason: string(v1alpha1.HarnessReasonVersionAccepted), LastTransitionTime: now},
+		{Type: v1alpha1.HarnessConditionReady, Status: metav1.ConditionTrue, Reason: string(v1alpha1.HarnessReasonReady), LastTransitionTime: now},
+	}
+	if err := c.Status().Update(t.Context(), &h); err != nil {
+		t.Fatal(err)
+	}
+	d, exit = explain()
+	if exit != exitOK || d.Runtime != "codex" || d.RuntimeSource != v1alpha1.RuntimeSourceProvider {
+		t.Fatalf("ready harness: exit %d, decision %+v; want codex from the provider policy", exit, d)
+	}
+}
