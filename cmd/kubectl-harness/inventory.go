@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -204,7 +206,7 @@ func (inv *inventory) admissionWarnings() []string {
 			}
 		}
 	}
-	for _, id := range sortedKeys(ids) {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		if objs := ids[id]; len(objs) > 1 {
 			warnings = append(warnings, fmt.Sprintf("harness id %q is declared by %s: admission refuses a duplicate id among harnesses one namespace can see; the oldest counts", id, strings.Join(objs, ", ")))
 		}

@@ -13,7 +13,8 @@ package openclawconfig
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/titanous/json5"
@@ -92,7 +93,7 @@ func Import(data []byte, opts Options) (*Result, error) {
 	spec := v1alpha1.RuntimePolicySpec{SessionOverrides: opts.SessionOverrides}
 
 	if cfg.Models != nil {
-		for _, p := range sortedKeys(cfg.Models.Providers) {
+		for _, p := range slices.Sorted(maps.Keys(cfg.Models.Providers)) {
 			if row, ok := imp.provider(p, cfg.Models.Providers[p]); ok {
 				spec.Providers = append(spec.Providers, row)
 			}
@@ -122,14 +123,14 @@ func Import(data []byte, opts Options) (*Result, error) {
 			}
 			agents[a.ID] = located{path, a}
 		}
-		for _, id := range sortedKeys(cfg.Agents.Entries) {
+		for _, id := range slices.Sorted(maps.Keys(cfg.Agents.Entries)) {
 			path := "agents.entries." + id
 			if prev, dup := agents[id]; dup {
 				return nil, fmt.Errorf("%s: agent %q is also %s", path, id, prev.path)
 			}
 			agents[id] = located{path, cfg.Agents.Entries[id]}
 		}
-		for _, id := range sortedKeys(agents) {
+		for _, id := range slices.Sorted(maps.Keys(agents)) {
 			a := agents[id]
 			imp.agent(a.path, a.agent)
 			if models := imp.models(a.path+".models", a.agent.Models); len(models) > 0 {
@@ -198,7 +199,7 @@ func (imp *importer) agent(path string, a agentConfig) {
 // models converts a `models` map (model ref → settings) into sorted entries.
 func (imp *importer) models(path string, models map[string]modelSettings) []v1alpha1.ModelRuntimePolicy {
 	var out []v1alpha1.ModelRuntimePolicy
-	for _, ref := range sortedKeys(models) {
+	for _, ref := range slices.Sorted(maps.Keys(models)) {
 		imp.legacyRef(fmt.Sprintf("%s[%q]", path, ref), ref)
 		if models[ref].AgentRuntime == nil {
 			continue
@@ -244,13 +245,4 @@ func normalizeRef(ref string) string {
 		return selection.NormalizeProvider(p) + "/" + m
 	}
 	return ref
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
