@@ -22,7 +22,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/controllers"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
+	"github.com/openclaw/harness-operator/controllers/agentsession"
+	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
 )
 
 // options are the manager's command-line settings.
@@ -118,9 +120,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&controllers.AgentHarnessReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency},
-		&controllers.RuntimePolicyReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
-		&controllers.AgentSessionReconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
+		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency},
+		&runtimepolicy.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
+		&agentsession.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -1,4 +1,7 @@
-package controllers
+// Package runtimepolicy is the RuntimePolicy controller: acceptance, conflicts between policies, reference resolution.
+// It reads as "fetch → ordered phases → one status write"; the manager never
+// runs turns and never writes the dispatcher's part of a status.
+package runtimepolicy
 
 import (
 	"context"
@@ -11,10 +14,10 @@ import (
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// RuntimePolicyReconciler reconciles RuntimePolicy objects: acceptance,
+// Reconciler reconciles RuntimePolicy objects: acceptance,
 // conflicts between policies and reference resolution. Its phases arrive with
 // the admission/policy issue.
-type RuntimePolicyReconciler struct {
+type Reconciler struct {
 	client.Client
 
 	// MaxConcurrentReconciles bounds parallel reconciles of RuntimePolicy objects.
@@ -26,7 +29,7 @@ type RuntimePolicyReconciler struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile fetches the RuntimePolicy; not-found means it was deleted.
-func (r *RuntimePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var policy harnessv1alpha1.RuntimePolicy
 	if err := r.Get(ctx, req.NamespacedName, &policy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -36,7 +39,7 @@ func (r *RuntimePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 // SetupWithManager registers the reconciler with the manager.
-func (r *RuntimePolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.RuntimePolicy{}).
 		Named("runtimepolicy").

@@ -1,4 +1,7 @@
-package controllers
+// Package agentharness is the AgentHarness controller: the app-server workload, the version floor and attestation.
+// It reads as "fetch → ordered phases → one status write"; the manager never
+// runs turns and never writes the dispatcher's part of a status.
+package agentharness
 
 import (
 	"context"
@@ -11,11 +14,11 @@ import (
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// AgentHarnessReconciler reconciles AgentHarness objects: the app-server
+// Reconciler reconciles AgentHarness objects: the app-server
 // workload, the version floor and attestation. Its phases arrive with the
 // harness issue; today it observes the objects so the wiring, RBAC and
 // concurrency settings are exercised.
-type AgentHarnessReconciler struct {
+type Reconciler struct {
 	client.Client
 
 	// MaxConcurrentReconciles bounds parallel reconciles of AgentHarness objects.
@@ -29,7 +32,7 @@ type AgentHarnessReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile fetches the AgentHarness; not-found means it was deleted.
-func (r *AgentHarnessReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var harness harnessv1alpha1.AgentHarness
 	if err := r.Get(ctx, req.NamespacedName, &harness); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -39,7 +42,7 @@ func (r *AgentHarnessReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // SetupWithManager registers the reconciler with the manager.
-func (r *AgentHarnessReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.AgentHarness{}).
 		Named("agentharness").

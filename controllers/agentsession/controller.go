@@ -1,4 +1,7 @@
-package controllers
+// Package agentsession is the AgentSession controller: the manager's part of the session status.
+// It reads as "fetch → ordered phases → one status write"; the manager never
+// runs turns and never writes the dispatcher's part of a status.
+package agentsession
 
 import (
 	"context"
@@ -11,10 +14,10 @@ import (
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// AgentSessionReconciler reconciles the manager's part of AgentSession status
+// Reconciler reconciles the manager's part of AgentSession status
 // (the policy a session falls under, and its conditions). Its phases arrive
 // with the admission/policy issue; the dispatcher writes the rest.
-type AgentSessionReconciler struct {
+type Reconciler struct {
 	client.Client
 
 	// MaxConcurrentReconciles bounds parallel reconciles of AgentSession objects.
@@ -25,7 +28,7 @@ type AgentSessionReconciler struct {
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions/status,verbs=get;patch;update
 
 // Reconcile fetches the AgentSession; not-found means it was deleted.
-func (r *AgentSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var session harnessv1alpha1.AgentSession
 	if err := r.Get(ctx, req.NamespacedName, &session); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -35,7 +38,7 @@ func (r *AgentSessionReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // SetupWithManager registers the reconciler with the manager.
-func (r *AgentSessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.AgentSession{}).
 		Named("agentsession").
