@@ -26,7 +26,7 @@ generate: ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from markers.
 	$(CONTROLLER_GEN) crd rbac:roleName=harness-operator-manager \
-		paths=./api/... paths=./controllers/... \
+		paths=./api/... paths=./controllers/... paths=./internal/webhook/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,11 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/controllers/agentsession"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
+	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
 // options are the manager's command-line settings.
@@ -39,6 +42,15 @@ type options struct {
 	policyConcurrency    int
 	sessionConcurrency   int
 	gracefulShutdownSecs int
+	webhook              webhookOptions
+}
+
+// webhookOptions are the admission webhook server's settings.
+type webhookOptions struct {
+	mode  string // self-managed | cert-manager | disabled
+	host  string
+	port  int
+	certs webhook.CertOptions
 }
 
 func main() {
@@ -53,6 +65,17 @@ func main() {
 	flag.IntVar(&opts.policyConcurrency, "runtimepolicy-concurrency", 1, "Maximum parallel reconciles of RuntimePolicy objects (policies interact; keep low).")
 	flag.IntVar(&opts.sessionConcurrency, "agentsession-concurrency", 8, "Maximum parallel reconciles of AgentSession objects.")
 	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
+	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
+	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
+	flag.IntVar(&opts.webhook.port, "webhook-port", 9443, "Port of the webhook server.")
+	flag.StringVar(&opts.webhook.certs.CertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"), "Directory of the webhook server's tls.crt and tls.key.")
+	flag.StringVar(&opts.webhook.certs.SecretNamespace, "webhook-secret-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the webhook certificate Secret (default: $POD_NAMESPACE).")
+	flag.StringVar(&opts.webhook.certs.SecretName, "webhook-secret-name", "harness-operator-webhook-tls", "Name of the webhook certificate Secret.")
+	flag.StringVar(&opts.webhook.certs.DNSName, "webhook-dns-name", "", "DNS name the API server uses for the webhook (the Service's <name>.<namespace>.svc, or localhost outside a cluster).")
+	flag.DurationVar(&opts.webhook.certs.ServerCertValidity, "webhook-cert-validity", 365*24*time.Hour, "Validity of a self-managed serving certificate.")
+	flag.DurationVar(&opts.webhook.certs.Lookahead, "webhook-cert-lookahead", 90*24*time.Hour, "Replace a self-managed serving certificate this long before it expires.")
+	flag.DurationVar(&opts.webhook.certs.RotationCheckInterval, "webhook-cert-check-interval", 12*time.Hour, "How often self-managed certificates are checked for rotation.")
+	flag.BoolVar(&opts.webhook.certs.SyncCertDirFromSecret, "webhook-cert-dir-from-secret", false, "Copy the certificate Secret into --webhook-cert-dir (for a manager running outside a cluster, where no kubelet mounts the Secret).")
 	zapOpts := zap.Options{Development: false} // JSON logs in production
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -104,8 +127,17 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
+	switch webhook.Mode(opts.webhook.mode) {
+	case webhook.ModeSelfManaged, webhook.ModeCertManager, webhook.ModeDisabled:
+	default:
+		return fmt.Errorf("--webhook-cert-mode must be self-managed, cert-manager or disabled, got %q", opts.webhook.mode)
+	}
+
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host: opts.webhook.host, Port: opts.webhook.port, CertDir: opts.webhook.certs.CertDir, TLSOpts: tlsOpts,
+		}),
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.probeAddr,
@@ -128,6 +160,21 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
+	}
+
+	if opts.webhook.mode == string(webhook.ModeSelfManaged) {
+		for flagName, v := range map[string]string{"--webhook-secret-namespace": opts.webhook.certs.SecretNamespace, "--webhook-dns-name": opts.webhook.certs.DNSName} {
+			if v == "" {
+				return fmt.Errorf("%s is required with --webhook-cert-mode=self-managed", flagName)
+			}
+		}
+	}
+	webhooksReady, err := webhook.Install(mgr, webhook.Mode(opts.webhook.mode), opts.webhook.certs)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhooks", webhooksReady); err != nil {
+		return fmt.Errorf("add webhook readiness check: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -1,0 +1,70 @@
+package webhook
+
+import (
+	"errors"
+	"net/http"
+	"sync/atomic"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+)
+
+// Mode is where the webhook server's certificates come from.
+type Mode string
+
+const (
+	// ModeSelfManaged: the manager keeps a CA and serving certificate in a
+	// Secret, rotates them and injects the CA into the webhook configurations.
+	ModeSelfManaged Mode = "self-managed"
+	// ModeCertManager: cert-manager issues the certificate (mounted into the
+	// certificate directory) and injects the CA; the manager only serves.
+	ModeCertManager Mode = "cert-manager"
+	// ModeDisabled: no webhooks; only the CRDs' own validation applies.
+	ModeDisabled Mode = "disabled"
+)
+
+// Install sets up the admission webhooks in the given mode and returns a
+// readiness check that passes once they serve. With self-managed certificates
+// the webhooks are registered only after the rotator has written the
+// certificates and injected the CA, so the server never starts without one.
+func Install(mgr ctrl.Manager, mode Mode, certs CertOptions) (healthz.Checker, error) {
+	if mode == ModeDisabled {
+		return healthz.Ping, nil
+	}
+	var registered atomic.Bool
+	var registerErr atomic.Pointer[error]
+	register := func() error {
+		if err := Setup(mgr, mgr.GetClient()); err != nil {
+			registerErr.Store(&err)
+			return err
+		}
+		registered.Store(true)
+		return nil
+	}
+	checker := func(req *http.Request) error {
+		if errp := registerErr.Load(); errp != nil {
+			return *errp
+		}
+		if !registered.Load() {
+			return errors.New("webhook certificates are not ready")
+		}
+		return mgr.GetWebhookServer().StartedChecker()(req)
+	}
+	if mode == ModeCertManager {
+		return checker, register()
+	}
+	// Every replica serves webhooks and needs the files, so rotation does not
+	// wait for leadership; concurrent rotations resolve through resourceVersion.
+	certs.RequireLeaderElection = false
+	ready, err := AddCertRotation(mgr, certs)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		<-ready
+		if err := register(); err != nil {
+			ctrl.Log.Error(err, "register webhooks")
+		}
+	}()
+	return checker, nil
+}

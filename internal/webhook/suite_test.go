@@ -1,0 +1,124 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/webhook"
+)
+
+// The suite runs the real webhook server behind real Validating- and
+// MutatingWebhookConfigurations on a real kube-apiserver, with self-managed
+// certificates that rotate every few seconds, so every spec also exercises
+// rotation.
+var (
+	testEnv     *envtest.Environment
+	cfg         *rest.Config
+	k8sClient   client.Client
+	ctx         context.Context
+	cancel      context.CancelFunc
+	webhookAddr string
+	certDir     string
+)
+
+const certNamespace = "harness-operator-system"
+
+func TestWebhooks(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Admission webhooks suite (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
+		"KUBEBUILDER_ASSETS must point at the etcd and kube-apiserver binaries: run `make test`")
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certNamespace}})).To(Succeed())
+
+	port := freePort()
+	webhookAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	validating, mutating := webhook.Configurations(webhook.URLClientConfig(fmt.Sprintf("https://localhost:%d", port)))
+	Expect(k8sClient.Create(ctx, validating)).To(Succeed())
+	Expect(k8sClient.Create(ctx, mutating)).To(Succeed())
+
+	certDir = GinkgoT().TempDir()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	ready, err := webhook.Install(mgr, webhook.ModeSelfManaged, webhook.CertOptions{
+		SecretNamespace: certNamespace, SecretName: "webhook-tls", CertDir: certDir, DNSName: "localhost",
+		// Short-lived serving certificates: replaced every ~10 s during the suite.
+		ServerCertValidity: 30 * time.Second, Lookahead: 20 * time.Second, RotationCheckInterval: 2 * time.Second,
+		SyncCertDirFromSecret: true,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	Eventually(func() error { return ready(nil) }, 60*time.Second, 250*time.Millisecond).Should(Succeed())
+	// The webhook server answers TLS with the rotator's certificate.
+	Eventually(func() error {
+		conn, err := tls.Dial("tcp", webhookAddr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that it serves
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}, 30*time.Second, 250*time.Millisecond).Should(Succeed())
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
