@@ -12,11 +12,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,9 +27,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/internal/manifest"
+	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
-const fieldOwner = client.FieldOwner("harness-devcluster")
+const (
+	fieldOwner        = client.FieldOwner("harness-devcluster")
+	operatorNamespace = "harness-operator-system"
+	webhookPort       = 9443
+	probeAddr         = "127.0.0.1:8081"
+)
 
 func main() {
 	managerBin := flag.String("manager", "bin/manager", "Path of the manager binary to run.")
@@ -83,28 +91,85 @@ func run(managerBin, kubeconfig, crdDir, samplesDir string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	// The webhooks are served by the manager on loopback; the API server
+	// reaches them by URL, as it reaches a Service in a cluster.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", operatorNamespace, err)
+	}
+	validating, mutating := webhook.Configurations(webhook.URLClientConfig(fmt.Sprintf("https://localhost:%d", webhookPort)))
+	for _, obj := range []client.Object{validating, mutating} {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create %s: %w", obj.GetName(), err)
+		}
+	}
+	certDir, err := filepath.Abs(filepath.Join(filepath.Dir(kubeconfig), "webhook-certs"))
+	if err != nil {
+		return fmt.Errorf("resolve certificate directory: %w", err)
+	}
+
+	cmd := exec.CommandContext(ctx, managerBin,
+		"--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:8443",
+		"--health-probe-bind-address="+probeAddr,
+		"--webhook-cert-mode=self-managed",
+		"--webhook-host=127.0.0.1",
+		fmt.Sprintf("--webhook-port=%d", webhookPort),
+		"--webhook-secret-namespace="+operatorNamespace,
+		"--webhook-dns-name=localhost",
+		"--webhook-cert-dir="+certDir,
+		"--webhook-cert-dir-from-secret",
+	)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+absKubeconfig)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start manager: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	// Samples go through the webhooks (defaulting included), so wait for them.
+	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", exited); err != nil {
+		return err
+	}
 	if err := applySamples(ctx, c, samplesDir); err != nil {
 		return err
 	}
 	if err := ensureTokenSecret(ctx, c, "agents", "codex-token"); err != nil {
 		return err
 	}
+	fmt.Printf("\nLocal control plane is up, with the manager and its webhooks. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get ah,rp,asess -A\n\nPress Ctrl-C to stop.\n\n", absKubeconfig)
 
-	fmt.Printf("\nLocal control plane is up. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get ah,rp,asess -A\n\nPress Ctrl-C to stop.\n\n", absKubeconfig)
-
-	cmd := exec.CommandContext(ctx, managerBin,
-		"--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:8443",
-		"--health-probe-bind-address=127.0.0.1:8081",
-	)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+absKubeconfig)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Run(); err != nil && ctx.Err() == nil {
+	if err := <-exited; err != nil && ctx.Err() == nil {
 		return fmt.Errorf("manager: %w", err)
 	}
 	fmt.Fprintln(os.Stderr, "devcluster: stopping")
 	return nil
+}
+
+// waitReady polls the manager's readiness endpoint until it answers 200 (its
+// informers synced and its webhooks serving), the manager exits, or a minute passes.
+func waitReady(ctx context.Context, url string, exited <-chan error) error {
+	deadline := time.After(time.Minute)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		if resp, err := hc.Get(url); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("manager exited before it was ready: %v", err)
+		case <-deadline:
+			return fmt.Errorf("manager not ready after a minute (%s)", url)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // applySamples server-side applies every manifest in dir (files in name order,
