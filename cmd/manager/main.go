@@ -42,6 +42,7 @@ type options struct {
 	policyConcurrency    int
 	sessionConcurrency   int
 	gracefulShutdownSecs int
+	operatorNamespace    string
 	webhook              webhookOptions
 }
 
@@ -65,11 +66,12 @@ func main() {
 	flag.IntVar(&opts.policyConcurrency, "runtimepolicy-concurrency", 1, "Maximum parallel reconciles of RuntimePolicy objects (policies interact; keep low).")
 	flag.IntVar(&opts.sessionConcurrency, "agentsession-concurrency", 8, "Maximum parallel reconciles of AgentSession objects.")
 	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
+	flag.StringVar(&opts.operatorNamespace, "operator-namespace", envOr("POD_NAMESPACE", agentharness.DefaultOperatorNamespace), "Namespace of the operator's manager and dispatcher pods: app-server NetworkPolicies admit them from there (default: $POD_NAMESPACE).")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
 	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
 	flag.IntVar(&opts.webhook.port, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&opts.webhook.certs.CertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"), "Directory of the webhook server's tls.crt and tls.key.")
-	flag.StringVar(&opts.webhook.certs.SecretNamespace, "webhook-secret-namespace", os.Getenv("POD_NAMESPACE"), "Namespace of the webhook certificate Secret (default: $POD_NAMESPACE).")
+	flag.StringVar(&opts.webhook.certs.SecretNamespace, "webhook-secret-namespace", "", "Namespace of the webhook certificate Secret (default: --operator-namespace).")
 	flag.StringVar(&opts.webhook.certs.SecretName, "webhook-secret-name", "harness-operator-webhook-tls", "Name of the webhook certificate Secret.")
 	flag.StringVar(&opts.webhook.certs.DNSName, "webhook-dns-name", "", "DNS name the API server uses for the webhook (the Service's <name>.<namespace>.svc, or localhost outside a cluster).")
 	flag.DurationVar(&opts.webhook.certs.ServerCertValidity, "webhook-cert-validity", 365*24*time.Hour, "Validity of a self-managed serving certificate.")
@@ -152,7 +154,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency},
+		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace},
 		&runtimepolicy.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
 		&agentsession.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
 	}
@@ -162,6 +164,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		}
 	}
 
+	if opts.webhook.certs.SecretNamespace == "" {
+		opts.webhook.certs.SecretNamespace = opts.operatorNamespace
+	}
 	if opts.webhook.mode == string(webhook.ModeSelfManaged) {
 		for flagName, v := range map[string]string{"--webhook-secret-namespace": opts.webhook.certs.SecretNamespace, "--webhook-dns-name": opts.webhook.certs.DNSName} {
 			if v == "" {
@@ -202,4 +207,12 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// envOr returns the environment variable's value, or def when it is unset.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -1,28 +1,97 @@
 // Package agentharness is the AgentHarness controller: the app-server workload, the version floor and attestation.
 // It reads as "fetch → ordered phases → one status write"; the manager never
 // runs turns and never writes the dispatcher's part of a status.
+//
+// For spec.appServer it runs the app-server as a StatefulSet with a headless
+// Service, an operator-generated token Secret, a NetworkPolicy that admits
+// only the operator's manager and dispatcher pods, and a PodDisruptionBudget,
+// all owned by the AgentHarness. For spec.external it runs nothing and probes
+// the server's /readyz every 30 s. In both modes it performs the initialize
+// handshake (never a thread) once per container image digest the kubelet
+// reports (external: once per URL and generation), keeps the result in
+// memory, and derives the conditions WorkloadReady, VersionSupported,
+// Attested and Ready, servers[], version and runtimeArtifact from it.
 package agentharness
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// Reconciler reconciles AgentHarness objects: the app-server
-// workload, the version floor and attestation. Its phases arrive with the
-// harness issue; today it observes the objects so the wiring, RBAC and
-// concurrency settings are exercised.
+const (
+	// DefaultOperatorNamespace is the namespace of the operator's manager and
+	// dispatcher pods when Reconciler.OperatorNamespace is empty.
+	DefaultOperatorNamespace = "harness-operator-system"
+	// DefaultAppServerPort is the app-server's WebSocket port when
+	// Reconciler.AppServerPort is zero.
+	DefaultAppServerPort int32 = 4500
+
+	// fieldOwner is the server-side apply field manager of owned objects.
+	fieldOwner = client.FieldOwner("harness-operator")
+	// eventReporter is the reportingController of the controller's Events.
+	eventReporter = "harness.openclaw.dev/agentharness-controller"
+	// indexExternalTokenSecret indexes AgentHarnesses by the Secret named in
+	// spec.external.tokenSecretRef.
+	indexExternalTokenSecret = "spec.external.tokenSecretRef.name"
+	// tokenBytes is the entropy of a generated capability token.
+	tokenBytes = 32
+)
+
+// Reconciler reconciles AgentHarness objects: the app-server workload, the
+// version floor and attestation. The manager is the only writer of an
+// AgentHarness status.
 type Reconciler struct {
 	client.Client
 
-	// MaxConcurrentReconciles bounds parallel reconciles of AgentHarness objects.
+	// MaxConcurrentReconciles bounds parallel reconciles of AgentHarness
+	// objects (at least 1). A reconcile can wait for a handshake (15 s at
+	// most), so more than one lets other harnesses progress meanwhile.
 	MaxConcurrentReconciles int
+
+	// OperatorNamespace is the namespace of the operator's manager and
+	// dispatcher pods, the only pods the app-server NetworkPolicy admits.
+	// Empty means DefaultOperatorNamespace.
+	OperatorNamespace string
+
+	// AppServerPort is the port the app-server listens on in its pod (the
+	// container port and Service port named PortName). Zero means
+	// DefaultAppServerPort.
+	AppServerPort int32
+
+	// Set by SetupWithManager.
+	apiReader client.Reader // uncached reads (Secrets are cached as metadata only)
+	pods      client.Reader // server pods, from a label-filtered cache
+	recorder  events.EventRecorder
+	handshake handshakeFunc
+	probe     probeFunc
+	results   *handshakeCache
+	now       func() time.Time
 }
 
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentharnesses,verbs=get;list;watch;patch
@@ -30,25 +99,368 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentharnesses/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 
-// Reconcile fetches the AgentHarness; not-found means it was deleted.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var harness harnessv1alpha1.AgentHarness
-	if err := r.Get(ctx, req.NamespacedName, &harness); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	ctrl.LoggerFrom(ctx).V(1).Info("observed agent harness", "generation", harness.Generation)
-	return ctrl.Result{}, nil
+// scope is what one reconcile knows about one harness.
+type scope struct {
+	harness *harnessv1alpha1.AgentHarness
+	// before is the status as read, to write only on change.
+	before *harnessv1alpha1.AgentHarnessStatus
+	// token is the capability token (managed: generated; external: from
+	// tokenSecretRef). Never logged.
+	token string
+	// tokenMissing explains why an external token could not be read.
+	tokenMissing string
+	// servers are the observed server pods (managed) in ordinal order.
+	servers []observedServer
+	// results are the handshake results by image digest (managed).
+	results map[string]*handshakeResult
+	// probeErr is the external /readyz probe's failure.
+	probeErr error
+	// external is the external server's handshake result.
+	external *handshakeResult
+	// requeueAfter asks for the next reconcile (external probe, handshake retry).
+	requeueAfter time.Duration
 }
 
-// SetupWithManager registers the reconciler with the manager.
+func (s *scope) requeue(d time.Duration) {
+	if d <= 0 {
+		d = time.Second
+	}
+	if s.requeueAfter == 0 || d < s.requeueAfter {
+		s.requeueAfter = d
+	}
+}
+
+type phase struct {
+	name string
+	run  func(context.Context, *scope) error
+}
+
+// Reconcile runs the ordered phases for the harness's mode, then writes the
+// status once, only when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	h := &harnessv1alpha1.AgentHarness{}
+	if err := r.Get(ctx, req.NamespacedName, h); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.results.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get agent harness: %w", err)
+	}
+	if !h.DeletionTimestamp.IsZero() {
+		// Owned objects go with the harness (owner references).
+		return ctrl.Result{}, nil
+	}
+
+	s := &scope{harness: h, before: h.Status.DeepCopy()}
+	for _, p := range r.phases(h) {
+		if err := p.run(ctx, s); err != nil {
+			return ctrl.Result{}, fmt.Errorf("reconcile %s: %w", p.name, err)
+		}
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		return ctrl.Result{}, fmt.Errorf("write status: %w", err)
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
+}
+
+// phases lists the ordered phases of the harness's mode.
+func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
+	if h.Spec.AppServer != nil {
+		return []phase{
+			{"token secret", r.reconcileTokenSecret},
+			{"service", r.reconcileService},
+			{"statefulset", r.reconcileStatefulSet},
+			{"networkpolicy", r.reconcileNetworkPolicy},
+			{"poddisruptionbudget", r.reconcilePodDisruptionBudget},
+			{"servers", r.observeServers},
+			{"handshake", r.handshakeServers},
+			{"conditions", r.managedConditions},
+		}
+	}
+	if h.Spec.External == nil {
+		// Admission refuses this (exactly one of appServer and external).
+		return []phase{{"workload", func(context.Context, *scope) error {
+			return errors.New("neither spec.appServer nor spec.external is set")
+		}}}
+	}
+	return []phase{
+		{"managed workload removal", r.removeWorkload},
+		{"external token", r.readExternalToken},
+		{"external probe", r.probeExternal},
+		{"external handshake", r.handshakeExternal},
+		{"conditions", r.externalConditions},
+	}
+}
+
+// SetupWithManager registers the reconciler with the manager: the
+// AgentHarness and everything it owns, its server pods (from a cache that
+// holds only pods labelled by this controller), and the external token
+// Secrets. Secrets are watched as metadata only; their data is read uncached.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.OperatorNamespace == "" {
+		r.OperatorNamespace = DefaultOperatorNamespace
+	}
+	if r.AppServerPort == 0 {
+		r.AppServerPort = DefaultAppServerPort
+	}
+	if r.AppServerPort < 1 || r.AppServerPort > 65535 {
+		return fmt.Errorf("set up agentharness controller: app-server port %d is out of range", r.AppServerPort)
+	}
+	if r.MaxConcurrentReconciles < 1 {
+		r.MaxConcurrentReconciles = 1
+	}
+	r.apiReader = mgr.GetAPIReader()
+	r.recorder = mgr.GetEventRecorder(eventReporter)
+	if r.handshake == nil {
+		r.handshake = appServerHandshake
+	}
+	if r.probe == nil {
+		r.probe = httpReadyz
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.results = newHandshakeCache()
+
+	podCache, err := newPodCache(mgr)
+	if err != nil {
+		return fmt.Errorf("set up agentharness controller: %w", err)
+	}
+	r.pods = podCache
+
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &harnessv1alpha1.AgentHarness{},
+		indexExternalTokenSecret, func(o client.Object) []string {
+			h := o.(*harnessv1alpha1.AgentHarness)
+			if h.Spec.External == nil {
+				return nil
+			}
+			return []string{h.Spec.External.TokenSecretRef.Name}
+		}); err != nil {
+		return fmt.Errorf("set up agentharness controller: index external token secrets: %w", err)
+	}
+
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&harnessv1alpha1.AgentHarness{}).
+		For(&harnessv1alpha1.AgentHarness{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.harnessesForTokenSecret), builder.OnlyMetadata).
+		WatchesRawSource(source.Kind(podCache.Cache, &corev1.Pod{},
+			handler.TypedEnqueueRequestsFromMapFunc(harnessForPod))).
 		Named("agentharness").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
 		return fmt.Errorf("set up agentharness controller: %w", err)
 	}
 	return nil
+}
+
+// podCache is a cache of server pods only (managed-by harness-operator and
+// labelled with a harness), started with the manager's caches.
+type podCache struct{ cache.Cache }
+
+// GetCache makes the manager start it with its own caches, before controllers.
+func (p podCache) GetCache() cache.Cache { return p.Cache }
+
+func newPodCache(mgr ctrl.Manager) (podCache, error) {
+	hasHarness, err := labels.NewRequirement(LabelHarness, selection.Exists, nil)
+	if err != nil {
+		return podCache{}, err
+	}
+	managed, err := labels.NewRequirement(labelManagedBy, selection.Equals, []string{ManagedBy})
+	if err != nil {
+		return podCache{}, err
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient: mgr.GetHTTPClient(),
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasHarness, *managed)},
+		},
+	})
+	if err != nil {
+		return podCache{}, fmt.Errorf("create server pod cache: %w", err)
+	}
+	pc := podCache{c}
+	if err := mgr.Add(pc); err != nil {
+		return podCache{}, fmt.Errorf("add server pod cache: %w", err)
+	}
+	return pc, nil
+}
+
+// harnessForPod maps a server pod to its harness.
+func harnessForPod(_ context.Context, pod *corev1.Pod) []reconcile.Request {
+	name := pod.Annotations[AnnotationHarness]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}}}
+}
+
+// harnessesForTokenSecret maps a Secret to the external harnesses whose
+// tokenSecretRef names it.
+func (r *Reconciler) harnessesForTokenSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list harnessv1alpha1.AgentHarnessList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{indexExternalTokenSecret: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list agent harnesses for a token secret", "secret", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, h := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&h)})
+	}
+	return reqs
+}
+
+func (r *Reconciler) workload(s *scope) workload {
+	return workload{
+		harness:     s.harness,
+		port:        r.AppServerPort,
+		tokenSHA256: tokenHash(s.token),
+		opNamespace: r.OperatorNamespace,
+	}
+}
+
+// reconcileTokenSecret keeps the generated capability token: an existing
+// non-empty token is kept, a missing one is generated.
+func (r *Reconciler) reconcileTokenSecret(ctx context.Context, s *scope) error {
+	h := s.harness
+	key := types.NamespacedName{Namespace: h.Namespace, Name: TokenSecretName(h)}
+	var secret corev1.Secret
+	err := r.apiReader.Get(ctx, key, &secret)
+	switch {
+	case err == nil && len(secret.Data[TokenSecretKey]) > 0:
+		s.token = string(secret.Data[TokenSecretKey])
+	case err == nil || apierrors.IsNotFound(err):
+		token, err := newToken()
+		if err != nil {
+			return err
+		}
+		s.token = token
+		ctrl.LoggerFrom(ctx).Info("generated app-server token", "secret", key.Name)
+	default:
+		return fmt.Errorf("get secret %s: %w", key.Name, err)
+	}
+	if err := r.Apply(ctx, r.workload(s).tokenSecret(s.token), fieldOwner, client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply secret %s: %w", key.Name, err)
+	}
+	return nil
+}
+
+func newToken() (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
+	if err := r.Apply(ctx, r.workload(s).service(), fieldOwner, client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply service %s: %w", WorkloadName(s.harness), err)
+	}
+	return nil
+}
+
+// reconcileStatefulSet applies the StatefulSet. volumeClaimTemplates are
+// immutable: when spec.appServer.storage changes, the StatefulSet is deleted
+// with its pods orphaned and recreated once it is gone; the new StatefulSet
+// adopts the pods and rolls them.
+func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
+	h := s.harness
+	name := WorkloadName(h)
+	var existing appsv1.StatefulSet
+	err := r.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, &existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("get statefulset %s: %w", name, err)
+	case !existing.DeletionTimestamp.IsZero():
+		// Being replaced; the delete event brings us back.
+		s.requeue(5 * time.Second)
+		return nil
+	case claimTemplatesChanged(&existing, h.Spec.AppServer.Storage) && metav1.IsControlledBy(&existing, h):
+		ctrl.LoggerFrom(ctx).Info("storage changed: replacing the statefulset, pods orphaned", "statefulset", name)
+		r.recorder.Eventf(h, &existing, corev1.EventTypeNormal, "StatefulSetReplaced", "ReplaceStatefulSet",
+			"storage changed: replacing StatefulSet %s (volumeClaimTemplates are immutable); its pods are kept and rolled", name)
+		if err := r.Delete(ctx, &existing, client.PropagationPolicy(metav1.DeletePropagationOrphan),
+			client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete statefulset %s: %w", name, err)
+		}
+		s.requeue(5 * time.Second)
+		return nil
+	}
+	sts, err := r.workload(s).statefulSet()
+	if err != nil {
+		return err
+	}
+	if err := r.Apply(ctx, sts, fieldOwner, client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply statefulset %s: %w", name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) error {
+	if err := r.Apply(ctx, r.workload(s).networkPolicy(), fieldOwner, client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply networkpolicy %s: %w", WorkloadName(s.harness), err)
+	}
+	return nil
+}
+
+func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) error {
+	if err := r.Apply(ctx, r.workload(s).podDisruptionBudget(), fieldOwner, client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply poddisruptionbudget %s: %w", WorkloadName(s.harness), err)
+	}
+	return nil
+}
+
+// removeWorkload deletes the managed objects of a harness that switched to
+// spec.external.
+func (r *Reconciler) removeWorkload(ctx context.Context, s *scope) error {
+	h := s.harness
+	ns, name := h.Namespace, WorkloadName(h)
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	objs := []struct {
+		obj  client.Object
+		name string
+	}{
+		{&appsv1.StatefulSet{}, name},
+		{&corev1.Service{}, name},
+		{&networkingv1.NetworkPolicy{}, name},
+		{&policyv1.PodDisruptionBudget{}, name},
+		{secret, TokenSecretName(h)},
+	}
+	var errs []error
+	for _, o := range objs {
+		err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.name}, o.obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("get %T %s: %w", o.obj, o.name, err))
+			continue
+		}
+		if !metav1.IsControlledBy(o.obj, h) || !o.obj.GetDeletionTimestamp().IsZero() {
+			continue
+		}
+		uid := o.obj.GetUID()
+		if err := r.Delete(ctx, o.obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("delete %T %s: %w", o.obj, o.name, err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("deleted managed object of a harness that is now external", "name", o.name)
+	}
+	return errors.Join(errs...)
 }

@@ -6,46 +6,353 @@ package runtimepolicy
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/selection"
 )
 
-// Reconciler reconciles RuntimePolicy objects: acceptance,
-// conflicts between policies and reference resolution. Its phases arrive with
-// the admission/policy issue.
+const (
+	// controllerName names the controller, its logger and its Events' reporter.
+	controllerName = "runtimepolicy"
+	// FieldManager is the server-side apply field manager of the status this
+	// controller writes.
+	FieldManager = "harness-operator-manager"
+	// maxConflicts is the most keys status.conflicts lists (the API's MaxItems).
+	maxConflicts = 64
+	// maxMessageKeys is the most keys a condition message names.
+	maxMessageKeys = 5
+)
+
+// Reconciler reconciles RuntimePolicy objects: acceptance, conflicts between
+// policies (DESIGN.md §3, selection.ConflictsFor) and reference resolution.
+// A change to one policy can change another's Conflicted state, so every
+// policy is re-evaluated when any policy, a namespace's labels or an
+// AgentHarness changes.
 type Reconciler struct {
 	client.Client
 
 	// MaxConcurrentReconciles bounds parallel reconciles of RuntimePolicy objects.
 	MaxConcurrentReconciles int
+
+	// recorder emits an Event per condition change; set by SetupWithManager.
+	recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=runtimepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=runtimepolicies/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentharnesses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile fetches the RuntimePolicy; not-found means it was deleted.
+// Reconcile fetches the RuntimePolicy (not-found means it was deleted), runs
+// the phases that compute its status, and applies the status once, only when
+// it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var policy harnessv1alpha1.RuntimePolicy
 	if err := r.Get(ctx, req.NamespacedName, &policy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("observed runtime policy", "generation", policy.Generation)
+	s, err := r.newScope(ctx, &policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The phases, in order; each computes part of the desired status.
+	for _, phase := range []func(*scope){reconcileAcceptance, reconcileMatchedNamespaces, reconcileConflicts, reconcileReferences} {
+		phase(s)
+	}
+	s.desired.ObservedGeneration = policy.Generation
+	if err := r.writeStatus(ctx, s); err != nil {
+		return ctrl.Result{}, fmt.Errorf("write status of RuntimePolicy %s: %w", policy.Name, err)
+	}
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager registers the reconciler with the manager.
+// scope is one reconcile: the policy, what the phases read, and the status
+// they build.
+type scope struct {
+	policy     *harnessv1alpha1.RuntimePolicy
+	policies   []*harnessv1alpha1.RuntimePolicy
+	namespaces []corev1.Namespace
+	harnesses  []*harnessv1alpha1.AgentHarness
+	now        metav1.Time
+
+	// valid is false when the spec cannot be evaluated (set by acceptance).
+	valid bool
+	// selected are the namespaces the policy selects (set by matched namespaces).
+	selected []*corev1.Namespace
+	// desired is the status the phases build.
+	desired harnessv1alpha1.RuntimePolicyStatus
+}
+
+// newScope reads the policies, namespaces and harnesses (from the cache).
+func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.RuntimePolicy) (*scope, error) {
+	var policies harnessv1alpha1.RuntimePolicyList
+	if err := r.List(ctx, &policies); err != nil {
+		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
+	}
+	var namespaces corev1.NamespaceList
+	if err := r.List(ctx, &namespaces); err != nil {
+		return nil, fmt.Errorf("list Namespaces: %w", err)
+	}
+	var harnesses harnessv1alpha1.AgentHarnessList
+	if err := r.List(ctx, &harnesses); err != nil {
+		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
+	}
+	s := &scope{policy: policy, namespaces: namespaces.Items, now: metav1.Now()}
+	for i := range policies.Items {
+		if policies.Items[i].Name == policy.Name {
+			s.policies = append(s.policies, policy) // the version just read
+			continue
+		}
+		s.policies = append(s.policies, &policies.Items[i])
+	}
+	for i := range harnesses.Items {
+		s.harnesses = append(s.harnesses, &harnesses.Items[i])
+	}
+	return s, nil
+}
+
+// setCondition sets one condition of the desired status, keeping the current
+// lastTransitionTime when the condition's status does not change.
+func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason harnessv1alpha1.PolicyConditionReason, msg string) {
+	c := metav1.Condition{
+		Type: typ, Status: status, Reason: string(reason), Message: msg,
+		ObservedGeneration: s.policy.Generation, LastTransitionTime: s.now,
+	}
+	if cur := meta.FindStatusCondition(s.policy.Status.Conditions, typ); cur != nil && cur.Status == status {
+		c.LastTransitionTime = cur.LastTransitionTime
+	}
+	meta.SetStatusCondition(&s.desired.Conditions, c)
+}
+
+// reconcileAcceptance: Accepted is True unless the spec cannot be evaluated
+// (an invalid namespaceSelector); such a policy is not in force.
+func reconcileAcceptance(s *scope) {
+	if _, err := selection.PolicySelects(s.policy, nil); err != nil {
+		s.setCondition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonInvalid,
+			fmt.Sprintf("The policy is not in force: %v.", err))
+		return
+	}
+	s.valid = true
+	s.setCondition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionTrue, harnessv1alpha1.PolicyReasonAccepted,
+		"The policy is in force; keys it loses to other policies are listed in status.conflicts.")
+}
+
+// reconcileMatchedNamespaces counts the namespaces the policy selects.
+func reconcileMatchedNamespaces(s *scope) {
+	if !s.valid {
+		return
+	}
+	for i := range s.namespaces {
+		if ok, err := selection.PolicySelects(s.policy, s.namespaces[i].Labels); err == nil && ok {
+			s.selected = append(s.selected, &s.namespaces[i])
+		}
+	}
+	s.desired.MatchedNamespaces = int32(len(s.selected))
+}
+
+// reconcileConflicts lists the keys the policy loses to older or enforcing
+// policies over overlapping namespaces (DESIGN.md §3).
+func reconcileConflicts(s *scope) {
+	if !s.valid {
+		s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionUnknown, harnessv1alpha1.PolicyReasonInvalid,
+			"Conflicts are not evaluated: the policy is not in force.")
+		return
+	}
+	nsLabels := make(map[string]map[string]string, len(s.namespaces))
+	for i := range s.namespaces {
+		nsLabels[s.namespaces[i].Name] = s.namespaces[i].Labels
+	}
+	overlap := func(a, b *harnessv1alpha1.RuntimePolicy) bool { return selection.NamespacesOverlap(a, b, nsLabels) }
+	lost := selection.ConflictsFor(s.policy, s.policies, overlap)
+	if len(lost) == 0 {
+		s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonNoConflicts,
+			"No key conflicts with another policy.")
+		return
+	}
+	reason := harnessv1alpha1.PolicyReasonOlderPolicyWins
+	var keys []string
+	for i, c := range lost {
+		if c.Reason == harnessv1alpha1.PolicyReasonDenyPolicyWins {
+			reason = harnessv1alpha1.PolicyReasonDenyPolicyWins
+		}
+		if i < maxConflicts {
+			s.desired.Conflicts = append(s.desired.Conflicts, harnessv1alpha1.PolicyConflict{
+				Key: c.Key, Runtime: harnessv1alpha1.RuntimeID(c.LoserRuntime),
+				Winner: c.Winner, WinnerRuntime: harnessv1alpha1.RuntimeID(c.WinnerRuntime),
+			})
+		}
+		if i < maxMessageKeys {
+			keys = append(keys, fmt.Sprintf("%s (RuntimePolicy %s requires %s)", c.Key, c.Winner, c.WinnerRuntime))
+		}
+	}
+	msg := fmt.Sprintf("%d key(s) resolve to another policy's runtime: %s", len(lost), strings.Join(keys, ", "))
+	if len(lost) > maxMessageKeys {
+		msg += fmt.Sprintf(", and %d more (see status.conflicts)", len(lost)-maxMessageKeys)
+	}
+	s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionTrue, reason, msg+".")
+}
+
+// reconcileReferences checks that every runtime id the policy names is
+// built in (auto, openclaw, a CLI backend alias) or declared by an
+// AgentHarness visible to some namespace the policy selects.
+func reconcileReferences(s *scope) {
+	if !s.valid {
+		s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionUnknown, harnessv1alpha1.PolicyReasonInvalid,
+			"References are not evaluated: the policy is not in force.")
+		return
+	}
+	declared := map[string]bool{}
+	for _, h := range s.harnesses {
+		id, ok := selection.DeclaredHarnessID(h)
+		if !ok || declared[id] {
+			continue
+		}
+		for _, ns := range s.selected {
+			// A harness whose own selector is invalid is visible nowhere.
+			if visible, err := selection.HarnessVisible(h, ns.Name, ns.Labels); err == nil && visible {
+				declared[id] = true
+				break
+			}
+		}
+	}
+	missing := selection.UnresolvedRuntimeIDs(s.policy, func(id string) bool { return declared[id] })
+	if len(missing) == 0 {
+		s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionTrue, harnessv1alpha1.PolicyReasonResolved,
+			"Every runtime id names a visible AgentHarness, a built-in runtime or a CLI backend alias.")
+		return
+	}
+	s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonHarnessNotFound,
+		fmt.Sprintf("No AgentHarness visible to a namespace this policy selects declares harness id(s) %s; turns that need them fail closed (HarnessNotRegistered).",
+			strings.Join(missing, ", ")))
+}
+
+// writeStatus applies the desired status with server-side apply when it
+// differs from the current one (conditions compared without
+// lastTransitionTime), then emits an Event per changed condition.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	cur := &s.policy.Status
+	if statusEqual(cur, &s.desired) {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(harnessv1alpha1.GroupVersion.WithKind("RuntimePolicy"))
+	u.SetName(s.policy.Name)
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s.desired)
+	if err != nil {
+		return fmt.Errorf("convert status: %w", err)
+	}
+	u.Object["status"] = status
+	if err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply status: %w", err)
+	}
+	log.Info("runtime policy status applied", "matchedNamespaces", s.desired.MatchedNamespaces,
+		"conflicts", len(s.desired.Conflicts), "observedGeneration", s.desired.ObservedGeneration)
+	for _, c := range s.desired.Conditions {
+		old := meta.FindStatusCondition(cur.Conditions, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+			continue
+		}
+		if r.recorder != nil {
+			r.recorder.Eventf(s.policy, nil, eventType(c), c.Reason, "Evaluate", "%s=%s: %s", c.Type, c.Status, c.Message)
+		}
+	}
+	return nil
+}
+
+// eventType is Warning for conditions that need an operator's attention.
+func eventType(c metav1.Condition) string {
+	bad := (c.Type == harnessv1alpha1.PolicyConditionConflicted && c.Status == metav1.ConditionTrue) ||
+		(c.Type != harnessv1alpha1.PolicyConditionConflicted && c.Status == metav1.ConditionFalse)
+	if bad {
+		return corev1.EventTypeWarning
+	}
+	return corev1.EventTypeNormal
+}
+
+// statusEqual compares two statuses, conditions without lastTransitionTime.
+func statusEqual(a, b *harnessv1alpha1.RuntimePolicyStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.MatchedNamespaces != b.MatchedNamespaces ||
+		!equality.Semantic.DeepEqual(normalizeConflicts(a.Conflicts), normalizeConflicts(b.Conflicts)) {
+		return false
+	}
+	return conditionsEqual(a.Conditions, b.Conditions)
+}
+
+func normalizeConflicts(cs []harnessv1alpha1.PolicyConflict) []harnessv1alpha1.PolicyConflict {
+	if len(cs) == 0 {
+		return nil
+	}
+	return cs
+}
+
+// conditionsEqual compares condition lists by type, ignoring order and
+// lastTransitionTime.
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		y := meta.FindStatusCondition(b, x.Type)
+		if y == nil || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+// SetupWithManager registers the reconciler with the manager: RuntimePolicies
+// (a spec change, creation or deletion of any policy re-evaluates all
+// policies), Namespaces (creation, deletion, label changes) and
+// AgentHarnesses (creation, deletion, spec changes) are watched through
+// mapping functions; nothing polls.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.recorder = mgr.GetEventRecorder("harness-operator-" + controllerName)
+	allPolicies := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.RuntimePolicy{}).
-		Named("runtimepolicy").
+		Watches(&harnessv1alpha1.RuntimePolicy{}, allPolicies, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, allPolicies, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Watches(&harnessv1alpha1.AgentHarness{}, allPolicies, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named(controllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
 		return fmt.Errorf("set up runtimepolicy controller: %w", err)
 	}
 	return nil
+}
+
+// allPolicies maps any change that can affect conflicts, matched namespaces
+// or references to every RuntimePolicy, sorted by name.
+func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	var policies harnessv1alpha1.RuntimePolicyList
+	if err := r.List(ctx, &policies); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list RuntimePolicies to re-evaluate")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(policies.Items))
+	for i := range policies.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: policies.Items[i].Name}})
+	}
+	slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.Name, b.Name) })
+	return reqs
 }

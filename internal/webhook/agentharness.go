@@ -9,7 +9,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -24,7 +23,7 @@ var harnessGK = v1alpha1.GroupVersion.WithKind("AgentHarness").GroupKind()
 // `kubectl get -o yaml` shows the truth: harnessId from metadata.name, the
 // adapter's support facts and native tools when omitted, and normalized
 // provider and tool names.
-type harnessDefaulter struct{ reader client.Reader }
+type harnessDefaulter struct{}
 
 func (d *harnessDefaulter) Default(_ context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
 	var warnings admission.Warnings
@@ -77,7 +76,7 @@ func normalizeTools(in []v1alpha1.ToolID, path string, warnings *admission.Warni
 // object or know the adapters: canonical tool ids, unique harness ids among
 // harnesses one namespace can see, the adapter's version floor, and no Host
 // auth bootstrap on codex-app-server.
-type harnessValidator struct{ reader client.Reader }
+type harnessValidator struct{ reader readers }
 
 func (v *harnessValidator) ValidateCreate(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
 	return v.validate(ctx, h)
@@ -140,11 +139,10 @@ func (v *harnessValidator) validate(ctx context.Context, h *v1alpha1.AgentHarnes
 	return warnings, nil
 }
 
+// effectiveHarnessID is the id the engine looks the harness up by.
 func effectiveHarnessID(h *v1alpha1.AgentHarness) string {
-	if h.Spec.HarnessID != "" {
-		return h.Spec.HarnessID
-	}
-	return h.Name
+	id, _ := selection.DeclaredHarnessID(h)
+	return id
 }
 
 // toolIDErrors refuses entries that are not known canonical core tool ids
@@ -169,7 +167,7 @@ func toolIDErrors(path *field.Path, ids []v1alpha1.ToolID) field.ErrorList {
 // namespace can see together with h, or returns "".
 func (v *harnessValidator) duplicateID(ctx context.Context, h *v1alpha1.AgentHarness) (string, error) {
 	var list v1alpha1.AgentHarnessList
-	if err := v.reader.List(ctx, &list); err != nil {
+	if err := v.reader.live.List(ctx, &list); err != nil {
 		return "", fmt.Errorf("list AgentHarnesses: %w", err)
 	}
 	id := effectiveHarnessID(h)
@@ -183,7 +181,7 @@ func (v *harnessValidator) duplicateID(ctx context.Context, h *v1alpha1.AgentHar
 	if len(others) == 0 {
 		return "", nil
 	}
-	namespaces, err := namespaceLabels(ctx, v.reader)
+	namespaces, err := namespaceLabels(ctx, v.reader.cached)
 	if err != nil {
 		return "", err
 	}
@@ -297,11 +295,11 @@ func (v *harnessValidator) implicitCodexWarning(ctx context.Context, h *v1alpha1
 		return nil, nil
 	}
 	var policies v1alpha1.RuntimePolicyList
-	if err := v.reader.List(ctx, &policies); err != nil {
+	if err := v.reader.live.List(ctx, &policies); err != nil {
 		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
 	}
 	for i := range policies.Items {
-		if slices.Contains(policyRuntimes(&policies.Items[i]), id) {
+		if slices.Contains(selection.PolicyRuntimeIDs(&policies.Items[i]), id) {
 			return nil, nil
 		}
 	}

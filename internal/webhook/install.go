@@ -34,7 +34,7 @@ func Install(mgr ctrl.Manager, mode Mode, certs CertOptions) (healthz.Checker, e
 	var registered atomic.Bool
 	var registerErr atomic.Pointer[error]
 	register := func() error {
-		if err := Setup(mgr, mgr.GetClient()); err != nil {
+		if err := Setup(mgr); err != nil {
 			registerErr.Store(&err)
 			return err
 		}

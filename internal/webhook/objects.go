@@ -7,9 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
+
+// readers are the validators' two views of the cluster.
+type readers struct {
+	// cached is the manager's informer cache (Namespaces, AgentSessions).
+	cached client.Reader
+	// live reads from the API server (AgentHarnesses, RuntimePolicies).
+	live client.Reader
+}
 
 // namespaceNameLabel is the label the API server sets on every namespace.
 const namespaceNameLabel = "kubernetes.io/metadata.name"
@@ -36,26 +42,4 @@ func withNameLabel(name string, labels map[string]string) map[string]string {
 	}
 	out[namespaceNameLabel] = name
 	return out
-}
-
-// policyRuntimes lists every runtime id a policy names.
-func policyRuntimes(p *v1alpha1.RuntimePolicy) []string {
-	var ids []string
-	for _, pr := range p.Spec.Providers {
-		if pr.Runtime != "" {
-			ids = append(ids, string(pr.Runtime))
-		}
-		for _, m := range pr.Models {
-			ids = append(ids, string(m.Runtime))
-		}
-	}
-	for _, m := range p.Spec.Models {
-		ids = append(ids, string(m.Runtime))
-	}
-	for _, a := range p.Spec.Agents {
-		for _, m := range a.Models {
-			ids = append(ids, string(m.Runtime))
-		}
-	}
-	return ids
 }

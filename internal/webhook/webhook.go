@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -39,13 +38,16 @@ func path(op, kind string) string {
 }
 
 // Setup registers the defaulting and validating webhooks of the three kinds
-// with the manager's webhook server. Validators read other objects through c
-// (the manager's cached client: admission must be fast; the controllers
-// re-check what an admission race lets through).
-func Setup(mgr ctrl.Manager, c client.Reader) error {
+// with the manager's webhook server. Validators list AgentHarnesses and
+// RuntimePolicies live from the API server (few objects, and a stale cache
+// would let a just-created conflicting object through) and read Namespaces
+// and AgentSessions from the manager's cache; the controllers re-check what
+// an admission race still lets through.
+func Setup(mgr ctrl.Manager) error {
+	c := readers{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
 	scheme := mgr.GetScheme()
 	srv := mgr.GetWebhookServer()
-	srv.Register(path("mutate", "AgentHarness"), &admission.Webhook{Handler: defaulting(scheme, (&harnessDefaulter{reader: c}).Default)})
+	srv.Register(path("mutate", "AgentHarness"), &admission.Webhook{Handler: defaulting(scheme, (&harnessDefaulter{}).Default)})
 	srv.Register(path("mutate", "RuntimePolicy"), &admission.Webhook{Handler: defaulting(scheme, defaultPolicy)})
 	srv.Register(path("mutate", "AgentSession"), &admission.Webhook{Handler: defaulting(scheme, defaultSession)})
 	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.AgentHarness{}).WithValidator(&harnessValidator{reader: c}).Complete(); err != nil {

@@ -1,0 +1,342 @@
+package agentharness
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/appserver"
+)
+
+// artifactPrefix starts runtimeArtifact.id: `codex-app-server:<version>`.
+const artifactPrefix = "codex-app-server:"
+
+// Limits of the status fields (api/v1alpha1).
+const (
+	maxUserAgent = 256
+	maxVersion   = 64
+)
+
+// verdict is one condition's status, reason and message.
+type verdict struct {
+	status  metav1.ConditionStatus
+	reason  harnessv1alpha1.HarnessConditionReason
+	message string
+}
+
+func setCondition(h *harnessv1alpha1.AgentHarness, typ string, v verdict) {
+	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             v.status,
+		Reason:             string(v.reason),
+		Message:            v.message,
+		ObservedGeneration: h.Generation,
+	})
+}
+
+// managedConditions derives the status of a managed harness from its server
+// pods and the handshake results of their digests.
+func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
+	h := s.harness
+	st := &h.Status
+	st.ObservedGeneration = h.Generation
+
+	var servers []harnessv1alpha1.ServerStatus
+	var ready int32
+	for _, srv := range s.servers {
+		ss := harnessv1alpha1.ServerStatus{Name: srv.name, ImageID: srv.imageID, State: srv.state}
+		if res := s.results[srv.digest]; srv.digest != "" && res != nil && res.err == nil {
+			ss.UserAgent, ss.Version = serverIdentity(res.userAgent)
+		}
+		if srv.state == harnessv1alpha1.ServerReady {
+			ready++
+		}
+		servers = append(servers, ss)
+	}
+	st.Servers = servers
+	st.Replicas = int32(len(servers))
+	st.ReadyReplicas = ready
+	st.Version = agreedVersion(servers)
+
+	// WorkloadReady: at least one server pod is Ready.
+	if ready > 0 {
+		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionTrue,
+			harnessv1alpha1.HarnessReasonPodsReady, fmt.Sprintf("%d of %d server pods are Ready", ready, len(servers))})
+	} else {
+		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionFalse,
+			harnessv1alpha1.HarnessReasonNoReadyPods, fmt.Sprintf("no server pod is Ready (%d pods)", len(servers))})
+	}
+
+	// VersionSupported: the digests of Ready servers; with none Ready, what
+	// is known about the digests of the other servers that are not draining.
+	var relevant []*handshakeResult
+	seen := map[string]bool{}
+	for _, srv := range s.servers {
+		if srv.state == harnessv1alpha1.ServerReady && srv.digest != "" && !seen[srv.digest] {
+			seen[srv.digest] = true
+			relevant = append(relevant, s.results[srv.digest])
+		}
+	}
+	if len(relevant) == 0 {
+		for _, srv := range s.servers {
+			res := s.results[srv.digest]
+			if srv.state == harnessv1alpha1.ServerNotReady && srv.digest != "" && !seen[srv.digest] && res != nil && res.err == nil {
+				seen[srv.digest] = true
+				relevant = append(relevant, res)
+			}
+		}
+	}
+	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, versionVerdict(relevant, h.Spec.MinVersion))
+
+	// Attested: every server that is not draining runs one digest whose
+	// version the handshake identified.
+	av, artifact := attestation(s)
+	setCondition(h, harnessv1alpha1.HarnessConditionAttested, av)
+	st.RuntimeArtifact = artifact
+
+	setReady(h)
+	return nil
+}
+
+// externalConditions derives the status of an external harness from the
+// /readyz probe and the handshake.
+func (r *Reconciler) externalConditions(_ context.Context, s *scope) error {
+	h := s.harness
+	st := &h.Status
+	st.ObservedGeneration = h.Generation
+
+	srv := harnessv1alpha1.ServerStatus{Name: externalServerName, State: harnessv1alpha1.ServerReady}
+	if s.probeErr != nil {
+		srv.State = harnessv1alpha1.ServerNotReady
+	}
+	if s.external != nil && s.external.err == nil {
+		srv.UserAgent, srv.Version = serverIdentity(s.external.userAgent)
+	}
+	st.Servers = []harnessv1alpha1.ServerStatus{srv}
+	st.Replicas = 1
+	st.ReadyReplicas = 0
+	if srv.State == harnessv1alpha1.ServerReady {
+		st.ReadyReplicas = 1
+	}
+	st.Version = srv.Version
+	st.RuntimeArtifact = nil
+
+	if s.probeErr == nil {
+		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionTrue,
+			harnessv1alpha1.HarnessReasonProbeSucceeded, "the external app-server's /readyz answered 200"})
+	} else {
+		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionFalse,
+			harnessv1alpha1.HarnessReasonProbeFailed, "the external app-server's /readyz did not answer: " + s.probeErr.Error()})
+	}
+
+	var vv verdict
+	switch {
+	case s.tokenMissing != "":
+		vv = verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonTokenSecretMissing, s.tokenMissing}
+	case s.external == nil && s.probeErr != nil:
+		vv = verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakePending,
+			"waiting for the external app-server's /readyz before the handshake"}
+	default:
+		vv = versionVerdict([]*handshakeResult{s.external}, h.Spec.MinVersion)
+	}
+	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, vv)
+
+	setCondition(h, harnessv1alpha1.HarnessConditionAttested, verdict{metav1.ConditionFalse,
+		harnessv1alpha1.HarnessReasonExternalServer,
+		"an external app-server is not attested: the operator does not run it and cannot identify its artifact"})
+
+	setReady(h)
+	return nil
+}
+
+// versionVerdict judges handshake results (nil = none yet) against the
+// floor: any server below the floor wins, then any failed handshake, then
+// any pending one; all accepted is True.
+func versionVerdict(results []*handshakeResult, minVersion string) verdict {
+	floor := appserver.MinimumVersion
+	if f, err := appserver.Floor(minVersion); err == nil {
+		floor = f.String()
+	}
+	var below, failed string
+	pending := len(results) == 0
+	var accepted []string
+	for _, res := range results {
+		switch {
+		case res == nil:
+			pending = true
+		case res.err != nil:
+			if failed == "" {
+				failed = fmt.Sprintf("the handshake with %s failed: %v", res.server, res.err)
+			}
+		default:
+			v, err := appserver.CheckVersion(res.userAgent, minVersion)
+			if err != nil {
+				if below == "" {
+					below = err.Error()
+				}
+				continue
+			}
+			if s := v.String(); !slices.Contains(accepted, s) {
+				accepted = append(accepted, s)
+			}
+		}
+	}
+	switch {
+	case below != "":
+		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonVersionBelowFloor, below}
+	case failed != "":
+		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonHandshakeFailed, failed}
+	case pending:
+		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakePending,
+			"waiting for the first handshake with a Ready app-server"}
+	}
+	return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonVersionAccepted,
+		fmt.Sprintf("Codex app-server %s meets the version floor %s", strings.Join(accepted, ", "), floor)}
+}
+
+// attestation is the Attested verdict and, when every server that is not
+// draining runs one identified digest, the runtime artifact.
+func attestation(s *scope) (verdict, *harnessv1alpha1.RuntimeArtifact) {
+	var digests []string
+	for _, srv := range s.servers {
+		if srv.state != harnessv1alpha1.ServerTerminating && srv.digest != "" && !slices.Contains(digests, srv.digest) {
+			digests = append(digests, srv.digest)
+		}
+	}
+	switch len(digests) {
+	case 0:
+		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonNoReadyPods,
+			"no server pod reports an image digest yet"}, nil
+	case 1:
+	default:
+		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonMixedArtifacts,
+			"servers run different image digests: " + strings.Join(digests, ", ")}, nil
+	}
+	digest := digests[0]
+	res := s.results[digest]
+	switch {
+	case res == nil:
+		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakePending,
+			"waiting for the handshake with a server running " + digest}, nil
+	case res.err != nil:
+		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakeFailed,
+			fmt.Sprintf("the handshake with %s failed: %v", res.server, res.err)}, nil
+	}
+	_, version := serverIdentity(res.userAgent)
+	if version == "" {
+		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonHandshakeFailed,
+			fmt.Sprintf("the version of the app-server in %s could not be determined from its userAgent", digest)}, nil
+	}
+	artifact := &harnessv1alpha1.RuntimeArtifact{ID: artifactPrefix + version, Fingerprint: digest}
+	return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonArtifactVerified,
+		fmt.Sprintf("every server runs %s (%s)", artifact.ID, digest)}, artifact
+}
+
+// setReady sets Ready = WorkloadReady ∧ VersionSupported.
+func setReady(h *harnessv1alpha1.AgentHarness) {
+	wr := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionWorkloadReady)
+	vs := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionVersionSupported)
+	switch {
+	case wr.Status != metav1.ConditionTrue:
+		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+			harnessv1alpha1.HarnessReasonWorkloadNotReady, wr.Message})
+	case vs.Status != metav1.ConditionTrue:
+		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+			harnessv1alpha1.HarnessReasonVersionNotSupported, vs.Message})
+	default:
+		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionTrue,
+			harnessv1alpha1.HarnessReasonReady, "the harness accepts turns: " + vs.Message})
+	}
+}
+
+// serverIdentity is the userAgent (cut to the API's limit) and the version
+// parsed from it (empty when it has none).
+func serverIdentity(userAgent string) (ua, version string) {
+	version, _ = appserver.ParseUserAgentVersion(userAgent)
+	if len(version) > maxVersion {
+		version = ""
+	}
+	return truncateRunes(userAgent, maxUserAgent), version
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
+
+// agreedVersion is the version every server that reports one agrees on.
+func agreedVersion(servers []harnessv1alpha1.ServerStatus) string {
+	version := ""
+	for _, s := range servers {
+		switch {
+		case s.Version == "":
+		case version == "":
+			version = s.Version
+		case version != s.Version:
+			return ""
+		}
+	}
+	return version
+}
+
+// writeStatus patches the status once, only when it changed, then records
+// an Event for every condition whose status or reason changed.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	h := s.harness
+	if equality.Semantic.DeepEqual(*s.before, h.Status) {
+		return nil
+	}
+	orig := h.DeepCopy()
+	orig.Status = *s.before
+	if err := r.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, typ := range []string{
+		harnessv1alpha1.HarnessConditionWorkloadReady,
+		harnessv1alpha1.HarnessConditionVersionSupported,
+		harnessv1alpha1.HarnessConditionAttested,
+		harnessv1alpha1.HarnessConditionReady,
+	} {
+		prev := meta.FindStatusCondition(s.before.Conditions, typ)
+		cur := meta.FindStatusCondition(h.Status.Conditions, typ)
+		if cur == nil || !conditionEventWorthy(prev, cur) {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		if cur.Status == metav1.ConditionFalse || cur.Reason == string(harnessv1alpha1.HarnessReasonHandshakeFailed) {
+			eventType = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(h, nil, eventType, cur.Reason, typ, "%s", cur.Message)
+		log.Info("condition changed", "type", typ, "status", cur.Status, "reason", cur.Reason, "message", cur.Message)
+	}
+	return nil
+}
+
+// quietFirstReasons are first observations not worth an Event.
+var quietFirstReasons = []string{
+	string(harnessv1alpha1.HarnessReasonHandshakePending),
+	string(harnessv1alpha1.HarnessReasonNoReadyPods),
+	string(harnessv1alpha1.HarnessReasonWorkloadNotReady),
+	string(harnessv1alpha1.HarnessReasonVersionNotSupported),
+	string(harnessv1alpha1.HarnessReasonExternalServer),
+}
+
+func conditionEventWorthy(prev, cur *metav1.Condition) bool {
+	if prev == nil {
+		return cur.Status == metav1.ConditionTrue || !slices.Contains(quietFirstReasons, cur.Reason)
+	}
+	return prev.Status != cur.Status || prev.Reason != cur.Reason
+}

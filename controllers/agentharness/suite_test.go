@@ -1,0 +1,382 @@
+package agentharness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// The suite runs the controller in a real manager against a real etcd and
+// kube-apiserver (envtest). envtest has no kubelet and no StatefulSet
+// controller, so the specs create the server pods the StatefulSet would and
+// write their status as a kubelet would — pod IPs 127.0.0.x, an imageID —
+// while real `codex app-server`s (internal/codextest) listen there with the
+// auth arguments of the operator's own pod template. The controller's
+// handshakes therefore reach real servers.
+
+const operatorNamespace = "harness-operator-system"
+
+var (
+	suiteT      *testing.T
+	testEnv     *envtest.Environment
+	k8sClient   client.Client
+	ctx         context.Context
+	cancel      context.CancelFunc
+	stub        *stubmodel.Server
+	appPort     int32
+	codexBin    string
+	codexOldBin string
+	handshakes  = &handshakeCounter{byURL: map[string]int{}}
+	nextHostNum atomic.Int32
+	nsCounter   atomic.Int32
+	mgrDone     = make(chan struct{})
+)
+
+func TestAgentHarnessController(t *testing.T) {
+	suiteT = t
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "AgentHarness controller suite (envtest + real codex app-server)")
+}
+
+// handshakeCounter counts the controller's handshakes per URL.
+type handshakeCounter struct {
+	mu    sync.Mutex
+	byURL map[string]int
+}
+
+func (c *handshakeCounter) wrap(next handshakeFunc) handshakeFunc {
+	return func(ctx context.Context, url, token string) (string, error) {
+		c.mu.Lock()
+		c.byURL[url]++
+		c.mu.Unlock()
+		return next(ctx, url, token)
+	}
+}
+
+// count is the number of handshakes to any of the hosts.
+func (c *handshakeCounter) count(hosts ...string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for url, k := range c.byURL {
+		for _, h := range hosts {
+			if strings.HasPrefix(url, "ws://"+h+":") {
+				n += k
+			}
+		}
+	}
+	return n
+}
+
+// executable is the codex binary named by env; the suite fails (never
+// skips) without it. setup is the command that installs it.
+func executable(env, setup string) string {
+	p := os.Getenv(env)
+	Expect(p).NotTo(BeEmpty(), "%s must name the real codex binary: run `make test`, or set %s=$(%s)", env, env, setup)
+	fi, err := os.Stat(p)
+	Expect(err).NotTo(HaveOccurred(), "%s=%q", env, p)
+	Expect(fi.Mode()&0o111).NotTo(BeZero(), "%s=%q is not executable", env, p)
+	return p
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
+	Expect(os.Getenv("KUBEBUILDER_ASSETS")).NotTo(BeEmpty(),
+		"KUBEBUILDER_ASSETS must point at the etcd and kube-apiserver binaries: run `make test` (hack/setup-envtest.sh builds them)")
+	codexBin = executable(codextest.EnvBin, "hack/setup-codex.sh")
+	codexOldBin = executable("CODEX_BIN_BELOW_FLOOR", "hack/setup-codex.sh 0.148.0")
+
+	var err error
+	stub, err = stubmodel.New()
+	Expect(err).NotTo(HaveOccurred())
+
+	// One port for every server; each server gets its own 127.0.0.x.
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	Expect(err).NotTo(HaveOccurred())
+	appPort = int32(l.Addr().(*net.TCPAddr).Port)
+	Expect(l.Close()).To(Succeed())
+	nextHostNum.Store(1)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+
+	scheme := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(harnessv1alpha1.AddToScheme(scheme)).To(Succeed())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	r := &Reconciler{
+		Client:                  mgr.GetClient(),
+		MaxConcurrentReconciles: 4,
+		AppServerPort:           appPort,
+	}
+	r.handshake = handshakes.wrap(appServerHandshake)
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	Expect(r.OperatorNamespace).To(Equal(operatorNamespace), "the default operator namespace")
+	go func() {
+		defer GinkgoRecover()
+		defer close(mgrDone)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+		Eventually(mgrDone, 30*time.Second).Should(BeClosed())
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+	if stub != nil {
+		stub.Close()
+	}
+})
+
+// --- helpers ---
+
+// newNamespace creates a namespace for one spec (with the default
+// ServiceAccount that pod admission looks up). It enforces the `restricted`
+// Pod Security level, so the apiserver refuses a server pod built from a
+// template that is not restricted.
+func newNamespace() string {
+	name := fmt.Sprintf("ah-%d", nsCounter.Add(1))
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted",
+	}}})).To(Succeed())
+	err := k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "default"}})
+	if !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return name
+}
+
+// nextHost is a fresh loopback address for one server (127.0.0.2, .3, …).
+func nextHost() string {
+	return fmt.Sprintf("127.0.0.%d", nextHostNum.Add(1))
+}
+
+func metavOM(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
+
+func managedHarness(ns, name string, replicas int32) *harnessv1alpha1.AgentHarness {
+	return &harnessv1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: harnessv1alpha1.AgentHarnessSpec{
+			Adapter: harnessv1alpha1.AdapterCodexAppServer,
+			AppServer: &harnessv1alpha1.AppServerWorkload{
+				Image:    "registry.example/codex@" + digest('a'),
+				Replicas: ptr.To(replicas),
+			},
+		},
+	}
+}
+
+func getHarness(h *harnessv1alpha1.AgentHarness) *harnessv1alpha1.AgentHarness {
+	GinkgoHelper()
+	out := &harnessv1alpha1.AgentHarness{}
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), out)).To(Succeed())
+	return out
+}
+
+// cond is a condition's "Status/Reason", or "" when it is missing.
+func cond(h *harnessv1alpha1.AgentHarness, typ string) string {
+	c := meta.FindStatusCondition(h.Status.Conditions, typ)
+	if c == nil {
+		return ""
+	}
+	return string(c.Status) + "/" + c.Reason
+}
+
+func condMessage(h *harnessv1alpha1.AgentHarness, typ string) string {
+	c := meta.FindStatusCondition(h.Status.Conditions, typ)
+	if c == nil {
+		return ""
+	}
+	return c.Message
+}
+
+// statusOf polls a harness for Eventually.
+func statusOf(h *harnessv1alpha1.AgentHarness) func() *harnessv1alpha1.AgentHarness {
+	return func() *harnessv1alpha1.AgentHarness {
+		out := &harnessv1alpha1.AgentHarness{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(h), out); err != nil {
+			return nil
+		}
+		return out
+	}
+}
+
+// haveCondition matches a harness whose condition typ is "Status/Reason".
+func haveCondition(typ, statusReason string) OmegaMatcher {
+	return WithTransform(func(h *harnessv1alpha1.AgentHarness) string {
+		if h == nil {
+			return ""
+		}
+		return cond(h, typ)
+	}, Equal(statusReason))
+}
+
+func waitStatefulSet(h *harnessv1alpha1.AgentHarness) *appsv1.StatefulSet {
+	GinkgoHelper()
+	sts := &appsv1.StatefulSet{}
+	Eventually(func() error {
+		return k8sClient.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: WorkloadName(h)}, sts)
+	}).Should(Succeed())
+	return sts
+}
+
+// authArgs are the pod template's app-server arguments other than
+// `app-server` and the `--listen` pair, which the test replaces with a
+// loopback address.
+func authArgs(sts *appsv1.StatefulSet) []string {
+	GinkgoHelper()
+	args := sts.Spec.Template.Spec.Containers[0].Args
+	Expect(args).NotTo(BeEmpty())
+	Expect(args[0]).To(Equal("app-server"))
+	var out []string
+	for i := 1; i < len(args); i++ {
+		if args[i] == "--listen" {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// startCodex starts a real app-server on host:appPort.
+func startCodex(bin, host string, opts codextest.Options) *codextest.Server {
+	GinkgoHelper()
+	opts.Bin = bin
+	opts.ProviderURL = stub.BaseURL()
+	opts.Transport = codextest.WebSocket
+	opts.ListenHost = host
+	opts.Port = int(appPort)
+	opts.Dir = suiteT.TempDir()
+	srv, err := codextest.StartErr(suiteT, opts)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(srv.Kill)
+	return srv
+}
+
+// startPodServer starts the app-server a server pod of sts would run: the
+// pod template's own auth arguments, listening on host.
+func startPodServer(bin string, sts *appsv1.StatefulSet, host string) *codextest.Server {
+	GinkgoHelper()
+	return startCodex(bin, host, codextest.Options{ExtraArgs: authArgs(sts)})
+}
+
+// createServerPod creates the pod the StatefulSet controller would, then
+// writes the status a kubelet would: Running, Ready, podIP, imageID.
+func createServerPod(sts *appsv1.StatefulSet, ordinal int, ip, imageID string) *corev1.Pod {
+	GinkgoHelper()
+	tmpl := sts.Spec.Template
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   sts.Namespace,
+			Name:        fmt.Sprintf("%s-%d", sts.Name, ordinal),
+			Labels:      tmpl.Labels,
+			Annotations: tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	pod.Spec.Hostname = pod.Name
+	pod.Spec.Subdomain = sts.Spec.ServiceName
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	setPodStatus(pod, ip, imageID, true)
+	return pod
+}
+
+func setPodStatus(pod *corev1.Pod, ip, imageID string, ready bool) {
+	GinkgoHelper()
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+	readyStatus := corev1.ConditionFalse
+	if ready {
+		readyStatus = corev1.ConditionTrue
+	}
+	now := metav1.Now()
+	pod.Status = corev1.PodStatus{
+		Phase:  corev1.PodRunning,
+		PodIP:  ip,
+		PodIPs: []corev1.PodIP{{IP: ip}},
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: readyStatus, LastTransitionTime: now},
+		},
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name:    ContainerName,
+			Image:   pod.Spec.Containers[0].Image,
+			ImageID: imageID,
+			Ready:   ready,
+			Started: ptr.To(true),
+			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		}},
+	}
+	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+}
+
+// eventsFor lists the Events regarding a harness as "type/reason: note".
+func eventsFor(h *harnessv1alpha1.AgentHarness) func() []string {
+	return func() []string {
+		var list corev1.EventList
+		if err := k8sClient.List(ctx, &list, client.InNamespace(h.Namespace)); err != nil {
+			return nil
+		}
+		var out []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "AgentHarness" && e.InvolvedObject.Name == h.Name {
+				out = append(out, e.Type+"/"+e.Reason+": "+e.Message)
+			}
+		}
+		return out
+	}
+}

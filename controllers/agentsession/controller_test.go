@@ -1,0 +1,485 @@
+package agentsession_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentsession"
+)
+
+// dispatcherManager is the field manager the dispatcher writes its part of
+// AgentSession status with (any manager other than the controller's).
+const dispatcherManager = "harness-operator-dispatcher"
+
+const timeout = 20 * time.Second
+
+var unique atomic.Int64
+
+// uid is a short id unique within the suite, for names, providers and labels.
+func uid() string { return fmt.Sprintf("t%d-%d", GinkgoParallelProcess(), unique.Add(1)) }
+
+func create(obj client.Object) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, obj))).To(Succeed())
+	})
+}
+
+func newNamespace(l map[string]string) *corev1.Namespace {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "as-", Labels: l}}
+	create(ns)
+	return ns
+}
+
+type popt func(*harnessv1alpha1.RuntimePolicy)
+
+// newPolicy is a RuntimePolicy that selects the namespaces labelled case=<id>
+// (policies are cluster-scoped: each spec selects only its own namespaces).
+func newPolicy(name, id string, opts ...popt) *harnessv1alpha1.RuntimePolicy {
+	p := &harnessv1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: harnessv1alpha1.RuntimePolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"case": id}},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func provider(provider, runtime string) popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) {
+		p.Spec.Providers = append(p.Spec.Providers, harnessv1alpha1.ProviderRuntimePolicy{
+			Provider: harnessv1alpha1.ProviderID(provider), Runtime: harnessv1alpha1.RuntimeID(runtime)})
+	}
+}
+
+func modelRef(ref, runtime string) popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) {
+		p.Spec.Models = append(p.Spec.Models, harnessv1alpha1.ModelRuntimePolicy{Ref: ref, Runtime: harnessv1alpha1.RuntimeID(runtime)})
+	}
+}
+
+func agentRef(agentID, ref, runtime string) popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) {
+		p.Spec.Agents = append(p.Spec.Agents, harnessv1alpha1.AgentRuntimePolicy{
+			AgentID: agentID, Models: []harnessv1alpha1.ModelRuntimePolicy{{Ref: ref, Runtime: harnessv1alpha1.RuntimeID(runtime)}}})
+	}
+}
+
+func enforcing() popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny }
+}
+
+type sopt func(*harnessv1alpha1.AgentSession)
+
+func newSession(ns, name, model string, opts ...sopt) *harnessv1alpha1.AgentSession {
+	s := &harnessv1alpha1.AgentSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: harnessv1alpha1.AgentSessionSpec{
+			AgentID: "main", SessionKey: "agent:main:" + name, SessionID: "sid-" + name, Model: model,
+		},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func agentID(id string) sopt {
+	return func(s *harnessv1alpha1.AgentSession) { s.Spec.AgentID = id }
+}
+
+func override(rt string) sopt {
+	return func(s *harnessv1alpha1.AgentSession) { s.Spec.RuntimeOverride = harnessv1alpha1.RuntimeID(rt) }
+}
+
+func getSession(s *harnessv1alpha1.AgentSession) *harnessv1alpha1.AgentSession {
+	GinkgoHelper()
+	var got harnessv1alpha1.AgentSession
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &got)).To(Succeed())
+	return &got
+}
+
+// policyOf returns "runtime/source [matched…] PolicyResolved=Status/Reason Ready=Status/Reason"
+// once the manager's part of the status describes the current generation.
+func policyOf(s *harnessv1alpha1.AgentSession) func() string {
+	return func() string {
+		var got harnessv1alpha1.AgentSession
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+			return err.Error()
+		}
+		st := got.Status
+		if st.ObservedGeneration != got.Generation || st.Policy == nil {
+			return "stale"
+		}
+		cond := func(typ string) string {
+			c := meta.FindStatusCondition(st.Conditions, typ)
+			if c == nil {
+				return typ + "=none"
+			}
+			return typ + "=" + string(c.Status) + "/" + c.Reason
+		}
+		return fmt.Sprintf("%s/%s %v %s %s", st.Policy.Runtime, st.Policy.Source, st.Policy.MatchedPolicies,
+			cond(harnessv1alpha1.SessionConditionPolicyResolved), cond(harnessv1alpha1.SessionConditionReady))
+	}
+}
+
+func eventReasons(s *harnessv1alpha1.AgentSession) func() []string {
+	return func() []string {
+		var list eventsv1.EventList
+		if err := k8sClient.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+			return []string{err.Error()}
+		}
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "AgentSession" && e.Regarding.Name == s.Name {
+				out = append(out, e.Type+"/"+e.Reason+": "+e.Note)
+			}
+		}
+		return out
+	}
+}
+
+// dispatcherApply writes dispatcher-owned status fields with the dispatcher's
+// own field manager, as the dispatcher does.
+func dispatcherApply(s *harnessv1alpha1.AgentSession, status map[string]any) {
+	GinkgoHelper()
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetGroupVersionKind(harnessv1alpha1.GroupVersion.WithKind("AgentSession"))
+	u.SetNamespace(s.Namespace)
+	u.SetName(s.Name)
+	Expect(k8sClient.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(dispatcherManager), client.ForceOwnership)).To(Succeed())
+}
+
+const ready = "Ready=True/Ready"
+
+var _ = Describe("AgentSession controller", func() {
+	SetDefaultEventuallyTimeout(timeout)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+
+	It("resolves status.policy from provider, model and agent entries, and reports NoPolicy without an entry", func() {
+		id := uid()
+		prov := "p-" + id
+		ns := newNamespace(map[string]string{"case": id})
+		p := newPolicy(id, id, provider(prov, "openclaw"), modelRef(prov+"/exact", "codex"),
+			agentRef("special", prov+"/agent-model", "claude-cli"))
+		create(p)
+		byProvider := newSession(ns.Name, "by-provider", prov+"/any")
+		byModel := newSession(ns.Name, "by-model", prov+"/exact")
+		byAgent := newSession(ns.Name, "by-agent", prov+"/agent-model", agentID("special"))
+		otherAgent := newSession(ns.Name, "other-agent", prov+"/agent-model")
+		none := newSession(ns.Name, "none", "elsewhere/model")
+		for _, s := range []*harnessv1alpha1.AgentSession{byProvider, byModel, byAgent, otherAgent, none} {
+			create(s)
+		}
+		matched := "[" + id + "]"
+		Eventually(policyOf(byProvider)).Should(Equal("openclaw/provider " + matched + " PolicyResolved=True/PolicyMatched " + ready))
+		Eventually(policyOf(byModel)).Should(Equal("codex/model " + matched + " PolicyResolved=True/PolicyMatched " + ready))
+		Eventually(policyOf(byAgent)).Should(Equal("claude-cli/agent " + matched + " PolicyResolved=True/PolicyMatched " + ready))
+		Eventually(policyOf(otherAgent)).Should(Equal("openclaw/provider " + matched + " PolicyResolved=True/PolicyMatched " + ready))
+		Eventually(policyOf(none)).Should(Equal("auto/default "+matched+" PolicyResolved=True/NoPolicy "+ready),
+			"matchedPolicies lists the policies selecting the namespace, even without an entry for the model")
+
+		By("a namespace no policy selects")
+		plain := newNamespace(nil)
+		lone := newSession(plain.Name, "lone", prov+"/exact")
+		create(lone)
+		Eventually(policyOf(lone)).Should(Equal("auto/default [] PolicyResolved=True/NoPolicy " + ready))
+		c := meta.FindStatusCondition(getSession(byModel).Status.Conditions, harnessv1alpha1.SessionConditionPolicyResolved)
+		Expect(c.Message).To(ContainSubstring(id))
+	})
+
+	It("re-resolves when a matching policy appears, changes and goes, with an Event when the runtime changes", func() {
+		id := uid()
+		prov := "p-" + id
+		ns := newNamespace(map[string]string{"case": id})
+		s := newSession(ns.Name, "s", prov+"/m")
+		create(s)
+		Eventually(policyOf(s)).Should(Equal("auto/default [] PolicyResolved=True/NoPolicy " + ready))
+
+		p := newPolicy(id, id, provider(prov, "openclaw"))
+		create(p)
+		Eventually(policyOf(s)).Should(Equal("openclaw/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
+		Eventually(eventReasons(s)).Should(ContainElement("Normal/PolicyRuntimeChanged: Policy runtime changed from auto to openclaw (source provider)."))
+
+		By("changing the policy")
+		var cur harnessv1alpha1.RuntimePolicy
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &cur)).To(Succeed())
+		cur.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: prov + "/m", Runtime: "codex"}}
+		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
+		Eventually(policyOf(s)).Should(Equal("codex/model [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
+		Eventually(eventReasons(s)).Should(ContainElement("Normal/PolicyRuntimeChanged: Policy runtime changed from openclaw to codex (source model)."))
+
+		By("deleting the policy")
+		Expect(k8sClient.Delete(ctx, &cur)).To(Succeed())
+		Eventually(policyOf(s)).Should(Equal("auto/default [] PolicyResolved=True/NoPolicy " + ready))
+	})
+
+	It("re-resolves when the namespace labels change", func() {
+		id := uid()
+		prov := "p-" + id
+		ns := newNamespace(map[string]string{"unrelated": "x"})
+		create(newPolicy(id, id, provider(prov, "codex")))
+		s := newSession(ns.Name, "s", prov+"/m")
+		create(s)
+		Eventually(policyOf(s)).Should(Equal("auto/default [] PolicyResolved=True/NoPolicy " + ready))
+
+		ns.Labels["case"] = id
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		Eventually(policyOf(s)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
+
+		delete(ns.Labels, "case")
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		Eventually(policyOf(s)).Should(Equal("auto/default [] PolicyResolved=True/NoPolicy " + ready))
+	})
+
+	It("reports a runtimeOverride or pin that contradicts a Deny policy as Ready=False/OverrideDenied, only where the policy applies", func() {
+		id := uid()
+		teamA := newNamespace(map[string]string{"case": id})
+		other := newNamespace(nil)
+		create(newPolicy(id, id, provider("openai", "codex"), enforcing()))
+
+		denied := newSession(teamA.Name, "denied", "openai/gpt-5.5", override("openclaw"))
+		allowed := newSession(other.Name, "allowed", "openai/gpt-5.5", override("openclaw"))
+		agreeing := newSession(teamA.Name, "agreeing", "openai/gpt-5.5", override("codex"))
+		create(denied)
+		create(allowed)
+		create(agreeing)
+		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched Ready=False/OverrideDenied"))
+		c := meta.FindStatusCondition(getSession(denied).Status.Conditions, harnessv1alpha1.SessionConditionReady)
+		Expect(c.Message).To(And(ContainSubstring(id), ContainSubstring("openclaw"), ContainSubstring("codex")))
+		Eventually(eventReasons(denied)).Should(ContainElement(HavePrefix("Warning/OverrideDenied")))
+		Eventually(policyOf(allowed)).Should(Equal("openclaw/override [] PolicyResolved=True/NoPolicy " + ready))
+		Eventually(policyOf(agreeing)).Should(Equal("codex/override ["+id+"] PolicyResolved=True/PolicyMatched "+ready),
+			"an override that agrees with the Deny policy is the session's own choice, as the dispatcher's precedence says")
+
+		By("dropping the override")
+		cur := getSession(denied)
+		cur.Spec.RuntimeOverride = ""
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
+
+		By("a dispatcher pin to another harness contradicts the Deny policy too")
+		dispatcherApply(denied, map[string]any{"agentHarnessId": "other-harness"})
+		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched Ready=False/OverrideDenied"))
+		c = meta.FindStatusCondition(getSession(denied).Status.Conditions, harnessv1alpha1.SessionConditionReady)
+		Expect(c.Message).To(ContainSubstring("other-harness"))
+		Expect(getSession(denied).Status.AgentHarnessID).To(Equal("other-harness"))
+	})
+
+	It("never writes the dispatcher's fields: they survive the manager's server-side apply", func() {
+		id := uid()
+		prov := "p-" + id
+		ns := newNamespace(map[string]string{"case": id})
+		p := newPolicy(id, id, provider(prov, "openclaw"))
+		create(p)
+		s := newSession(ns.Name, "s", prov+"/m")
+		create(s)
+		Eventually(policyOf(s)).Should(HavePrefix("openclaw/provider"))
+
+		started := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+		dispatcherApply(s, map[string]any{
+			"agentHarnessId": "codex",
+			"lastTurn": map[string]any{"runId": "run-1", "outcome": "Succeeded",
+				"startedAt": started.UTC().Format(time.RFC3339), "finishedAt": started.UTC().Format(time.RFC3339)},
+			"counters": map[string]any{"turns": int64(3), "inputTokens": int64(42)},
+		})
+
+		By("changing the policy so the manager applies its part again")
+		var cur harnessv1alpha1.RuntimePolicy
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &cur)).To(Succeed())
+		cur.Spec.Providers[0].Runtime = "codex"
+		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
+		Eventually(policyOf(s)).Should(HavePrefix("codex/provider"))
+
+		got := getSession(s)
+		Expect(got.Status.AgentHarnessID).To(Equal("codex"))
+		Expect(got.Status.LastTurn).NotTo(BeNil())
+		Expect(got.Status.LastTurn.RunID).To(Equal("run-1"))
+		Expect(got.Status.Counters).NotTo(BeNil())
+		Expect(got.Status.Counters.Turns).To(Equal(int64(3)))
+		Expect(got.Status.Counters.InputTokens).To(Equal(int64(42)))
+
+		owned := map[string]string{}
+		for _, mf := range got.ManagedFields {
+			if mf.Subresource == "status" && mf.FieldsV1 != nil {
+				owned[mf.Manager] = mf.FieldsV1.GetRawString()
+			}
+		}
+		Expect(owned).To(HaveKey(agentsession.FieldManager))
+		Expect(owned).To(HaveKey(dispatcherManager))
+		for _, f := range []string{"f:agentHarnessId", "f:lastTurn", "f:counters", "f:lastSelection", "f:nativeBinding", "f:activeTurn"} {
+			Expect(owned[agentsession.FieldManager]).NotTo(ContainSubstring(f), "the manager must not own %s", f)
+		}
+		for _, f := range []string{"f:policy", "f:conditions", "f:observedGeneration"} {
+			Expect(owned[agentsession.FieldManager]).To(ContainSubstring(f))
+			Expect(owned[dispatcherManager]).NotTo(ContainSubstring(f))
+		}
+		for _, f := range []string{"f:agentHarnessId", "f:lastTurn", "f:counters"} {
+			Expect(owned[dispatcherManager]).To(ContainSubstring(f))
+		}
+	})
+
+	It("issues zero writes on a steady-state resync of 100 sessions and 10 policies", func() {
+		id := uid()
+		var namespaces []*corev1.Namespace
+		for k := range 4 {
+			namespaces = append(namespaces, newNamespace(map[string]string{"case": id, "team": fmt.Sprintf("%s-%d", id, k%2)}))
+		}
+		for i := range 10 {
+			prov := fmt.Sprintf("p-%s-%d", id, i%4)
+			opts := []popt{provider(prov, []string{"codex", "openclaw", "auto"}[i%3]), modelRef(prov+"/m1", "codex"), agentRef("ops", prov+"/m2", "claude-cli")}
+			if i%3 == 1 {
+				opts = append(opts, enforcing())
+			}
+			p := newPolicy(fmt.Sprintf("%s-%02d", id, i), id, opts...)
+			if i%2 == 1 {
+				p.Spec.NamespaceSelector.MatchLabels["team"] = fmt.Sprintf("%s-%d", id, i%4/2)
+			}
+			create(p)
+		}
+		var sessions []*harnessv1alpha1.AgentSession
+		for i := range 100 {
+			var opts []sopt
+			if i%5 == 0 {
+				opts = append(opts, override([]string{"openclaw", "codex"}[i%2]))
+			}
+			if i%7 == 0 {
+				opts = append(opts, agentID("ops"))
+			}
+			s := newSession(namespaces[i%4].Name, fmt.Sprintf("s-%03d", i), fmt.Sprintf("p-%s-%d/m%d", id, i%5, i%3), opts...)
+			create(s)
+			sessions = append(sessions, s)
+		}
+		for _, s := range sessions[:10] {
+			dispatcherApply(s, map[string]any{"agentHarnessId": "codex", "counters": map[string]any{"turns": int64(1)}})
+		}
+		Eventually(func() []string {
+			var stale []string
+			for _, s := range sessions {
+				if got := policyOf(s)(); got == "stale" || strings.Contains(got, "none") {
+					stale = append(stale, s.Name)
+				}
+			}
+			return stale
+		}).Should(BeEmpty())
+		denied := 0
+		for _, s := range sessions {
+			if strings.HasSuffix(policyOf(s)(), "Ready=False/OverrideDenied") {
+				denied++
+			}
+		}
+		Expect(denied).To(BeNumerically(">", 0), "the fixture includes denied overrides or pins")
+		waitQuiet(mgr.calls)
+		Expect(mgr.calls.writeLog()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
+		eventsBefore := stableEventCounts(namespaces)
+
+		By("re-triggering every session through the namespace mapping with an irrelevant label")
+		mgr.calls.reset()
+		for _, ns := range namespaces {
+			var cur corev1.Namespace
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &cur)).To(Succeed())
+			cur.Labels["resync"] = "1"
+			Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
+		}
+		expectAllReconciled(mgr.calls, sessions)
+		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+
+		By("re-triggering the pinned sessions through the harness mapping")
+		mgr.calls.reset()
+		create(&harnessv1alpha1.AgentHarness{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0].Name, Name: "unrelated"},
+			Spec: harnessv1alpha1.AgentHarnessSpec{
+				HarnessID: "unrelated-" + id, Adapter: harnessv1alpha1.AdapterCodexAppServer,
+				External: &harnessv1alpha1.ExternalServer{URL: "ws://127.0.0.1:4500",
+					TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "token", Key: "token"}},
+			},
+		})
+		expectAllReconciled(mgr.calls, sessions[:10])
+		Consistently(mgr.calls.writeLog, time.Second).Should(BeEmpty())
+
+		By("restarting the manager over the same objects")
+		mgr.stop()
+		mgr = startManager()
+		expectAllReconciled(mgr.calls, sessions)
+		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+		Expect(eventCounts(namespaces)).To(Equal(eventsBefore), "no Event without a change")
+	})
+})
+
+// waitQuiet waits until the reconciler has issued no write for a second.
+func waitQuiet(c *calls) {
+	GinkgoHelper()
+	last, since := -1, time.Now()
+	Eventually(func() bool {
+		n := len(c.writeLog())
+		if n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) > time.Second
+	}, timeout, 100*time.Millisecond).Should(BeTrue())
+}
+
+// expectAllReconciled waits until every session was fetched by a reconcile.
+func expectAllReconciled(c *calls, sessions []*harnessv1alpha1.AgentSession) {
+	GinkgoHelper()
+	Eventually(func() []string {
+		var missing []string
+		for _, s := range sessions {
+			if c.reconciled(client.ObjectKeyFromObject(s).String()) == 0 {
+				missing = append(missing, s.Name)
+			}
+		}
+		return missing
+	}).Should(BeEmpty())
+}
+
+// stableEventCounts returns eventCounts once it has not changed for a second
+// (the recorder sends Events asynchronously).
+func stableEventCounts(namespaces []*corev1.Namespace) map[string]int32 {
+	GinkgoHelper()
+	var last map[string]int32
+	Eventually(func() bool {
+		cur := eventCounts(namespaces)
+		same := last != nil && equality.Semantic.DeepEqual(cur, last)
+		last = cur
+		return same
+	}, timeout, time.Second).Should(BeTrue())
+	return last
+}
+
+// eventCounts sums the occurrences of the AgentSession Events in namespaces.
+func eventCounts(namespaces []*corev1.Namespace) map[string]int32 {
+	GinkgoHelper()
+	out := map[string]int32{}
+	for _, ns := range namespaces {
+		var list eventsv1.EventList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
+		for _, e := range list.Items {
+			n := int32(1)
+			if e.Series != nil {
+				n = e.Series.Count
+			}
+			out[ns.Name+"/"+e.Regarding.Name+"/"+e.Reason] += n
+		}
+	}
+	return out
+}

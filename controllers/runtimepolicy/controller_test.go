@@ -1,0 +1,412 @@
+package runtimepolicy_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+)
+
+var unique atomic.Int64
+
+// uid is a short id unique within the suite, for names, providers and labels.
+func uid() string { return fmt.Sprintf("t%d-%d", GinkgoParallelProcess(), unique.Add(1)) }
+
+type popt func(*harnessv1alpha1.RuntimePolicy)
+
+func newPolicy(name string, opts ...popt) *harnessv1alpha1.RuntimePolicy {
+	p := &harnessv1alpha1.RuntimePolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func provider(provider, runtime string) popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) {
+		p.Spec.Providers = append(p.Spec.Providers, harnessv1alpha1.ProviderRuntimePolicy{
+			Provider: harnessv1alpha1.ProviderID(provider), Runtime: harnessv1alpha1.RuntimeID(runtime)})
+	}
+}
+
+func modelRef(ref, runtime string) popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) {
+		p.Spec.Models = append(p.Spec.Models, harnessv1alpha1.ModelRuntimePolicy{Ref: ref, Runtime: harnessv1alpha1.RuntimeID(runtime)})
+	}
+}
+
+func selecting(l map[string]string) popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) {
+		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: l}
+	}
+}
+
+func enforcing() popt {
+	return func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny }
+}
+
+func create(obj client.Object) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, obj))).To(Succeed())
+	})
+}
+
+func newNamespace(l map[string]string) *corev1.Namespace {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rp-", Labels: l}}
+	create(ns)
+	return ns
+}
+
+func getPolicy(name string) *harnessv1alpha1.RuntimePolicy {
+	GinkgoHelper()
+	var p harnessv1alpha1.RuntimePolicy
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p)).To(Succeed())
+	return &p
+}
+
+// condition returns "Status/Reason" of a condition of the named policy, or "".
+func condition(name, typ string) func() string {
+	return func() string {
+		var p harnessv1alpha1.RuntimePolicy
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+			return err.Error()
+		}
+		if p.Status.ObservedGeneration != p.Generation {
+			return "stale"
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, typ)
+		if c == nil {
+			return ""
+		}
+		return string(c.Status) + "/" + c.Reason
+	}
+}
+
+func conflicts(name string) func() []harnessv1alpha1.PolicyConflict {
+	return func() []harnessv1alpha1.PolicyConflict {
+		var p harnessv1alpha1.RuntimePolicy
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+			return nil
+		}
+		return p.Status.Conflicts
+	}
+}
+
+func matchedNamespaces(name string) func() int32 {
+	return func() int32 { return getPolicy(name).Status.MatchedNamespaces }
+}
+
+// eventReasons lists the reasons of the Events about a RuntimePolicy
+// (cluster-scoped objects' Events live in the default namespace).
+func eventReasons(name string) func() []string {
+	return func() []string {
+		var list eventsv1.EventList
+		if err := k8sClient.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return []string{err.Error()}
+		}
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "RuntimePolicy" && e.Regarding.Name == name {
+				out = append(out, e.Type+"/"+e.Reason)
+			}
+		}
+		return out
+	}
+}
+
+func externalHarness(ns, name, harnessID string) *harnessv1alpha1.AgentHarness {
+	return &harnessv1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: harnessv1alpha1.AgentHarnessSpec{
+			HarnessID: harnessID,
+			Adapter:   harnessv1alpha1.AdapterCodexAppServer,
+			External: &harnessv1alpha1.ExternalServer{
+				URL:            "ws://127.0.0.1:4500",
+				TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "token", Key: "token"},
+			},
+		},
+	}
+}
+
+const timeout = 20 * time.Second
+
+var _ = Describe("RuntimePolicy controller", func() {
+	SetDefaultEventuallyTimeout(timeout)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+
+	It("accepts a valid policy, counts the namespaces it selects and resolves built-in runtimes", func() {
+		id := uid()
+		newNamespace(map[string]string{"team": id})
+		newNamespace(map[string]string{"team": id})
+		newNamespace(map[string]string{"team": "other"})
+		p := newPolicy(id, selecting(map[string]string{"team": id}), provider("p-"+id, "openclaw"),
+			modelRef("p-"+id+"/a", "auto"), modelRef("p-"+id+"/b", "claude-cli"))
+		create(p)
+
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionAccepted)).Should(Equal("True/Accepted"))
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("True/Resolved"))
+		Eventually(matchedNamespaces(id)).Should(Equal(int32(2)))
+		Expect(getPolicy(id).Status.Conflicts).To(BeEmpty())
+		Eventually(eventReasons(id)).Should(ContainElements("Normal/Accepted", "Normal/NoConflicts", "Normal/Resolved"))
+	})
+
+	It("reports an invalid namespaceSelector as Accepted=False/Invalid, with an Event, and recovers when it is fixed", func() {
+		id := uid()
+		p := newPolicy(id, provider("p-"+id, "codex"))
+		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}}
+		create(p)
+
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionAccepted)).Should(Equal("False/Invalid"))
+		Expect(condition(id, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("Unknown/Invalid"))
+		Expect(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)()).To(Equal("Unknown/Invalid"))
+		Eventually(eventReasons(id)).Should(ContainElement("Warning/Invalid"))
+
+		cur := getPolicy(id)
+		cur.Spec.NamespaceSelector = nil
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionAccepted)).Should(Equal("True/Accepted"))
+		Expect(getPolicy(id).Status.ObservedGeneration).To(Equal(int64(2)))
+	})
+
+	It("marks the newer of two non-enforcing conflicting policies Conflicted, not the older, and clears it when the older goes", func() {
+		id := uid()
+		prov := "p-" + id
+		older := newPolicy(id+"-1-older", provider(prov, "codex"))
+		create(older)
+		Eventually(condition(older.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		newer := newPolicy(id+"-2-newer", provider(prov, "openclaw"))
+		create(newer)
+
+		Eventually(condition(newer.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("True/OlderPolicyWins"))
+		Expect(conflicts(newer.Name)()).To(Equal([]harnessv1alpha1.PolicyConflict{{
+			Key: "*/" + prov + "/*", Runtime: "openclaw", Winner: older.Name, WinnerRuntime: "codex",
+		}}))
+		Consistently(condition(older.Name, harnessv1alpha1.PolicyConditionConflicted), time.Second).Should(Equal("False/NoConflicts"))
+		Expect(conflicts(older.Name)()).To(BeEmpty())
+		Expect(condition(newer.Name, harnessv1alpha1.PolicyConditionAccepted)()).To(Equal("True/Accepted"), "a conflicted policy stays in force")
+		Eventually(eventReasons(newer.Name)).Should(ContainElement("Warning/OlderPolicyWins"))
+
+		Expect(k8sClient.Delete(ctx, older)).To(Succeed())
+		Eventually(condition(newer.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(conflicts(newer.Name)).Should(BeEmpty())
+	})
+
+	It("lets a newer Deny policy win against an older Allow policy", func() {
+		id := uid()
+		prov := "p-" + id
+		allow := newPolicy(id+"-1-allow", modelRef(prov+"/gpt", "openclaw"), provider(prov, "codex"))
+		create(allow)
+		Eventually(condition(allow.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		deny := newPolicy(id+"-2-deny", provider(prov, "codex"), enforcing())
+		create(deny)
+
+		Eventually(condition(allow.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("True/DenyPolicyWins"))
+		Expect(conflicts(allow.Name)()).To(Equal([]harnessv1alpha1.PolicyConflict{{
+			Key: "*/" + prov + "/gpt", Runtime: "openclaw", Winner: deny.Name, WinnerRuntime: "codex",
+		}}))
+		Eventually(condition(deny.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Expect(getPolicy(allow.Name).Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(deny.Name))))
+		Eventually(eventReasons(allow.Name)).Should(ContainElement("Warning/DenyPolicyWins"))
+	})
+
+	It("re-evaluates matched namespaces and conflicts when namespace labels change", func() {
+		id := uid()
+		prov := "p-" + id
+		a := newPolicy(id+"-1-a", selecting(map[string]string{"team": id}), provider(prov, "codex"))
+		b := newPolicy(id+"-2-b", selecting(map[string]string{"env": id}), provider(prov, "openclaw"))
+		create(a)
+		create(b)
+		Eventually(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Expect(matchedNamespaces(a.Name)()).To(BeZero())
+
+		ns := newNamespace(map[string]string{"team": id})
+		Eventually(matchedNamespaces(a.Name)).Should(Equal(int32(1)))
+		Expect(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
+
+		By("labelling the namespace so both policies select it")
+		ns.Labels["env"] = id
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		Eventually(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("True/OlderPolicyWins"))
+		Eventually(matchedNamespaces(b.Name)).Should(Equal(int32(1)))
+		Expect(condition(a.Name, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
+
+		By("removing the label again")
+		delete(ns.Labels, "team")
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		Eventually(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(matchedNamespaces(a.Name)).Should(BeZero())
+	})
+
+	It("reports harness ids no visible AgentHarness declares, and resolves them when one appears", func() {
+		id := uid()
+		hid := "h-" + id
+		ns := newNamespace(map[string]string{"team": id})
+		other := newNamespace(nil)
+		p := newPolicy(id, selecting(map[string]string{"team": id}), provider("p-"+id, hid), modelRef("x/y", "google-gemini-cli"))
+		create(p)
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("False/HarnessNotFound"))
+		c := meta.FindStatusCondition(getPolicy(id).Status.Conditions, harnessv1alpha1.PolicyConditionReferencesResolved)
+		Expect(c.Message).To(ContainSubstring(hid))
+		Expect(c.Message).NotTo(ContainSubstring("google-gemini-cli"), "CLI backend aliases always resolve")
+		Eventually(eventReasons(id)).Should(ContainElement("Warning/HarnessNotFound"))
+
+		By("a harness in a namespace the policy does not select is not visible to it")
+		create(externalHarness(other.Name, "h", hid))
+		Consistently(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved), time.Second).Should(Equal("False/HarnessNotFound"))
+
+		By("a harness visible to a selected namespace resolves the id")
+		h := externalHarness(ns.Name, "h", hid)
+		create(h)
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("True/Resolved"))
+		Eventually(eventReasons(id)).Should(ContainElement("Normal/Resolved"))
+
+		Expect(k8sClient.Delete(ctx, h)).To(Succeed())
+		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("False/HarnessNotFound"))
+	})
+
+	It("caps status.conflicts at 64 keys, sorted", func() {
+		id := uid()
+		var olderOpts, newerOpts []popt
+		for i := range 70 {
+			ref := fmt.Sprintf("p-%s/m%02d", id, i)
+			olderOpts = append(olderOpts, modelRef(ref, "codex"))
+			newerOpts = append(newerOpts, modelRef(ref, "openclaw"))
+		}
+		create(newPolicy(id+"-1", olderOpts...))
+		create(newPolicy(id+"-2", newerOpts...))
+		Eventually(conflicts(id + "-2")).Should(HaveLen(64))
+		cs := conflicts(id + "-2")()
+		Expect(cs[0].Key).To(Equal("*/p-" + id + "/m00"))
+		Expect(cs[63].Key).To(Equal("*/p-" + id + "/m63"))
+		c := meta.FindStatusCondition(getPolicy(id+"-2").Status.Conditions, harnessv1alpha1.PolicyConditionConflicted)
+		Expect(c.Message).To(HavePrefix("70 key(s)"))
+	})
+
+	It("issues zero writes on a steady-state resync of 10 policies, through mapping functions and a restart", func() {
+		id := uid()
+		ns := newNamespace(map[string]string{"team": id})
+		var names []string
+		for i := range 10 {
+			opts := []popt{provider(fmt.Sprintf("p-%s-%d", id, i%4), []string{"codex", "openclaw", "h-missing"}[i%3])}
+			if i%2 == 0 {
+				opts = append(opts, selecting(map[string]string{"team": id}))
+			}
+			if i == 7 {
+				opts = append(opts, enforcing())
+			}
+			p := newPolicy(fmt.Sprintf("%s-%02d", id, i), opts...)
+			create(p)
+			names = append(names, p.Name)
+		}
+		var all harnessv1alpha1.RuntimePolicyList
+		settled := func() error {
+			if err := k8sClient.List(ctx, &all); err != nil {
+				return err
+			}
+			for _, p := range all.Items {
+				if p.Status.ObservedGeneration != p.Generation || len(p.Status.Conditions) != 3 {
+					return fmt.Errorf("%s not settled", p.Name)
+				}
+			}
+			return nil
+		}
+		Eventually(settled).Should(Succeed())
+		Expect(condition(names[4], harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("True/OlderPolicyWins"))
+		Expect(condition(names[3], harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("True/DenyPolicyWins"))
+		waitQuiet(mgr.calls)
+		eventsBefore := stableEventCounts()
+
+		Expect(mgr.calls.writeLog()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
+
+		By("re-triggering every policy through the namespace mapping with an irrelevant label")
+		mgr.calls.reset()
+		var cur corev1.Namespace
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &cur)).To(Succeed())
+		cur.Labels["resync"] = "1"
+		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
+		expectAllReconciled(mgr.calls, all.Items)
+		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+
+		By("restarting the manager over the same objects")
+		mgr.stop()
+		mgr = startManager()
+		expectAllReconciled(mgr.calls, all.Items)
+		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+		Expect(eventCounts()).To(Equal(eventsBefore), "no Event without a condition change")
+	})
+})
+
+// waitQuiet waits until the reconciler has issued no write for a second.
+func waitQuiet(c *calls) {
+	GinkgoHelper()
+	last, since := -1, time.Now()
+	Eventually(func() bool {
+		n := len(c.writeLog())
+		if n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) > time.Second
+	}, timeout, 100*time.Millisecond).Should(BeTrue())
+}
+
+// expectAllReconciled waits until every policy was fetched by a reconcile.
+func expectAllReconciled(c *calls, policies []harnessv1alpha1.RuntimePolicy) {
+	GinkgoHelper()
+	Eventually(func() []string {
+		var missing []string
+		for _, p := range policies {
+			if c.reconciled(p.Name) == 0 {
+				missing = append(missing, p.Name)
+			}
+		}
+		return missing
+	}).Should(BeEmpty())
+}
+
+// stableEventCounts returns eventCounts once it has not changed for a second
+// (the recorder sends Events asynchronously).
+func stableEventCounts() map[string]int32 {
+	GinkgoHelper()
+	var last map[string]int32
+	Eventually(func() bool {
+		cur := eventCounts()
+		same := last != nil && equality.Semantic.DeepEqual(cur, last)
+		last = cur
+		return same
+	}, timeout, time.Second).Should(BeTrue())
+	return last
+}
+
+// eventCounts sums the occurrences of every RuntimePolicy Event by reason and object.
+func eventCounts() map[string]int32 {
+	GinkgoHelper()
+	var list eventsv1.EventList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
+	out := map[string]int32{}
+	for _, e := range list.Items {
+		if e.Regarding.Kind != "RuntimePolicy" {
+			continue
+		}
+		n := int32(1)
+		if e.Series != nil {
+			n = e.Series.Count
+		}
+		out[e.Regarding.Name+"/"+e.Reason+"/"+strings.TrimSpace(e.Note)] += n
+	}
+	return out
+}
