@@ -18,6 +18,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentsession"
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // dispatcherManager is the field manager the dispatcher writes its part of
@@ -389,11 +390,11 @@ var _ = Describe("AgentSession controller", func() {
 		}
 		Expect(denied).To(BeNumerically(">", 0), "the fixture includes denied overrides or pins")
 		waitQuiet(mgr.calls)
-		Expect(mgr.calls.writeLog()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
+		Expect(mgr.calls.Writes()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
 		eventsBefore := stableEventCounts(namespaces)
 
 		By("re-triggering every session through the namespace mapping with an irrelevant label")
-		mgr.calls.reset()
+		mgr.calls.Reset()
 		for _, ns := range namespaces {
 			var cur corev1.Namespace
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &cur)).To(Succeed())
@@ -401,10 +402,10 @@ var _ = Describe("AgentSession controller", func() {
 			Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
 		}
 		expectAllReconciled(mgr.calls, sessions)
-		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
 
 		By("re-triggering the pinned sessions through the harness mapping")
-		mgr.calls.reset()
+		mgr.calls.Reset()
 		create(&harnessv1alpha1.AgentHarness{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0].Name, Name: "unrelated"},
 			Spec: harnessv1alpha1.AgentHarnessSpec{
@@ -414,23 +415,23 @@ var _ = Describe("AgentSession controller", func() {
 			},
 		})
 		expectAllReconciled(mgr.calls, sessions[:10])
-		Consistently(mgr.calls.writeLog, time.Second).Should(BeEmpty())
+		Consistently(mgr.calls.Writes, time.Second).Should(BeEmpty())
 
 		By("restarting the manager over the same objects")
 		mgr.stop()
 		mgr = startManager()
 		expectAllReconciled(mgr.calls, sessions)
-		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
 		Expect(eventCounts(namespaces)).To(Equal(eventsBefore), "no Event without a change")
 	})
 })
 
 // waitQuiet waits until the reconciler has issued no write for a second.
-func waitQuiet(c *calls) {
+func waitQuiet(c *testutil.Calls) {
 	GinkgoHelper()
 	last, since := -1, time.Now()
 	Eventually(func() bool {
-		n := len(c.writeLog())
+		n := len(c.Writes())
 		if n != last {
 			last, since = n, time.Now()
 		}
@@ -439,12 +440,12 @@ func waitQuiet(c *calls) {
 }
 
 // expectAllReconciled waits until every session was fetched by a reconcile.
-func expectAllReconciled(c *calls, sessions []*harnessv1alpha1.AgentSession) {
+func expectAllReconciled(c *testutil.Calls, sessions []*harnessv1alpha1.AgentSession) {
 	GinkgoHelper()
 	Eventually(func() []string {
 		var missing []string
 		for _, s := range sessions {
-			if c.reconciled(client.ObjectKeyFromObject(s).String()) == 0 {
+			if c.Reconciled(client.ObjectKeyFromObject(s).String()) == 0 {
 				missing = append(missing, s.Name)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 var unique atomic.Int64
@@ -331,32 +332,32 @@ var _ = Describe("RuntimePolicy controller", func() {
 		waitQuiet(mgr.calls)
 		eventsBefore := stableEventCounts()
 
-		Expect(mgr.calls.writeLog()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
+		Expect(mgr.calls.Writes()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
 
 		By("re-triggering every policy through the namespace mapping with an irrelevant label")
-		mgr.calls.reset()
+		mgr.calls.Reset()
 		var cur corev1.Namespace
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &cur)).To(Succeed())
 		cur.Labels["resync"] = "1"
 		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
 		expectAllReconciled(mgr.calls, all.Items)
-		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
 
 		By("restarting the manager over the same objects")
 		mgr.stop()
 		mgr = startManager()
 		expectAllReconciled(mgr.calls, all.Items)
-		Consistently(mgr.calls.writeLog, 2*time.Second).Should(BeEmpty())
+		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
 		Expect(eventCounts()).To(Equal(eventsBefore), "no Event without a condition change")
 	})
 })
 
 // waitQuiet waits until the reconciler has issued no write for a second.
-func waitQuiet(c *calls) {
+func waitQuiet(c *testutil.Calls) {
 	GinkgoHelper()
 	last, since := -1, time.Now()
 	Eventually(func() bool {
-		n := len(c.writeLog())
+		n := len(c.Writes())
 		if n != last {
 			last, since = n, time.Now()
 		}
@@ -365,12 +366,12 @@ func waitQuiet(c *calls) {
 }
 
 // expectAllReconciled waits until every policy was fetched by a reconcile.
-func expectAllReconciled(c *calls, policies []harnessv1alpha1.RuntimePolicy) {
+func expectAllReconciled(c *testutil.Calls, policies []harnessv1alpha1.RuntimePolicy) {
 	GinkgoHelper()
 	Eventually(func() []string {
 		var missing []string
 		for _, p := range policies {
-			if c.reconciled(p.Name) == 0 {
+			if c.Reconciled(p.Name) == 0 {
 				missing = append(missing, p.Name)
 			}
 		}

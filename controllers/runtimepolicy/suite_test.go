@@ -2,24 +2,19 @@ package runtimepolicy_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,6 +23,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // This suite runs the RuntimePolicy reconciler alone in a manager against a
@@ -83,102 +79,9 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// calls counts what the reconciler asks of the API through its client.
-type calls struct {
-	mu     sync.Mutex
-	writes []string       // every Create/Update/Patch/Apply/Delete, sub-resources included
-	gets   map[string]int // Gets of RuntimePolicies (one per reconcile), by name
-}
-
-func (c *calls) write(verb string, what any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes = append(c.writes, fmt.Sprintf("%s %v", verb, what))
-}
-
-func (c *calls) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.writes, c.gets = nil, map[string]int{}
-}
-
-func (c *calls) writeLog() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.writes...)
-}
-
-func (c *calls) reconciled(name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gets[name]
-}
-
-// withWatch lets the manager's client be wrapped by interceptor.NewClient;
-// the reconciler never watches through its client.
-type withWatch struct{ client.Client }
-
-func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("watch is not used by the reconciler")
-}
-
-// countingClient wraps c and records every write and every Get of a RuntimePolicy.
-func countingClient(c client.Client, n *calls) client.Client {
-	return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
-		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if _, ok := obj.(*harnessv1alpha1.RuntimePolicy); ok {
-				n.mu.Lock()
-				n.gets[key.Name]++
-				n.mu.Unlock()
-			}
-			return cl.Get(ctx, key, obj, opts...)
-		},
-		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			n.write("create", client.ObjectKeyFromObject(obj))
-			return cl.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			n.write("update", client.ObjectKeyFromObject(obj))
-			return cl.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			n.write("patch", client.ObjectKeyFromObject(obj))
-			return cl.Patch(ctx, obj, patch, opts...)
-		},
-		Apply: func(ctx context.Context, cl client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			n.write("apply", obj)
-			return cl.Apply(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			n.write("delete", client.ObjectKeyFromObject(obj))
-			return cl.Delete(ctx, obj, opts...)
-		},
-		DeleteAllOf: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			n.write("deleteallof", obj.GetObjectKind())
-			return cl.DeleteAllOf(ctx, obj, opts...)
-		},
-		SubResourceCreate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, subObj client.Object, opts ...client.SubResourceCreateOption) error {
-			n.write("create/"+sub, client.ObjectKeyFromObject(obj))
-			return cl.SubResource(sub).Create(ctx, obj, subObj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			n.write("update/"+sub, client.ObjectKeyFromObject(obj))
-			return cl.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			n.write("patch/"+sub, client.ObjectKeyFromObject(obj))
-			return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-		SubResourceApply: func(ctx context.Context, cl client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			n.write("apply/"+sub, obj)
-			return cl.SubResource(sub).Apply(ctx, obj, opts...)
-		},
-	})
-}
-
 // runningManager is a manager running just the RuntimePolicy reconciler.
 type runningManager struct {
-	calls  *calls
+	calls  *testutil.Calls
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -195,8 +98,8 @@ func startManager() *runningManager {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	rm := &runningManager{calls: &calls{gets: map[string]int{}}, done: make(chan struct{})}
-	r := &runtimepolicy.Reconciler{Client: countingClient(m.GetClient(), rm.calls), MaxConcurrentReconciles: 2}
+	rm := &runningManager{calls: &testutil.Calls{}, done: make(chan struct{})}
+	r := &runtimepolicy.Reconciler{Client: testutil.CountingClient[*harnessv1alpha1.RuntimePolicy](m.GetClient(), rm.calls), MaxConcurrentReconciles: 2}
 	Expect(r.SetupWithManager(m)).To(Succeed())
 	var mctx context.Context
 	mctx, rm.cancel = context.WithCancel(ctx)

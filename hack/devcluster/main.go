@@ -162,7 +162,7 @@ func waitReady(ctx context.Context, url string, exited <-chan error) error {
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("manager exited before it was ready: %v", err)
+			return fmt.Errorf("manager exited before it was ready: %w", err)
 		case <-deadline:
 			return fmt.Errorf("manager not ready after a minute (%s)", url)
 		case <-ctx.Done():
