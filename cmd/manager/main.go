@@ -48,10 +48,11 @@ type options struct {
 
 // webhookOptions are the admission webhook server's settings.
 type webhookOptions struct {
-	mode  string // self-managed | cert-manager | disabled
-	host  string
-	port  int
-	certs webhook.CertOptions
+	mode   string // self-managed | cert-manager | disabled
+	issuer string // cert-manager mode: Issuer/<name> or ClusterIssuer/<name>
+	host   string
+	port   int
+	certs  webhook.CertOptions
 }
 
 func main() {
@@ -68,6 +69,7 @@ func main() {
 	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
 	flag.StringVar(&opts.operatorNamespace, "operator-namespace", envOr("POD_NAMESPACE", agentharness.DefaultOperatorNamespace), "Namespace of the operator's manager and dispatcher pods: app-server NetworkPolicies admit them from there (default: $POD_NAMESPACE).")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
+	flag.StringVar(&opts.webhook.issuer, "webhook-cert-manager-issuer", "", "With --webhook-cert-mode=cert-manager: the issuer of the serving certificate, Issuer/<name> or ClusterIssuer/<name> (default: a self-signed Issuer the manager creates).")
 	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
 	flag.IntVar(&opts.webhook.port, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&opts.webhook.certs.CertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"), "Directory of the webhook server's tls.crt and tls.key.")
@@ -167,14 +169,14 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if opts.webhook.certs.SecretNamespace == "" {
 		opts.webhook.certs.SecretNamespace = opts.operatorNamespace
 	}
-	if opts.webhook.mode == string(webhook.ModeSelfManaged) {
+	if opts.webhook.mode != string(webhook.ModeDisabled) {
 		for flagName, v := range map[string]string{"--webhook-secret-namespace": opts.webhook.certs.SecretNamespace, "--webhook-dns-name": opts.webhook.certs.DNSName} {
 			if v == "" {
-				return fmt.Errorf("%s is required with --webhook-cert-mode=self-managed", flagName)
+				return fmt.Errorf("%s is required with --webhook-cert-mode=%s", flagName, opts.webhook.mode)
 			}
 		}
 	}
-	webhooksReady, err := webhook.Install(mgr, webhook.Mode(opts.webhook.mode), opts.webhook.certs)
+	webhooksReady, err := webhook.Install(mgr, webhook.Mode(opts.webhook.mode), opts.webhook.certs, opts.webhook.issuer)
 	if err != nil {
 		return err
 	}

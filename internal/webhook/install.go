@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 
@@ -27,7 +28,11 @@ const (
 // readiness check that passes once they serve. With self-managed certificates
 // the webhooks are registered only after the rotator has written the
 // certificates and injected the CA, so the server never starts without one.
-func Install(mgr ctrl.Manager, mode Mode, certs CertOptions) (healthz.Checker, error) {
+//
+// In cert-manager mode, issuer names the issuer (`Issuer/<name>` or
+// `ClusterIssuer/<name>`; empty creates a self-signed Issuer) and the manager
+// applies the Certificate and the CA injection annotations at start-up.
+func Install(mgr ctrl.Manager, mode Mode, certs CertOptions, issuer string) (healthz.Checker, error) {
 	if mode == ModeDisabled {
 		return healthz.Ping, nil
 	}
@@ -51,6 +56,13 @@ func Install(mgr ctrl.Manager, mode Mode, certs CertOptions) (healthz.Checker, e
 		return mgr.GetWebhookServer().StartedChecker()(req)
 	}
 	if mode == ModeCertManager {
+		objs, err := CertManagerObjects(certs, issuer)
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(&certManagerSetup{c: mgr.GetClient(), objs: append(objs, CertManagerAnnotations(certs)...)}); err != nil {
+			return nil, fmt.Errorf("add cert-manager setup: %w", err)
+		}
 		return checker, register()
 	}
 	// Every replica serves webhooks and needs the files, so rotation does not

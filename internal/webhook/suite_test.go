@@ -90,7 +90,7 @@ var _ = BeforeSuite(func() {
 		// Short-lived serving certificates: replaced every ~10 s during the suite.
 		ServerCertValidity: 30 * time.Second, Lookahead: 20 * time.Second, RotationCheckInterval: 2 * time.Second,
 		SyncCertDirFromSecret: true,
-	})
+	}, "")
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()

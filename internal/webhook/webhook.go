@@ -123,3 +123,4 @@ func ServiceClientConfig(namespace, name string, port int32) func(path string) a
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",namespace=harness-operator-system,resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=cert-manager.io,namespace=harness-operator-system,resources=certificates;issuers,verbs=get;list;watch;create;patch
