@@ -35,6 +35,7 @@ const (
 	operatorNamespace = "harness-operator-system"
 	webhookPort       = 9443
 	probeAddr         = "127.0.0.1:8081"
+	sampleCodexAddr   = "127.0.0.1:4500" // the sample AgentHarness's external.url
 )
 
 func main() {
@@ -42,15 +43,16 @@ func main() {
 	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "Where to write the kubeconfig of the local control plane.")
 	crdDir := flag.String("crds", "config/crd/bases", "Directory of the CRD manifests.")
 	samplesDir := flag.String("samples", "config/samples", "Directory of the sample manifests to apply (not recursive).")
+	codexBin := flag.String("codex", os.Getenv("CODEX_BIN"), "The real codex binary to serve the sample harness at ws://127.0.0.1:4500 (empty: none).")
 	flag.Parse()
 
-	if err := run(*managerBin, *kubeconfig, *crdDir, *samplesDir); err != nil {
+	if err := run(*managerBin, *kubeconfig, *crdDir, *samplesDir, *codexBin); err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(managerBin, kubeconfig, crdDir, samplesDir string) error {
+func run(managerBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return errors.New("KUBEBUILDER_ASSETS is not set: run `make run`, which builds the control plane with hack/setup-envtest.sh")
 	}
@@ -136,8 +138,17 @@ func run(managerBin, kubeconfig, crdDir, samplesDir string) error {
 	if err := applySamples(ctx, c, samplesDir); err != nil {
 		return err
 	}
-	if err := ensureTokenSecret(ctx, c, "agents", "codex-token"); err != nil {
+	token, err := ensureTokenSecret(ctx, c, "agents", "codex-token")
+	if err != nil {
 		return err
+	}
+	if codexBin != "" {
+		codex, err := startLocalCodex(ctx, codexBin, sampleCodexAddr, filepath.Dir(certDir), token)
+		if err != nil {
+			return err
+		}
+		defer codex.stop()
+		fmt.Fprintf(os.Stderr, "devcluster: codex app-server (offline, stub model) serves the sample harness at ws://%s\n", sampleCodexAddr)
 	}
 	fmt.Printf("\nLocal control plane is up, with the manager and its webhooks. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get ah,rp,asess -A\n\nPress Ctrl-C to stop.\n\n", absKubeconfig)
 
@@ -205,19 +216,24 @@ func applySamples(ctx context.Context, c client.Client, dir string) error {
 }
 
 // ensureTokenSecret creates the sample harness's token Secret with a random
-// token, unless it exists. The token is never printed.
-func ensureTokenSecret(ctx context.Context, c client.Client, namespace, name string) error {
+// token unless it exists, and returns the token. The token is never printed.
+func ensureTokenSecret(ctx context.Context, c client.Client, namespace, name string) (string, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return fmt.Errorf("generate token: %w", err)
+		return "", fmt.Errorf("generate token: %w", err)
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{"token": []byte(hex.EncodeToString(raw))},
 	}
-	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Secret %s/%s: %w", namespace, name, err)
+	if err := c.Create(ctx, secret); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("create Secret %s/%s: %w", namespace, name, err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			return "", fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
+		}
 	}
-	return nil
+	return string(secret.Data["token"]), nil
 }
