@@ -1,0 +1,39 @@
+// Package journal is the dispatcher's turn journal and transcript mirror, kept
+// in one directory on the dispatcher's volume (DESIGN.md §4; issue 6 items 6
+// and 7). One process owns the directory: Open takes an exclusive lock on
+// <dir>/LOCK and a second Open fails with ErrLocked.
+//
+// On-disk layout (every file is append-only JSON Lines):
+//
+//	<dir>/LOCK                                 flock(2) target; holds the owner's pid
+//	<dir>/sessions/<namespace>/<name>/runs/<sha256(runId) hex>.jsonl
+//	        line 1:  {"rec":"begin","v":1,"session":"ns/name","runId":"…","digest":"<hex>","at":"…"}
+//	        then:    {"rec":"event","seq":N,"type":"partial","at":"…","payload":{…}}   (N = 1, 2, …)
+//	        last:    {"rec":"end","state":"finished|failed","lastSeq":N,"at":"…","result":{…},"reason":"…"}
+//	<dir>/sessions/<namespace>/<name>/transcript.jsonl
+//	        the caller's records, one compact JSON object a line, and reset markers
+//	        {"type":"reset","generation":N,"at":"…"}
+//
+// Session names are the AgentSession's "namespace/name"; both parts must be
+// valid Kubernetes names (a DNS-1123 label and a DNS-1123 subdomain), so they
+// are used as directory names verbatim and anything else — "..", slashes,
+// upper case — is refused with ErrInvalidSession. Run ids are hashed into file
+// names, so any UTF-8 runId up to MaxRunIDBytes is safe.
+//
+// Durability: the begin record is fsynced (file and directory) before Begin
+// returns BeginNew, so a run that may have executed is always known after a
+// crash; events are written with one write(2) each and fsynced by Finish;
+// transcripts are fsynced by SyncTranscript, once per turn. On Open a torn last
+// line is dropped (the file is truncated to its last complete record), a run
+// file whose begin record never completed is removed (its Begin never
+// returned), and anything worse is copied aside as *.corrupt and reported by
+// Recovery.
+//
+// Never replay: the journal answers, per runId, "new", "finished — replay the
+// record", "running — attach" or "conflict"; it never re-runs anything and
+// never decides to. A run found running at Open stays running — its events can
+// still be read — until the engine calls MarkFailed for it (Running lists
+// them). A failed run is replayed as failed; a retry needs a new runId. The
+// guarantee lasts as long as retention keeps the run (Options.MaxRuns,
+// Options.MaxAge): a runId pruned from the journal is forgotten.
+package journal

@@ -1,0 +1,619 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// State is the state of a run.
+type State string
+
+// The states of a run. A run starts running and ends exactly once.
+const (
+	StateRunning  State = "running"
+	StateFinished State = "finished"
+	StateFailed   State = "failed"
+)
+
+// BeginOutcome tells the caller of Begin what to do with the run.
+type BeginOutcome int
+
+const (
+	// BeginNew: the runId is new and now recorded as running; the caller
+	// executes the turn and writes it through the returned handle.
+	BeginNew BeginOutcome = iota + 1
+	// BeginReplay: the runId already ended (finished or failed) for the same
+	// request; the caller replays the recorded events and result and runs
+	// nothing.
+	BeginReplay
+	// BeginAttach: the runId is running for the same request; the caller
+	// follows its events (Run.Events) and runs nothing.
+	BeginAttach
+)
+
+// String implements fmt.Stringer.
+func (o BeginOutcome) String() string {
+	switch o {
+	case BeginNew:
+		return "new"
+	case BeginReplay:
+		return "replay"
+	case BeginAttach:
+		return "attach"
+	}
+	return "BeginOutcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Digest is the request digest Begin expects: sha256 of the canonical request
+// body. Canonicalization is the caller's (the same request must give the same
+// bytes).
+func Digest(canonicalBody []byte) [32]byte { return sha256.Sum256(canonicalBody) }
+
+// Event is one recorded event of a run.
+type Event struct {
+	Seq     int64           `json:"seq"` // 1, 2, … per run; the SSE id
+	Type    string          `json:"type"`
+	At      time.Time       `json:"at"`
+	Payload json.RawMessage `json:"payload,omitempty"` // compact JSON, or nil
+}
+
+// RunRef names a run.
+type RunRef struct {
+	Session   string
+	RunID     string
+	StartedAt time.Time
+	// Recovered is true for a run found running at Open: no handle in this
+	// process writes it, it stays running until MarkFailed.
+	Recovered bool
+}
+
+// RunInfo is a snapshot of a run.
+type RunInfo struct {
+	RunRef
+	Digest     [32]byte
+	State      State
+	LastSeq    int64           // sequence number of the last event; 0 when none
+	FinishedAt time.Time       // zero while running
+	Result     json.RawMessage // the result given to Finish; nil while running and after MarkFailed
+	Reason     string          // the reason given to MarkFailed
+}
+
+// Run is a handle on one run. A handle from BeginNew writes (Append, Finish);
+// every handle reads (Events, Info, Done). Safe for concurrent use.
+type Run struct {
+	j      *Journal
+	rs     *runState
+	writer bool
+}
+
+// runState is one run. The index holds it: in full (events in memory) while
+// the run is running, as a metadata-only copy once it ended. Handles keep the
+// full state they were given, so an ended run's events are read from its file.
+//
+// Locks: wmu (writes to the file) before Journal.mu before mu.
+type runState struct {
+	key       runKey
+	path      string
+	digest    [32]byte
+	startedAt time.Time
+	recovered bool
+	ready     chan struct{} // non-nil while Begin creates the file; closed when done
+
+	wmu    sync.Mutex
+	f      *os.File // open while a writer in this process may append
+	size   int64    // bytes of complete records in the file
+	broken error    // a failed write could not be undone; the run takes no more writes
+
+	mu         sync.Mutex
+	state      State
+	events     []Event // all events (Seq == index+1); nil in metadata-only states
+	lastSeq    int64
+	finishedAt time.Time
+	result     json.RawMessage
+	reason     string
+	wake       chan struct{} // closed at the next event or end; created by a waiting reader
+	done       chan struct{} // closed when the run ends
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (rs *runState) creating() bool {
+	if rs.ready == nil {
+		return false
+	}
+	select {
+	case <-rs.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+func (rs *runState) currentState() State {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.state
+}
+
+// metaCopy is the ended run as the index keeps it; rs.mu must be held.
+func (rs *runState) metaCopy() *runState {
+	return &runState{
+		key: rs.key, path: rs.path, digest: rs.digest, startedAt: rs.startedAt,
+		state: rs.state, lastSeq: rs.lastSeq, finishedAt: rs.finishedAt, reason: rs.reason,
+		done: closedChan,
+	}
+}
+
+// Begin records runID of session as running for the request with this digest,
+// or reports what is already recorded for it (BeginOutcome). A runId recorded
+// with another digest is refused with a *RunConflictError (ErrRunConflict);
+// nothing is recorded then. BeginNew returns only after the begin record is
+// fsynced. Begin never returns BeginNew for a runId the journal knows.
+func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutcome, error) {
+	if err := ValidateSession(session); err != nil {
+		return nil, 0, err
+	}
+	if err := validateRunID(runID); err != nil {
+		return nil, 0, err
+	}
+	key := runKey{session, runID}
+	for {
+		j.mu.Lock()
+		if j.closed.Load() {
+			j.mu.Unlock()
+			return nil, 0, ErrClosed
+		}
+		rs, ok := j.runs[key]
+		if !ok {
+			rs = &runState{
+				key: key, path: j.runPath(session, runID), digest: digest,
+				startedAt: j.now(), ready: make(chan struct{}),
+				state: StateRunning, done: make(chan struct{}),
+			}
+			j.runs[key] = rs
+			sess := j.sessionLocked(session)
+			j.mu.Unlock()
+			if err := j.create(sess, rs); err != nil {
+				j.mu.Lock()
+				if j.runs[key] == rs {
+					delete(j.runs, key)
+				}
+				j.mu.Unlock()
+				close(rs.ready)
+				return nil, 0, fmt.Errorf("journal: begin run %q of session %s: %w", runID, session, err)
+			}
+			close(rs.ready)
+			return &Run{j: j, rs: rs, writer: true}, BeginNew, nil
+		}
+		if rs.creating() {
+			// Another Begin of the same runId is writing the begin record.
+			j.mu.Unlock()
+			<-rs.ready
+			continue
+		}
+		if rs.digest != digest {
+			j.mu.Unlock()
+			return nil, 0, &RunConflictError{Session: session, RunID: runID, Recorded: rs.digest, Requested: digest}
+		}
+		r, err := j.handleLocked(rs) // unlocks j.mu
+		if err != nil {
+			return nil, 0, fmt.Errorf("journal: begin run %q of session %s: %w", runID, session, err)
+		}
+		if r.rs.currentState() == StateRunning {
+			return r, BeginAttach, nil
+		}
+		return r, BeginReplay, nil
+	}
+}
+
+// Lookup returns a read-only handle on a known run (for a reconnect that
+// carries only the runId and Last-Event-ID), or ErrNotFound.
+func (j *Journal) Lookup(session, runID string) (*Run, error) {
+	if err := ValidateSession(session); err != nil {
+		return nil, err
+	}
+	key := runKey{session, runID}
+	for {
+		j.mu.Lock()
+		if j.closed.Load() {
+			j.mu.Unlock()
+			return nil, ErrClosed
+		}
+		rs, ok := j.runs[key]
+		if !ok {
+			j.mu.Unlock()
+			return nil, fmt.Errorf("journal: run %q of session %s: %w", runID, session, ErrNotFound)
+		}
+		if rs.creating() {
+			j.mu.Unlock()
+			<-rs.ready
+			continue
+		}
+		r, err := j.handleLocked(rs)
+		if err != nil {
+			return nil, fmt.Errorf("journal: run %q of session %s: %w", runID, session, err)
+		}
+		return r, nil
+	}
+}
+
+// handleLocked returns a read-only handle on rs and unlocks j.mu. A running
+// run is shared in memory; an ended one is loaded from its file, which is
+// opened before j.mu is released so that Prune cannot remove it in between.
+func (j *Journal) handleLocked(rs *runState) (*Run, error) {
+	rs.mu.Lock()
+	running := rs.state == StateRunning
+	rs.mu.Unlock()
+	if running {
+		j.mu.Unlock()
+		return &Run{j: j, rs: rs}, nil
+	}
+	f, err := os.Open(rs.path)
+	j.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("open run file: %w", err)
+	}
+	defer f.Close()
+	loaded, err := loadEndedRun(f, rs)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{j: j, rs: loaded}, nil
+}
+
+// create writes and fsyncs the begin record of a new run.
+func (j *Journal) create(s *sessionState, rs *runState) error {
+	s.mu.Lock()
+	err := j.ensureDirs(s)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	line, err := encodeLine(fileRecord{
+		Rec: recBegin, V: formatVersion, Session: rs.key.session, RunID: rs.key.runID,
+		Digest: hex.EncodeToString(rs.digest[:]), At: rs.startedAt,
+	})
+	if err != nil {
+		return err
+	}
+	// O_TRUNC: a file left here is a begin record that never completed, or a
+	// pruned run's file whose removal failed.
+	f, err := os.OpenFile(rs.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, fileMode)
+	if err != nil {
+		return fmt.Errorf("create run file: %w", err)
+	}
+	if _, err := f.Write(line); err != nil {
+		_ = f.Close()
+		_ = os.Remove(rs.path)
+		return fmt.Errorf("write begin record: %w", err)
+	}
+	if err := j.sync(f); err != nil {
+		_ = f.Close()
+		_ = os.Remove(rs.path)
+		return fmt.Errorf("sync run file: %w", err)
+	}
+	if err := j.syncDir(filepath.Dir(rs.path)); err != nil {
+		_ = f.Close()
+		_ = os.Remove(rs.path)
+		return err
+	}
+	rs.wmu.Lock()
+	defer rs.wmu.Unlock()
+	if j.closed.Load() {
+		// Close ran meanwhile and did not see this file; the run stays
+		// recorded as running, as after a crash, and nothing executes it.
+		_ = f.Close()
+		return ErrClosed
+	}
+	rs.f, rs.size = f, int64(len(line))
+	return nil
+}
+
+// Ref names the run.
+func (r *Run) Ref() RunRef {
+	return RunRef{Session: r.rs.key.session, RunID: r.rs.key.runID, StartedAt: r.rs.startedAt, Recovered: r.rs.recovered}
+}
+
+// Info returns a snapshot of the run.
+func (r *Run) Info() RunInfo {
+	rs := r.rs
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return RunInfo{
+		RunRef: r.Ref(), Digest: rs.digest, State: rs.state, LastSeq: rs.lastSeq,
+		FinishedAt: rs.finishedAt, Result: rs.result, Reason: rs.reason,
+	}
+}
+
+// Done returns a channel closed when the run has ended.
+func (r *Run) Done() <-chan struct{} { return r.rs.done }
+
+// Append records one event and returns its sequence number. typ must match
+// [A-Za-z0-9_.:/-]{1,64}; payload must be valid JSON or empty, and is stored
+// compacted. The event is written with one write(2) — it survives a crash of
+// the process, and a crash of the machine once Finish has fsynced — and then
+// published to every Events iterator; Append never waits for readers. Only a
+// handle from BeginNew may append, and only while the run is running.
+func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
+	if !r.writer {
+		return 0, ErrNotWriter
+	}
+	if !validEventType(typ) {
+		return 0, fmt.Errorf("%w: event type %q: want [A-Za-z0-9_.:/-]{1,64}", ErrInvalidRecord, typ)
+	}
+	rs := r.rs
+	rs.wmu.Lock()
+	defer rs.wmu.Unlock()
+	if err := r.writable(); err != nil {
+		return 0, err
+	}
+	seq := rs.lastSeq + 1 // lastSeq changes only under wmu
+	at := r.j.now()
+	line, pstart, pend, err := eventLine(seq, typ, at, payload)
+	if err != nil {
+		return 0, fmt.Errorf("%w: event %d payload of run %q: %v", ErrInvalidRecord, seq, rs.key.runID, err)
+	}
+	if err := rs.writeLine(line); err != nil {
+		return 0, fmt.Errorf("journal: append event %d to run %q: %w", seq, rs.key.runID, err)
+	}
+	ev := Event{Seq: seq, Type: typ, At: at}
+	if pend > pstart {
+		ev.Payload = line[pstart:pend:pend]
+	}
+	rs.mu.Lock()
+	rs.events = append(rs.events, ev)
+	rs.lastSeq = seq
+	if rs.wake != nil {
+		close(rs.wake)
+		rs.wake = nil
+	}
+	rs.mu.Unlock()
+	return seq, nil
+}
+
+// Finish ends the run with state StateFinished or StateFailed and its result
+// (valid JSON or empty), fsyncs the file and closes it, and wakes every Events
+// iterator. Once the end record is written the run has ended even if the
+// fsync fails (the error reports it).
+func (r *Run) Finish(state State, result json.RawMessage) error {
+	if !r.writer {
+		return ErrNotWriter
+	}
+	if state != StateFinished && state != StateFailed {
+		return fmt.Errorf("journal: finish run %q: state %q is not %q or %q", r.rs.key.runID, state, StateFinished, StateFailed)
+	}
+	r.rs.wmu.Lock()
+	defer r.rs.wmu.Unlock()
+	if err := r.writable(); err != nil {
+		return err
+	}
+	if err := r.j.end(r.rs, state, result, ""); err != nil {
+		return fmt.Errorf("journal: finish run %q: %w", r.rs.key.runID, err)
+	}
+	return nil
+}
+
+// writable checks that the handle may write now; rs.wmu must be held.
+func (r *Run) writable() error {
+	if r.j.closed.Load() {
+		return ErrClosed
+	}
+	if r.rs.broken != nil {
+		return fmt.Errorf("journal: run %q: %w", r.rs.key.runID, r.rs.broken)
+	}
+	if r.rs.currentState() != StateRunning {
+		return fmt.Errorf("journal: run %q: %w", r.rs.key.runID, ErrRunEnded)
+	}
+	return nil
+}
+
+// end writes the end record of a running run, fsyncs and closes its file,
+// publishes the end and swaps the index entry for a metadata-only copy.
+// rs.wmu must be held and the run running.
+func (j *Journal) end(rs *runState, state State, result json.RawMessage, reason string) error {
+	var compact json.RawMessage
+	if len(bytes.TrimSpace(result)) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, result); err != nil {
+			return fmt.Errorf("%w: result: %v", ErrInvalidRecord, err)
+		}
+		compact = b.Bytes()
+	}
+	at := j.now()
+	line, err := encodeLine(fileRecord{Rec: recEnd, State: state, LastSeq: rs.lastSeq, At: at, Result: compact, Reason: reason})
+	if err != nil {
+		return err
+	}
+	if rs.f == nil { // a recovered run: nobody had it open
+		f, err := os.OpenFile(rs.path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("open run file: %w", err)
+		}
+		rs.f = f
+	}
+	if err := rs.writeLine(line); err != nil {
+		return err
+	}
+	syncErr := j.sync(rs.f)
+	closeErr := rs.f.Close()
+	rs.f = nil
+
+	rs.mu.Lock()
+	rs.state, rs.result, rs.reason, rs.finishedAt = state, compact, reason, at
+	if rs.wake != nil {
+		close(rs.wake)
+		rs.wake = nil
+	}
+	close(rs.done)
+	meta := rs.metaCopy()
+	rs.mu.Unlock()
+
+	j.mu.Lock()
+	if j.runs[rs.key] == rs {
+		j.runs[rs.key] = meta
+	}
+	j.mu.Unlock()
+	if err := errors.Join(syncErr, closeErr); err != nil {
+		return fmt.Errorf("end record written, not synced: %w", err)
+	}
+	return nil
+}
+
+// writeLine appends one complete record; on a failed or short write it cuts
+// the file back so that no partial line stays in front of the next record.
+// rs.wmu must be held.
+func (rs *runState) writeLine(line []byte) error {
+	n, err := rs.f.Write(line)
+	if err == nil {
+		rs.size += int64(n)
+		return nil
+	}
+	if terr := rs.f.Truncate(rs.size); terr != nil {
+		rs.broken = fmt.Errorf("write failed (%v) and could not be undone: %w", err, terr)
+		return rs.broken
+	}
+	return fmt.Errorf("write: %w", err)
+}
+
+// MarkFailed ends a running run as failed with reason, without a result: for
+// runs found running at Open (RunRef.Recovered), whose writer died with the
+// previous process, and for a live run whose writer is stuck (its next Append
+// or Finish gets ErrRunEnded). It returns ErrNotFound for an unknown run and
+// ErrRunEnded for one that already ended. Only ref.Session and ref.RunID are
+// used. Iterators attached to the run see it end.
+func (j *Journal) MarkFailed(ref RunRef, reason string) error {
+	key := runKey{ref.Session, ref.RunID}
+	var rs *runState
+	for {
+		j.mu.Lock()
+		if j.closed.Load() {
+			j.mu.Unlock()
+			return ErrClosed
+		}
+		rs = j.runs[key]
+		j.mu.Unlock()
+		if rs == nil {
+			return fmt.Errorf("journal: mark run %q of session %s failed: %w", ref.RunID, ref.Session, ErrNotFound)
+		}
+		if !rs.creating() {
+			break
+		}
+		<-rs.ready
+	}
+	rs.wmu.Lock()
+	defer rs.wmu.Unlock()
+	if j.closed.Load() {
+		return ErrClosed
+	}
+	if rs.currentState() != StateRunning {
+		return fmt.Errorf("journal: mark run %q of session %s failed: %w", ref.RunID, ref.Session, ErrRunEnded)
+	}
+	if rs.broken != nil {
+		return fmt.Errorf("journal: mark run %q of session %s failed: %w", ref.RunID, ref.Session, rs.broken)
+	}
+	if err := j.end(rs, StateFailed, nil, reason); err != nil {
+		return fmt.Errorf("journal: mark run %q of session %s failed: %w", ref.RunID, ref.Session, err)
+	}
+	return nil
+}
+
+// Running lists the runs that are running, sorted by session and runId. Right
+// after Open they are exactly the runs found running on disk (Recovered): the
+// engine marks each failed (MarkFailed) and clears its activeTurn.
+func (j *Journal) Running() []RunRef {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var refs []RunRef
+	for _, rs := range j.runs {
+		if rs.creating() || rs.currentState() != StateRunning {
+			continue
+		}
+		refs = append(refs, RunRef{Session: rs.key.session, RunID: rs.key.runID, StartedAt: rs.startedAt, Recovered: rs.recovered})
+	}
+	sort.Slice(refs, func(a, b int) bool {
+		if refs[a].Session != refs[b].Session {
+			return refs[a].Session < refs[b].Session
+		}
+		return refs[a].RunID < refs[b].RunID
+	})
+	return refs
+}
+
+// Events iterates over the run's events with Seq > afterSeq, in order: first
+// those recorded, then, while the run is running, each new one as it is
+// appended; it ends when the run has ended and every event was yielded. It
+// yields (Event{}, err) and stops when ctx is done (ctx.Err()) or the Journal
+// is closed (ErrClosed). After the loop, Info gives the final state and result.
+//
+// Subscribers do not block the writer and start no goroutines: every iterator
+// reads the run's one in-memory event list at its own pace and, when it has
+// caught up, waits on a channel that the next Append closes. A slow reader
+// only falls behind; it never loses events and never holds memory beyond the
+// run's own events, which are kept while the run is running anyway.
+func (r *Run) Events(ctx context.Context, afterSeq int64) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		rs := r.rs
+		next := max(afterSeq, 0) // index of the next event to yield
+		for {
+			rs.mu.Lock()
+			evs := rs.events
+			ended := rs.state != StateRunning
+			var wake chan struct{}
+			if !ended && int64(len(evs)) <= next {
+				if rs.wake == nil {
+					rs.wake = make(chan struct{})
+				}
+				wake = rs.wake
+			}
+			rs.mu.Unlock()
+			for ; next < int64(len(evs)); next++ {
+				if !yield(evs[next], nil) {
+					return
+				}
+			}
+			if ended {
+				return
+			}
+			if wake == nil {
+				continue // more arrived while yielding
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(Event{}, ctx.Err())
+				return
+			case <-r.j.closing:
+				yield(Event{}, ErrClosed)
+				return
+			}
+		}
+	}
+}
+
+func validEventType(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_' || c == '.' || c == ':' || c == '/' || c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
