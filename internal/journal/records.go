@@ -44,7 +44,7 @@ func encodeLine(r fileRecord) ([]byte, error) {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
 	return b.Bytes(), nil
 }

@@ -146,7 +146,7 @@ func (j *Journal) indexEnded(session, path string) (rs *runState, ok bool, err e
 	if err != nil {
 		return nil, false, fmt.Errorf("open run file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, false, fmt.Errorf("stat run file: %w", err)
@@ -249,7 +249,7 @@ func (j *Journal) repairTranscript(s *sessionState) (torn bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("open transcript: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := f.Stat()
 	if err != nil {
 		return false, fmt.Errorf("stat transcript: %w", err)

@@ -265,7 +265,7 @@ func (j *Journal) handleLocked(rs *runState) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open run file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	loaded, err := loadEndedRun(f, rs)
 	if err != nil {
 		return nil, err
@@ -363,7 +363,7 @@ func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
 	at := r.j.now()
 	line, pstart, pend, err := eventLine(seq, typ, at, payload)
 	if err != nil {
-		return 0, fmt.Errorf("%w: event %d payload of run %q: %v", ErrInvalidRecord, seq, rs.key.runID, err)
+		return 0, fmt.Errorf("%w: event %d payload of run %q: %w", ErrInvalidRecord, seq, rs.key.runID, err)
 	}
 	if err := rs.writeLine(line); err != nil {
 		return 0, fmt.Errorf("journal: append event %d to run %q: %w", seq, rs.key.runID, err)
@@ -427,7 +427,7 @@ func (j *Journal) end(rs *runState, state State, result json.RawMessage, reason 
 	if len(bytes.TrimSpace(result)) > 0 {
 		var b bytes.Buffer
 		if err := json.Compact(&b, result); err != nil {
-			return fmt.Errorf("%w: result: %v", ErrInvalidRecord, err)
+			return fmt.Errorf("%w: result: %w", ErrInvalidRecord, err)
 		}
 		compact = b.Bytes()
 	}
