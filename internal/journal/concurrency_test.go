@@ -26,7 +26,7 @@ func TestConcurrentSubscribers(t *testing.T) {
 	subscribe := func(after int64) {
 		r, outcome, err := j.Begin(sess, "run-1", digestOf("body"))
 		if err != nil || (outcome != BeginAttach && outcome != BeginReplay) {
-			errs <- fmt.Errorf("Begin = %v, %v", outcome, err)
+			errs <- fmt.Errorf("Begin = %v: %w", outcome, err)
 			return
 		}
 		wg.Go(func() {

@@ -481,7 +481,7 @@ func (rs *runState) writeLine(line []byte) error {
 		return nil
 	}
 	if terr := rs.f.Truncate(rs.size); terr != nil {
-		rs.broken = fmt.Errorf("write failed (%v) and could not be undone: %w", err, terr)
+		rs.broken = fmt.Errorf("write failed (%w) and could not be undone: %w", err, terr)
 		return rs.broken
 	}
 	return fmt.Errorf("write: %w", err)

@@ -31,7 +31,7 @@ func (j *Journal) AppendTranscript(session string, records ...json.RawMessage) e
 			return fmt.Errorf("journal: append transcript of session %s: %w: record %d is not a JSON object", session, ErrInvalidRecord, i)
 		}
 		if err := json.Compact(&buf, rec); err != nil {
-			return fmt.Errorf("journal: append transcript of session %s: %w: record %d: %v", session, ErrInvalidRecord, i, err)
+			return fmt.Errorf("journal: append transcript of session %s: %w: record %d: %w", session, ErrInvalidRecord, i, err)
 		}
 		buf.WriteByte('\n')
 	}
@@ -79,7 +79,7 @@ func (j *Journal) appendTranscript(s *sessionState, data []byte, limited bool) e
 	if err != nil {
 		return fmt.Errorf("open transcript: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := f.Write(data); err != nil {
 		if terr := f.Truncate(size); terr != nil {
 			s.tsize = -1 // the next operation cuts the partial line (repairTranscript)
@@ -169,7 +169,7 @@ func (j *Journal) ReadTranscript(session string, w io.Writer) (int64, error) {
 	if f == nil {
 		return 0, nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	n, err := io.Copy(w, io.NewSectionReader(f, 0, size))
 	if err != nil {
 		return n, fmt.Errorf("journal: read transcript of session %s: %w", session, err)
