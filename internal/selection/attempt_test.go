@@ -263,3 +263,43 @@ func FuzzDecodeAttempt(f *testing.F) {
 		}
 	})
 }
+
+// numbersAndRaw is a request shape with integers and free-form JSON, as the
+// dispatcher's turn request has (timeouts, tool parameter schemas).
+type numbersAndRaw struct {
+	TimeoutMs int64           `json:"timeoutMs,omitempty"`
+	Retries   uint32          `json:"retries,omitempty"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+	Name      string          `json:"name,omitempty"`
+}
+
+func TestDecodeStrictNumbersAndRawJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		wantErr string
+	}{
+		{name: "whole numbers and any JSON value are accepted", body: `{"timeoutMs":120000,"retries":3,"schema":{"type":"object","properties":{"a":[1,{"b":null}]}},"name":"x"}`},
+		{name: "a raw value may be a scalar or null", body: `{"schema":null,"name":"x"}`},
+		{name: "fields after a nested raw value are still checked", body: `{"schema":{"a":{"b":[{}]}},"nme":"x"}`, wantErr: "nme: unknown field"},
+		{name: "a fraction is not a whole number", body: `{"timeoutMs":1.5}`, wantErr: "timeoutMs: must be a whole number"},
+		{name: "a string is not a number", body: `{"timeoutMs":"10"}`, wantErr: "timeoutMs: must be a whole number"},
+		{name: "unsigned fields refuse negatives", body: `{"retries":-1}`, wantErr: "retries: must be a whole number from 0 to 4294967295"},
+		{name: "numbers beyond exact float64 integers are refused", body: `{"timeoutMs":1e300}`, wantErr: "timeoutMs: must be a whole number from"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v numbersAndRaw
+			err := DecodeStrict(strings.NewReader(tt.body), &v)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,11 +15,13 @@ import (
 var (
 	errToolListNull = errors.New("must be an array of tool names (omit the field for no allowlist; null is ambiguous)")
 	toolListType    = reflect.TypeFor[ToolList]()
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
 )
 
 // DecodeStrict decodes exactly one JSON object from r into v, a pointer to a
-// struct whose fields are strings, bools, ToolLists, slices, pointers and
-// structs (embedded structs are flattened as encoding/json does). Unlike
+// struct whose fields are strings, bools, integers, ToolLists, json.RawMessages
+// (any JSON value, unchecked), slices, pointers and structs (embedded structs
+// are flattened as encoding/json does). Unlike
 // encoding/json it refuses, with a *FieldError naming the field path: unknown
 // fields (names match exactly), duplicate fields, values of the wrong JSON type,
 // null for strings, bools and ToolLists, and anything after the object. A later
@@ -74,6 +77,9 @@ func (w *walker) value(t reflect.Type, path string) error {
 	if err != nil {
 		return w.syntax(path, err)
 	}
+	if t == rawMessageType {
+		return w.skip(tok, path)
+	}
 	if tok == nil {
 		switch {
 		case t == toolListType:
@@ -113,6 +119,15 @@ func (w *walker) value(t reflect.Type, path string) error {
 	case reflect.Bool:
 		if _, ok := tok.(bool); !ok {
 			return &FieldError{Field: path, Message: "must be true or false"}
+		}
+		return nil
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint32, reflect.Uint64:
+		n, ok := tok.(float64)
+		if !ok || n != math.Trunc(n) {
+			return &FieldError{Field: path, Message: "must be a whole number"}
+		}
+		if n < minInt(t) || n > maxInt(t) {
+			return &FieldError{Field: path, Message: fmt.Sprintf("must be a whole number from %.0f to %.0f", minInt(t), maxInt(t))}
 		}
 		return nil
 	}
@@ -184,4 +199,48 @@ func jsonField(t reflect.Type, name string) (reflect.Type, bool) {
 		}
 	}
 	return nil, false
+}
+
+// skip consumes the rest of a value whose first token was tok.
+func (w *walker) skip(tok json.Token, path string) error {
+	d, ok := tok.(json.Delim)
+	if !ok || d == '}' || d == ']' {
+		return nil
+	}
+	for depth := 1; depth > 0; {
+		t, err := w.dec.Token()
+		if err != nil {
+			return w.syntax(path, err)
+		}
+		if d, ok := t.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+// minInt and maxInt bound the integers a JSON number may carry into t, within
+// the float64 range encoding/json parses numbers into exactly (±2^53).
+func minInt(t reflect.Type) float64 {
+	switch t.Kind() {
+	case reflect.Uint32, reflect.Uint64:
+		return 0
+	case reflect.Int32:
+		return math.MinInt32
+	}
+	return -(1 << 53)
+}
+
+func maxInt(t reflect.Type) float64 {
+	switch t.Kind() {
+	case reflect.Int32:
+		return math.MaxInt32
+	case reflect.Uint32:
+		return math.MaxUint32
+	}
+	return 1 << 53
 }
