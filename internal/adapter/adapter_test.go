@@ -1,0 +1,88 @@
+package adapter
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		kind      TerminalKind
+		texts     []string
+		plan, rsn string
+		want      Classification
+	}{
+		{"visible text", TerminalOK, []string{"hello"}, "plan", "why", ""},
+		{"NO_REPLY is visible", TerminalOK, []string{"NO_REPLY"}, "", "", ""},
+		{"empty", TerminalOK, nil, "", "", ClassEmpty},
+		{"blank text is not visible", TerminalOK, []string{"", "  \n"}, "", "", ClassEmpty},
+		{"reasoning only", TerminalOK, nil, "", "thinking", ClassReasoningOnly},
+		{"plan wins over reasoning", TerminalOK, []string{""}, "# Plan", "thinking", ClassPlanningOnly},
+		{"failed turns are not classified", TerminalFailed, nil, "", "", ""},
+		{"aborted turns are not classified", TerminalAborted, nil, "# Plan", "", ""},
+		{"timed-out turns are not classified", TerminalTimeout, nil, "", "x", ""},
+	}
+	for _, tc := range cases {
+		if got := Classify(tc.kind, tc.texts, tc.plan, tc.rsn); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	ok := TurnInput{Model: "m", Cwd: "/home/codex/sessions/s1", Prompt: "hi",
+		Images: []Image{{URL: "data:image/png;base64,AAAA"}, {Path: "/tmp/x.png", Detail: "high"}},
+		Tools:  []HostTool{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "b"}}}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid input: %v", err)
+	}
+	if ok.EffectiveToolTimeout() != DefaultToolTimeout {
+		t.Fatal("default tool timeout")
+	}
+	ok.ToolTimeout = time.Second
+	if ok.EffectiveToolTimeout() != time.Second {
+		t.Fatal("tool timeout")
+	}
+	bad := []func(*TurnInput){
+		func(in *TurnInput) { in.Model = " " },
+		func(in *TurnInput) { in.Cwd = "" },
+		func(in *TurnInput) { in.Cwd = "rel" },
+		func(in *TurnInput) { in.Prompt, in.Images = "", nil },
+		func(in *TurnInput) { in.Images = []Image{{}} },
+		func(in *TurnInput) { in.Images = []Image{{URL: "data:image/png;base64,A", Path: "/a"}} },
+		func(in *TurnInput) { in.Images = []Image{{Path: "rel.png"}} },
+		func(in *TurnInput) { in.Images = []Image{{URL: "ftp://x/y.png"}} },
+		func(in *TurnInput) { in.Images = []Image{{URL: "https://x/y.png", Detail: "tiny"}} },
+		func(in *TurnInput) { in.Tools = []HostTool{{Name: ""}} },
+		func(in *TurnInput) { in.Tools = []HostTool{{Name: "a"}, {Name: "a"}} },
+		func(in *TurnInput) { in.Tools = []HostTool{{Name: "a", Parameters: json.RawMessage(`[1]`)}} },
+		func(in *TurnInput) { in.ToolTimeout = -1 },
+	}
+	for i, mutate := range bad {
+		in := ok
+		in.Images = append([]Image(nil), ok.Images...)
+		in.Tools = append([]HostTool(nil), ok.Tools...)
+		mutate(&in)
+		if err := in.Validate(); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("case %d: %v, want ErrInvalidInput", i, err)
+		}
+	}
+}
+
+func TestEventPayloadAndRecordJSON(t *testing.T) {
+	t.Parallel()
+	p := &Partial{ItemID: "m", Delta: "x"}
+	if (Event{Type: EventPartial, Partial: p}).Payload() != any(p) {
+		t.Fatal("payload")
+	}
+	rec := TranscriptRecord{Type: RecordToolCall, Role: RoleAssistant, CallID: "c1", Tool: "t", Arguments: json.RawMessage(`{"a":1}`)}
+	want := `{"type":"tool_call","role":"assistant","callId":"c1","tool":"t","arguments":{"a":1}}`
+	if got := string(rec.JSON()); got != want {
+		t.Fatalf("record %s\nwant   %s", got, want)
+	}
+}

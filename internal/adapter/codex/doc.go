@@ -1,0 +1,89 @@
+// Package codex is the codex-app-server adapter: it runs one prepared turn
+// (adapter.TurnInput) on one connected `codex app-server`
+// (internal/appserver) and reports it in the engine's vocabulary
+// (adapter.Event, adapter.TurnResult).
+//
+//	t, err := codex.Start(ctx, client, in, hooks) // policy gate, thread, turn/start
+//	res, err := t.Wait(ctx)                       // relay until the turn ends
+//	// on a *codex.DetachedError: reconnect to the same server, then
+//	// t.Reattach(ctx, newClient) and t.Wait(ctx) again — never replay.
+//
+// # What the adapter sends
+//
+// thread/start: the bare model, the session's cwd (created first with
+// fs/createDirectory, on the server's filesystem), approvalPolicy never, the
+// sandbox the engine chose (danger-full-access in pods, the server's own
+// mode when empty), developerInstructions, model_reasoning_effort
+// (ReasoningEffort), the offered host tools as dynamicTools, and the turn's
+// thread config: IsolationConfig() on a restricted turn, SafeDenyConfig's
+// keys otherwise. thread/resume re-sends the same overrides (never an empty
+// config, see below). turn/start: the prompt as a text item, images as
+// `image` (data: or http(s) URL) or `localImage` (a path on the server; Codex
+// reads the file and sends it as a data URL; detail "low" makes Codex drop a
+// local image for models without low detail).
+//
+// # Codex behaviour this package relies on (0.169.0, each pinned by a test)
+//
+//   - Thread config lives as long as the thread is loaded. A thread/resume
+//     with a non-empty config rebuilds it from the server's config plus that
+//     config; a resume without config keeps the current one (an earlier
+//     turn's isolation, say). Resume overrides apply only when no connection
+//     is subscribed to the thread — a subscribed thread is joined as it is.
+//     So turns end with thread/unsubscribe, resumes are preceded by one and
+//     always carry a config, and a restricted turn whose resume echo shows
+//     ignored overrides fails closed (TestRestrictedTurnOffersOnlyHostTools,
+//     TestResumeOverridesNeedNoSubscriber). The echo only shows a changed
+//     reasoning effort or cwd: a foreign client holding the thread with the
+//     same effort goes unnoticed.
+//   - Dynamic tools are fixed at thread/start; thread/resume ignores a
+//     dynamicTools field. A resumed turn offering fewer host tools than the
+//     thread started with leaves the others visible to the model and the
+//     adapter refuses calls to them; a host tool added later is not visible
+//     to the model at all. Codex itself answers calls to tools the thread
+//     never registered (and native tools an isolated thread lacks) with
+//     "unsupported call: <name>" without an item, so nothing ran and there
+//     is no tool_terminal to report (TestToolsNotOfferedAreRefused).
+//   - Native tool isolation (CanIsolate, IsolationConfig) works only for
+//     models Codex does not know; catalog models keep apply_patch (and in
+//     code mode the MCP-resource helpers); a configured MCP server adds
+//     tools even for unknown models unless the thread sets mcp_servers = {}
+//     (TestCanIsolateMatchesRecordedRequests).
+//   - A closed connection does not end a running turn. Codex delivers a
+//     server request still pending (a host tool call) again to the
+//     connection that resumes the thread; the adapter asks the client once
+//     per call id (TestReattachWithPendingHostTool). Events of the gap are
+//     not replayed: items completed meanwhile are read back from
+//     thread/turns/list (only completed items are listed), the tail of an
+//     assistant message streaming across the gap is sent as one partial
+//     when it completes (TestReattachAfterWebSocketDrop).
+//
+// # Plan text (DESIGN.md §5 rule 8)
+//
+// Codex carries explicit plan text in two places, both reported as
+// TurnResult.PlanText and as agent_events on the plan stream:
+//
+//   - `plan` items (item/started, item/plan/delta, item/completed with
+//     `text`): the <proposed_plan> block of a turn in plan collaboration mode
+//     (turn/start collaborationMode {"mode":"plan"}), removed from the
+//     assistant message. A plan-mode answer that is only a plan has no
+//     agentMessage at all, so the turn classifies planning-only
+//     (TestClassification). The operator does not start plan-mode turns
+//     (the prepared attempt has no such field); tests do.
+//   - turn/plan/updated (explanation + steps of the update_plan tool),
+//     rendered as "- [status] step" lines. Codex 0.169.0 does not offer
+//     update_plan to models it does not know ("unsupported call:
+//     update_plan"), so this path is not exercised against the stub.
+//
+// Assistant prose is never read as plan text.
+//
+// # Usage and media
+//
+// Usage is the difference of thread/tokenUsage/updated totals across the
+// turn (each model request reports the thread's running total). Native
+// artifacts: an imageGeneration item's savedPath (a file Codex wrote
+// itself, on the app-server's filesystem) goes to both ToolMediaURLs and
+// HostOwnedToolMediaURLs; host tool media (ToolAnswer.MediaURLs) only to
+// ToolMediaURLs. With image generation off, as in the operator's test
+// servers (and under IsolationConfig), Codex persists no artifacts and
+// HostOwnedToolMediaURLs stays empty; the imageGeneration path is untested.
+package codex

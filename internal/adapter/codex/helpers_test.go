@@ -1,0 +1,226 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// These tests run the real codex app-server ($CODEX_BIN, required: without
+// it they fail, never skip) against the loopback stub model.
+
+func testCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rig is a stub model, a real codex app-server wired to it and a client.
+type rig struct {
+	stub *stubmodel.Server
+	srv  *codextest.Server
+	c    *appserver.Client
+}
+
+func newRig(t *testing.T, opts codextest.Options) *rig {
+	t.Helper()
+	codextest.Bin(t) // fail (not skip) without CODEX_BIN
+	stub := stubmodel.Start(t)
+	opts.ProviderURL = stub.BaseURL()
+	r := &rig{stub: stub, srv: codextest.Start(t, opts)}
+	r.c = r.connect(t)
+	return r
+}
+
+// connect opens a new connection (stdio: only once; WebSocket: any number).
+func (r *rig) connect(t *testing.T) *appserver.Client {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	var tr appserver.Transport
+	if r.srv.URL != "" {
+		var err error
+		tr, err = appserver.DialWebSocket(ctx, r.srv.URL, appserver.WebSocketOptions{})
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+	} else {
+		tr = appserver.NewStdioTransport(r.srv.Stdio())
+	}
+	c, err := appserver.Connect(ctx, tr, appserver.Options{})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// input is a plain turn for the stub model in a per-session directory under
+// the server's native home.
+func (r *rig) input(prompt string) adapter.TurnInput {
+	return adapter.TurnInput{
+		Model:   codextest.StubModel,
+		Cwd:     filepath.Join(r.srv.Home, "sessions", "work", "session-1"),
+		Sandbox: string(appserver.SandboxDangerFullAccess),
+		Prompt:  prompt,
+	}
+}
+
+// recorder collects the events a turn emits.
+type recorder struct {
+	mu     sync.Mutex
+	events []adapter.Event
+	// answer answers host tool calls (nil: AnswerTool is nil).
+	answer func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error)
+	onEmit func(adapter.Event)
+}
+
+func (rec *recorder) hooks() adapter.Hooks {
+	h := adapter.Hooks{Emit: func(ev adapter.Event) {
+		rec.mu.Lock()
+		rec.events = append(rec.events, ev)
+		f := rec.onEmit
+		rec.mu.Unlock()
+		if f != nil {
+			f(ev)
+		}
+	}}
+	if rec.answer != nil {
+		h.AnswerTool = rec.answer
+	}
+	return h
+}
+
+func (rec *recorder) all() []adapter.Event {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return slices.Clone(rec.events)
+}
+
+func (rec *recorder) partialText() string {
+	var b strings.Builder
+	for _, ev := range rec.all() {
+		if ev.Type == adapter.EventPartial {
+			b.WriteString(ev.Partial.Delta)
+		}
+	}
+	return b.String()
+}
+
+func (rec *recorder) deltas() []string {
+	var out []string
+	for _, ev := range rec.all() {
+		if ev.Type == adapter.EventPartial {
+			out = append(out, ev.Partial.Delta)
+		}
+	}
+	return out
+}
+
+func (rec *recorder) terminals() []adapter.ToolTerminal {
+	var out []adapter.ToolTerminal
+	for _, ev := range rec.all() {
+		if ev.Type == adapter.EventToolTerminal {
+			out = append(out, *ev.ToolTerminal)
+		}
+	}
+	return out
+}
+
+func (rec *recorder) toolCalls() []adapter.ToolCall {
+	var out []adapter.ToolCall
+	for _, ev := range rec.all() {
+		if ev.Type == adapter.EventToolCall {
+			out = append(out, *ev.ToolCall)
+		}
+	}
+	return out
+}
+
+func (rec *recorder) transcript() []adapter.TranscriptRecord {
+	var out []adapter.TranscriptRecord
+	for _, ev := range rec.all() {
+		if ev.Type == adapter.EventTranscript {
+			out = append(out, *ev.Transcript)
+		}
+	}
+	return out
+}
+
+func (rec *recorder) agent(stream string) []adapter.AgentEvent {
+	var out []adapter.AgentEvent
+	for _, ev := range rec.all() {
+		if ev.Type == adapter.EventAgent && ev.Agent.Stream == stream {
+			out = append(out, *ev.Agent)
+		}
+	}
+	return out
+}
+
+// types lists the event types in order, with consecutive repeats collapsed.
+func (rec *recorder) types() []string {
+	var out []string
+	for _, ev := range rec.all() {
+		s := string(ev.Type)
+		if ev.Type == adapter.EventAgent {
+			s += ":" + ev.Agent.Stream + "/" + ev.Agent.Phase
+		}
+		if ev.Type == adapter.EventTranscript {
+			s += ":" + ev.Transcript.Type + "/" + ev.Transcript.Role
+		}
+		if len(out) == 0 || out[len(out)-1] != s {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// run starts a turn and waits for its result, failing the test on an error.
+func run(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder) *adapter.TurnResult {
+	t.Helper()
+	return runOpts(t, r, in, rec, startOptions{})
+}
+
+func runOpts(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder, opts startOptions) *adapter.TurnResult {
+	t.Helper()
+	ctx := testCtx(t, 60*time.Second)
+	turn, err := start(ctx, r.c, in, rec.hooks(), opts)
+	if err != nil {
+		t.Fatalf("start %q: %v", in.Prompt, err)
+	}
+	res, err := turn.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait %q: %v", in.Prompt, err)
+	}
+	return res
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func jsonEq(a, b json.RawMessage) bool { return sameJSON(a, b) }
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// onePixelPNG is a 1×1 PNG.
+const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

@@ -1,0 +1,437 @@
+package codex
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/appserver"
+)
+
+// relay maps one Codex event of the turn onto the engine's stream; t.mu must
+// be held.
+func (t *Turn) relay(ev appserver.Event) {
+	switch e := ev.(type) {
+	case appserver.TurnStarted:
+		t.emit(agentEvent(adapter.StreamLifecycle, adapter.PhaseStart, "", string(e.Turn.Status)))
+	case appserver.ItemStarted:
+		t.itemStarted(e.Item)
+	case appserver.AgentMessageDelta:
+		st := t.item(e.ItemID, "agentMessage")
+		// After a reattach, deltas of an item whose start this connection
+		// did not see may follow a gap: its missing text is sent when the
+		// item completes instead.
+		if st.completed || t.connGen > 0 && st.startGen != t.connGen {
+			return
+		}
+		st.relayed.WriteString(e.Delta)
+		t.emit(adapter.Event{Type: adapter.EventPartial, Partial: &adapter.Partial{ItemID: e.ItemID, Delta: e.Delta}})
+	case appserver.ReasoningDelta:
+		a := agentEvent(adapter.StreamReasoning, adapter.PhaseDelta, e.ItemID, "")
+		a.Agent.Text = e.Delta
+		t.emit(a)
+	case appserver.PlanDelta:
+		a := agentEvent(adapter.StreamPlan, adapter.PhaseDelta, e.ItemID, "")
+		a.Agent.Text = e.Delta
+		t.emit(a)
+	case appserver.PlanUpdated:
+		var b strings.Builder
+		if e.Explanation != "" {
+			b.WriteString(e.Explanation)
+			b.WriteString("\n")
+		}
+		for _, s := range e.Plan {
+			fmt.Fprintf(&b, "- [%s] %s\n", s.Status, s.Step)
+		}
+		t.planSteps = strings.TrimSpace(b.String())
+		a := agentEvent(adapter.StreamPlan, adapter.PhaseUpdate, "", "")
+		a.Agent.Text = t.planSteps
+		a.Agent.Data = e.Params
+		t.emit(a)
+	case appserver.CommandOutputDelta:
+		a := agentEvent(adapter.StreamTool, adapter.PhaseUpdate, e.ItemID, "")
+		a.Agent.Tool, a.Agent.CallID, a.Agent.Text = "exec", e.ItemID, e.Delta
+		t.emit(a)
+	case appserver.TokenUsageUpdated:
+		if !t.usageSeen {
+			t.usageSeen = true
+			t.usageBase = sub(e.Usage.Total, e.Usage.Last)
+		}
+		t.usageLast = e.Usage.Total
+	case appserver.ErrorNotice:
+		a := agentEvent(adapter.StreamError, "", "", e.Error.ErrorInfo())
+		a.Agent.Text = e.Error.Message
+		a.Agent.Data = e.Params
+		t.emit(a)
+	case appserver.ServerRequestHandled:
+		t.serverRequest(e)
+	case appserver.ItemCompleted:
+		t.itemCompleted(e.Item)
+	}
+}
+
+func agentEvent(stream, phase, itemID, status string) adapter.Event {
+	return adapter.Event{Type: adapter.EventAgent, Agent: &adapter.AgentEvent{Stream: stream, Phase: phase, ItemID: itemID, Status: status}}
+}
+
+func sub(a, b appserver.TokenBreakdown) appserver.TokenBreakdown {
+	return appserver.TokenBreakdown{
+		TotalTokens:           a.TotalTokens - b.TotalTokens,
+		InputTokens:           a.InputTokens - b.InputTokens,
+		CachedInputTokens:     a.CachedInputTokens - b.CachedInputTokens,
+		OutputTokens:          a.OutputTokens - b.OutputTokens,
+		ReasoningOutputTokens: a.ReasoningOutputTokens - b.ReasoningOutputTokens,
+	}
+}
+
+// item returns the relay state of an item, creating it as "not started on
+// any connection".
+func (t *Turn) item(id, typ string) *itemState {
+	st := t.items[id]
+	if st == nil {
+		st = &itemState{typ: typ, startGen: -1}
+		t.items[id] = st
+		t.order = append(t.order, id)
+	}
+	return st
+}
+
+func (t *Turn) itemStarted(it appserver.Item) {
+	st := t.item(it.ID, it.Type)
+	if st.completed {
+		return
+	}
+	if st.startGen < 0 {
+		st.startGen = t.connGen
+	}
+	switch it.Type {
+	case "userMessage", "agentMessage", "dynamicToolCall":
+		// The prompt record, partials and the host tool handler cover these.
+	case "reasoning":
+		t.emit(agentEvent(adapter.StreamReasoning, adapter.PhaseStart, it.ID, ""))
+	case "plan":
+		t.emit(agentEvent(adapter.StreamPlan, adapter.PhaseStart, it.ID, ""))
+	default:
+		if n, ok := describeNative(it); ok {
+			a := agentEvent(adapter.StreamTool, adapter.PhaseStart, it.ID, it.Status)
+			a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
+			t.emit(a)
+		}
+	}
+}
+
+// itemCompleted relays a completed item, once.
+func (t *Turn) itemCompleted(it appserver.Item) {
+	st := t.item(it.ID, it.Type)
+	if st.completed {
+		return
+	}
+	st.completed = true
+	switch it.Type {
+	case "userMessage":
+	case "agentMessage":
+		// Send what the client has not seen: all of it when no delta was
+		// relayed, the missing tail after a reattach.
+		if rel := st.relayed.String(); strings.HasPrefix(it.Text, rel) && len(it.Text) > len(rel) {
+			t.emit(adapter.Event{Type: adapter.EventPartial, Partial: &adapter.Partial{ItemID: it.ID, Delta: it.Text[len(rel):]}})
+		}
+		t.texts = append(t.texts, it.Text)
+		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
+			Type: adapter.RecordMessage, Role: adapter.RoleAssistant, Text: it.Text,
+			ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
+	case "reasoning":
+		text := strings.Join(append(append([]string{}, it.Summary...), it.ReasoningContent...), "\n")
+		t.reasoning = append(t.reasoning, text)
+		a := agentEvent(adapter.StreamReasoning, adapter.PhaseEnd, it.ID, "")
+		a.Agent.Text = text
+		t.emit(a)
+	case "plan":
+		t.plans = append(t.plans, it.Text)
+		a := agentEvent(adapter.StreamPlan, adapter.PhaseEnd, it.ID, "")
+		a.Agent.Text = it.Text
+		t.emit(a)
+	case "dynamicToolCall":
+		a := agentEvent(adapter.StreamTool, adapter.PhaseEnd, it.ID, it.Status)
+		a.Agent.Tool, a.Agent.CallID = it.Tool, it.ID
+		t.emit(a)
+		if !t.terminals[it.ID] && t.calls[it.ID] == nil {
+			// The call reached no handler of this adapter (e.g. it was sent
+			// to a connection that dropped): report what Codex recorded. A
+			// handler that is still waiting (Codex completes the item as
+			// failed at an interrupt) reports the call itself.
+			success := it.Success != nil && *it.Success && it.Status == "completed"
+			term := &adapter.ToolTerminal{CallID: it.ID, Tool: it.Tool, Arguments: it.Arguments, ExecutionStarted: true,
+				Outcome: adapter.OutcomeSuccess}
+			if !success {
+				term.Outcome = adapter.OutcomeFailure
+				term.Failure = &adapter.ToolFailure{Reason: adapter.FailureToolError, Message: contentText(it.ContentItems)}
+			}
+			t.terminal(term)
+		}
+	default:
+		n, ok := describeNative(it)
+		if !ok {
+			return
+		}
+		a := agentEvent(adapter.StreamTool, adapter.PhaseEnd, it.ID, it.Status)
+		a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
+		t.emit(a)
+		if n.artifact != "" {
+			t.media = append(t.media, n.artifact)
+			t.hostOwned = append(t.hostOwned, n.artifact)
+		}
+		if t.terminals[it.ID] {
+			return // declined earlier: already reported
+		}
+		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
+			Type: adapter.RecordToolCall, Role: adapter.RoleAssistant, CallID: it.ID, Tool: n.tool, Arguments: n.args,
+			Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
+		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
+			Type: adapter.RecordToolResult, Role: adapter.RoleTool, CallID: it.ID, Tool: n.tool, Text: n.output,
+			IsError: n.failure != nil, Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
+		term := &adapter.ToolTerminal{CallID: it.ID, Tool: n.tool, Arguments: n.args, ExecutionStarted: n.started,
+			Outcome: adapter.OutcomeSuccess, Native: true}
+		if n.failure != nil {
+			term.Outcome, term.Failure = adapter.OutcomeFailure, n.failure
+		}
+		t.terminal(term)
+	}
+}
+
+// recoverItem relays an item read back after a gap: from thread/turns/list
+// by Reattach (final when the turn already ended), or from the
+// turn/completed summary (final). Listed items of a running turn are
+// settled — Codex lists an item once it is done — except assistant
+// messages, which are relayed up to what exists and complete later.
+func (t *Turn) recoverItem(it appserver.Item, final bool) {
+	if it.Type == "agentMessage" && !final {
+		t.recoverPartial(it)
+		return
+	}
+	t.itemCompleted(it)
+}
+
+// recoverPartial relays the part of an assistant message the client has not
+// seen. Later deltas of the item are suppressed; item/completed (or the end
+// of the turn) completes it.
+func (t *Turn) recoverPartial(it appserver.Item) {
+	st := t.item(it.ID, it.Type)
+	if st.completed {
+		return
+	}
+	if rel := st.relayed.String(); strings.HasPrefix(it.Text, rel) && len(it.Text) > len(rel) {
+		t.emit(adapter.Event{Type: adapter.EventPartial, Partial: &adapter.Partial{ItemID: it.ID, Delta: it.Text[len(rel):]}})
+		st.relayed.WriteString(it.Text[len(rel):])
+	}
+	st.provisional = true
+	st.startGen = -1
+}
+
+// completeProvisional completes, at the end of the turn, the assistant
+// messages recovered while running whose completion was not seen: the turn
+// ended, so their text is final.
+func (t *Turn) completeProvisional() {
+	for _, id := range t.order {
+		if st := t.items[id]; st.provisional && !st.completed {
+			t.itemCompleted(appserver.Item{Type: "agentMessage", ID: id, Text: st.relayed.String()})
+		}
+	}
+}
+
+// serverRequest makes a declined approval or user-input request visible: an
+// agent_event and a failed tool_terminal (DESIGN.md §5 rule 9). Host tool
+// calls are reported by their handler.
+func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
+	var p struct {
+		ItemID  string `json:"itemId"`
+		Command string `json:"command"`
+		Cwd     string `json:"cwd"`
+		Reason  string `json:"reason"`
+	}
+	_ = json.Unmarshal(e.Params, &p)
+	var stream, tool string
+	switch e.Kind {
+	case appserver.KindToolCall:
+		return
+	case appserver.KindApproval:
+		stream = adapter.StreamApproval
+		switch e.Method {
+		case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
+			tool = "exec"
+		case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
+			tool = "apply_patch"
+		default:
+			tool = "permissions"
+		}
+	case appserver.KindElicitation:
+		stream, tool = adapter.StreamApproval, "mcp"
+	case appserver.KindUserInput:
+		stream, tool = adapter.StreamUserInput, "ask_user"
+	default:
+		a := agentEvent(adapter.StreamWarning, adapter.PhaseRefused, p.ItemID, "")
+		a.Agent.Text = fmt.Sprintf("refused the unsupported server request %s", e.Method)
+		a.Agent.Data = e.Params
+		t.emit(a)
+		return
+	}
+	t.requestSeq++
+	callID := p.ItemID
+	if callID == "" {
+		callID = fmt.Sprintf("%s#%d", e.Method, t.requestSeq)
+	}
+	msg := fmt.Sprintf("%s request declined: harness-operator does not relay approvals or user input to the gateway", e.Method)
+	a := agentEvent(stream, adapter.PhaseDeclined, p.ItemID, "")
+	a.Agent.Tool, a.Agent.CallID, a.Agent.Text, a.Agent.Data = tool, callID, msg, e.Params
+	t.emit(a)
+	if t.terminals[callID] {
+		return
+	}
+	args := e.Params
+	if p.Command != "" {
+		args, _ = json.Marshal(map[string]string{"command": p.Command, "cwd": p.Cwd})
+	}
+	t.terminal(&adapter.ToolTerminal{CallID: callID, Tool: tool, Arguments: args, ExecutionStarted: false,
+		Outcome: adapter.OutcomeFailure, Failure: &adapter.ToolFailure{Reason: adapter.FailureDeclined, Message: msg}})
+}
+
+// terminal emits a tool's one terminal outcome and maintains lastToolError;
+// t.mu must be held.
+func (t *Turn) terminal(term *adapter.ToolTerminal) {
+	if t.terminals[term.CallID] {
+		return
+	}
+	t.terminals[term.CallID] = true
+	t.emit(adapter.Event{Type: adapter.EventToolTerminal, ToolTerminal: term})
+	if term.Outcome == adapter.OutcomeFailure {
+		e := &adapter.ToolError{CallID: term.CallID, Tool: term.Tool, Arguments: term.Arguments,
+			ExecutionStarted: term.ExecutionStarted, Native: term.Native}
+		if term.Failure != nil {
+			e.Reason, e.Message = term.Failure.Reason, term.Failure.Message
+		}
+		t.lastErr = e
+		return
+	}
+	// Only the matching action clears an unresolved failure.
+	if t.lastErr != nil && t.lastErr.Tool == term.Tool && sameJSON(t.lastErr.Arguments, term.Arguments) {
+		t.lastErr = nil
+	}
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return string(a) == string(b)
+	}
+	ja, _ := json.Marshal(va)
+	jb, _ := json.Marshal(vb)
+	return string(ja) == string(jb)
+}
+
+func contentText(items []appserver.ContentItem) string {
+	var parts []string
+	for _, c := range items {
+		if c.Text != "" {
+			parts = append(parts, c.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// native describes a native tool item for tool events and the transcript.
+type native struct {
+	tool     string          // canonical tool name
+	args     json.RawMessage // what reached the tool
+	output   string          // result text for the transcript
+	started  bool            // executionStarted
+	failure  *adapter.ToolFailure
+	artifact string // a file the runtime created and persisted itself
+}
+
+// describeNative maps a native tool item (commandExecution, fileChange,
+// mcpToolCall, webSearch, imageView, imageGeneration) onto a canonical tool
+// name and its outcome. Other item kinds are not tools.
+func describeNative(it appserver.Item) (native, bool) {
+	var raw struct {
+		Cwd     string          `json:"cwd"`
+		Changes json.RawMessage `json:"changes"`
+		Server  string          `json:"server"`
+		Query   string          `json:"query"`
+		Path    string          `json:"path"`
+		Result  json.RawMessage `json:"result"`
+		Error   *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		RevisedPrompt *string         `json:"revisedPrompt"`
+		SavedPath     string          `json:"savedPath"`
+		Failure       json.RawMessage `json:"failure"`
+	}
+	_ = json.Unmarshal(it.Raw, &raw)
+	n := native{started: true}
+	failed := func(msg string) {
+		n.failure = &adapter.ToolFailure{Reason: adapter.FailureNative, Message: msg}
+	}
+	switch it.Type {
+	case "commandExecution":
+		n.tool = "exec"
+		n.args, _ = json.Marshal(map[string]string{"command": it.Command, "cwd": raw.Cwd})
+		if it.AggregatedOutput != nil {
+			n.output = *it.AggregatedOutput
+		}
+		switch {
+		case it.Status == "declined":
+			n.started = false
+			n.failure = &adapter.ToolFailure{Reason: adapter.FailureDeclined, Message: "the command was declined"}
+		case it.Status == "failed":
+			failed("the command failed")
+		case it.ExitCode != nil && *it.ExitCode != 0:
+			failed(fmt.Sprintf("the command exited with code %d", *it.ExitCode))
+		}
+		if n.failure != nil {
+			n.failure.ExitCode = it.ExitCode
+		}
+	case "fileChange":
+		n.tool = "apply_patch"
+		n.args, _ = json.Marshal(map[string]json.RawMessage{"changes": raw.Changes})
+		n.output = it.Status
+		switch it.Status {
+		case "declined":
+			n.started = false
+			n.failure = &adapter.ToolFailure{Reason: adapter.FailureDeclined, Message: "the patch was declined"}
+		case "failed":
+			failed("the patch failed")
+		}
+	case "mcpToolCall":
+		n.tool = raw.Server + "__" + it.Tool
+		n.args = it.Arguments
+		n.output = string(raw.Result)
+		if it.Status == "failed" || raw.Error != nil {
+			msg := "the MCP tool failed"
+			if raw.Error != nil && raw.Error.Message != "" {
+				msg = raw.Error.Message
+			}
+			failed(msg)
+			n.output = msg
+		}
+	case "webSearch":
+		n.tool = "web_search"
+		n.args, _ = json.Marshal(map[string]string{"query": raw.Query})
+		n.output = string(raw.Result)
+	case "imageView":
+		n.tool = "view_image"
+		n.args, _ = json.Marshal(map[string]string{"path": raw.Path})
+	case "imageGeneration":
+		n.tool = "image_generate"
+		n.args, _ = json.Marshal(map[string]string{"prompt": deref(raw.RevisedPrompt)})
+		switch {
+		case it.Status == "failed" || len(raw.Failure) > 0 && string(raw.Failure) != "null":
+			failed("image generation failed: " + string(raw.Failure))
+		case raw.SavedPath != "":
+			n.artifact = raw.SavedPath
+			n.output = raw.SavedPath
+		}
+	default:
+		return native{}, false
+	}
+	return n, true
+}

@@ -1,0 +1,209 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// DefaultToolTimeout bounds one host tool call when TurnInput.ToolTimeout is
+// zero (the attempt's toolTimeoutMs default).
+const DefaultToolTimeout = 120 * time.Second
+
+// TurnInput is one prepared turn as the engine hands it to an adapter.
+type TurnInput struct {
+	// Model is the bare model id the runtime resolves itself (the attempt's
+	// model without the `provider/` prefix), e.g. gpt-5.5.
+	Model string `json:"model"`
+	// Cwd is the session's working directory on the runtime's filesystem: a
+	// per-session directory under the native home. It must be absolute; the
+	// adapter creates it when it is missing.
+	Cwd string `json:"cwd"`
+	// Sandbox is the native sandbox mode of the thread. The engine passes
+	// "danger-full-access" for servers in pods (the pod is the sandbox,
+	// DESIGN.md §3); empty keeps the runtime's own configured mode (local
+	// runs).
+	Sandbox string `json:"sandbox,omitempty"`
+	// DeveloperInstructions come from the attempt's extraSystemPrompt.
+	DeveloperInstructions string `json:"developerInstructions,omitempty"`
+	// ThinkLevel is the attempt's OpenClaw thinking level: off, minimal, low,
+	// medium, high or xhigh; empty or adaptive leave the model's default.
+	// Each adapter documents its mapping.
+	ThinkLevel string `json:"thinkLevel,omitempty"`
+	// Prompt is the user's text.
+	Prompt string `json:"prompt"`
+	// Images are attached to the prompt.
+	Images []Image `json:"images,omitempty"`
+	// Tools are the host tools offered in this turn (the attempt's tools[]),
+	// answered by the client through Hooks.AnswerTool.
+	Tools []HostTool `json:"tools,omitempty"`
+	// Restricted is the decision's toolPolicy.restricted (the stricter of
+	// the host's pluginHarnessToolPolicyRestricted and the operator's
+	// verdict): the native tool surface must be isolated, or the turn fails
+	// closed with ToolPolicyUnenforceable before the thread starts.
+	Restricted bool `json:"restricted,omitempty"`
+	// DisableTools is the attempt's disableTools: deny every tool. No host
+	// tool is offered and the turn is restricted.
+	DisableTools bool `json:"disableTools,omitempty"`
+	// SafeDeniedTools are the decision's toolPolicy.safeDeniedTools:
+	// canonical core tool ids the adapter must deny itself — they are never
+	// offered as host tools, calls to them are refused, and their native
+	// equivalents are removed (or the turn fails closed).
+	SafeDeniedTools []string `json:"safeDeniedTools,omitempty"`
+	// ToolTimeout bounds each host tool call (DefaultToolTimeout when zero).
+	// A call without an answer in time fails with executionStarted true.
+	ToolTimeout time.Duration `json:"toolTimeout,omitempty"`
+	// Deadline ends the turn with terminal kind timeout (the attempt's
+	// timeoutMs from the start of the turn). Zero means no deadline.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// ThreadID is the session's bound native thread to resume; empty starts
+	// a new thread.
+	ThreadID string `json:"threadId,omitempty"`
+}
+
+// EffectiveToolTimeout is ToolTimeout or DefaultToolTimeout.
+func (in TurnInput) EffectiveToolTimeout() time.Duration {
+	if in.ToolTimeout > 0 {
+		return in.ToolTimeout
+	}
+	return DefaultToolTimeout
+}
+
+// Image is an image attached to the prompt: exactly one of URL and Path.
+type Image struct {
+	// URL is a data: URL (data:image/png;base64,…) or an http(s) URL the
+	// model fetches itself.
+	URL string `json:"url,omitempty"`
+	// Path is an absolute path on the runtime's filesystem (the app-server
+	// pod's, not the dispatcher's); the runtime reads the file.
+	Path string `json:"path,omitempty"`
+	// Detail is the optional image detail: auto, low, high or original.
+	Detail string `json:"detail,omitempty"`
+}
+
+// HostTool is a tool the client (the gateway) implements and offers in this
+// turn.
+type HostTool struct {
+	// Name is the tool name the model calls.
+	Name string `json:"name"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON schema of the arguments (an object schema);
+	// nil means no arguments.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Hooks connect a running turn to the engine.
+type Hooks struct {
+	// Emit receives the turn's stream events in order. Calls are never
+	// concurrent; Emit must not block for long (it holds up the turn) and
+	// must not call back into the turn except to read its ids or to
+	// interrupt it. Nil drops events.
+	Emit func(Event)
+	// AnswerTool is called once per host tool call the model makes to a
+	// tool offered in this turn, after the tool_call event was emitted. It
+	// blocks until the client posts the tool's result or ctx ends — at the
+	// tool timeout, or when the turn ends first; the call then fails with
+	// executionStarted true. Nil fails every host tool call before it
+	// starts.
+	AnswerTool func(ctx context.Context, call ToolCall) (ToolAnswer, error)
+}
+
+// ToolAnswer is the client's result of a host tool call.
+type ToolAnswer struct {
+	// Content is what the model is told the tool returned.
+	Content []ToolContent `json:"content"`
+	// IsError marks a failed tool; Content (or ErrorMessage) explains it.
+	IsError bool `json:"isError,omitempty"`
+	// ErrorMessage is the structured failure detail of a failed tool, for
+	// tool_terminal and lastToolError; it is also told to the model when
+	// Content is empty.
+	ErrorMessage string `json:"errorMessage,omitempty"`
+	// MediaURLs are media the tool produced for delivery to the channel
+	// (they end up in TurnResult.ToolMediaURLs, never in
+	// HostOwnedToolMediaURLs).
+	MediaURLs []string `json:"mediaUrls,omitempty"`
+}
+
+// ToolContent is one part of a tool result: text, or an image URL.
+type ToolContent struct {
+	// Type is "text" or "image".
+	Type string `json:"type"`
+	// Text of a text part.
+	Text string `json:"text,omitempty"`
+	// ImageURL of an image part: a data: or http(s) URL.
+	ImageURL string `json:"imageUrl,omitempty"`
+}
+
+// TextAnswer is a ToolAnswer with one text part.
+func TextAnswer(text string) ToolAnswer {
+	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: text}}}
+}
+
+// ErrorAnswer is a failed ToolAnswer whose message is told to the model.
+func ErrorAnswer(message string) ToolAnswer {
+	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: message}}, IsError: true, ErrorMessage: message}
+}
+
+// ErrInvalidInput is wrapped by errors for a TurnInput the adapter refuses
+// before touching the runtime (a request error: nothing ran).
+var ErrInvalidInput = errors.New("invalid turn input")
+
+// Validate checks the runtime-neutral shape of the input: a model, an
+// absolute working directory, something to say, well-formed images and
+// uniquely named host tools with object schemas. Errors wrap
+// ErrInvalidInput.
+func (in TurnInput) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidInput}, args...)...)
+	}
+	if strings.TrimSpace(in.Model) == "" {
+		return bad("model is empty")
+	}
+	if in.Cwd == "" || !path.IsAbs(in.Cwd) {
+		return bad("cwd %q must be an absolute path", in.Cwd)
+	}
+	if strings.TrimSpace(in.Prompt) == "" && len(in.Images) == 0 {
+		return bad("prompt and images are empty")
+	}
+	for i, img := range in.Images {
+		switch {
+		case (img.URL == "") == (img.Path == ""):
+			return bad("images[%d]: exactly one of url and path is required", i)
+		case img.Path != "" && !path.IsAbs(img.Path):
+			return bad("images[%d]: path %q must be absolute", i, img.Path)
+		case img.URL != "" && !strings.HasPrefix(img.URL, "data:image/") &&
+			!strings.HasPrefix(img.URL, "https://") && !strings.HasPrefix(img.URL, "http://"):
+			return bad("images[%d]: url must be a data:image/… URL or an http(s) URL", i)
+		}
+		switch img.Detail {
+		case "", "auto", "low", "high", "original":
+		default:
+			return bad("images[%d]: detail %q is not auto, low, high or original", i, img.Detail)
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range in.Tools {
+		if strings.TrimSpace(t.Name) == "" {
+			return bad("tools[%d]: name is empty", i)
+		}
+		if seen[t.Name] {
+			return bad("tools[%d]: duplicate tool name %q", i, t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.Parameters) > 0 {
+			var schema map[string]any
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+				return bad("tools[%d] %q: parameters must be a JSON object schema: %v", i, t.Name, err)
+			}
+		}
+	}
+	if in.ToolTimeout < 0 {
+		return bad("toolTimeout %v is negative", in.ToolTimeout)
+	}
+	return nil
+}
