@@ -64,7 +64,7 @@ func TestPickServer(t *testing.T) {
 		{name: "a bound session stays on its pod even when others are emptier", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-1": 2}, binding: bound("codex-app-server-1"), want: "codex-app-server-1"},
 		{name: "a bound pod that is draining is unavailable: the thread comes back with it, no silent re-binding", harness: managed,
-			pods: []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", true, true), pod("codex-app-server-1", "10.0.0.11", true, false)},
+			pods:    []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", true, true), pod("codex-app-server-1", "10.0.0.11", true, false)},
 			binding: bound("codex-app-server-0"), wantCode: selection.CodeHarnessUnavailable},
 		{name: "a bound pod being recreated (ordinal within replicas) is unavailable", harness: managed, pods: three[1:],
 			binding: bound("codex-app-server-0"), wantCode: selection.CodeHarnessUnavailable},
