@@ -10,30 +10,26 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // TestExplainReadsTheCluster runs `explain` without --offline against a real
 // kube-apiserver: objects come from the kubeconfig, and a harness the manager
 // has not reported Ready is unavailable (retryable), never a fallback.
 func TestExplainReadsTheCluster(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver: run `make test`")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	te, err := testutil.StartEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Stop() })
-	user, err := env.AddUser(envtest.User{Name: "explainer", Groups: []string{"system:masters"}}, cfg)
+	t.Cleanup(func() { _ = te.Stop() })
+	c := te.Client
+	user, err := te.AddUser(envtest.User{Name: "explainer", Groups: []string{"system:masters"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +42,6 @@ func TestExplainReadsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	objs, err := manifest.ReadPath(samples)
 	if err != nil {
 		t.Fatal(err)

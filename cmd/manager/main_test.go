@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +16,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // TestManagerServesProbesAndSecureMetrics starts the manager against a real
@@ -26,18 +25,12 @@ import (
 // answer, metrics refuse anonymous scrapers but serve an authorized one, and
 // the three controllers run with the configured concurrency.
 func TestManagerServesProbesAndSecureMetrics(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS must point at etcd and kube-apiserver: run `make test`")
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+	env, err := testutil.StartEnv()
 	if err != nil {
-		t.Fatalf("start envtest: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	cfg := env.Config
 
 	probeAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -64,6 +64,12 @@ func StartEnv() (*Env, error) {
 	return e, nil
 }
 
+// AddUser adds a user the API server authenticates by client certificate
+// (e.g. in system:masters) and returns it, for a kubeconfig.
+func (e *Env) AddUser(user envtest.User) (*envtest.AuthenticatedUser, error) {
+	return e.env.AddUser(user, e.Config)
+}
+
 // Stop stops the control plane; a nil Env is fine.
 func (e *Env) Stop() error {
 	if e == nil {
