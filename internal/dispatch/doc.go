@@ -1,6 +1,31 @@
 // Package dispatch is the turn engine: it executes prepared attempts on the
 // selected harness — one turn at a time per session, on the session's bound
 // app-server or the least-loaded ready one, never replaying a turn that
-// reached a harness (DESIGN.md §4, §5). This session of work holds its
-// building blocks: server choice and the per-session lock.
+// reached a harness (DESIGN.md §4, §5; issue 6).
+//
+// Engine.Turn runs one TurnRequest (DecodeTurnRequest) and streams its
+// events — selected, partial, agent_event, tool_call, tool_terminal,
+// transcript, result, error — to a Sink, journaling each run
+// (internal/journal) so a repeated runId is replayed or followed instead of
+// run again. Engine.Decide is the side-effect-free decision,
+// Engine.SubmitToolResult answers host tool calls, Engine.Recover is the
+// start-up recovery. PickServer chooses a turn's app-server; the session
+// lock serializes a session's turns.
+//
+// Decisions taken here:
+//   - A turn refused before any runtime is touched (fail-closed decision,
+//     EmbeddedRuntimeSelected, ArtifactMismatch, NativeThreadLost,
+//     HarnessUnavailable, HarnessAtCapacity, VersionBelowFloor at the
+//     handshake) is not journaled: nothing ran, so the gateway may retry the
+//     same runId. Everything from the journal's begin record on is.
+//   - Every status write applies the dispatcher's whole part of the status
+//     (agentHarnessId, lastSelection, nativeBinding, activeTurn, lastTurn,
+//     counters): with server-side apply an omitted field this manager owned
+//     is removed, which is how activeTurn is cleared. The engine remembers
+//     its last apply per session, so a lagging informer cache never rolls
+//     counters back (one dispatcher writes these fields, DESIGN.md §4).
+//   - A server that stays unreachable for Options.ReattachTimeout after its
+//     connection dropped mid-turn ends the turn with HarnessUnavailable
+//     (retryable: the next turn resumes the thread once the server is
+//     back), replaySafe false, no scope (no other harness may run it).
 package dispatch

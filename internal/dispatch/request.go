@@ -1,0 +1,139 @@
+package dispatch
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// MaxRunIDLength is the longest runId a turn accepts (the AgentSession
+// status fields that carry it allow 128 characters).
+const MaxRunIDLength = 128
+
+// TurnRequest is the body of a prepared turn: the selection attempt
+// (embedded, so the JSON stays flat) plus the turn-only fields. Decide
+// ignores the turn-only fields.
+type TurnRequest struct {
+	selection.Attempt
+
+	// Prompt is the user's text.
+	Prompt string `json:"prompt,omitempty"`
+	// Images are attached to the prompt (exactly one of url and path each).
+	Images []adapter.Image `json:"images,omitzero"`
+	// Tools are the host tools offered in this turn; the client answers
+	// their calls (Engine.SubmitToolResult).
+	Tools []HostTool `json:"tools,omitzero"`
+	// ExtraSystemPrompt becomes the thread's developer instructions.
+	ExtraSystemPrompt string `json:"extraSystemPrompt,omitempty"`
+	// TimeoutMs bounds the turn (Options.DefaultTurnTimeout when zero).
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// ToolTimeoutMs bounds each host tool call (adapter.DefaultToolTimeout
+	// when zero).
+	ToolTimeoutMs int64 `json:"toolTimeoutMs,omitempty"`
+	// CaptureRuntimeArtifact asks for the attested runtime artifact in the
+	// result.
+	CaptureRuntimeArtifact bool `json:"captureRuntimeArtifact,omitempty"`
+	// ExpectedRuntimeArtifact is the artifact a verified-inference turn
+	// requires; the exact server chosen must be attested and match it.
+	ExpectedRuntimeArtifact *ExpectedRuntimeArtifact `json:"expectedRuntimeArtifact,omitempty"`
+}
+
+// HostTool is a host tool offered in a turn.
+type HostTool struct {
+	// Name is the tool name the model calls.
+	Name string `json:"name"`
+	// Description tells the model what the tool does.
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON schema of the arguments (an object schema).
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ExpectedRuntimeArtifact is the runtime artifact a turn requires.
+type ExpectedRuntimeArtifact struct {
+	// HarnessID is the harness that must be selected.
+	HarnessID string `json:"harnessId,omitempty"`
+	// ID is the artifact id (AgentHarness status.runtimeArtifact.id).
+	ID string `json:"id,omitempty"`
+	// Fingerprint is the artifact fingerprint.
+	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// DecodeTurnRequest decodes one turn request strictly (selection.DecodeStrict:
+// unknown and duplicate fields, wrong types and trailing data are refused)
+// and validates it. Errors are *selection.FieldError values naming the JSON
+// field path. It reads r to the end; bound r when it comes from a client.
+func DecodeTurnRequest(r io.Reader) (*TurnRequest, error) {
+	req := &TurnRequest{}
+	if err := selection.DecodeStrict(r, req); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// Validate checks the attempt's routes and the turn-only fields; the error
+// is a *selection.FieldError.
+func (r *TurnRequest) Validate() error {
+	if err := r.Attempt.Validate(); err != nil {
+		return err
+	}
+	bad := func(field, msg string) error { return &selection.FieldError{Field: field, Message: msg} }
+	if len(r.RunID) > MaxRunIDLength {
+		return bad("runId", "must be at most "+strconv.Itoa(MaxRunIDLength)+" bytes")
+	}
+	if r.TimeoutMs < 0 {
+		return bad("timeoutMs", "must not be negative")
+	}
+	if r.ToolTimeoutMs < 0 {
+		return bad("toolTimeoutMs", "must not be negative")
+	}
+	for i, img := range r.Images {
+		if (img.URL == "") == (img.Path == "") {
+			return bad("images["+strconv.Itoa(i)+"]", "exactly one of url and path is required")
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range r.Tools {
+		field := "tools[" + strconv.Itoa(i) + "]"
+		if t.Name == "" {
+			return bad(field+".name", "must not be empty")
+		}
+		if seen[t.Name] {
+			return bad(field+".name", fmt.Sprintf("duplicate tool name %q", t.Name))
+		}
+		seen[t.Name] = true
+		if len(t.Parameters) > 0 {
+			var schema map[string]any
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+				return bad(field+".parameters", "must be a JSON object schema")
+			}
+		}
+	}
+	return nil
+}
+
+// digest is the journal's request digest: sha256 of the request marshalled
+// in struct order, so equal requests give equal digests whatever their JSON
+// formatting or field order was.
+func (r *TurnRequest) digest() ([32]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("dispatch: canonical request: %w", err)
+	}
+	return sha256.Sum256(b), nil
+}
+
+func (r *TurnRequest) hostTools() []adapter.HostTool {
+	out := make([]adapter.HostTool, 0, len(r.Tools))
+	for _, t := range r.Tools {
+		out = append(out, adapter.HostTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return out
+}

@@ -1,0 +1,87 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/journal"
+)
+
+// dispatcherStatus is the dispatcher's part of AgentSession status
+// (DESIGN.md §3). Every apply carries the whole part: with server-side apply
+// a field the field manager owned and leaves out is removed, which is how
+// activeTurn is cleared.
+type dispatcherStatus struct {
+	AgentHarnessID string                    `json:"agentHarnessId,omitempty"`
+	LastSelection  *v1alpha1.LastSelection   `json:"lastSelection,omitempty"`
+	NativeBinding  *v1alpha1.NativeBinding   `json:"nativeBinding,omitempty"`
+	ActiveTurn     *v1alpha1.ActiveTurn      `json:"activeTurn,omitempty"`
+	LastTurn       *v1alpha1.LastTurn        `json:"lastTurn,omitempty"`
+	Counters       *v1alpha1.SessionCounters `json:"counters,omitempty"`
+}
+
+// dispatcherPart copies the dispatcher's fields out of a status.
+func dispatcherPart(s *v1alpha1.AgentSessionStatus) *dispatcherStatus {
+	c := s.DeepCopy()
+	return &dispatcherStatus{
+		AgentHarnessID: c.AgentHarnessID, LastSelection: c.LastSelection, NativeBinding: c.NativeBinding,
+		ActiveTurn: c.ActiveTurn, LastTurn: c.LastTurn, Counters: c.Counters,
+	}
+}
+
+// into writes the part into a status.
+func (d *dispatcherStatus) into(s *v1alpha1.AgentSessionStatus) {
+	c := d.deepCopy()
+	s.AgentHarnessID, s.LastSelection, s.NativeBinding = c.AgentHarnessID, c.LastSelection, c.NativeBinding
+	s.ActiveTurn, s.LastTurn, s.Counters = c.ActiveTurn, c.LastTurn, c.Counters
+}
+
+func (d *dispatcherStatus) deepCopy() *dispatcherStatus {
+	s := &v1alpha1.AgentSessionStatus{
+		AgentHarnessID: d.AgentHarnessID, LastSelection: d.LastSelection, NativeBinding: d.NativeBinding,
+		ActiveTurn: d.ActiveTurn, LastTurn: d.LastTurn, Counters: d.Counters,
+	}
+	return dispatcherPart(s)
+}
+
+// current is the dispatcher's part of sess's status as this engine last
+// knows it.
+func (e *Engine) current(sess *v1alpha1.AgentSession) *dispatcherStatus {
+	e.mu.Lock()
+	st := e.applied[journal.SessionName(sess.Namespace, sess.Name)]
+	e.mu.Unlock()
+	if st != nil {
+		return st.deepCopy()
+	}
+	return dispatcherPart(&sess.Status)
+}
+
+// apply writes the dispatcher's part of a session's status by server-side
+// apply under the engine's field manager (forcing ownership of its fields).
+func (e *Engine) apply(ctx context.Context, ns, name string, st *dispatcherStatus) error {
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+	if err != nil {
+		return fmt.Errorf("dispatch: convert status: %w", err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AgentSession"))
+	u.SetNamespace(ns)
+	u.SetName(name)
+	if status == nil {
+		status = map[string]any{} // apply "nothing" (drops every field this manager owned)
+	}
+	u.Object["status"] = status
+	if err := e.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(e.opts.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("dispatch: apply status of AgentSession %s/%s: %w", ns, name, err)
+	}
+	e.mu.Lock()
+	e.applied[journal.SessionName(ns, name)] = st
+	e.mu.Unlock()
+	return nil
+}
