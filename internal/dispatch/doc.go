@@ -10,7 +10,9 @@
 // run again. Engine.Decide is the side-effect-free decision,
 // Engine.SubmitToolResult answers host tool calls, Engine.Recover is the
 // start-up recovery. PickServer chooses a turn's app-server; the session
-// lock serializes a session's turns.
+// lock serializes a session's turns. FinalizerReconciler owns the
+// AgentSession finalizer JournalFinalizer, which deletes a deleted
+// session's journal runs and transcript mirror.
 //
 // Decisions taken here:
 //   - A turn refused before any runtime is touched (fail-closed decision,
@@ -28,4 +30,11 @@
 //     connection dropped mid-turn ends the turn with HarnessUnavailable
 //     (retryable: the next turn resumes the thread once the server is
 //     back), replaySafe false, no scope (no other harness may run it).
+//   - A session deleted mid-turn: the finalizer interrupts the turn (it ends
+//     aborted and is recorded), waits for it under the session lock, then
+//     deletes the journal; a turn that waited for the lock finds the session
+//     being deleted and is refused (ErrSessionNotFound). While the journal
+//     still shows a run running (ErrSessionBusy) the reconcile is requeued.
+//     The dispatcher binary, its manager and its RBAC are wired by a later
+//     issue (the kubebuilder markers are in finalizer.go).
 package dispatch

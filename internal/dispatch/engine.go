@@ -191,7 +191,8 @@ type ResultEvent struct {
 }
 
 // ErrSessionNotFound is returned (wrapped) for a turn of an AgentSession that
-// does not exist.
+// does not exist, or that is being deleted (a turn that waited for the
+// session lock while the dispatcher finalizer deleted its journal).
 var ErrSessionNotFound = errors.New("dispatch: AgentSession not found")
 
 // ErrNoPendingToolCall is returned by SubmitToolResult when no host tool call
@@ -239,6 +240,19 @@ func (e *Engine) Interrupt(ns, name, runID string) bool {
 	a := e.active[journal.SessionName(ns, name)]
 	e.mu.Unlock()
 	if a == nil || a.runID != runID || a.turn == nil {
+		return false
+	}
+	a.turn.Interrupt()
+	return true
+}
+
+// interruptSession interrupts the running turn of the session, whatever its
+// runId; it reports whether one was running.
+func (e *Engine) interruptSession(ns, name string) bool {
+	e.mu.Lock()
+	a := e.active[journal.SessionName(ns, name)]
+	e.mu.Unlock()
+	if a == nil || a.turn == nil {
 		return false
 	}
 	a.turn.Interrupt()
@@ -322,6 +336,11 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	// The session may have changed while this turn waited for the lock.
 	if sess, err = e.session(ctx, ns, name); err != nil {
 		return err
+	}
+	if !sess.DeletionTimestamp.IsZero() {
+		// Its journal is being deleted (FinalizerReconciler): nothing may
+		// start on it any more.
+		return fmt.Errorf("%w: %s/%s is being deleted", ErrSessionNotFound, ns, name)
 	}
 	if err := selection.ValidateAgainstSession(sess, &req.Attempt); err != nil {
 		var se *selection.Error

@@ -273,7 +273,7 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 
 	It("is HarnessUnavailable (retryable) while the harness is not Ready, and runs once it is", func() {
 		ns := newNamespace()
-		h := registerCodex(ns, codexSrv.URL, false)
+		h := registerCodex(ns, deadURL, false)
 		newSession(ns, "s", testModel)
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", textReq("run-u1", "eps-1"))
@@ -287,7 +287,7 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		Expect(getSession(ns, "s").Status.ActiveTurn).To(BeNil())
 
 		// Nothing ran, so the same runId may be retried.
-		setHarnessReady(h, true)
+		updateHarness(h, true, func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = codexSrv.URL })
 		evs, err = turn(ns, "s", textReq("run-u1", "eps-1"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
@@ -334,7 +334,7 @@ var _ = Describe("A server that goes away mid-turn", func() {
 	It("gives error with replaySafe false, replays nothing, and the next turn resumes after the server restarts", func() {
 		srv := startServer("127.0.0.3", "", 0)
 		ns := newNamespace()
-		registerCodex(ns, srv.URL, true)
+		h := registerCodex(ns, srv.URL, true)
 		newSession(ns, "doomed", testModel)
 		_, err := turn(ns, "doomed", textReq("run-k0", "kappa-0 warm up"))
 		Expect(err).NotTo(HaveOccurred())
@@ -378,6 +378,9 @@ var _ = Describe("A server that goes away mid-turn", func() {
 		// resumes the thread.
 		gate.Release()
 		startServer("127.0.0.3", srv.Dir, portOf(srv.URL))
+		// The controller may have probed the server while it was down; the
+		// turn runs once it finds it Ready again.
+		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
 		evs, err = turn(ns, "doomed", textReq("run-k2", "kappa-2 are you back?"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).ThreadID).To(Equal(thread))
@@ -462,10 +465,9 @@ var _ = Describe("Tool surface", func() {
 		Expect(errorOf(evs).Code).To(Equal(selection.CodeToolPolicyUnenforceable))
 		Expect(len(stub.Requests())).To(Equal(before))
 
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
-		h.Spec.ConversationToolPolicySupport = v1alpha1.ToolPolicySupportExact
-		Expect(k8sClient.Update(ctx, h)).To(Succeed())
-		setHarnessReady(h, true)
+		updateHarness(h, true, func(h *v1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicySupport = v1alpha1.ToolPolicySupportExact
+		})
 		evs, err = turn(ns, "s", restricted("run-n1", "nu-1 restricted"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))

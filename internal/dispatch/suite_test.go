@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,36 +16,41 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 // The suite runs the engine in-process against a real kube-apiserver and
 // etcd (envtest, with the CRDs) and real `codex app-server`s on 127.0.0.x,
 // registered as external AgentHarnesses `codex` with a token Secret, all
-// answering from one stub model. There is no manager: the specs write the
-// harness status the agentharness controller would (Ready, or not), and the
-// engine reads through a direct client (the dispatcher reads an informer
-// cache; the engine is written against client.Reader either way).
+// answering from one stub model. A manager runs the real agentharness
+// controller — each harness's status comes from its real /readyz probe and
+// initialize handshake (a harness that must not be Ready points at a dead
+// port) — and the dispatcher's FinalizerReconciler. The engine reads through
+// a direct client (the dispatcher reads an informer cache; the engine is
+// written against client.Reader either way).
 
 var (
 	suiteT    *testing.T
-	testEnv   *envtest.Environment
+	env       *testutil.Env
+	mgr       *testutil.RunningManager
 	k8sClient client.Client
 	ctx       context.Context
 	cancel    context.CancelFunc
 	stub      *stubmodel.Server
 	codexSrv  *codextest.Server
 	jrnl      *journal.Journal
+	jrnlDir   string
 	eng       *Engine
 	logs      = &logRecorder{}
 	nsCounter atomic.Int32
@@ -113,17 +117,9 @@ var _ = BeforeSuite(func() {
 	codexSrv = startServer("127.0.0.2", "", 0)
 
 	ctx, cancel = context.WithCancel(context.Background())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
+	env, err = testutil.StartEnv()
 	Expect(err).NotTo(HaveOccurred())
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	k8sClient = env.Client
 
 	// The Codex-only sample policy (config/samples/10_runtimepolicy_codex_only.yaml).
 	Expect(k8sClient.Create(ctx, &v1alpha1.RuntimePolicy{
@@ -134,12 +130,24 @@ var _ = BeforeSuite(func() {
 		},
 	})).To(Succeed())
 
-	jrnl, err = journal.Open(suiteT.TempDir(), journal.Options{})
+	jrnlDir = suiteT.TempDir()
+	jrnl, err = journal.Open(jrnlDir, journal.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	eng = New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), ReattachTimeout: 3 * time.Second})
+
+	mgr, err = testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
+		if err := (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4}).SetupWithManager(m); err != nil {
+			return err
+		}
+		return (&FinalizerReconciler{Client: m.GetClient(), Journal: jrnl, Engine: eng}).SetupWithManager(m)
+	})
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
+	if mgr != nil {
+		Expect(mgr.Stop()).To(Succeed())
+	}
 	if eng != nil {
 		eng.Close()
 	}
@@ -149,9 +157,7 @@ var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(env.Stop()).To(Succeed())
 	if stub != nil {
 		stub.Close()
 	}
@@ -179,9 +185,27 @@ func newNamespace() string {
 	return name
 }
 
+// deadURL is a WebSocket URL nothing listens on: a harness there is never
+// Ready (its /readyz probe is refused).
+const deadURL = "ws://127.0.0.1:1"
+
 // registerCodex creates the external AgentHarness `codex` at url with its
-// token Secret, and writes the status the manager would: Ready when ready.
+// token Secret, and waits for the agentharness controller's verdict: Ready
+// when ready, else WorkloadReady False.
 func registerCodex(ns, url string, ready bool) *v1alpha1.AgentHarness {
+	GinkgoHelper()
+	h := createCodex(ns, url)
+	if ready {
+		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
+	} else {
+		waitHarness(h, v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse)
+	}
+	return h
+}
+
+// createCodex creates the external AgentHarness `codex` at url with its
+// token Secret; the controller's verdict is the caller's to wait for.
+func createCodex(ns, url string) *v1alpha1.AgentHarness {
 	GinkgoHelper()
 	Expect(k8sClient.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-token"},
@@ -195,39 +219,41 @@ func registerCodex(ns, url string, ready bool) *v1alpha1.AgentHarness {
 		},
 	}
 	Expect(k8sClient.Create(ctx, h)).To(Succeed())
-	setHarnessReady(h, ready)
 	return h
 }
 
-func setHarnessReady(h *v1alpha1.AgentHarness, ready bool) {
+// waitHarness waits until the controller observed the harness's current
+// generation and condition typ has status want; it returns the condition.
+func waitHarness(h *v1alpha1.AgentHarness, typ string, want metav1.ConditionStatus) *metav1.Condition {
 	GinkgoHelper()
-	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
-	now := metav1.Now()
-	cond := func(typ string, ok bool, reason string) metav1.Condition {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
+	var cond *metav1.Condition
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
+		g.Expect(h.Status.ObservedGeneration).To(Equal(h.Generation))
+		cond = meta.FindStatusCondition(h.Status.Conditions, typ)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(want), "%s: %s", cond.Reason, cond.Message)
+		g.Expect(cond.ObservedGeneration).To(Equal(h.Generation))
+	}, 40*time.Second).Should(Succeed())
+	return cond
+}
+
+// updateHarness changes the harness's spec and waits for the controller to
+// find it Ready (or, when ready is false, its workload not ready).
+func updateHarness(h *v1alpha1.AgentHarness, ready bool, change func(*v1alpha1.AgentHarness)) {
+	GinkgoHelper()
+	Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h); err != nil {
+			return err
 		}
-		return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: "set by the test", LastTransitionTime: now, ObservedGeneration: h.Generation}
+		change(h)
+		return k8sClient.Update(ctx, h)
+	}).Should(Succeed())
+	if ready {
+		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
+	} else {
+		waitHarness(h, v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse)
 	}
-	workload := "ProbeSucceeded"
-	if !ready {
-		workload = "ProbeFailed"
-	}
-	readyReason := "Ready"
-	if !ready {
-		readyReason = "WorkloadNotReady"
-	}
-	h.Status = v1alpha1.AgentHarnessStatus{
-		ObservedGeneration: h.Generation,
-		Conditions: []metav1.Condition{
-			cond(v1alpha1.HarnessConditionWorkloadReady, ready, workload),
-			cond(v1alpha1.HarnessConditionVersionSupported, true, "VersionAccepted"),
-			cond(v1alpha1.HarnessConditionAttested, false, "ExternalServer"),
-			cond(v1alpha1.HarnessConditionReady, ready, readyReason),
-		},
-	}
-	Expect(k8sClient.Status().Update(ctx, h)).To(Succeed())
 }
 
 func newSession(ns, name, model string) *v1alpha1.AgentSession {
@@ -239,6 +265,9 @@ func newSession(ns, name, model string) *v1alpha1.AgentSession {
 		},
 	}
 	Expect(k8sClient.Create(ctx, s)).To(Succeed())
+	// The dispatcher's finalizer is added first, so the specs' own updates
+	// never race with it.
+	Eventually(func() []string { return getSession(ns, name).Finalizers }).Should(ContainElement(JournalFinalizer))
 	return s
 }
 

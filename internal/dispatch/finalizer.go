@@ -1,0 +1,127 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/journal"
+)
+
+// JournalFinalizer is the AgentSession finalizer the dispatcher owns: it
+// keeps a session until its journal runs and transcript mirror are deleted
+// (DESIGN.md §4; issue 6 item 7).
+const JournalFinalizer = "harness.openclaw.dev/dispatcher-journal"
+
+// busyRequeue is how soon a deletion is retried while a turn of the session
+// is still running.
+const busyRequeue = time.Second
+
+// finalizerLockWait bounds how long a reconcile waits for a running turn of a
+// deleted session to end after interrupting it.
+const finalizerLockWait = 10 * time.Second
+
+// FinalizerReconciler owns the AgentSession finalizer JournalFinalizer. It
+// adds the finalizer to every AgentSession (a JSON merge patch of
+// metadata.finalizers, never an update) and, once a session is being
+// deleted, deletes its journal runs and transcript mirror
+// (journal.DeleteSession), then removes the finalizer.
+//
+// A session deleted while one of its turns runs: with Engine set, the turn is
+// interrupted (terminal aborted, recorded as usual) and the reconcile waits,
+// under the engine's session lock, for it to end — a turn that waited for the
+// lock sees the deletion and is refused; without Engine, or while the
+// journal still shows the run running (ErrSessionBusy), the reconcile is
+// requeued after busyRequeue. The finalizer is never removed while the
+// journal holds anything of the session.
+//
+// It runs in the dispatcher, next to the Engine that owns the journal. The
+// RBAC markers below state what it needs; a later issue wires the dispatcher
+// binary, its manager and its ClusterRole.
+type FinalizerReconciler struct {
+	// Client reads AgentSessions (a cache is fine) and patches their
+	// finalizers.
+	Client client.Client
+	// Journal is the dispatcher's journal (the Engine's).
+	Journal *journal.Journal
+	// Engine, when set, is interrupted for a turn of a deleted session.
+	Engine *Engine
+}
+
+// +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions/finalizers,verbs=update
+
+// SetupWithManager registers the reconciler for AgentSessions.
+func (r *FinalizerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Journal == nil {
+		return errors.New("set up the dispatcher finalizer: Client and Journal are required")
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.AgentSession{}).
+		Named("dispatcher-finalizer").
+		Complete(r); err != nil {
+		return fmt.Errorf("set up the dispatcher finalizer: %w", err)
+	}
+	return nil
+}
+
+// Reconcile adds the finalizer to a live session and finalizes a deleted one.
+func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &v1alpha1.AgentSession{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.DeletionTimestamp.IsZero() {
+		if controllerutil.ContainsFinalizer(s, JournalFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		base := s.DeepCopy()
+		controllerutil.AddFinalizer(s, JournalFinalizer)
+		if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(s, JournalFinalizer) {
+		return ctrl.Result{}, nil
+	}
+
+	session := journal.SessionName(s.Namespace, s.Name)
+	if err := r.deleteJournal(ctx, session, s.Namespace, s.Name); err != nil {
+		if errors.Is(err, journal.ErrSessionBusy) {
+			return ctrl.Result{RequeueAfter: busyRequeue}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("delete the journal of AgentSession %s: %w", session, err)
+	}
+	base := s.DeepCopy()
+	controllerutil.RemoveFinalizer(s, JournalFinalizer)
+	if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteJournal deletes the session's runs and transcript. With an Engine it
+// interrupts a running turn and holds the session lock while deleting, so no
+// turn of the session starts meanwhile.
+func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session, ns, name string) error {
+	if r.Engine == nil {
+		return r.Journal.DeleteSession(session)
+	}
+	r.Engine.interruptSession(ns, name)
+	lctx, cancel := context.WithTimeout(ctx, finalizerLockWait)
+	defer cancel()
+	unlock, err := r.Engine.locks.lock(lctx, session)
+	if err != nil {
+		// The turn has not ended yet: try again later.
+		return fmt.Errorf("wait for the running turn: %w: %w", err, journal.ErrSessionBusy)
+	}
+	defer unlock()
+	return r.Journal.DeleteSession(session)
+}
