@@ -1,0 +1,230 @@
+package dispatchapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The resource a caller needs permission on (DESIGN.md §4, issue 7).
+const (
+	APIGroup          = "harness.openclaw.dev"
+	Resource          = "agentsessions"
+	SubresourceTurns  = "turns"
+	VerbCreate        = "create"
+	VerbGet           = "get"
+	DefaultAuthTTL    = 10 * time.Second
+	authCacheMaxItems = 4096
+)
+
+// Attributes is what a request asks to do: verb on
+// agentsessions/<Subresource> named Name in Namespace.
+type Attributes struct {
+	Verb        string
+	Namespace   string
+	Name        string
+	Subresource string
+}
+
+// Verdict is an Authorizer's answer for a token and attributes.
+type Verdict struct {
+	// Authenticated is false for a token the API server does not accept.
+	Authenticated bool
+	// User is the authenticated user name (for logs and messages).
+	User string
+	// Allowed says whether User may do what the attributes ask.
+	Allowed bool
+	// Reason explains a denial (or a failed authentication).
+	Reason string
+}
+
+// Authorizer authenticates a bearer token and checks its permission. An
+// error means no verdict could be had (the API server unreachable): the
+// request is answered 503 AuthUnavailable and nothing is cached.
+type Authorizer interface {
+	Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error)
+}
+
+// KubeAuthorizer authenticates with TokenReview and authorizes with
+// SubjectAccessReview.
+type KubeAuthorizer struct {
+	client kubernetes.Interface
+	// audience is accepted besides the API server's own audiences.
+	audience string
+}
+
+// NewKubeAuthorizer returns an Authorizer backed by the API server of c. A
+// token is accepted when it is valid for the API server's default audiences
+// or, when audience is not empty, for audience (a token requested for the
+// dispatcher).
+func NewKubeAuthorizer(c kubernetes.Interface, audience string) *KubeAuthorizer {
+	return &KubeAuthorizer{client: c, audience: audience}
+}
+
+// Authorize implements Authorizer.
+func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
+	audiences := [][]string{nil}
+	if a.audience != "" {
+		audiences = append(audiences, []string{a.audience})
+	}
+	var (
+		user   authnv1.UserInfo
+		ok     bool
+		reason string
+	)
+	for _, aud := range audiences {
+		tr, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
+			Spec: authnv1.TokenReviewSpec{Token: token, Audiences: aud},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return Verdict{}, fmt.Errorf("TokenReview: %w", err)
+		}
+		if tr.Status.Authenticated {
+			user, ok = tr.Status.User, true
+			break
+		}
+		if tr.Status.Error != "" {
+			reason = tr.Status.Error
+		}
+	}
+	if !ok {
+		return Verdict{Reason: reason}, nil
+	}
+	extra := map[string]authzv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authzv1.ExtraValue(v)
+	}
+	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{
+			User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Namespace: attrs.Namespace, Verb: attrs.Verb, Group: APIGroup, Resource: Resource,
+				Subresource: attrs.Subresource, Name: attrs.Name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return Verdict{}, fmt.Errorf("SubjectAccessReview: %w", err)
+	}
+	v := Verdict{Authenticated: true, User: user.Username, Allowed: sar.Status.Allowed && !sar.Status.Denied}
+	if !v.Allowed {
+		v.Reason = sar.Status.Reason
+		if sar.Status.EvaluationError != "" {
+			v.Reason = strings.TrimSpace(v.Reason + " " + sar.Status.EvaluationError)
+		}
+	}
+	return v, nil
+}
+
+// authCache keeps verdicts for a short time, keyed by the token's SHA-256
+// and the attributes.
+type authCache struct {
+	ttl   time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	items map[authKey]authEntry
+}
+
+type authKey struct {
+	token [32]byte
+	attrs Attributes
+}
+
+type authEntry struct {
+	v       Verdict
+	expires time.Time
+}
+
+func (c *authCache) get(k authKey) (Verdict, bool) {
+	if c.ttl <= 0 {
+		return Verdict{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.items[k]
+	if !ok || !c.now().Before(e.expires) {
+		delete(c.items, k)
+		return Verdict{}, false
+	}
+	return e.v, true
+}
+
+func (c *authCache) put(k authKey, v Verdict) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.items) >= authCacheMaxItems {
+		for key, e := range c.items {
+			if !now.Before(e.expires) {
+				delete(c.items, key)
+			}
+		}
+		if len(c.items) >= authCacheMaxItems {
+			clear(c.items)
+		}
+	}
+	c.items[k] = authEntry{v: v, expires: now.Add(c.ttl)}
+}
+
+// bearerToken returns the request's bearer token, or "".
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// authorize answers 401/403/503 itself and returns false, or returns true.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attributes) bool {
+	token := bearerToken(r)
+	if token == "" {
+		writeError(w, apiError(http.StatusUnauthorized, CodeUnauthorized,
+			"a bearer token is required (Authorization: Bearer <Kubernetes token>)"), h.retryAfter)
+		return false
+	}
+	key := authKey{token: sha256.Sum256([]byte(token)), attrs: attrs}
+	v, ok := h.cache.get(key)
+	if !ok {
+		var err error
+		v, err = h.auth.Authorize(r.Context(), token, attrs)
+		if err != nil {
+			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
+			writeError(w, apiError(http.StatusServiceUnavailable, CodeAuthUnavailable,
+				"the dispatcher could not check the token with the Kubernetes API server; retry"), h.retryAfter)
+			return false
+		}
+		h.cache.put(key, v)
+	}
+	what := fmt.Sprintf("%s %s/%s %q in namespace %q (group %s)", attrs.Verb, Resource, attrs.Subresource, attrs.Name, attrs.Namespace, APIGroup)
+	switch {
+	case !v.Authenticated:
+		msg := "the bearer token was not accepted by the Kubernetes API server (TokenReview)"
+		if v.Reason != "" {
+			msg += ": " + v.Reason
+		}
+		writeError(w, apiError(http.StatusUnauthorized, CodeUnauthorized, msg), h.retryAfter)
+		return false
+	case !v.Allowed:
+		msg := fmt.Sprintf("user %q may not %s", v.User, what)
+		if v.Reason != "" {
+			msg += ": " + v.Reason
+		}
+		writeError(w, apiError(http.StatusForbidden, CodeForbidden, msg), h.retryAfter)
+		return false
+	}
+	return true
+}

@@ -1,0 +1,58 @@
+// Package dispatchapi is the dispatcher's HTTP API over the turn engine
+// (internal/dispatch) and its journal (internal/journal): DESIGN.md §4 and
+// §7, issue 7 items 1 and 2.
+//
+// Handler serves, under /v1/namespaces/{ns}/agentsessions/{name}:
+//
+//	POST …/decide                      the decision for a turn body (no side effects)
+//	POST …/turns                       run a turn; events as text/event-stream
+//	GET  …/turns/{runId}               a run's state, or its final result or error
+//	POST …/turns/{runId}/tool-results  answer a host tool call (turn token required)
+//	POST …/turns/{runId}/interrupt     interrupt a running turn (turn token required)
+//	GET  …/transcript                  the session's transcript mirror (JSONL)
+//
+// Every request carries a bearer token. An Authorizer authenticates it
+// (KubeAuthorizer: TokenReview) and checks the permission
+// (SubjectAccessReview): verb `create` on agentsessions/turns of group
+// harness.openclaw.dev in the session's namespace (resource name: the
+// session) for decide, turns, tool-results and interrupt; verb `get` on the
+// same for the two reads. The Handler caches verdicts briefly
+// (Config.AuthCacheTTL) keyed by the token's SHA-256 and the attributes; raw
+// tokens are never stored or logged.
+//
+// Decisions taken here:
+//   - The turn stream is read from the journal (Run.Events), never from the
+//     engine's Sink: every event's `id:` is its journal sequence number, and
+//     a fresh turn, a reconnect (Last-Event-ID, or the same runId in the
+//     body) and a late reader see exactly the same bytes. A reconnect runs
+//     Engine.Turn only to have the engine check the body against the run's
+//     digest (RunIdConflict); the engine replays, never re-runs.
+//   - A turn refused before anything was journaled (SessionMismatch,
+//     EmbeddedRuntimeSelected, fail-closed decisions, HarnessUnavailable,
+//     HarnessAtCapacity, NativeThreadLost, …) is answered with its HTTP
+//     status and the JSON error, not with a stream: the engine's `selected`
+//     event is held until the run appears in the journal. A turn that
+//     failed after it was journaled ends its (200) stream with `error`.
+//   - The client's disconnect does not interrupt a turn (it keeps running
+//     and is journaled; a reconnect receives the rest). Use …/interrupt.
+//   - The `selected` event carries two fields besides the decision: `runId`
+//     and `turnToken`. The turn token is HMAC-SHA256(Config.TurnTokenKey,
+//     namespace/name/runId), so nothing secret is stored per turn and a
+//     reconnect gets the same token; a dispatcher started with a new key
+//     invalidates the tokens of older turns (which its restart ended anyway).
+//     tool-results and interrupt present it in the X-Harness-Turn-Token
+//     header; a missing or wrong token is 403 TurnTokenInvalid.
+//   - A Last-Event-ID for a runId the journal does not know is 404
+//     RunNotFound (running it again would not be a resume).
+//   - …/decide answers 200 with the decision whenever the session exists,
+//     also when the decision carries an error (a fail-closed decision or a
+//     SessionMismatch is the decision's answer, as `explain` shows it).
+//   - The reads need `get` on agentsessions/turns (the transcript included).
+//
+// Errors are JSON {code, message, scope, retryable, replaySafe?}: the codes
+// of DESIGN.md §7 with their statuses, and BadRequest (400), Unauthorized
+// (401), Forbidden and TurnTokenInvalid (403), SessionNotFound, RunNotFound
+// and NotFound (404), MethodNotAllowed (405), NoPendingToolCall and
+// TurnNotRunning (409), RequestTooLarge (413), InternalError (500) and
+// AuthUnavailable (503). Every 503 carries Retry-After.
+package dispatchapi

@@ -1,0 +1,562 @@
+package dispatchapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/dispatch"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxBodyBytes bounds request bodies.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultRetryAfter is the Retry-After of 503 answers.
+	DefaultRetryAfter = 1 * time.Second
+	// TurnTokenHeader carries the turn token of tool-results and interrupt.
+	TurnTokenHeader = "X-Harness-Turn-Token"
+	// RunIDHeader names the run of a turn stream.
+	RunIDHeader = "X-Harness-Run-Id"
+	// journalPoll is how often a fresh turn's handler looks for its run in
+	// the journal while the engine selects and connects.
+	journalPoll = 10 * time.Millisecond
+	// interruptWait bounds how long an interrupt waits for a journaled turn
+	// to become interruptible (started on its app-server).
+	interruptWait = 10 * time.Second
+)
+
+// Config configures a Handler.
+type Config struct {
+	// Engine runs the turns (required).
+	Engine *dispatch.Engine
+	// Journal is the engine's journal (required): streams, reconnects and
+	// reads come from it.
+	Journal *journal.Journal
+	// Sessions reads AgentSessions (required; in the dispatcher the informer
+	// cache), for the 404 of the reads.
+	Sessions client.Reader
+	// Authorizer checks each request's bearer token (required).
+	Authorizer Authorizer
+	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// AuthCacheTTL is how long a verdict is cached (DefaultAuthTTL); negative
+	// disables the cache.
+	AuthCacheTTL time.Duration
+	// RetryAfter is the Retry-After of 503 answers (DefaultRetryAfter).
+	RetryAfter time.Duration
+	// TurnTokenKey signs turn tokens; random (per process) when empty.
+	TurnTokenKey []byte
+	// Logger receives the handler's records; never a token.
+	Logger logr.Logger
+}
+
+// Handler is the dispatcher's HTTP API (see the package documentation).
+type Handler struct {
+	eng        *dispatch.Engine
+	jrnl       *journal.Journal
+	sessions   client.Reader
+	auth       Authorizer
+	maxBody    int64
+	retryAfter time.Duration
+	key        []byte
+	cache      *authCache
+	log        logr.Logger
+	mux        *http.ServeMux
+}
+
+// NewHandler returns the API handler.
+func NewHandler(cfg Config) (*Handler, error) {
+	if cfg.Engine == nil || cfg.Journal == nil || cfg.Sessions == nil || cfg.Authorizer == nil {
+		return nil, errors.New("dispatchapi: Engine, Journal, Sessions and Authorizer are required")
+	}
+	h := &Handler{
+		eng: cfg.Engine, jrnl: cfg.Journal, sessions: cfg.Sessions, auth: cfg.Authorizer,
+		maxBody: cfg.MaxBodyBytes, retryAfter: cfg.RetryAfter, key: cfg.TurnTokenKey, log: cfg.Logger,
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.retryAfter <= 0 {
+		h.retryAfter = DefaultRetryAfter
+	}
+	ttl := cfg.AuthCacheTTL
+	if ttl == 0 {
+		ttl = DefaultAuthTTL
+	}
+	h.cache = &authCache{ttl: ttl, now: time.Now, items: map[authKey]authEntry{}}
+	if len(h.key) == 0 {
+		h.key = make([]byte, 32)
+		if _, err := rand.Read(h.key); err != nil {
+			return nil, fmt.Errorf("dispatchapi: turn token key: %w", err)
+		}
+	}
+	const base = "/v1/namespaces/{ns}/agentsessions/{name}"
+	m := http.NewServeMux()
+	m.HandleFunc("POST "+base+"/decide", h.decide)
+	m.HandleFunc("POST "+base+"/turns", h.turn)
+	m.HandleFunc("GET "+base+"/turns/{runId}", h.getTurn)
+	m.HandleFunc("POST "+base+"/turns/{runId}/tool-results", h.toolResult)
+	m.HandleFunc("POST "+base+"/turns/{runId}/interrupt", h.interrupt)
+	m.HandleFunc("GET "+base+"/transcript", h.transcript)
+	m.HandleFunc("/", h.notFound)
+	h.mux = m
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// notFound answers what no route took: 405 when another method has a route
+// there, else 404.
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, p := h.mux.Handler(r2); p != "" && p != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"method "+r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or ")), h.retryAfter)
+		return
+	}
+	writeError(w, apiError(http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path), h.retryAfter)
+}
+
+// --- turn tokens ---
+
+// TurnToken is the turn token of a run (what the `selected` event carries).
+func (h *Handler) TurnToken(ns, name, runID string) string {
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte(ns + "\x00" + name + "\x00" + runID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, ns, name, runID string) bool {
+	got := r.Header.Get(TurnTokenHeader)
+	if got == "" || !hmac.Equal([]byte(got), []byte(h.TurnToken(ns, name, runID))) {
+		msg := "the " + TurnTokenHeader + " header is missing"
+		if got != "" {
+			msg = "the " + TurnTokenHeader + " header does not match this turn"
+		}
+		writeError(w, apiError(http.StatusForbidden, CodeTurnTokenInvalid,
+			msg+": present the turnToken of the turn's `selected` event"), h.retryAfter)
+		return false
+	}
+	return true
+}
+
+// --- handlers ---
+
+func attrs(r *http.Request, verb string) Attributes {
+	return Attributes{Verb: verb, Namespace: r.PathValue("ns"), Name: r.PathValue("name"), Subresource: SubresourceTurns}
+}
+
+func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*dispatch.TurnRequest, bool) {
+	req, err := dispatch.DecodeTurnRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		writeError(w, err, h.retryAfter)
+		return nil, false
+	}
+	return req, true
+}
+
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+		return
+	}
+	req, ok := h.decodeTurn(w, r)
+	if !ok {
+		return
+	}
+	d, err := h.eng.Decide(r.Context(), r.PathValue("ns"), r.PathValue("name"), req)
+	if err != nil {
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// turn runs (or resumes) a turn and streams its journaled events.
+func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+		return
+	}
+	req, ok := h.decodeTurn(w, r)
+	if !ok {
+		return
+	}
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	session := journal.SessionName(ns, name)
+	var afterSeq int64
+	hasLast := false
+	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
+			return
+		}
+		afterSeq, hasLast = n, true
+	}
+	resume := false
+	if req.RunID != "" {
+		_, err := h.jrnl.Lookup(session, req.RunID)
+		resume = err == nil
+	}
+	if hasLast && !resume {
+		if req.RunID == "" {
+			writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
+		} else {
+			writeError(w, apiError(http.StatusNotFound, CodeRunNotFound,
+				fmt.Sprintf("run %q of AgentSession %s is not in the journal; a reconnect does not run a turn again", req.RunID, session)), h.retryAfter)
+		}
+		return
+	}
+	if req.RunID == "" {
+		req.RunID = newRunID()
+	}
+	runID := req.RunID
+
+	// Engine.Turn runs the turn (fresh) or checks the body against the
+	// run's digest and follows it (resume). A fresh turn is not tied to
+	// this request: the client may leave and reconnect.
+	turnCtx, cancelTurn := context.WithCancel(r.Context())
+	defer cancelTurn()
+	if !resume {
+		turnCtx = context.WithoutCancel(r.Context())
+	}
+	var (
+		once     sync.Once
+		gotEvent = make(chan struct{})
+		done     = make(chan error, 1)
+	)
+	sink := func(string, json.RawMessage) { once.Do(func() { close(gotEvent) }) }
+	go func() { done <- h.eng.Turn(turnCtx, ns, name, req, sink) }()
+
+	poll := time.NewTicker(journalPoll)
+	defer poll.Stop()
+	sawEvent := false
+	var run *journal.Run
+wait:
+	for {
+		select {
+		case err := <-done:
+			select {
+			case <-gotEvent:
+				sawEvent = true
+			default:
+			}
+			if rr, lerr := h.jrnl.Lookup(session, runID); lerr == nil && (err == nil || sawEvent) {
+				run = rr
+				break wait
+			}
+			if err == nil {
+				err = fmt.Errorf("turn %q ended without a journaled run", runID)
+			}
+			writeError(w, err, h.retryAfter)
+			return
+		case <-gotEvent:
+			gotEvent = nil
+			sawEvent = true
+			if resume {
+				rr, err := h.jrnl.Lookup(session, runID)
+				if err != nil {
+					writeError(w, err, h.retryAfter)
+					return
+				}
+				run = rr
+				break wait
+			}
+		case <-poll.C:
+			if resume {
+				continue
+			}
+			if rr, err := h.jrnl.Lookup(session, runID); err == nil {
+				run = rr
+				break wait
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+	h.stream(w, r, ns, name, run, afterSeq)
+}
+
+// stream writes a run's journaled events after afterSeq as
+// text/event-stream, following a running run to its end.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, ns, name string, run *journal.Run, afterSeq int64) {
+	runID := run.Info().RunID
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set(RunIDHeader, runID)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	token := h.TurnToken(ns, name, runID)
+	var buf bytes.Buffer
+	for ev, err := range run.Events(r.Context(), afterSeq) {
+		if err != nil {
+			return // the client left, or the journal closed
+		}
+		payload := ev.Payload
+		if ev.Type == dispatch.EventSelected {
+			payload = withTurnFields(payload, runID, token)
+		}
+		buf.Reset()
+		writeEvent(&buf, strconv.FormatInt(ev.Seq, 10), ev.Type, payload)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return
+		}
+		_ = rc.Flush()
+	}
+	if info := run.Info(); info.State == journal.StateFailed && len(info.Result) == 0 {
+		// A run found running after a restart: its outcome is unknown. No
+		// id: it is not a journaled event.
+		f := false
+		te := &dispatch.TurnError{Code: selection.CodeHarnessUnavailable, Message: "the turn's outcome is unknown: " + info.Reason,
+			Retryable: selection.CodeHarnessUnavailable.Retryable(), ReplaySafe: &f}
+		b, _ := json.Marshal(te)
+		buf.Reset()
+		writeEvent(&buf, "", dispatch.EventError, b)
+		_, _ = w.Write(buf.Bytes())
+		_ = rc.Flush()
+	}
+}
+
+func writeEvent(b *bytes.Buffer, id, typ string, payload json.RawMessage) {
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("event: " + typ + "\n")
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	// Journal payloads are compact JSON: one line.
+	b.WriteString("data: ")
+	b.Write(payload)
+	b.WriteString("\n\n")
+}
+
+// withTurnFields adds runId and turnToken to the `selected` decision.
+func withTurnFields(payload json.RawMessage, runID, token string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(payload, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["runId"], _ = json.Marshal(runID)
+	m["turnToken"], _ = json.Marshal(token)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return payload
+	}
+	return out
+}
+
+func newRunID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "run-" + hex.EncodeToString(b)
+}
+
+// TurnState is the answer of GET …/turns/{runId}.
+type TurnState struct {
+	RunID      string     `json:"runId"`
+	Session    string     `json:"session"`
+	State      string     `json:"state"`
+	StartedAt  time.Time  `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// LastEventID is the id of the run's last event.
+	LastEventID int64 `json:"lastEventId"`
+	// Result is the `result` payload of a finished run.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Error is the `error` payload of a failed run.
+	Error json.RawMessage `json:"error,omitempty"`
+}
+
+func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (*journal.Run, bool) {
+	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
+	run, err := h.jrnl.Lookup(journal.SessionName(ns, name), runID)
+	if err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
+			err = apiError(http.StatusNotFound, CodeRunNotFound, fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal", runID, ns, name))
+		}
+		writeError(w, err, h.retryAfter)
+		return nil, false
+	}
+	return run, true
+}
+
+func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, attrs(r, VerbGet)) {
+		return
+	}
+	run, ok := h.lookupRun(w, r)
+	if !ok {
+		return
+	}
+	info := run.Info()
+	st := TurnState{RunID: info.RunID, Session: info.Session, State: string(info.State), StartedAt: info.StartedAt, LastEventID: info.LastSeq}
+	if !info.FinishedAt.IsZero() {
+		t := info.FinishedAt
+		st.FinishedAt = &t
+	}
+	switch info.State {
+	case journal.StateFinished:
+		st.Result = info.Result
+	case journal.StateFailed:
+		st.Error = info.Result
+		if len(st.Error) == 0 {
+			f := false
+			st.Error, _ = json.Marshal(&dispatch.TurnError{Code: selection.CodeHarnessUnavailable,
+				Message: "the turn's outcome is unknown: " + info.Reason, Retryable: true, ReplaySafe: &f})
+		}
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// ToolResultRequest is the body of …/tool-results: the answer to one host
+// tool call.
+type ToolResultRequest struct {
+	// CallID is the tool_call event's callId.
+	CallID string `json:"callId"`
+	adapter.ToolAnswer
+}
+
+func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+		return
+	}
+	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
+	if !h.checkTurnToken(w, r, ns, name, runID) {
+		return
+	}
+	var body ToolResultRequest
+	if err := selection.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	if body.CallID == "" {
+		writeError(w, &selection.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
+		return
+	}
+	if _, ok := h.lookupRun(w, r); !ok {
+		return
+	}
+	if err := h.eng.SubmitToolResult(journal.SessionName(ns, name), runID, body.CallID, body.ToolAnswer); err != nil {
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "callId": body.CallID, "accepted": true})
+}
+
+func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+		return
+	}
+	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
+	if !h.checkTurnToken(w, r, ns, name, runID) {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		var empty struct{}
+		if err := selection.DecodeStrict(bytes.NewReader(body), &empty); err != nil {
+			writeError(w, err, h.retryAfter)
+			return
+		}
+	}
+	run, ok := h.lookupRun(w, r)
+	if !ok {
+		return
+	}
+	if !h.interruptRun(r.Context(), run, ns, name, runID) {
+		writeError(w, apiError(http.StatusConflict, CodeTurnNotRunning,
+			fmt.Sprintf("run %q of AgentSession %s/%s is not running", runID, ns, name)), h.retryAfter)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "interrupted": true})
+}
+
+// interruptRun interrupts a running run. Engine.Interrupt reaches a turn
+// only once it started on its app-server; a run journaled but still
+// starting is retried until it is interruptible, ends, or
+// interruptWait passes.
+func (h *Handler) interruptRun(ctx context.Context, run *journal.Run, ns, name, runID string) bool {
+	deadline := time.NewTimer(interruptWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(journalPoll)
+	defer tick.Stop()
+	for {
+		if h.eng.Interrupt(ns, name, runID) {
+			return true
+		}
+		if run.Info().State != journal.StateRunning {
+			return false
+		}
+		select {
+		case <-tick.C:
+		case <-run.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
+	if !h.authorize(w, r, attrs(r, VerbGet)) {
+		return
+	}
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	s := &v1alpha1.AgentSession{}
+	if err := h.sessions.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			err = apiError(http.StatusNotFound, CodeSessionNotFound, fmt.Sprintf("AgentSession %s/%s not found", ns, name))
+		}
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	var buf bytes.Buffer
+	if _, err := h.jrnl.ReadTranscript(journal.SessionName(ns, name), &buf); err != nil {
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}
