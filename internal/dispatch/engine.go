@@ -126,7 +126,10 @@ type toolKey struct{ session, runID, callID string }
 
 type activeRun struct {
 	runID string
-	turn  *codex.Turn
+	turn  *codex.Turn // nil while codex.Start is still starting the turn
+	// interrupted records an Interrupt that arrived before the turn started;
+	// drive delivers it as soon as the turn exists, so none is lost.
+	interrupted bool
 }
 
 // New returns an Engine. reader serves the objects the engine reads (see
@@ -234,28 +237,33 @@ func (e *Engine) SubmitToolResult(session, runID, callID string, answer adapter.
 }
 
 // Interrupt asks the running turn runID of the session to stop; it reports
-// whether such a turn was running.
+// whether such a turn was running. An interrupt that arrives while the turn
+// is still being started is delivered once it has started.
 func (e *Engine) Interrupt(ns, name, runID string) bool {
-	e.mu.Lock()
-	a := e.active[journal.SessionName(ns, name)]
-	e.mu.Unlock()
-	if a == nil || a.runID != runID || a.turn == nil {
-		return false
-	}
-	a.turn.Interrupt()
-	return true
+	return e.interrupt(journal.SessionName(ns, name), func(a *activeRun) bool { return a.runID == runID })
 }
 
 // interruptSession interrupts the running turn of the session, whatever its
 // runId; it reports whether one was running.
 func (e *Engine) interruptSession(ns, name string) bool {
+	return e.interrupt(journal.SessionName(ns, name), func(*activeRun) bool { return true })
+}
+
+func (e *Engine) interrupt(session string, match func(*activeRun) bool) bool {
 	e.mu.Lock()
-	a := e.active[journal.SessionName(ns, name)]
-	e.mu.Unlock()
-	if a == nil || a.turn == nil {
+	a := e.active[session]
+	if a == nil || !match(a) {
+		e.mu.Unlock()
 		return false
 	}
-	a.turn.Interrupt()
+	t := a.turn
+	if t == nil {
+		a.interrupted = true
+	}
+	e.mu.Unlock()
+	if t != nil {
+		t.Interrupt()
+	}
 	return true
 }
 
@@ -642,6 +650,17 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 // drive runs the adapter turn to its end, reattaching across dropped
 // connections. A nil *TurnError comes with a result.
 func (e *Engine) drive(ctx context.Context, rc *runCtx, p *prepared, in adapter.TurnInput, hooks adapter.Hooks) (*adapter.TurnResult, *TurnError) {
+	// The run is interruptible from the moment it starts being started.
+	a := &activeRun{runID: rc.runID}
+	e.mu.Lock()
+	e.active[rc.session] = a
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.active, rc.session)
+		e.mu.Unlock()
+	}()
+
 	t, err := codex.Start(ctx, p.client, in, hooks)
 	var detached *codex.DetachedError
 	switch {
@@ -660,13 +679,12 @@ func (e *Engine) drive(ctx context.Context, rc *runCtx, p *prepared, in adapter.
 	}
 	rc.turn = t
 	e.mu.Lock()
-	e.active[rc.session] = &activeRun{runID: rc.runID, turn: t}
+	a.turn = t
+	interrupted := a.interrupted
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.active, rc.session)
-		e.mu.Unlock()
-	}()
+	if interrupted {
+		t.Interrupt()
+	}
 
 	for {
 		if err == nil {
