@@ -2,9 +2,15 @@
 // is also a kubectl plugin (`kubectl harness …`).
 //
 //	kubectl harness explain --offline -f <file|dir> --attempt <file|->   why a turn runs where it runs
+//	kubectl harness import openclaw-config <openclaw.json>               a RuntimePolicy from an OpenClaw config
+//	kubectl harness session create --model <p/m> --key <sessionKey>      create an AgentSession
+//	kubectl harness turn <session> --prompt "…"                          stream a turn through the dispatcher
+//	kubectl harness status <session>                                     the session's status view
+//	kubectl harness transcript <session>                                 the session's transcript mirror
 //
-// Exit codes: 0 success (a decision), 3 a fail-closed decision, 2 bad input
-// (the message names the field), 1 any other failure.
+// Exit codes: 0 success (a decision, an ok turn), 3 a fail-closed decision or
+// a turn that did not end ok, 2 bad input (the message names the field), 1 any
+// other failure.
 package main
 
 import (
@@ -73,5 +79,6 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	// Flag errors are bad input (exit 2), like every other request error.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput(err) })
 	root.AddCommand(newExplainCommand(), newImportCommand())
+	root.AddCommand(newTurnCommand(), newStatusCommand(), newSessionCommand(), newTranscriptCommand())
 	return root
 }

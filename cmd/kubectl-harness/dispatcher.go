@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// Environment variables of the dispatcher discovery.
+const (
+	envDispatcherURL = "HARNESS_DISPATCHER_URL"
+	envDispatcherCA  = "HARNESS_DISPATCHER_CA"
+	// defaultServiceAccount is the ServiceAccount a token is requested for
+	// when the kubeconfig has no bearer token.
+	defaultServiceAccount = "harness-cli"
+	// tokenLifetime is the lifetime asked of a requested token (the API
+	// server's minimum is 10 minutes).
+	tokenLifetime = 600
+)
+
+// dispatcherFlags find and authenticate to the dispatcher.
+type dispatcherFlags struct {
+	url            string
+	ca             string
+	serviceAccount string
+}
+
+func (d *dispatcherFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&d.url, "dispatcher", "", "Base URL of the dispatcher API (default: $"+envDispatcherURL+").")
+	f.StringVar(&d.ca, "dispatcher-ca", "", "PEM file of a CA to trust for the dispatcher, besides the system roots (default: $"+envDispatcherCA+").")
+	f.StringVar(&d.serviceAccount, "service-account", defaultServiceAccount,
+		"ServiceAccount (in the session's namespace) to request a short-lived token for when the kubeconfig has no bearer token.")
+}
+
+// dispatcherClient calls the dispatcher's HTTP API.
+type dispatcherClient struct {
+	base  *url.URL
+	http  *http.Client
+	token string
+}
+
+// dispatcher finds the dispatcher and gets a bearer token: the kubeconfig's,
+// else one requested for the ServiceAccount (TokenRequest, as `kubectl
+// create token` does).
+func (d *dispatcherFlags) dispatcher(ctx context.Context, kc *kubeClient) (*dispatcherClient, error) {
+	raw := d.url
+	if raw == "" {
+		raw = os.Getenv(envDispatcherURL)
+	}
+	if raw == "" {
+		return nil, badInput(errors.New("no dispatcher: pass --dispatcher <url> or set " + envDispatcherURL +
+			" (e.g. the https:// URL `make run` exports); finding the dispatcher Service through the API server's service proxy is not implemented yet"))
+	}
+	base, err := url.Parse(raw)
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, badInput(fmt.Errorf("dispatcher URL %q: want http(s)://host[:port][/path]", raw))
+	}
+	caFile := d.ca
+	if caFile == "" {
+		caFile = os.Getenv(envDispatcherCA)
+	}
+	tlsCfg, err := dispatcherTLS(caFile)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	token, err := d.bearerToken(ctx, kc)
+	if err != nil {
+		return nil, err
+	}
+	return &dispatcherClient{base: base, http: &http.Client{Transport: tr}, token: token}, nil
+}
+
+// dispatcherTLS trusts the system roots plus the PEM file, when given.
+func dispatcherTLS(caFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, badInput(fmt.Errorf("dispatcher CA: %w", err))
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, badInput(fmt.Errorf("dispatcher CA %s: no PEM certificate in the file", caFile))
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
+}
+
+func (d *dispatcherFlags) bearerToken(ctx context.Context, kc *kubeClient) (string, error) {
+	if t := kc.cfg.BearerToken; t != "" {
+		return t, nil
+	}
+	if f := kc.cfg.BearerTokenFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig token file: %w", err)
+		}
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+	}
+	cs, err := kubernetes.NewForConfig(kc.cfg)
+	if err != nil {
+		return "", fmt.Errorf("create clientset: %w", err)
+	}
+	lifetime := int64(tokenLifetime)
+	tr, err := cs.CoreV1().ServiceAccounts(kc.namespace).CreateToken(ctx, d.serviceAccount,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &lifetime}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the kubeconfig has no bearer token, and requesting one for ServiceAccount %s/%s failed (pick another with --service-account): %w",
+			kc.namespace, d.serviceAccount, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// sessionURL is the URL of an AgentSession's API path plus suffix.
+func (dc *dispatcherClient) sessionURL(ns, name, suffix string) string {
+	u := *dc.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/namespaces/" + url.PathEscape(ns) + "/agentsessions/" + url.PathEscape(name) + suffix
+	return u.String()
+}
+
+func (dc *dispatcherClient) do(ctx context.Context, method, u string, body []byte, hdr http.Header) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+dc.token)
+	resp, err := dc.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: %w", err)
+	}
+	return resp, nil
+}
+
+// apiError is the JSON error body of the API (and the `error` event).
+type apiError struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Scope      string `json:"scope"`
+	Retryable  bool   `json:"retryable"`
+	ReplaySafe *bool  `json:"replaySafe,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// failClosed says whether the code is one of DESIGN.md §7's turn errors (a
+// fail-closed decision or a dispatcher refusal of the turn): exit 3.
+func (e *apiError) failClosed() bool {
+	return slices.Contains(selection.ErrorCodes(), selection.ErrorCode(e.Code))
+}
+
+// responseError turns a non-2xx answer into the exit error: 3 for a §7
+// code, 2 for a bad request or an unknown session, 1 otherwise. The caller
+// prints nothing for exit 3, so the message goes to stderr here.
+func responseError(resp *http.Response, stderr io.Writer) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	ae := &apiError{}
+	if json.Unmarshal(b, ae) != nil || ae.Code == "" {
+		return fmt.Errorf("dispatcher answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	switch {
+	case ae.failClosed():
+		_, _ = fmt.Fprintf(stderr, "error: %s (HTTP %d, retryable %t)\n", ae.Error(), resp.StatusCode, ae.Retryable)
+		return &exitError{code: exitFailClosed}
+	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound:
+		return badInput(ae)
+	}
+	return fmt.Errorf("dispatcher answered %d %w", resp.StatusCode, ae)
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct {
+	ID   string
+	Type string
+	Data []byte
+}
+
+// readSSE calls fn for each event of r until r ends or fn returns false.
+// It returns the read error (nil at a clean EOF).
+func readSSE(r io.Reader, fn func(sseEvent) bool) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var (
+		ev      sseEvent
+		data    [][]byte
+		hasData bool
+	)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if hasData || ev.Type != "" {
+				ev.Data = bytes.Join(data, []byte("\n"))
+				if ev.Type == "" {
+					ev.Type = "message"
+				}
+				if !fn(ev) {
+					return nil
+				}
+			}
+			ev, data, hasData = sseEvent{}, nil, false
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			ev.ID = value
+		case "event":
+			ev.Type = value
+		case "data":
+			data = append(data, []byte(value))
+			hasData = true
+		}
+	}
+	// An event without its blank line is incomplete: dropped, as the
+	// EventSource rules say.
+	return sc.Err()
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/pem"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/dispatch"
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+const e2eServerToken = "kubectl-harness-e2e-token-41d2"
+
+// TestTurnEndToEnd runs `turn`, `transcript` and `status` through the built
+// binary against a dispatchapi.Handler over TLS in front of the real engine:
+// envtest's kube-apiserver (TokenRequest, TokenReview, SubjectAccessReview,
+// RBAC), the agentharness controller making an external AgentHarness Ready,
+// a real `codex app-server` and the stub model. The kubeconfig's user has a
+// client certificate, so the CLI requests a token for harness-cli.
+func TestTurnEndToEnd(t *testing.T) {
+	if os.Getenv(codextest.EnvBin) == "" {
+		t.Fatal("CODEX_BIN must be set: CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/kubectl-harness/")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stub, err := stubmodel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stub.Close()
+	codex, err := codextest.StartErr(t, codextest.Options{ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: e2eServerToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	te, kubeconfig := startCluster(t)
+	c := te.Client
+	cs, err := kubernetes.NewForConfig(te.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jrnl, err := journal.Open(t.TempDir(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = jrnl.Close() }()
+	eng := dispatch.New(c, c, jrnl, dispatch.Options{ReattachTimeout: 3 * time.Second})
+	defer eng.Close()
+	mgr, err := testutil.StartManager(ctx, te, func(m ctrl.Manager) error {
+		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2}).SetupWithManager(m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mgr.Stop() }()
+	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Journal: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(h)
+	defer srv.Close()
+	caPath := filepath.Join(t.TempDir(), "dispatcher-ca.pem")
+	if err := os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	const ns = "e2e"
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(c.Create(ctx, &v1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "codex-only"},
+		Spec: v1alpha1.RuntimePolicySpec{
+			Providers:        []v1alpha1.ProviderRuntimePolicy{{Provider: "openai", Runtime: "codex"}},
+			SessionOverrides: v1alpha1.SessionOverridesDeny,
+		},
+	}))
+	// The CLI's identity: ServiceAccount harness-cli with the gateway grant.
+	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: defaultServiceAccount}}))
+	must(c.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "harness-turns"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+	}))
+	must(c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "harness-cli"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "harness-turns"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: defaultServiceAccount}},
+	}))
+	must(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-token"}, Data: map[string][]byte{"token": []byte(e2eServerToken)}}))
+	harness := &v1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex"},
+		Spec: v1alpha1.AgentHarnessSpec{
+			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
+			External: &v1alpha1.ExternalServer{URL: codex.URL, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
+		},
+	}
+	must(c.Create(ctx, harness))
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		must(c.Get(ctx, client.ObjectKeyFromObject(harness), harness))
+		if cond := meta.FindStatusCondition(harness.Status.Conditions, v1alpha1.HarnessConditionReady); cond != nil && cond.Status == metav1.ConditionTrue &&
+			cond.ObservedGeneration == harness.Generation {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AgentHarness codex is not Ready: %+v", harness.Status.Conditions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	kc := "--kubeconfig=" + kubeconfig
+	env := []string{envDispatcherURL + "=" + srv.URL, envDispatcherCA + "=" + caPath}
+	out, errOut, exit := runCLI(t, env, "session", "create", kc, "-n", ns, "--model", "openai/stub-model", "--key", "agent:main:e2e", "--session-id", "e2e-1")
+	if exit != exitOK || out != "e2e-1\n" {
+		t.Fatalf("session create: exit %d, stdout %q, stderr %s", exit, out, errOut)
+	}
+
+	stub.When("e2e-alpha", stubmodel.Text("The answer is forty-two.", "The answer ", "is forty-two."))
+	out, errOut, exit = runCLI(t, env, "turn", "e2e-1", kc, "-n", ns, "--prompt", "e2e-alpha: what is the answer?", "--run-id", "run-e2e-1")
+	if exit != exitOK || out != "The answer is forty-two.\n" {
+		t.Fatalf("turn: exit %d, stdout %q, stderr %s", exit, out, errOut)
+	}
+	if !strings.Contains(errOut, "run run-e2e-1: runtime codex, harness codex") || strings.Contains(errOut, "waiting") {
+		t.Fatalf("turn stderr %q (no spinner when stderr is not a terminal)", errOut)
+	}
+
+	// The same runId again resumes the journaled run: same answer, no model request.
+	before := len(stub.Requests())
+	out, errOut, exit = runCLI(t, env, "turn", "e2e-1", kc, "-n", ns, "--prompt", "e2e-alpha: what is the answer?", "--run-id", "run-e2e-1")
+	if exit != exitOK || out != "The answer is forty-two.\n" || len(stub.Requests()) != before {
+		t.Fatalf("replayed turn: exit %d, stdout %q, stderr %s, model requests %d -> %d", exit, out, errOut, before, len(stub.Requests()))
+	}
+
+	out, errOut, exit = runCLI(t, env, "transcript", "e2e-1", kc, "-n", ns, "--dispatcher-ca", caPath)
+	if exit != exitOK || !strings.Contains(out, "forty-two") || !strings.Contains(out, "e2e-alpha: what is the answer?") {
+		t.Fatalf("transcript: exit %d, stdout %q, stderr %s", exit, out, errOut)
+	}
+
+	out, errOut, exit = runCLI(t, nil, "status", "e2e-1", kc, "-n", ns)
+	if exit != exitOK || !strings.Contains(out, "runtime codex") || !strings.Contains(out, "Thread:") || strings.Contains(out, "Thread:            <none>") {
+		t.Fatalf("status after a turn: exit %d, stderr %s\n%s", exit, errOut, out)
+	}
+
+	// A fail-closed decision: an override the Deny policy refuses.
+	must(c.Create(ctx, &v1alpha1.AgentSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "denied"},
+		Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:denied", SessionID: "denied", Model: "openai/stub-model", RuntimeOverride: "openclaw"},
+	}))
+	before = len(stub.Requests())
+	out, errOut, exit = runCLI(t, env, "turn", "denied", kc, "-n", ns, "--prompt", "hello")
+	if exit != exitFailClosed || out != "" || !strings.Contains(errOut, "OverrideDenied") || len(stub.Requests()) != before {
+		t.Fatalf("fail-closed turn: exit %d, stdout %q, stderr %q", exit, out, errOut)
+	}
+
+	// Without trusting the dispatcher's CA the TLS handshake fails (exit 1).
+	_, errOut, exit = runCLI(t, []string{envDispatcherURL + "=" + srv.URL, envDispatcherCA + "="}, "turn", "e2e-1", kc, "-n", ns, "--prompt", "x")
+	if exit != exitFailure || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("untrusted dispatcher: exit %d, stderr %q", exit, errOut)
+	}
+	// A ServiceAccount without the grant is refused by the dispatcher (403, exit 1).
+	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}}))
+	_, errOut, exit = runCLI(t, env, "transcript", "e2e-1", kc, "-n", ns, "--service-account", "nobody")
+	if exit != exitFailure || !strings.Contains(errOut, "403") {
+		t.Fatalf("no grant: exit %d, stderr %q", exit, errOut)
+	}
+}

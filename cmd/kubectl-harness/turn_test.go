@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestSessionName(t *testing.T) {
+	long := strings.Repeat("a", 60) + "-" + strings.Repeat("b", 20)
+	tests := []struct {
+		id, want string
+	}{
+		{"3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0", "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0"},
+		{"Demo", "demo"},
+		{"agent:main:main", "agent-main-main"},
+		{"a.b_c", "a-b-c"},
+		{"x.", "x"},
+		{"__", "session-" + shortHash("__")},
+		{strings.Repeat("z", 63), strings.Repeat("z", 63)},
+		{strings.Repeat("z", 64), strings.Repeat("z", 54) + "-" + shortHash(strings.Repeat("z", 64))},
+		// The cut ends in '-': trimmed before the suffix.
+		{strings.Repeat("a", 53) + "--" + strings.Repeat("c", 20), strings.Repeat("a", 53) + "-" + shortHash(strings.Repeat("a", 53)+"--"+strings.Repeat("c", 20))},
+		{long, strings.Repeat("a", 54) + "-" + shortHash(long)},
+	}
+	for _, tt := range tests {
+		got := sessionName(tt.id)
+		if got != tt.want {
+			t.Errorf("sessionName(%q) = %q, want %q", tt.id, got, tt.want)
+		}
+		if len(got) > 63 || strings.HasPrefix(got, "-") || strings.HasSuffix(got, "-") || strings.ToLower(got) != got {
+			t.Errorf("sessionName(%q) = %q is not a DNS label", tt.id, got)
+		}
+	}
+	// Long ids sharing a 54-character prefix stay apart.
+	a, b := sessionName(strings.Repeat("q", 70)+"1"), sessionName(strings.Repeat("q", 70)+"2")
+	if a == b {
+		t.Fatalf("long ids collide: %q", a)
+	}
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+func TestReadSSE(t *testing.T) {
+	in := ": comment\nid: 1\nevent: selected\ndata: {\"a\":1}\n\nid: 2\nevent: partial\ndata: line1\ndata: line2\n\nevent: error\ndata: {}\n\nid: 9\nevent: partial\ndata: incomplete"
+	var got []sseEvent
+	if err := readSSE(strings.NewReader(in), func(ev sseEvent) bool { got = append(got, ev); return true }); err != nil {
+		t.Fatal(err)
+	}
+	want := []sseEvent{
+		{ID: "1", Type: "selected", Data: []byte(`{"a":1}`)},
+		{ID: "2", Type: "partial", Data: []byte("line1\nline2")},
+		{Type: "error", Data: []byte("{}")},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events\n%v\nwant\n%v", got, want)
+	}
+}
+
+// sseServer serves canned turn streams: each request gets the next script;
+// a script ending in "CUT" aborts the connection mid-stream.
+type sseServer struct {
+	mu      sync.Mutex
+	scripts []string
+	status  int
+	reqs    []*http.Request
+	bodies  []string
+}
+
+func (s *sseServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.bodies = append(s.bodies, string(b))
+	n := len(s.reqs) - 1
+	s.mu.Unlock()
+	if s.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(s.status)
+		_, _ = io.WriteString(w, s.scripts[0])
+		return
+	}
+	if n >= len(s.scripts) {
+		http.Error(w, "no more scripts", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	script, cut := strings.CutSuffix(s.scripts[n], "CUT")
+	_, _ = io.WriteString(w, script)
+	w.(http.Flusher).Flush()
+	if cut {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func sse(id, typ string, data any) string {
+	b, _ := json.Marshal(data)
+	if id != "" {
+		id = "id: " + id + "\n"
+	}
+	return id + "event: " + typ + "\ndata: " + string(b) + "\n\n"
+}
+
+func runStream(t *testing.T, srv *sseServer) (string, string, error) {
+	t.Helper()
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	base, _ := url.Parse(hs.URL)
+	dc := &dispatcherClient{base: base, http: hs.Client(), token: "tok-1"}
+	var out, errOut bytes.Buffer
+	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true}
+	err := streamTurn(t.Context(), dc, dc.sessionURL("agents", "demo", "/turns"), []byte(`{"runId":"run-1","prompt":"hi"}`), p, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailure
+}
+
+var (
+	selected = sse("0", "selected", map[string]any{"runtime": "codex", "harnessId": "codex", "reason": "auto_plugin", "runId": "run-1", "turnToken": "t"})
+	okResult = map[string]any{"runId": "run-1", "threadId": "th", "assistantTexts": []string{"Hello world"}, "terminal": map[string]any{"kind": "ok"}, "usage": map[string]any{}, "agentHarnessId": "codex"}
+)
+
+func TestStreamTurnReconnectsWithLastEventID(t *testing.T) {
+	srv := &sseServer{scripts: []string{
+		selected + sse("1", "partial", map[string]string{"itemId": "i", "delta": "Hello "}) + "id: 2\nevent: partial\nCUT",
+		sse("2", "partial", map[string]string{"itemId": "i", "delta": "world"}) +
+			sse("3", "agent_event", map[string]string{"stream": "tool", "phase": "start", "tool": "exec"}) +
+			sse("4", "tool_terminal", map[string]any{"callId": "c", "tool": "exec", "executionStarted": true, "outcome": "failure", "failure": map[string]string{"reason": "native_failed", "message": "exit 1"}}) +
+			sse("5", "transcript", map[string]string{"type": "message"}) +
+			sse("6", "result", okResult),
+	}}
+	out, errOut, err := runStream(t, srv)
+	if err != nil {
+		t.Fatalf("err %v; stderr %s", err, errOut)
+	}
+	if want := "Hello world\n[tool] exec started\n[tool] exec failed (native_failed): exit 1\n"; out != want {
+		t.Fatalf("stdout %q, want %q", out, want)
+	}
+	if len(srv.reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(srv.reqs))
+	}
+	if h := srv.reqs[0].Header.Get("Last-Event-ID"); h != "" {
+		t.Fatalf("first request has Last-Event-ID %q", h)
+	}
+	if h := srv.reqs[1].Header.Get("Last-Event-ID"); h != "1" {
+		t.Fatalf("reconnect Last-Event-ID %q, want 1 (the last complete event)", h)
+	}
+	if srv.bodies[1] != srv.bodies[0] || srv.reqs[1].Header.Get("Authorization") != "Bearer tok-1" {
+		t.Fatalf("reconnect body %q / auth %q", srv.bodies[1], srv.reqs[1].Header.Get("Authorization"))
+	}
+	if srv.reqs[1].URL.Path != "/v1/namespaces/agents/agentsessions/demo/turns" {
+		t.Fatalf("path %s", srv.reqs[1].URL.Path)
+	}
+	if !strings.Contains(errOut, "run run-1: runtime codex, harness codex (auto_plugin)") || !strings.Contains(errOut, "reconnecting after event \"1\"") {
+		t.Fatalf("stderr %q", errOut)
+	}
+}
+
+func TestStreamTurnOutcomes(t *testing.T) {
+	aborted := map[string]any{"runId": "run-1", "threadId": "th", "assistantTexts": []string{}, "terminal": map[string]any{"kind": "aborted", "message": "interrupted"}, "usage": map[string]any{}}
+	tests := []struct {
+		name       string
+		srv        *sseServer
+		wantExit   int
+		wantOut    string
+		wantErrOut string
+	}{
+		{"result texts when nothing was streamed", &sseServer{scripts: []string{selected + sse("1", "result", okResult)}}, exitOK, "Hello world\n", ""},
+		{"aborted terminal", &sseServer{scripts: []string{selected + sse("1", "result", aborted)}}, exitFailClosed, "", "turn aborted: interrupted"},
+		{"error event", &sseServer{scripts: []string{selected + sse("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "gone", "scope": "harness", "retryable": true})}}, exitFailClosed, "", "error: HarnessUnavailable: gone (retryable true)"},
+		{"fail-closed answer", &sseServer{status: http.StatusUnprocessableEntity, scripts: []string{`{"code":"OverrideDenied","message":"denied","scope":"","retryable":false}`}}, exitFailClosed, "", "error: OverrideDenied: denied (HTTP 422"},
+		{"unknown session", &sseServer{status: http.StatusNotFound, scripts: []string{`{"code":"SessionNotFound","message":"nope","scope":"","retryable":false}`}}, exitBadInput, "", ""},
+		{"forbidden", &sseServer{status: http.StatusForbidden, scripts: []string{`{"code":"Forbidden","message":"no","scope":"","retryable":false}`}}, exitFailure, "", ""},
+		{"broken twice", &sseServer{scripts: []string{selected + "CUT", sse("1", "partial", map[string]string{"delta": "x"}) + "CUT"}}, exitFailure, "x\n", "reconnecting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, err := runStream(t, tt.srv)
+			if code := exitCode(err); code != tt.wantExit {
+				t.Fatalf("exit %d (%v), want %d; stderr %s", code, err, tt.wantExit, errOut)
+			}
+			if out != tt.wantOut || !strings.Contains(errOut, tt.wantErrOut) {
+				t.Fatalf("stdout %q stderr %q; want stdout %q, stderr containing %q", out, errOut, tt.wantOut, tt.wantErrOut)
+			}
+		})
+	}
+}
+
+func TestDispatcherDiscovery(t *testing.T) {
+	t.Setenv(envDispatcherURL, "")
+	_, err := (&dispatcherFlags{}).dispatcher(t.Context(), nil)
+	if exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "--dispatcher") || !strings.Contains(err.Error(), envDispatcherURL) {
+		t.Fatalf("no dispatcher: %v", err)
+	}
+	_, err = (&dispatcherFlags{url: "ftp://x"}).dispatcher(t.Context(), nil)
+	if exitCode(err) != exitBadInput {
+		t.Fatalf("bad URL: %v", err)
+	}
+	if _, err := dispatcherTLS(t.TempDir() + "/missing.pem"); exitCode(err) != exitBadInput {
+		t.Fatalf("missing CA: %v", err)
+	}
+}
