@@ -1,0 +1,327 @@
+// Command dispatcher runs the turn engine (internal/dispatch) behind the
+// dispatcher's HTTP API (internal/dispatchapi) over TLS: one active replica,
+// guarded by leader election, that owns the turn journal and the AgentSession
+// journal finalizer (DESIGN.md §4, issue 7 item 1).
+//
+// Only the leader serves the API: the HTTPS listener opens once leadership is
+// acquired, the informer caches have synced and Engine.Recover has run; a
+// replica that is not leading reports /readyz failing. /healthz, /readyz and
+// /metrics (controller-runtime's registry) are served on
+// --probe-bind-address by every replica (plain HTTP, for the kubelet; a
+// failed check answers 500, as controller-runtime's probes do). The turn
+// metrics of issue 7 (turns, fail-closed decisions, time to first partial,
+// duration, tokens) are not exported yet: dispatchapi.Config has no hook to
+// observe the engine's Sink.
+//
+// The API's TLS certificate is --tls-cert-file/--tls-key-file, else an ECDSA
+// P-256 certificate generated at every start for --tls-dns-names and
+// --tls-ip-addresses, signed by a CA also generated then; the CA's PEM (never
+// a key) is written to --tls-ca-out for clients (HARNESS_DISPATCHER_CA).
+//
+// RBAC the dispatcher needs (its ClusterRole, to be generated):
+//   - harness.openclaw.dev agentharnesses, runtimepolicies: get, list, watch
+//   - harness.openclaw.dev agentsessions: get, list, watch, patch (finalizer)
+//   - harness.openclaw.dev agentsessions/status: patch (server-side apply)
+//   - harness.openclaw.dev agentsessions/finalizers: update
+//   - core namespaces: get, list, watch
+//   - core pods: list, watch (label-selected server pods)
+//   - core secrets: get (harness token Secrets, read uncached)
+//   - authentication.k8s.io tokenreviews: create
+//   - authorization.k8s.io subjectaccessreviews: create
+//   - coordination.k8s.io leases: get, create, update (leader election;
+//     a Role in the Lease's namespace suffices)
+//   - core events, events.k8s.io events: create, patch (leader-election events)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
+	"github.com/openclaw/harness-operator/internal/dispatch"
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/journal"
+)
+
+const (
+	// leaderElectionID names the dispatcher's leader-election Lease.
+	leaderElectionID = "dispatcher.harness.openclaw.dev"
+	// labelManagedBy is app.kubernetes.io/managed-by, which the agentharness
+	// controller sets to agentharness.ManagedBy on server pods.
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	// readHeaderTimeout bounds reading a request's headers (slowloris).
+	readHeaderTimeout = 10 * time.Second
+)
+
+// options are the dispatcher's command-line settings.
+type options struct {
+	bindAddr         string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionNS string
+	journalDir       string
+	tokenAudience    string
+	shutdownGrace    time.Duration
+	tls              tlsOptions
+
+	// skipControllerNameValidation lets several dispatchers run in one
+	// process (tests only; no flag).
+	skipControllerNameValidation bool
+}
+
+func main() {
+	var opts options
+	flag.StringVar(&opts.bindAddr, "bind-address", ":8443", "Address of the HTTPS API.")
+	flag.StringVar(&opts.probeAddr, "probe-bind-address", ":8081", "Address of /healthz, /readyz and /metrics.")
+	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
+	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
+	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
+	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
+	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM); with --tls-key-file. Default: a self-managed certificate generated at start-up.")
+	flag.StringVar(&opts.tls.keyFile, "tls-key-file", "", "Private key of --tls-cert-file (PEM).")
+	flag.StringVar(&opts.tls.dnsNames, "tls-dns-names", "localhost", "Comma-separated DNS names of the self-managed certificate.")
+	flag.StringVar(&opts.tls.ipAddresses, "tls-ip-addresses", "127.0.0.1", "Comma-separated IP addresses of the self-managed certificate.")
+	flag.StringVar(&opts.tls.caOut, "tls-ca-out", "", "Write the self-managed certificate's CA (PEM) here, for clients to trust (HARNESS_DISPATCHER_CA).")
+	zapOpts := zap.Options{Development: false} // JSON logs in production
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), opts); err != nil {
+		ctrl.Log.Error(err, "dispatcher exited")
+		os.Exit(1)
+	}
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add client-go types to scheme: %w", err)
+	}
+	if err := harnessv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("add harness types to scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// serverPodSelector selects the operator's server pods, as the agentharness
+// controller's pod cache does: the engine finds a harness's servers among them.
+func serverPodSelector() (labels.Selector, error) {
+	hasHarness, err := labels.NewRequirement(agentharness.LabelHarness, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	managed, err := labels.NewRequirement(labelManagedBy, selection.Equals, []string{agentharness.ManagedBy})
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*hasHarness, *managed), nil
+}
+
+// run starts the dispatcher against the API server of cfg and blocks until
+// ctx ends and running turns have finished (or --shutdown-grace passed).
+func run(ctx context.Context, cfg *rest.Config, opts options) error {
+	log := ctrl.Log.WithName("dispatcher")
+	if opts.shutdownGrace < 0 {
+		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	podSel, err := serverPodSelector()
+	if err != nil {
+		return fmt.Errorf("server pod selector: %w", err)
+	}
+	serving, err := servingTLS(opts.tls, log)
+	if err != nil {
+		return err
+	}
+
+	jrnl, err := journal.Open(opts.journalDir, journal.Options{})
+	if err != nil {
+		return fmt.Errorf("open the journal (--journal-dir %s): %w", opts.journalDir, err)
+	}
+	var journalOpen atomic.Bool
+	journalOpen.Store(true)
+	defer func() {
+		journalOpen.Store(false)
+		if err := jrnl.Close(); err != nil {
+			log.Error(err, "close the journal")
+		}
+	}()
+	rep := jrnl.Recovery()
+	log.Info("journal opened", "dir", opts.journalDir, "runs", rep.Runs, "running", rep.Running,
+		"tornTails", rep.TornTails, "discarded", len(rep.Discarded), "corrupt", rep.Corrupt, "pruned", rep.Pruned)
+
+	// Give the API server's graceful shutdown its full grace, plus time for
+	// the caches and the leader lease to be released.
+	shutdown := opts.shutdownGrace + 15*time.Second
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		// /metrics shares the probe listener; /healthz and /readyz are
+		// added to it below (HealthProbeBindAddress stays off).
+		Metrics:                       metricsserver.Options{BindAddress: opts.probeAddr},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       opts.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &shutdown,
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.skipControllerNameValidation)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: podSel},
+		}},
+		// Secrets are never cached: the engine reads only the token Secrets
+		// of harnesses, through the API reader.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+
+	reader := secretsUncached{Reader: mgr.GetCache(), api: mgr.GetAPIReader()}
+	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine")})
+	defer eng.Close()
+	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Journal: jrnl, Engine: eng}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create the Kubernetes clientset: %w", err)
+	}
+	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
+		Engine: eng, Journal: jrnl, Sessions: mgr.GetCache(),
+		Authorizer: dispatchapi.NewKubeAuthorizer(cs, opts.tokenAudience),
+		Logger:     ctrl.Log.WithName("api"),
+	})
+	if err != nil {
+		return fmt.Errorf("create the API handler: %w", err)
+	}
+	api := &apiServer{
+		addr: opts.bindAddr, tls: serving, handler: handler, grace: opts.shutdownGrace,
+		cache: mgr.GetCache(), engine: eng, log: log,
+	}
+	if err := mgr.Add(api); err != nil {
+		return fmt.Errorf("add the API server: %w", err)
+	}
+
+	ready := map[string]healthz.Checker{
+		"informers": cachesSynced(mgr),
+		"leader":    leading(mgr, opts.leaderElect),
+		"journal": func(*http.Request) error {
+			if !journalOpen.Load() {
+				return errors.New("the journal is closed")
+			}
+			return nil
+		},
+		"api": func(*http.Request) error {
+			if !api.serving.Load() {
+				return errors.New("the API server is not serving (not leading, recovering, or shutting down)")
+			}
+			return nil
+		},
+	}
+	for path, h := range map[string]http.Handler{
+		"/healthz": http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}),
+		"/readyz":  http.StripPrefix("/readyz", &healthz.Handler{Checks: ready}),
+	} {
+		if err := mgr.AddMetricsServerExtraHandler(path, h); err != nil {
+			return fmt.Errorf("add %s: %w", path, err)
+		}
+	}
+
+	log.Info("starting dispatcher", "leaderElection", opts.leaderElect, "bindAddress", opts.bindAddr,
+		"probeBindAddress", opts.probeAddr, "journalDir", opts.journalDir)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("run dispatcher: %w", err)
+	}
+	return nil
+}
+
+// cachesSynced is ready once the manager's informer caches have synced.
+func cachesSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}
+}
+
+// leading is ready once this replica leads (always, without leader election).
+func leading(mgr ctrl.Manager, elect bool) healthz.Checker {
+	return func(*http.Request) error {
+		if !elect {
+			return nil
+		}
+		select {
+		case <-mgr.Elected():
+			return nil
+		default:
+			return errors.New("not the leader")
+		}
+	}
+}
+
+// secretsUncached reads Secrets through the API reader and everything else
+// through the informer cache.
+type secretsUncached struct {
+	client.Reader
+	api client.Reader
+}
+
+// Get implements client.Reader.
+func (r secretsUncached) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		return r.api.Get(ctx, key, obj, opts...)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// List implements client.Reader.
+func (r secretsUncached) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.SecretList); ok {
+		return r.api.List(ctx, list, opts...)
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,506 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/dispatch"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// The suite runs the dispatcher's run() against envtest's kube-apiserver
+// (real TokenReview, SubjectAccessReview, RBAC, leader-election Lease), with
+// the real agentharness controller making an external AgentHarness `codex`
+// Ready, a real `codex app-server` behind it and the stub model, and drives
+// it over real HTTPS trusting only the CA the dispatcher wrote.
+
+const (
+	serverToken = "dispatcher-capability-token-41d9"
+	testModel   = "openai/stub-model"
+	audience    = "harness-dispatcher"
+)
+
+func TestDispatcher(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
+		t.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: KUBEBUILDER_ASSETS=... CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/dispatcher/")
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	stub, err := stubmodel.New()
+	must(t, err)
+	defer stub.Close()
+	cdx, err := codextest.StartErr(t, codextest.Options{
+		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
+	})
+	must(t, err)
+
+	env, err := testutil.StartEnv()
+	must(t, err)
+	defer func() { _ = env.Stop() }()
+	k8s := env.Client
+	cs, err := kubernetes.NewForConfig(env.Config)
+	must(t, err)
+	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
+		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2}).SetupWithManager(m)
+	})
+	must(t, err)
+	defer func() { _ = mgr.Stop() }()
+
+	// A namespace with the codex harness, a session, and a gateway
+	// ServiceAccount granted create/get on agentsessions/turns.
+	must(t, k8s.Create(ctx, &v1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "codex-only"},
+		Spec: v1alpha1.RuntimePolicySpec{
+			Providers:        []v1alpha1.ProviderRuntimePolicy{{Provider: "openai", Runtime: "codex"}},
+			SessionOverrides: v1alpha1.SessionOverridesDeny,
+		},
+	}))
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "dispatcher-"}}
+	must(t, k8s.Create(ctx, nsObj))
+	ns := nsObj.Name
+	must(t, k8s.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "harness-gateway-test"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"harness.openclaw.dev"}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+	}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gateway"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "harness-gateway-test"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "gateway"}},
+	}))
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gateway"}}))
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "gateway", &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	gateway := tr.Status.Token
+	registerCodex(ctx, t, k8s, ns, cdx.URL)
+	for _, name := range []string{"text", "drain"} {
+		must(t, k8s.Create(ctx, &v1alpha1.AgentSession{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name + "-id", Model: testModel},
+		}))
+	}
+
+	dir := t.TempDir()
+	opts := testOptions(t, filepath.Join(dir, "journal"), filepath.Join(dir, "ca.pem"))
+	leader := start(ctx, env.Config, opts)
+	defer leader.stop(t)
+	probe := "http://" + opts.probeAddr
+	waitStatus(t, leader, probe+"/readyz", http.DefaultClient, http.StatusOK, 60*time.Second)
+
+	caPEM, err := os.ReadFile(opts.tls.caOut)
+	must(t, err)
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("--tls-ca-out holds no certificate: %q", caPEM)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	api := "https://" + opts.bindAddr
+	sessionURL := func(name string) string {
+		return api + "/v1/namespaces/" + ns + "/agentsessions/" + name
+	}
+
+	t.Run("probes: healthz, readyz with its checks, Prometheus metrics", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz?verbose"} {
+			st, body := do(t, http.DefaultClient, http.MethodGet, probe+path, "", "", nil)
+			if st != http.StatusOK {
+				t.Fatalf("%s: %d %s", path, st, body)
+			}
+			if path == "/readyz?verbose" {
+				for _, check := range []string{"informers", "leader", "journal", "api"} {
+					if !strings.Contains(body, "[+]"+check+" ok") {
+						t.Fatalf("readyz without check %s: %s", check, body)
+					}
+				}
+			}
+		}
+		st, body := do(t, http.DefaultClient, http.MethodGet, probe+"/metrics", "", "", nil)
+		if st != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
+			t.Fatalf("/metrics: %d %.300s", st, body)
+		}
+	})
+
+	t.Run("the CA file verifies the served certificate; an untrusting client is refused", func(t *testing.T) {
+		for _, name := range []string{"localhost", "127.0.0.1"} {
+			conn, err := tls.Dial("tcp", opts.bindAddr, &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12})
+			if err != nil {
+				t.Fatalf("TLS with ServerName %s: %v", name, err)
+			}
+			leaf := conn.ConnectionState().PeerCertificates[0]
+			_ = conn.Close()
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name}); err != nil {
+				t.Fatalf("served certificate does not verify for %s: %v", name, err)
+			}
+		}
+		resp, err := http.Get(api + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		var unknown x509.UnknownAuthorityError
+		if !errors.As(err, &unknown) {
+			t.Fatalf("a client without the CA: %v, want an unknown-authority error", err)
+		}
+	})
+
+	t.Run("401 without a token, with a JSON body", func(t *testing.T) {
+		resp, err := hc.Post(sessionURL("text")+"/turns", "application/json", strings.NewReader(`{"runId":"r0","prompt":"x"}`))
+		must(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		var e struct{ Code, Message string }
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		must(t, json.NewDecoder(resp.Body).Decode(&e))
+		if e.Code != "Unauthorized" || e.Message == "" {
+			t.Fatalf("error body %+v", e)
+		}
+	})
+
+	t.Run("a turn end to end with an audience-bound ServiceAccount token", func(t *testing.T) {
+		stub.When("alpha-1", stubmodel.Text("The answer is forty-two.", "The answer ", "is forty-two."))
+		st, body := do(t, hc, http.MethodPost, sessionURL("text")+"/turns", gateway, `{"runId":"run-a1","prompt":"alpha-1: what is the answer?"}`, nil)
+		if st != http.StatusOK {
+			t.Fatalf("turn: %d %s", st, body)
+		}
+		evs := parseSSE(t, strings.NewReader(body))
+		if evs[0].Type != dispatch.EventSelected || evs[len(evs)-1].Type != dispatch.EventResult {
+			t.Fatalf("want selected … result, got %v", typesOf(evs))
+		}
+		var res dispatch.ResultEvent
+		must(t, json.Unmarshal(evs[len(evs)-1].Data, &res))
+		if !slices.Equal(res.AssistantTexts, []string{"The answer is forty-two."}) || res.AgentHarnessID != "codex" {
+			t.Fatalf("result %+v", res)
+		}
+		// The engine wrote status through the manager's client, and the
+		// finalizer reconciler claimed the session.
+		s := &v1alpha1.AgentSession{}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "text"}, s))
+			if s.Status.LastTurn != nil && s.Status.LastTurn.RunID == "run-a1" && slices.Contains(s.Finalizers, dispatch.JournalFinalizer) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session status %+v, finalizers %v", s.Status, s.Finalizers)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if s.Status.LastTurn.Outcome != v1alpha1.TurnSucceeded {
+			t.Fatalf("lastTurn %+v", s.Status.LastTurn)
+		}
+	})
+
+	t.Run("a second dispatcher on the same journal directory fails: journal locked", func(t *testing.T) {
+		o := testOptions(t, opts.journalDir, "")
+		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer rcancel()
+		err := run(rctx, env.Config, o)
+		if !errors.Is(err, journal.ErrLocked) || !strings.Contains(err.Error(), opts.journalDir) {
+			t.Fatalf("second run: %v, want journal.ErrLocked naming %s", err, opts.journalDir)
+		}
+	})
+
+	t.Run("a replica that does not lead is not ready and does not serve the API", func(t *testing.T) {
+		o := testOptions(t, filepath.Join(t.TempDir(), "journal"), "")
+		follower := start(ctx, env.Config, o)
+		defer follower.stop(t)
+		// Its probe server comes up; readiness fails (500, as
+		// controller-runtime's probes answer a failed check) on leadership.
+		waitStatus(t, follower, "http://"+o.probeAddr+"/readyz", http.DefaultClient, http.StatusInternalServerError, 30*time.Second)
+		time.Sleep(2 * time.Second)
+		st, body := do(t, http.DefaultClient, http.MethodGet, "http://"+o.probeAddr+"/readyz?verbose", "", "", nil)
+		if st != http.StatusInternalServerError || !strings.Contains(body, "[-]leader failed") || !strings.Contains(body, "[-]api failed") {
+			t.Fatalf("follower readyz: %d %s", st, body)
+		}
+		if conn, err := net.DialTimeout("tcp", o.bindAddr, time.Second); err == nil {
+			_ = conn.Close()
+			t.Fatalf("a follower listens on %s", o.bindAddr)
+		}
+	})
+
+	t.Run("graceful shutdown: a running turn finishes, new connections are refused", func(t *testing.T) {
+		gate := stubmodel.NewGate()
+		defer gate.Release()
+		stub.When("drain-1", stubmodel.Stall(gate, stubmodel.Text("drained in time", "drained ", "in time")))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, sessionURL("drain")+"/turns", strings.NewReader(`{"runId":"run-d1","prompt":"drain-1 go"}`))
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+gateway)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		must(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("turn: %d %s", resp.StatusCode, b)
+		}
+		_, err = stub.WaitMarker(ctx, "drain-1")
+		must(t, err)
+
+		leader.cancel()
+		waitRefused(t, opts.bindAddr, 10*time.Second)
+		select {
+		case err := <-leader.done:
+			t.Fatalf("run returned with a turn still running: %v", err)
+		default:
+		}
+		gate.Release()
+		evs := parseSSE(t, resp.Body)
+		if evs[len(evs)-1].Type != dispatch.EventResult {
+			t.Fatalf("drained turn ended with %v", typesOf(evs))
+		}
+		select {
+		case err := <-leader.done:
+			leader.done <- err
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("run did not return after the turn finished")
+		}
+	})
+}
+
+// --- helpers ---
+
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start runs the dispatcher in a goroutine; stop cancels it and waits.
+func start(ctx context.Context, cfg *rest.Config, opts options) *running {
+	rctx, cancel := context.WithCancel(ctx)
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- run(rctx, cfg, opts) }()
+	return r
+}
+
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("run did not return within 60s")
+	}
+}
+
+// waitStatus polls url until it answers want; run ending first fails.
+func waitStatus(t *testing.T, r *running, url string, hc *http.Client, want int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("run returned while waiting for %s: %v", url, err)
+		default:
+		}
+		if resp, err := hc.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == want {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer %d within %s: %s", url, want, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitRefused waits until addr refuses TCP connections.
+func waitRefused(t *testing.T, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return
+		}
+		_ = conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still accepts connections after %s", addr, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// do sends a request and returns the status and the whole body.
+func do(t *testing.T, hc *http.Client, method, url, token, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	must(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := hc.Do(req)
+	must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, string(b)
+}
+
+type sseEvent struct {
+	ID   int64
+	Type string
+	Data json.RawMessage
+}
+
+// parseSSE reads an event stream to its end.
+func parseSSE(t *testing.T, r io.Reader) []sseEvent {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	var (
+		evs []sseEvent
+		cur sseEvent
+	)
+	seen := false
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if seen {
+				evs = append(evs, cur)
+			}
+			cur, seen = sseEvent{}, false
+			continue
+		}
+		seen = true
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			cur.ID, _ = strconv.ParseInt(value, 10, 64)
+		case "event":
+			cur.Type = value
+		case "data":
+			cur.Data = append(cur.Data, value...)
+		}
+	}
+	if len(evs) == 0 {
+		t.Fatal("empty event stream")
+	}
+	for i, e := range evs {
+		if e.ID != int64(i)+1 || !json.Valid(e.Data) {
+			t.Fatalf("event %d: id %d, data %q", i, e.ID, e.Data)
+		}
+	}
+	return evs
+}
+
+func typesOf(evs []sseEvent) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// registerCodex creates the external AgentHarness codex at url (and its
+// token Secret) and waits for the agentharness controller to make it Ready.
+func registerCodex(ctx context.Context, t *testing.T, k8s client.Client, ns, url string) {
+	t.Helper()
+	must(t, k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-token"},
+		Data:       map[string][]byte{"token": []byte(serverToken)},
+	}))
+	h := &v1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex"},
+		Spec: v1alpha1.AgentHarnessSpec{
+			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
+			External: &v1alpha1.ExternalServer{URL: url, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
+		},
+	}
+	must(t, k8s.Create(ctx, h))
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(h), h))
+		c := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionReady)
+		if h.Status.ObservedGeneration == h.Generation && c != nil && c.Status == metav1.ConditionTrue {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AgentHarness %s/codex is not Ready: %+v", ns, h.Status.Conditions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testOptions(t *testing.T, journalDir, caOut string) options {
+	t.Helper()
+	return options{
+		bindAddr: freeAddr(t), probeAddr: freeAddr(t),
+		leaderElect: true, leaderElectionNS: "default",
+		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
+		tls: tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
+		// Several dispatchers run in this one process.
+		skipControllerNameValidation: true,
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	must(t, l.Close())
+	return addr
+}
