@@ -57,7 +57,7 @@ envtest-assets: ## Build (once) and print the control-plane binaries directory.
 	@hack/setup-envtest.sh
 
 .PHONY: run
-run: build ## Start a local control plane, install CRDs and samples, run the manager and a local codex app-server.
+run: build ## Run the whole system locally: control plane, manager with webhooks, samples, codex app-server, dispatcher.
 	assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; \
 	[[ -n "$$assets" && -n "$$codex" ]] || { echo "setting up the control plane or codex failed (see above)"; exit 1; }; \
 	KUBEBUILDER_ASSETS="$$assets" CODEX_BIN="$$codex" go run ./hack/devcluster --manager=bin/manager --write-kubeconfig=.local/kubeconfig

@@ -17,12 +17,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -31,28 +33,32 @@ import (
 )
 
 const (
-	fieldOwner        = client.FieldOwner("harness-devcluster")
-	operatorNamespace = "harness-operator-system"
-	webhookPort       = 9443
-	probeAddr         = "127.0.0.1:8081"
-	sampleCodexAddr   = "127.0.0.1:4500" // the sample AgentHarness's external.url
+	fieldOwner          = client.FieldOwner("harness-devcluster")
+	operatorNamespace   = "harness-operator-system"
+	webhookPort         = 9443
+	probeAddr           = "127.0.0.1:8081"
+	dispatcherAddr      = "127.0.0.1:9444"
+	dispatcherProbeAddr = "127.0.0.1:8082"
+	gatewayRole         = "config/rbac/gateway_role.yaml"
+	sampleCodexAddr     = "127.0.0.1:4500" // the sample AgentHarness's external.url
 )
 
 func main() {
 	managerBin := flag.String("manager", "bin/manager", "Path of the manager binary to run.")
+	dispatcherBin := flag.String("dispatcher", "bin/dispatcher", "Path of the dispatcher binary to run.")
 	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "Where to write the kubeconfig of the local control plane.")
 	crdDir := flag.String("crds", "config/crd/bases", "Directory of the CRD manifests.")
 	samplesDir := flag.String("samples", "config/samples", "Directory of the sample manifests to apply (not recursive).")
 	codexBin := flag.String("codex", os.Getenv("CODEX_BIN"), "The real codex binary to serve the sample harness at ws://127.0.0.1:4500 (empty: none).")
 	flag.Parse()
 
-	if err := run(*managerBin, *kubeconfig, *crdDir, *samplesDir, *codexBin); err != nil {
+	if err := run(*managerBin, *dispatcherBin, *kubeconfig, *crdDir, *samplesDir, *codexBin); err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(managerBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
+func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return errors.New("KUBEBUILDER_ASSETS is not set: run `make run`, which builds the control plane with hack/setup-envtest.sh")
 	}
@@ -110,7 +116,7 @@ func run(managerBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
 		return fmt.Errorf("resolve certificate directory: %w", err)
 	}
 
-	cmd := exec.CommandContext(ctx, managerBin,
+	managerExited, err := startProcess(ctx, managerBin, absKubeconfig,
 		"--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:8443",
 		"--health-probe-bind-address="+probeAddr,
@@ -122,17 +128,12 @@ func run(managerBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
 		"--webhook-cert-dir="+certDir,
 		"--webhook-cert-dir-from-secret",
 	)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+absKubeconfig)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start manager: %w", err)
+	if err != nil {
+		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 
 	// Samples go through the webhooks (defaulting included), so wait for them.
-	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", exited); err != nil {
+	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", managerExited); err != nil {
 		return err
 	}
 	if err := applySamples(ctx, c, samplesDir); err != nil {
@@ -150,12 +151,99 @@ func run(managerBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
 		defer codex.stop()
 		fmt.Fprintf(os.Stderr, "devcluster: codex app-server (offline, stub model) serves the sample harness at ws://%s\n", sampleCodexAddr)
 	}
-	fmt.Printf("\nLocal control plane is up, with the manager and its webhooks. In another terminal:\n\n    export KUBECONFIG=%s\n    kubectl get ah,rp,asess -A\n\nPress Ctrl-C to stop.\n\n", absKubeconfig)
+	local := filepath.Dir(certDir)
+	caFile := filepath.Join(local, "dispatcher-ca.pem")
+	dispatcherExited, err := startProcess(ctx, dispatcherBin, absKubeconfig,
+		"--leader-elect=false",
+		"--bind-address="+dispatcherAddr,
+		"--probe-bind-address="+dispatcherProbeAddr,
+		"--journal-dir="+filepath.Join(local, "journal"),
+		"--tls-ca-out="+caFile,
+	)
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, "http://"+dispatcherProbeAddr+"/readyz", dispatcherExited); err != nil {
+		return err
+	}
+	if err := ensureCLIAccess(ctx, c, "agents", gatewayRole); err != nil {
+		return err
+	}
+	envFile := filepath.Join(local, "env")
+	exports := fmt.Sprintf("export KUBECONFIG=%s\nexport HARNESS_DISPATCHER_URL=https://%s\nexport HARNESS_DISPATCHER_CA=%s\n", absKubeconfig, dispatcherAddr, caFile)
+	if err := os.WriteFile(envFile, []byte(exports), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", envFile, err)
+	}
+	fmt.Printf("\nThe local system is up: control plane, manager with webhooks, dispatcher, codex app-server.\nIn another terminal (the lines are also in %s):\n\n%s\n    kubectl get ah,rp,asess -A\n    bin/kubectl-harness turn demo -n agents --prompt \"Say hello\"\n    bin/kubectl-harness status demo -n agents\n\nPress Ctrl-C to stop.\n\n",
+		envFile, indent(exports))
 
-	if err := <-exited; err != nil && ctx.Err() == nil {
-		return fmt.Errorf("manager: %w", err)
+	select {
+	case err = <-managerExited:
+		err = wrapExit("manager", err)
+	case err = <-dispatcherExited:
+		err = wrapExit("dispatcher", err)
+	case <-ctx.Done():
+		<-managerExited
+		<-dispatcherExited
+	}
+	if err != nil && ctx.Err() == nil {
+		return err
 	}
 	fmt.Fprintln(os.Stderr, "devcluster: stopping")
+	return nil
+}
+
+// startProcess runs a binary of the project against the local control plane,
+// stopping it with SIGTERM when ctx ends; the channel yields its exit.
+func startProcess(ctx context.Context, bin, kubeconfig string, args ...string) (<-chan error, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return exited, nil
+}
+
+func wrapExit(what string, err error) error {
+	if err == nil {
+		return fmt.Errorf("%s exited", what)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func indent(lines string) string {
+	return "    " + strings.ReplaceAll(strings.TrimSuffix(lines, "\n"), "\n", "\n    ")
+}
+
+// ensureCLIAccess lets `kubectl harness turn` run turns in namespace: the
+// gateway ClusterRole (config/rbac), the ServiceAccount harness-cli the CLI
+// requests tokens for, and a RoleBinding between them.
+func ensureCLIAccess(ctx context.Context, c client.Client, namespace, roleFile string) error {
+	objs, err := manifest.ReadPath(roleFile)
+	if err != nil {
+		return err
+	}
+	objs = append(objs,
+		&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount",
+			"metadata": map[string]any{"name": "harness-cli", "namespace": namespace},
+		}},
+		&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+			"metadata": map[string]any{"name": "harness-cli-gateway", "namespace": namespace},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "harness-operator-gateway"},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "harness-cli", "namespace": namespace}},
+		}},
+	)
+	for _, obj := range objs {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), fieldOwner, client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
 	return nil
 }
 
