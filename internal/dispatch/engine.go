@@ -320,6 +320,7 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	if err := selection.ValidateAgainstSession(sess, &req.Attempt); err != nil {
 		var se *selection.Error
 		if errors.As(err, &se) {
+			recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
 			return turnError(se)
 		}
 		return err
@@ -353,6 +354,7 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	if err := selection.ValidateAgainstSession(sess, &req.Attempt); err != nil {
 		var se *selection.Error
 		if errors.As(err, &se) {
+			recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
 			return turnError(se)
 		}
 		return err
@@ -380,12 +382,18 @@ type prepared struct {
 }
 
 // prepare is step 4 of Turn: nothing it does starts a thread or a turn.
-func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest, sink Sink) (*prepared, *TurnError) {
+func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest, sink Sink) (_ *prepared, terr *TurnError) {
+	var d selection.Decision
+	defer func() {
+		if terr != nil {
+			recordRefused(labelsOf(sess.Namespace, d), terr.Code)
+		}
+	}()
 	snap, err := e.snapshot(ctx, sess)
 	if err != nil {
 		return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "read the selection inputs: %v", err)
 	}
-	d := selection.Select(snap, &req.Attempt)
+	d = selection.Select(snap, &req.Attempt)
 	e.logDecision(sess, req.RunID, d)
 	sink(EventSelected, mustJSON(d))
 	if d.Error != nil {
@@ -495,6 +503,9 @@ type runCtx struct {
 	sink          Sink
 	turn          *codex.Turn
 	transcriptErr error
+	labels        turnLabels // the turn's metric labels
+	started       time.Time
+	partialSeen   bool // the time to the first partial is recorded
 }
 
 // execute is steps 5 and 6 of Turn.
@@ -504,6 +515,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	if err != nil {
 		var conflict *journal.RunConflictError
 		if errors.As(err, &conflict) {
+			recordRefused(labelsOf(sess.Namespace, p.decision), selection.CodeRunIDConflict)
 			return newTurnError(selection.CodeRunIDConflict, "", "runId %q of AgentSession %s was used for a different request", req.RunID, session)
 		}
 		return fmt.Errorf("dispatch: journal: %w", err)
@@ -511,13 +523,14 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	if outcome != journal.BeginNew { // not reachable under the session lock
 		return e.follow(ctx, session, req.RunID, digest, sink)
 	}
-	rc := &runCtx{session: session, runID: req.RunID, run: run, sink: sink}
+	started := metav1.Now()
+	rc := &runCtx{session: session, runID: req.RunID, run: run, sink: sink,
+		labels: labelsOf(sess.Namespace, p.decision), started: started.Time}
 	if _, err := run.Append(EventSelected, mustJSON(p.decision)); err != nil {
 		e.log.Error(err, "journal append failed", "session", session, "runId", req.RunID)
 	}
 
 	d := p.decision
-	started := metav1.Now()
 	timeout := e.opts.DefaultTurnTimeout
 	if req.TimeoutMs > 0 {
 		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
@@ -599,6 +612,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	if terr == nil && rc.transcriptErr != nil {
 		terr = newTurnError(selection.CodeTranscriptLimitExceeded, "", "%v", rc.transcriptErr).touched(false)
 	}
+	recordFinished(rc.labels, res, terr, finished.Sub(started.Time))
 	if terr != nil {
 		last.Outcome = v1alpha1.TurnFailed
 		last.ErrorCode = string(terr.Code)
@@ -669,6 +683,9 @@ func (e *Engine) drive(ctx context.Context, rc *runCtx, p *prepared, in adapter.
 	default:
 		var se *selection.Error
 		if errors.As(err, &se) {
+			// The adapter refused the turn before it started: a fail-closed
+			// decision (its turn is counted when execute records it).
+			recordFailClosed(rc.labels, se.Code)
 			return nil, turnError(se).touched(true)
 		}
 		if errors.Is(err, adapter.ErrInvalidInput) {
@@ -742,6 +759,10 @@ func (e *Engine) reattach(ctx context.Context, t *codex.Turn, p *prepared) error
 // relay sends one adapter event to the journal, the transcript mirror and
 // the sink.
 func (e *Engine) relay(rc *runCtx, ev adapter.Event) {
+	if ev.Type == adapter.EventPartial && !rc.partialSeen {
+		rc.partialSeen = true
+		recordFirstPartial(rc.labels, time.Since(rc.started))
+	}
 	payload := mustJSON(ev.Payload())
 	if ev.Type == adapter.EventTranscript && rc.transcriptErr == nil {
 		if err := e.journal.AppendTranscript(rc.session, payload); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -80,6 +81,14 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(s.Status.Counters.InputTokens).To(Equal(res.Usage.Input))
 		Expect(s.Status.Counters.OutputTokens).To(Equal(res.Usage.Output))
 
+		// Prometheus: one ok turn with bounded labels, its tokens, its time
+		// to first partial and its duration.
+		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex", "codex", "ok"))).To(Equal(1.0))
+		Expect(promtestutil.ToFloat64(tokensTotal.WithLabelValues(ns, "codex", "input"))).To(Equal(float64(res.Usage.Input)))
+		Expect(promtestutil.ToFloat64(tokensTotal.WithLabelValues(ns, "codex", "output"))).To(Equal(float64(res.Usage.Output)))
+		Expect(histogramCount(timeToFirstPartial.WithLabelValues(ns, "codex"))).To(Equal(uint64(1)))
+		Expect(histogramCount(turnDuration.WithLabelValues(ns, "codex", "ok"))).To(Equal(uint64(1)))
+
 		// The dispatcher's fields belong to its own field manager only.
 		for _, mf := range s.ManagedFields {
 			if mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), "nativeBinding") {
@@ -128,6 +137,8 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(evs[0].Type).To(Equal(EventSelected))
 		Consistently(func() int { return len(stub.Requests()) }, 500*time.Millisecond).Should(Equal(before), "no model request for a replay")
 		Expect(getSession(ns, "text").Status.Counters.Turns).To(Equal(int64(3)), "a replay is not a turn")
+		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex", "codex", "ok"))).To(Equal(3.0), "a replay is not counted")
+		Expect(histogramCount(turnDuration.WithLabelValues(ns, "codex", "ok"))).To(Equal(uint64(3)))
 
 		_, err = turn(ns, "text", textReq("run-a1", "alpha-1: something else"))
 		var te *TurnError
@@ -146,6 +157,8 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
 		Expect(te.Code).To(Equal(selection.CodeSessionMismatch))
 		Expect(evs).To(BeEmpty())
+		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "SessionMismatch"))).To(Equal(1.0))
+		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch"))).To(Equal(1.0))
 		_, lookErr := jrnl.Lookup(journal.SessionName(ns, "text"), "run-mismatch")
 		Expect(lookErr).To(MatchError(journal.ErrNotFound))
 		Expect(len(stub.Requests())).To(Equal(before))
@@ -269,6 +282,9 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		Expect(te.Retryable).To(BeFalse())
 		Expect(errorOf(evs).Code).To(Equal(selection.CodeHarnessNotRegistered))
 		Expect(len(stub.Requests())).To(Equal(before), "never a fallback, no model request")
+		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "HarnessNotRegistered"))).To(Equal(1.0))
+		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "HarnessNotRegistered"))).To(Equal(1.0))
+		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex", "codex", "ok"))).To(Equal(1.0), "the turn before the deletion")
 	})
 
 	It("is HarnessUnavailable (retryable) while the harness is not Ready, and runs once it is", func() {
