@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -36,6 +35,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -400,33 +400,13 @@ type sseEvent struct {
 // parseSSE reads an event stream to its end.
 func parseSSE(t *testing.T, r io.Reader) []sseEvent {
 	t.Helper()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	var (
-		evs []sseEvent
-		cur sseEvent
-	)
-	seen := false
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if seen {
-				evs = append(evs, cur)
-			}
-			cur, seen = sseEvent{}, false
-			continue
-		}
-		seen = true
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			cur.ID, _ = strconv.ParseInt(value, 10, 64)
-		case "event":
-			cur.Type = value
-		case "data":
-			cur.Data = append(cur.Data, value...)
-		}
+	var evs []sseEvent
+	if err := sse.Read(r, func(ev sse.Event) bool {
+		id, _ := strconv.ParseInt(ev.ID, 10, 64)
+		evs = append(evs, sseEvent{ID: id, Type: ev.Type, Data: ev.Data})
+		return true
+	}); err != nil {
+		t.Fatalf("read event stream: %v", err)
 	}
 	if len(evs) == 0 {
 		t.Fatal("empty event stream")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -202,56 +201,4 @@ func responseError(resp *http.Response, stderr io.Writer) error {
 		return badInput(ae)
 	}
 	return fmt.Errorf("dispatcher answered %d %w", resp.StatusCode, ae)
-}
-
-// sseEvent is one server-sent event.
-type sseEvent struct {
-	ID   string
-	Type string
-	Data []byte
-}
-
-// readSSE calls fn for each event of r until r ends or fn returns false.
-// It returns the read error (nil at a clean EOF).
-func readSSE(r io.Reader, fn func(sseEvent) bool) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var (
-		ev      sseEvent
-		data    [][]byte
-		hasData bool
-	)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if hasData || ev.Type != "" {
-				ev.Data = bytes.Join(data, []byte("\n"))
-				if ev.Type == "" {
-					ev.Type = "message"
-				}
-				if !fn(ev) {
-					return nil
-				}
-			}
-			ev, data, hasData = sseEvent{}, nil, false
-			continue
-		}
-		if strings.HasPrefix(line, ":") {
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			ev.ID = value
-		case "event":
-			ev.Type = value
-		case "data":
-			data = append(data, []byte(value))
-			hasData = true
-		}
-	}
-	// An event without its blank line is incomplete: dropped, as the
-	// EventSource rules say.
-	return sc.Err()
 }

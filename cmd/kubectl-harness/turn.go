@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/sse"
 )
 
 type turnOptions struct {
@@ -154,7 +155,7 @@ func streamTurn(ctx context.Context, dc *dispatcherClient, u string, body []byte
 		}
 		var outcome error
 		finished := false
-		readErr := readSSE(resp.Body, func(ev sseEvent) bool {
+		readErr := sse.Read(resp.Body, func(ev sse.Event) bool {
 			if ev.ID != "" {
 				lastID = ev.ID
 			}
@@ -215,7 +216,7 @@ func (p *turnPrinter) line(format string, args ...any) {
 }
 
 // event renders ev; done reports the terminal event, with the exit error.
-func (p *turnPrinter) event(ev sseEvent) (bool, error) {
+func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 	switch ev.Type {
 	case dispatch.EventSelected:
 		var d struct {

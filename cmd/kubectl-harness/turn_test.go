@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/openclaw/harness-operator/internal/sse"
 )
 
 func TestSessionName(t *testing.T) {
@@ -56,11 +58,11 @@ func shortHash(s string) string {
 
 func TestReadSSE(t *testing.T) {
 	in := ": comment\nid: 1\nevent: selected\ndata: {\"a\":1}\n\nid: 2\nevent: partial\ndata: line1\ndata: line2\n\nevent: error\ndata: {}\n\nid: 9\nevent: partial\ndata: incomplete"
-	var got []sseEvent
-	if err := readSSE(strings.NewReader(in), func(ev sseEvent) bool { got = append(got, ev); return true }); err != nil {
+	var got []sse.Event
+	if err := sse.Read(strings.NewReader(in), func(ev sse.Event) bool { got = append(got, ev); return true }); err != nil {
 		t.Fatal(err)
 	}
-	want := []sseEvent{
+	want := []sse.Event{
 		{ID: "1", Type: "selected", Data: []byte(`{"a":1}`)},
 		{ID: "2", Type: "partial", Data: []byte("line1\nline2")},
 		{Type: "error", Data: []byte("{}")},
@@ -107,7 +109,7 @@ func (s *sseServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func sse(id, typ string, data any) string {
+func sseFrame(id, typ string, data any) string {
 	b, _ := json.Marshal(data)
 	if id != "" {
 		id = "id: " + id + "\n"
@@ -139,18 +141,18 @@ func exitCode(err error) int {
 }
 
 var (
-	selected = sse("0", "selected", map[string]any{"runtime": "codex", "harnessId": "codex", "reason": "auto_plugin", "runId": "run-1", "turnToken": "t"})
+	selected = sseFrame("0", "selected", map[string]any{"runtime": "codex", "harnessId": "codex", "reason": "auto_plugin", "runId": "run-1", "turnToken": "t"})
 	okResult = map[string]any{"runId": "run-1", "threadId": "th", "assistantTexts": []string{"Hello world"}, "terminal": map[string]any{"kind": "ok"}, "usage": map[string]any{}, "agentHarnessId": "codex"}
 )
 
 func TestStreamTurnReconnectsWithLastEventID(t *testing.T) {
 	srv := &sseServer{scripts: []string{
-		selected + sse("1", "partial", map[string]string{"itemId": "i", "delta": "Hello "}) + "id: 2\nevent: partial\nCUT",
-		sse("2", "partial", map[string]string{"itemId": "i", "delta": "world"}) +
-			sse("3", "agent_event", map[string]string{"stream": "tool", "phase": "start", "tool": "exec"}) +
-			sse("4", "tool_terminal", map[string]any{"callId": "c", "tool": "exec", "executionStarted": true, "outcome": "failure", "failure": map[string]string{"reason": "native_failed", "message": "exit 1"}}) +
-			sse("5", "transcript", map[string]string{"type": "message"}) +
-			sse("6", "result", okResult),
+		selected + sseFrame("1", "partial", map[string]string{"itemId": "i", "delta": "Hello "}) + "id: 2\nevent: partial\nCUT",
+		sseFrame("2", "partial", map[string]string{"itemId": "i", "delta": "world"}) +
+			sseFrame("3", "agent_event", map[string]string{"stream": "tool", "phase": "start", "tool": "exec"}) +
+			sseFrame("4", "tool_terminal", map[string]any{"callId": "c", "tool": "exec", "executionStarted": true, "outcome": "failure", "failure": map[string]string{"reason": "native_failed", "message": "exit 1"}}) +
+			sseFrame("5", "transcript", map[string]string{"type": "message"}) +
+			sseFrame("6", "result", okResult),
 	}}
 	out, errOut, err := runStream(t, srv)
 	if err != nil {
@@ -188,13 +190,13 @@ func TestStreamTurnOutcomes(t *testing.T) {
 		wantOut    string
 		wantErrOut string
 	}{
-		{"result texts when nothing was streamed", &sseServer{scripts: []string{selected + sse("1", "result", okResult)}}, exitOK, "Hello world\n", ""},
-		{"aborted terminal", &sseServer{scripts: []string{selected + sse("1", "result", aborted)}}, exitFailClosed, "", "turn aborted: interrupted"},
-		{"error event", &sseServer{scripts: []string{selected + sse("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "gone", "scope": "harness", "retryable": true})}}, exitFailClosed, "", "error: HarnessUnavailable: gone (retryable true)"},
+		{"result texts when nothing was streamed", &sseServer{scripts: []string{selected + sseFrame("1", "result", okResult)}}, exitOK, "Hello world\n", ""},
+		{"aborted terminal", &sseServer{scripts: []string{selected + sseFrame("1", "result", aborted)}}, exitFailClosed, "", "turn aborted: interrupted"},
+		{"error event", &sseServer{scripts: []string{selected + sseFrame("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "gone", "scope": "harness", "retryable": true})}}, exitFailClosed, "", "error: HarnessUnavailable: gone (retryable true)"},
 		{"fail-closed answer", &sseServer{status: http.StatusUnprocessableEntity, scripts: []string{`{"code":"OverrideDenied","message":"denied","scope":"","retryable":false}`}}, exitFailClosed, "", "error: OverrideDenied: denied (HTTP 422"},
 		{"unknown session", &sseServer{status: http.StatusNotFound, scripts: []string{`{"code":"SessionNotFound","message":"nope","scope":"","retryable":false}`}}, exitBadInput, "", ""},
 		{"forbidden", &sseServer{status: http.StatusForbidden, scripts: []string{`{"code":"Forbidden","message":"no","scope":"","retryable":false}`}}, exitFailure, "", ""},
-		{"broken twice", &sseServer{scripts: []string{selected + "CUT", sse("1", "partial", map[string]string{"delta": "x"}) + "CUT"}}, exitFailure, "x\n", "reconnecting"},
+		{"broken twice", &sseServer{scripts: []string{selected + "CUT", sseFrame("1", "partial", map[string]string{"delta": "x"}) + "CUT"}}, exitFailure, "x\n", "reconnecting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

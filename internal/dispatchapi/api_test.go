@@ -1,7 +1,6 @@
 package dispatchapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -33,6 +32,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -635,37 +635,16 @@ type sseEvent struct {
 	Data json.RawMessage
 }
 
-func newScanner(r io.Reader) *bufio.Scanner {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	return sc
-}
+func newScanner(r io.Reader) *sse.Scanner { return sse.NewScanner(r) }
 
-// nextEvent parses one SSE event (id, event, data lines; a blank line ends it).
-func nextEvent(sc *bufio.Scanner) (sseEvent, bool) {
-	var e sseEvent
-	seen := false
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if seen {
-				return e, true
-			}
-			continue
-		}
-		seen = true
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			e.ID, _ = strconv.ParseInt(value, 10, 64)
-		case "event":
-			e.Type = value
-		case "data":
-			e.Data = append(e.Data, value...)
-		}
+// nextEvent reads one event with its id as a number.
+func nextEvent(sc *sse.Scanner) (sseEvent, bool) {
+	if !sc.Next() {
+		return sseEvent{}, false
 	}
-	return e, false
+	ev := sc.Event()
+	id, _ := strconv.ParseInt(ev.ID, 10, 64)
+	return sseEvent{ID: id, Type: ev.Type, Data: ev.Data}, true
 }
 
 // readSSE parses an ended 200 event stream.

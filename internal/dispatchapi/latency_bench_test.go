@@ -1,7 +1,6 @@
 package dispatchapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +33,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -269,32 +269,22 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 // readUntilResult reads SSE events until `result` or `error` and returns its
 // type and data.
 func readUntilResult(r io.Reader) (string, []byte, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	var typ string
 	var data []byte
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if typ == dispatch.EventResult || typ == dispatch.EventError {
-				return typ, data, nil
-			}
-			typ, data = "", nil
-			continue
+	err := sse.Read(r, func(ev sse.Event) bool {
+		if ev.Type == dispatch.EventResult || ev.Type == dispatch.EventError {
+			typ, data = ev.Type, ev.Data
+			return false
 		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "event":
-			typ = value
-		case "data":
-			data = append(data, value...)
-		}
-	}
-	if err := sc.Err(); err != nil {
+		return true
+	})
+	if err != nil {
 		return "", nil, err
 	}
-	return "", nil, errors.New("event stream ended without result")
+	if typ == "" {
+		return "", nil, errors.New("event stream ended without result")
+	}
+	return typ, data, nil
 }
 
 func waitHarnessReady(ctx context.Context, b *testing.B, k8s client.Client, h *v1alpha1.AgentHarness) {
