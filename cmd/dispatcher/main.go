@@ -46,10 +46,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,11 +58,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/journal"
+	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 )
 
 const (
@@ -118,17 +116,6 @@ func main() {
 	}
 }
 
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add client-go types to scheme: %w", err)
-	}
-	if err := harnessv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add harness types to scheme: %w", err)
-	}
-	return scheme, nil
-}
-
 // serverPodSelector selects the operator's server pods, as the agentharness
 // controller's pod cache does: the engine finds a harness's servers among them.
 func serverPodSelector() (labels.Selector, error) {
@@ -150,7 +137,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if opts.shutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
 	}
-	scheme, err := newScheme()
+	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -23,10 +21,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/controllers/agentsession"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
+	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
@@ -91,20 +89,9 @@ func main() {
 	}
 }
 
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add client-go types to scheme: %w", err)
-	}
-	if err := harnessv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add harness types to scheme: %w", err)
-	}
-	return scheme, nil
-}
-
 // run starts the manager against the API server of cfg and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, opts options) error {
-	scheme, err := newScheme()
+	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
 	}

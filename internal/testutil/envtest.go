@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/scheme"
 )
 
 // Env is a real etcd and kube-apiserver with the project's CRDs installed,
@@ -51,11 +50,7 @@ func StartEnv() (*Env, error) {
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("start envtest: %w", err)
 	}
-	e.Scheme = runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(e.Scheme); err != nil {
-		return nil, err
-	}
-	if err := harnessv1alpha1.AddToScheme(e.Scheme); err != nil {
+	if e.Scheme, err = scheme.New(); err != nil {
 		return nil, err
 	}
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
