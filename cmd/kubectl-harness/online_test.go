@@ -4,43 +4,23 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
 	"github.com/openclaw/harness-operator/internal/selection"
-	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // TestExplainReadsTheCluster runs `explain` without --offline against a real
 // kube-apiserver: objects come from the kubeconfig, and a harness the manager
 // has not reported Ready is unavailable (retryable), never a fallback.
 func TestExplainReadsTheCluster(t *testing.T) {
-	te, err := testutil.StartEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = te.Stop() })
+	te, kubeconfigPath := startCluster(t)
 	c := te.Client
-	user, err := te.AddUser(envtest.User{Name: "explainer", Groups: []string{"system:masters"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
 
 	objs, err := manifest.ReadPath(samples)
 	if err != nil {
