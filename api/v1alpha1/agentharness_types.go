@@ -168,6 +168,8 @@ const (
 	HarnessReasonWorkloadNotReady HarnessConditionReason = "WorkloadNotReady"
 	// HarnessReasonVersionNotSupported: the version is below the floor or not yet known.
 	HarnessReasonVersionNotSupported HarnessConditionReason = "VersionNotSupported"
+	// HarnessReasonNamespaceNotManaged: the harness is outside the operator's harness namespaces.
+	HarnessReasonNamespaceNotManaged HarnessConditionReason = "NamespaceNotManaged"
 )
 
 // AutoSelection says which providers `auto` may ask this harness about. It is

@@ -11,10 +11,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -41,6 +47,7 @@ type options struct {
 	sessionConcurrency   int
 	gracefulShutdownSecs int
 	operatorNamespace    string
+	harnessNamespaces    string
 	webhook              webhookOptions
 }
 
@@ -66,6 +73,7 @@ func main() {
 	flag.IntVar(&opts.sessionConcurrency, "agentsession-concurrency", 8, "Maximum parallel reconciles of AgentSession objects.")
 	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
 	flag.StringVar(&opts.operatorNamespace, "operator-namespace", envOr("POD_NAMESPACE", agentharness.DefaultOperatorNamespace), "Namespace of the operator's manager and dispatcher pods: app-server NetworkPolicies admit them from there (default: $POD_NAMESPACE).")
+	flag.StringVar(&opts.harnessNamespaces, "harness-namespaces", "", "Comma-separated namespaces AgentHarnesses may live in. When set, the manager caches Secrets only there (and in --operator-namespace), so its Secret access can be granted by namespaced Roles, and admission refuses harnesses elsewhere. Empty: every namespace (Secret access cluster-wide).")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
 	flag.StringVar(&opts.webhook.issuer, "webhook-cert-manager-issuer", "", "With --webhook-cert-mode=cert-manager: the issuer of the serving certificate, Issuer/<name> or ClusterIssuer/<name> (default: a self-signed Issuer the manager creates).")
 	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
@@ -124,8 +132,23 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return fmt.Errorf("--webhook-cert-mode must be self-managed, cert-manager or disabled, got %q", opts.webhook.mode)
 	}
 
+	harnessNamespaces, err := parseNamespaces("--harness-namespaces", opts.harnessNamespaces)
+	if err != nil {
+		return err
+	}
+	var cacheOpts cache.Options
+	if len(harnessNamespaces) > 0 {
+		// The webhook certificate Secret lives in the operator namespace.
+		secretNamespaces := map[string]cache.Config{opts.operatorNamespace: {}}
+		for _, ns := range harnessNamespaces {
+			secretNamespaces[ns] = cache.Config{}
+		}
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: secretNamespaces}}
+	}
+
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                         cacheOpts,
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host: opts.webhook.host, Port: opts.webhook.port, CertDir: opts.webhook.certs.CertDir, TLSOpts: tlsOpts,
 		}),
@@ -143,7 +166,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace},
+		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace, HarnessNamespaces: harnessNamespaces},
 		&runtimepolicy.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
 		&agentsession.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
 	}
@@ -163,7 +186,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 			}
 		}
 	}
-	webhooksReady, err := webhook.Install(mgr, webhook.Mode(opts.webhook.mode), opts.webhook.certs, opts.webhook.issuer)
+	webhooksReady, err := webhook.Install(mgr, webhook.InstallOptions{
+		Mode: webhook.Mode(opts.webhook.mode), Certs: opts.webhook.certs, Issuer: opts.webhook.issuer, HarnessNamespaces: harnessNamespaces,
+	})
 	if err != nil {
 		return err
 	}
@@ -196,6 +221,25 @@ func cachesSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// parseNamespaces splits a comma-separated list of namespace names, refusing
+// anything that is not a DNS-1123 label.
+func parseNamespaces(flagName, list string) ([]string, error) {
+	var out []string
+	for _, ns := range strings.Split(list, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %q is not a namespace name: %s", flagName, ns, strings.Join(errs, "; "))
+		}
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
 }
 
 // envOr returns the environment variable's value, or def when it is unset.

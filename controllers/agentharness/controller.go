@@ -19,6 +19,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -78,6 +79,12 @@ type Reconciler struct {
 	// dispatcher pods, the only pods the app-server NetworkPolicy admits.
 	// Empty means DefaultOperatorNamespace.
 	OperatorNamespace string
+
+	// HarnessNamespaces, when set, are the only namespaces whose harnesses
+	// are served: the manager reads Secrets only there. A harness elsewhere
+	// (created before the setting, since admission refuses new ones) is
+	// reported not Ready with reason NamespaceNotManaged and gets no workload.
+	HarnessNamespaces []string
 
 	// AppServerPort is the port the app-server listens on in its pod (the
 	// container port and Service port named PortName). Zero means
@@ -172,6 +179,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // phases lists the ordered phases of the harness's mode.
 func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
+	if len(r.HarnessNamespaces) > 0 && !slices.Contains(r.HarnessNamespaces, h.Namespace) {
+		return []phase{{"namespace", r.unmanagedNamespace}}
+	}
 	if h.Spec.AppServer != nil {
 		return []phase{
 			{"token secret", r.reconcileTokenSecret},

@@ -242,6 +242,19 @@ func attestation(s *scope) (verdict, *harnessv1alpha1.RuntimeArtifact) {
 		fmt.Sprintf("every server runs %s (%s)", artifact.ID, digest)}, artifact
 }
 
+// unmanagedNamespace reports a harness outside the operator's harness
+// namespaces: nothing is created for it and it never accepts turns.
+func (r *Reconciler) unmanagedNamespace(_ context.Context, s *scope) error {
+	h := s.harness
+	h.Status.ObservedGeneration = h.Generation
+	msg := fmt.Sprintf("namespace %s is not one of the operator's harness namespaces (%s): the operator cannot read Secrets here, so it serves no harness in it",
+		h.Namespace, strings.Join(r.HarnessNamespaces, ", "))
+	notManaged := verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonNamespaceNotManaged, msg}
+	setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, notManaged)
+	setCondition(h, harnessv1alpha1.HarnessConditionReady, notManaged)
+	return nil
+}
+
 // setReady sets Ready = WorkloadReady ∧ VersionSupported.
 func setReady(h *harnessv1alpha1.AgentHarness) {
 	wr := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionWorkloadReady)

@@ -76,7 +76,11 @@ func normalizeTools(in []v1alpha1.ToolID, path string, warnings *admission.Warni
 // object or know the adapters: canonical tool ids, unique harness ids among
 // harnesses one namespace can see, the adapter's version floor, and no Host
 // auth bootstrap on codex-app-server.
-type harnessValidator struct{ reader readers }
+type harnessValidator struct {
+	reader readers
+	// namespaces, when set, are the only namespaces harnesses are admitted in.
+	namespaces []string
+}
 
 func (v *harnessValidator) ValidateCreate(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
 	return v.validate(ctx, h)
@@ -92,8 +96,8 @@ func (v *harnessValidator) ValidateDelete(context.Context, *v1alpha1.AgentHarnes
 
 func (v *harnessValidator) validate(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
-	var errs field.ErrorList
 	var warnings admission.Warnings
+	errs := harnessNamespaceErrors(h.Namespace, v.namespaces)
 
 	errs = append(errs, toolIDErrors(spec.Child("conversationToolPolicySafeDenyTools"), h.Spec.ConversationToolPolicySafeDenyTools)...)
 	errs = append(errs, toolIDErrors(spec.Child("conversationToolPolicyNativeTools"), h.Spec.ConversationToolPolicyNativeTools)...)
@@ -137,6 +141,18 @@ func (v *harnessValidator) validate(ctx context.Context, h *v1alpha1.AgentHarnes
 		return warnings, apierrors.NewInvalid(harnessGK, h.Name, errs)
 	}
 	return warnings, nil
+}
+
+// harnessNamespaceErrors refuses a harness outside the operator's harness
+// namespaces (none configured: every namespace). The operator reads Secrets
+// only in those namespaces, so a harness elsewhere could never get its token.
+func harnessNamespaceErrors(namespace string, harnessNamespaces []string) field.ErrorList {
+	if len(harnessNamespaces) == 0 || slices.Contains(harnessNamespaces, namespace) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf(
+		"the operator manages AgentHarnesses only in its harness namespaces %s (Helm value harnessNamespaces, manager flag --harness-namespaces); %q is not one of them",
+		strings.Join(harnessNamespaces, ", "), namespace))}
 }
 
 // effectiveHarnessID is the id the engine looks the harness up by.

@@ -24,22 +24,37 @@ const (
 	ModeDisabled Mode = "disabled"
 )
 
-// Install sets up the admission webhooks in the given mode and returns a
-// readiness check that passes once they serve. With self-managed certificates
-// the webhooks are registered only after the rotator has written the
-// certificates and injected the CA, so the server never starts without one.
-//
-// In cert-manager mode, issuer names the issuer (`Issuer/<name>` or
-// `ClusterIssuer/<name>`; empty creates a self-signed Issuer) and the manager
-// applies the Certificate and the CA injection annotations at start-up.
-func Install(mgr ctrl.Manager, mode Mode, certs CertOptions, issuer string) (healthz.Checker, error) {
-	if mode == ModeDisabled {
+// InstallOptions say how the webhooks get their certificates and what the
+// validators enforce beyond the API types.
+type InstallOptions struct {
+	// Mode is where the serving certificates come from.
+	Mode Mode
+	// Certs configure self-managed certificates (and name the Secret and DNS
+	// name in cert-manager mode).
+	Certs CertOptions
+	// Issuer names the cert-manager issuer (`Issuer/<name>` or
+	// `ClusterIssuer/<name>`; empty creates a self-signed Issuer).
+	Issuer string
+	// HarnessNamespaces, when set, are the only namespaces AgentHarnesses are
+	// admitted in (the operator may read Secrets only there).
+	HarnessNamespaces []string
+}
+
+// Install sets up the admission webhooks and returns a readiness check that
+// passes once they serve. With self-managed certificates the webhooks are
+// registered only after the rotator has written the certificates and
+// injected the CA, so the server never starts without one. In cert-manager
+// mode the manager applies the Certificate and the CA injection annotations
+// at start-up.
+func Install(mgr ctrl.Manager, o InstallOptions) (healthz.Checker, error) {
+	if o.Mode == ModeDisabled {
 		return healthz.Ping, nil
 	}
+	certs := o.Certs
 	var registered atomic.Bool
 	var registerErr atomic.Pointer[error]
 	register := func() error {
-		if err := Setup(mgr); err != nil {
+		if err := Setup(mgr, o.HarnessNamespaces); err != nil {
 			registerErr.Store(&err)
 			return err
 		}
@@ -55,8 +70,8 @@ func Install(mgr ctrl.Manager, mode Mode, certs CertOptions, issuer string) (hea
 		}
 		return mgr.GetWebhookServer().StartedChecker()(req)
 	}
-	if mode == ModeCertManager {
-		objs, err := CertManagerObjects(certs, issuer)
+	if o.Mode == ModeCertManager {
+		objs, err := CertManagerObjects(certs, o.Issuer)
 		if err != nil {
 			return nil, err
 		}

@@ -69,12 +69,12 @@ var _ = BeforeSuite(func() {
 		WebhookServer:          ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	ready, err := webhook.Install(mgr, webhook.ModeSelfManaged, webhook.CertOptions{
+	ready, err := webhook.Install(mgr, webhook.InstallOptions{Mode: webhook.ModeSelfManaged, Certs: webhook.CertOptions{
 		SecretNamespace: certNamespace, SecretName: "webhook-tls", CertDir: certDir, DNSName: "localhost",
 		// Short-lived serving certificates: replaced every ~10 s during the suite.
 		ServerCertValidity: 30 * time.Second, Lookahead: 20 * time.Second, RotationCheckInterval: 2 * time.Second,
 		SyncCertDirFromSecret: true,
-	}, "")
+	}})
 	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()

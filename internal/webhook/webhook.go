@@ -42,15 +42,16 @@ func path(op, kind string) string {
 // RuntimePolicies live from the API server (few objects, and a stale cache
 // would let a just-created conflicting object through) and read Namespaces
 // and AgentSessions from the manager's cache; the controllers re-check what
-// an admission race still lets through.
-func Setup(mgr ctrl.Manager) error {
+// an admission race still lets through. A non-empty harnessNamespaces admits
+// AgentHarnesses only in those namespaces.
+func Setup(mgr ctrl.Manager, harnessNamespaces []string) error {
 	c := readers{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
 	scheme := mgr.GetScheme()
 	srv := mgr.GetWebhookServer()
 	srv.Register(path("mutate", "AgentHarness"), &admission.Webhook{Handler: defaulting(scheme, (&harnessDefaulter{}).Default)})
 	srv.Register(path("mutate", "RuntimePolicy"), &admission.Webhook{Handler: defaulting(scheme, defaultPolicy)})
 	srv.Register(path("mutate", "AgentSession"), &admission.Webhook{Handler: defaulting(scheme, defaultSession)})
-	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.AgentHarness{}).WithValidator(&harnessValidator{reader: c}).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.AgentHarness{}).WithValidator(&harnessValidator{reader: c, namespaces: harnessNamespaces}).Complete(); err != nil {
 		return fmt.Errorf("register AgentHarness validator: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.RuntimePolicy{}).WithValidator(&policyValidator{reader: c}).Complete(); err != nil {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/testutil"
+)
+
+// TestHarnessNamespacesNeedOnlyNamespacedSecretAccess runs the manager as a
+// user whose Secret access is granted by Roles in two namespaces only — what
+// the Helm chart grants when harnessNamespaces is set — and checks that it
+// becomes ready (its Secret cache lists nothing cluster-wide), serves a
+// harness in a harness namespace, and reports one elsewhere as not managed.
+func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
+	env, err := testutil.StartEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := context.Background()
+	admin := env.Client
+	const operatorNS, teamA, teamB = "harness-operator-system", "team-a", "team-b"
+	for _, ns := range []string{operatorNS, teamA, teamB} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The generated manager ClusterRole without Secrets, plus Secret Roles in
+	// the operator namespace and team-a.
+	const user = "restricted-manager"
+	role := generatedManagerRole(t)
+	var secretRule rbacv1.PolicyRule
+	for i, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			secretRule = *r.DeepCopy()
+			secretRule.Resources = []string{"secrets"}
+			role.Rules[i].Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(s string) bool { return s == "secrets" })
+		}
+	}
+	if len(secretRule.Verbs) == 0 {
+		t.Fatal("config/rbac/role.yaml grants no Secret access; the test's premise is gone")
+	}
+	role.Name = "restricted-manager"
+	mustCreate(t, admin, role)
+	mustCreate(t, admin, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})
+	for _, ns := range []string{operatorNS, teamA} {
+		mustCreate(t, admin, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns}, Rules: []rbacv1.PolicyRule{secretRule}})
+		mustCreate(t, admin, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "secrets"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		})
+	}
+	restricted, err := env.AddUser(envtest.User{Name: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	probeAddr := freeAddr(t)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(runCtx, restricted.Config(), options{
+			metricsAddr: "0", probeAddr: probeAddr, harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1,
+			gracefulShutdownSecs: 5, operatorNamespace: operatorNS, harnessNamespaces: teamA + ", " + teamA,
+			webhook: webhookOptions{mode: "disabled"},
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager returned an error on shutdown: %v", err)
+		}
+	})
+	plain := &http.Client{Timeout: 2 * time.Second}
+	waitFor(t, "readyz with namespaced Secret access", func() (bool, string) { return get(plain, "http://"+probeAddr+"/readyz", "") })
+
+	for _, ns := range []string{teamA, teamB} {
+		mustCreate(t, admin, managedHarness(ns))
+	}
+	// team-a: the workload's token Secret is written with the Role's grant.
+	waitFor(t, "token Secret in team-a", func() (bool, string) {
+		var list corev1.SecretList
+		if err := admin.List(ctx, &list, client.InNamespace(teamA)); err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 1, fmt.Sprintf("secrets in team-a: %d", len(list.Items))
+	})
+	// team-b: not served, visibly.
+	waitFor(t, "team-b harness reported NamespaceNotManaged", func() (bool, string) {
+		var h harnessv1alpha1.AgentHarness
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: teamB, Name: "codex"}, &h); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady)
+		if c == nil {
+			return false, "no Ready condition"
+		}
+		ok := c.Status == metav1.ConditionFalse && c.Reason == string(harnessv1alpha1.HarnessReasonNamespaceNotManaged) &&
+			strings.Contains(c.Message, "team-b is not one of the operator's harness namespaces (team-a)")
+		return ok, c.Reason + ": " + c.Message
+	})
+	var secrets corev1.SecretList
+	if err := admin.List(ctx, &secrets, client.InNamespace(teamB)); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Errorf("the manager created %d Secrets in the unmanaged namespace team-b", len(secrets.Items))
+	}
+}
+
+func TestParseNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "", want: nil},
+		{in: "a, b,,a", want: []string{"a", "b"}},
+		{in: "team-a,Team_B", wantErr: `--harness-namespaces: "Team_B" is not a namespace name`},
+	} {
+		got, err := parseNamespaces("--harness-namespaces", tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseNamespaces(%q) error = %v, want %q", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseNamespaces(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func generatedManagerRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile("../../config/rbac/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(raw, role); err != nil {
+		t.Fatalf("parse config/rbac/role.yaml: %v", err)
+	}
+	return role
+}
+
+func managedHarness(namespace string) *harnessv1alpha1.AgentHarness {
+	return &harnessv1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Name: "codex", Namespace: namespace},
+		Spec: harnessv1alpha1.AgentHarnessSpec{
+			Adapter:   harnessv1alpha1.AdapterCodexAppServer,
+			AppServer: &harnessv1alpha1.AppServerWorkload{Image: "codex@sha256:" + strings.Repeat("a", 64)},
+		},
+	}
+}
+
+func mustCreate(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
