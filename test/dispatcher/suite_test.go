@@ -1,0 +1,496 @@
+package dispatcher_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/webhook"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// This suite runs the system as it is deployed, each part its own OS
+// process: envtest's etcd and kube-apiserver (real TokenReview,
+// SubjectAccessReview, RBAC, TokenRequest, admission through the webhooks),
+// bin/manager (controllers and webhooks, built from cmd/manager), and
+// bin/dispatcher (built from cmd/dispatcher, leader-elected, self-managed
+// TLS), a real `codex app-server` registered as an external AgentHarness,
+// and the stub model behind it. The specs drive the dispatcher's API with a
+// plain net/http client that trusts only the CA file the dispatcher wrote.
+// One set of processes serves every spec.
+
+const (
+	// serverToken is the app-server's capability token (the harness's
+	// token Secret).
+	serverToken = "dispatcher-e2e-capability-token-5b2f"
+	testModel   = "openai/stub-model"
+	// audience is the dispatcher's --token-audience.
+	audience = "harness-dispatcher"
+	// gatewayRole is the ClusterRole granting turns (as
+	// config/rbac/gateway_role.yaml does for agentsessions/turns).
+	gatewayRole       = "harness-gateway-e2e"
+	operatorNamespace = "harness-operator-system"
+	// stopTimeout is how long a process gets after SIGTERM before SIGKILL.
+	stopTimeout = 15 * time.Second
+)
+
+var (
+	suiteT *testing.T
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	env        *testutil.Env
+	k8s        client.Client
+	cs         kubernetes.Interface
+	stub       *stubmodel.Server
+	codex      *codextest.Server
+	manager    *process
+	dispatcher *process
+	procs      []*process // started processes, in start order
+
+	// apiBase is https://127.0.0.1:<port> of the dispatcher's API.
+	apiBase string
+	// hc trusts only the CA the dispatcher wrote to --tls-ca-out.
+	hc *http.Client
+
+	// ns holds the codex harness, the sessions and the ServiceAccounts.
+	ns string
+	// gateway is a ServiceAccount token (the API server's audience) of an
+	// account bound to gatewayRole in every namespace the suite creates;
+	// audToken is the same account's token bound to the dispatcher's
+	// audience; nobody is an account without any grant.
+	gateway, audToken, nobody string
+
+	setupDone bool
+)
+
+func TestDispatcherProcesses(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
+		t.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: KUBEBUILDER_ASSETS=... CODEX_BIN=$(hack/setup-codex.sh) go test ./test/dispatcher/")
+	}
+	suiteT = t
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Dispatcher HTTP API suite (manager and dispatcher processes, envtest, real Codex)")
+}
+
+var _ = BeforeSuite(func() {
+	// A setup failure shows what the processes said.
+	defer func() {
+		if !setupDone {
+			dumpLogs()
+		}
+	}()
+	ctx, cancel = context.WithCancel(context.Background())
+	work := suiteT.TempDir()
+
+	// Build while the control plane starts: both take seconds.
+	built := make(chan error, 1)
+	binDir := filepath.Join(work, "bin")
+	go func() { built <- buildBinaries(binDir) }()
+
+	var err error
+	stub, err = stubmodel.New()
+	Expect(err).NotTo(HaveOccurred())
+	codex, err = codextest.StartErr(suiteT, codextest.Options{
+		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
+		Dir: filepath.Join(work, "codex"),
+	})
+	Expect(err).NotTo(HaveOccurred())
+
+	env, err = testutil.StartEnv()
+	Expect(err).NotTo(HaveOccurred())
+	k8s = env.Client
+	cs, err = kubernetes.NewForConfig(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	admin, err := env.AddUser(envtest.User{Name: "dispatcher-e2e-admin", Groups: []string{"system:masters"}})
+	Expect(err).NotTo(HaveOccurred())
+	kc, err := admin.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
+
+	// The webhooks are served by the manager on loopback and reached by
+	// URL, as hack/devcluster does for `make run`; the manager injects the
+	// CA of its self-managed certificates into both configurations.
+	webhookPort := freePort()
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
+	validating, mutating := webhook.Configurations(webhook.URLClientConfig(fmt.Sprintf("https://localhost:%d", webhookPort)))
+	Expect(k8s.Create(ctx, validating)).To(Succeed())
+	Expect(k8s.Create(ctx, mutating)).To(Succeed())
+
+	Expect(<-built).To(Succeed())
+	logDir := filepath.Join(work, "logs")
+	Expect(os.MkdirAll(logDir, 0o700)).To(Succeed())
+
+	managerProbe := freeAddr()
+	manager = startProcess("manager", filepath.Join(binDir, "manager"), logDir,
+		"--kubeconfig="+kubeconfig,
+		"--leader-elect=false",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address="+managerProbe,
+		"--operator-namespace="+operatorNamespace,
+		"--webhook-cert-mode=self-managed",
+		"--webhook-host=127.0.0.1",
+		"--webhook-port="+strconv.Itoa(webhookPort),
+		"--webhook-dns-name=localhost",
+		"--webhook-cert-dir="+filepath.Join(work, "webhook-certs"),
+		"--webhook-cert-dir-from-secret",
+	)
+	bindAddr, dispatcherProbe := freeAddr(), freeAddr()
+	caFile := filepath.Join(work, "dispatcher-ca.pem")
+	dispatcher = startProcess("dispatcher", filepath.Join(binDir, "dispatcher"), logDir,
+		"--kubeconfig="+kubeconfig,
+		"--bind-address="+bindAddr,
+		"--probe-bind-address="+dispatcherProbe,
+		"--journal-dir="+filepath.Join(work, "journal"),
+		"--tls-ca-out="+caFile,
+		"--token-audience="+audience,
+		"--leader-elect=true",
+		"--leader-election-namespace=default",
+		"--shutdown-grace=5s",
+	)
+	manager.waitReady("http://" + managerProbe + "/readyz")
+	dispatcher.waitReady("http://" + dispatcherProbe + "/readyz")
+
+	caPEM, err := os.ReadFile(caFile)
+	Expect(err).NotTo(HaveOccurred())
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(caPEM)).To(BeTrue(), "--tls-ca-out holds no certificate: %q", caPEM)
+	hc = &http.Client{Transport: &http.Transport{
+		Proxy:           nil,
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+	}}
+	apiBase = "https://" + bindAddr
+
+	// Everything below goes through the manager's admission webhooks.
+	Expect(k8s.Create(ctx, &v1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "codex-only"},
+		Spec: v1alpha1.RuntimePolicySpec{
+			Providers:        []v1alpha1.ProviderRuntimePolicy{{Provider: "openai", Runtime: "codex"}},
+			SessionOverrides: v1alpha1.SessionOverridesDeny,
+		},
+	})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: gatewayRole},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+	})).To(Succeed())
+	ns = newNamespace("api")
+	gateway = serviceAccountToken(ns, "gateway", nil)
+	audToken = serviceAccountToken(ns, "gateway", []string{audience})
+	nobody = serviceAccountToken(ns, "nobody", nil)
+	registerCodex(ns, codex.URL, true)
+	setupDone = true
+})
+
+var _ = AfterEach(func() {
+	if CurrentSpecReport().Failed() {
+		dumpLogs()
+	}
+})
+
+var _ = AfterSuite(func() {
+	// The dispatcher first (it holds connections to the app-server), then
+	// the manager, the app-server, the control plane and the stub.
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop()
+	}
+	if codex != nil {
+		codex.Kill()
+	}
+	if cancel != nil {
+		cancel()
+	}
+	Expect(env.Stop()).To(Succeed())
+	if stub != nil {
+		stub.Close()
+	}
+	for _, p := range procs {
+		if p.unexpected != nil {
+			Fail(fmt.Sprintf("%s: %v\n%s", p.name, p.unexpected, p.tail(4<<10)))
+		}
+	}
+})
+
+// --- processes ---
+
+// buildBinaries builds bin/manager and bin/dispatcher into dir (a link step
+// with a warm build cache).
+func buildBinaries(dir string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/manager", "./cmd/dispatcher")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build ./cmd/manager ./cmd/dispatcher: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// process is a binary of the project running as its own OS process, its
+// stdout and stderr in one log file.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	waitErr error
+	// stopping is set before the suite signals the process; an exit
+	// before that is unexpected and fails the suite.
+	stopping   atomic.Bool
+	unexpected error
+}
+
+func startProcess(name, bin, logDir string, args ...string) *process {
+	GinkgoHelper()
+	logPath := filepath.Join(logDir, name+".log")
+	log, err := os.Create(logPath)
+	Expect(err).NotTo(HaveOccurred())
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group, so stop reaches anything it starts; Pdeathsig
+	// kills it if the test binary dies without running AfterSuite.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	Expect(cmd.Start()).To(Succeed(), "start %s", bin)
+	_ = log.Close() // the child holds its own descriptor
+	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	procs = append(procs, p)
+	go func() {
+		p.waitErr = cmd.Wait()
+		if !p.stopping.Load() {
+			p.unexpected = fmt.Errorf("exited unexpectedly: %w", p.waitErr)
+		}
+		close(p.exited)
+	}()
+	GinkgoWriter.Printf("started %s (pid %d), log %s\n", name, cmd.Process.Pid, logPath)
+	return p
+}
+
+// waitReady polls url until it answers 200; the process exiting first fails.
+func (p *process) waitReady(url string) {
+	GinkgoHelper()
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	defer probe.CloseIdleConnections()
+	deadline := time.Now().Add(90 * time.Second)
+	var last string
+	for {
+		select {
+		case <-p.exited:
+			Fail(fmt.Sprintf("%s exited before it was ready: %v", p.name, p.waitErr))
+		default:
+		}
+		if resp, err := probe.Get(url + "?verbose"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			Fail(fmt.Sprintf("%s: %s not ready after 90s: %s", p.name, url, last))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM, waits stopTimeout, then kills the process group.
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.stopping.Store(true)
+	start := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		GinkgoWriter.Printf("%s exited %s after SIGTERM: %v\n", p.name, time.Since(start).Round(time.Millisecond), p.waitErr)
+	case <-time.After(stopTimeout):
+		GinkgoWriter.Printf("%s did not exit %s after SIGTERM: killing it\n", p.name, stopTimeout)
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+	// Anything left in its group goes too.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// tail is the last n bytes of the process's log.
+func (p *process) tail(n int64) string {
+	f, err := os.Open(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	if fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return err.Error()
+		}
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// dumpLogs writes the tails of the processes' logs (and the app-server's
+// stderr) to GinkgoWriter, shown with the failed spec.
+func dumpLogs() {
+	for _, p := range procs {
+		GinkgoWriter.Printf("\n----- %s log (%s), last 16 KiB -----\n%s\n", p.name, p.logPath, p.tail(16<<10))
+	}
+	if codex != nil {
+		s := codex.Stderr()
+		if len(s) > 8<<10 {
+			s = s[len(s)-8<<10:]
+		}
+		GinkgoWriter.Printf("\n----- codex app-server stderr, last 8 KiB -----\n%s\n", s)
+	}
+}
+
+func freeAddr() string {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+func freePort() int {
+	GinkgoHelper()
+	_, port, err := net.SplitHostPort(freeAddr())
+	Expect(err).NotTo(HaveOccurred())
+	n, err := strconv.Atoi(port)
+	Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
+// --- fixtures ---
+
+// newNamespace creates a namespace in which the gateway account (of ns,
+// once created) holds gatewayRole.
+func newNamespace(prefix string) string {
+	GinkgoHelper()
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	Expect(k8s.Create(ctx, obj)).To(Succeed())
+	saNS := ns
+	if saNS == "" {
+		saNS = obj.Name
+	}
+	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Name, Name: "gateway"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: gatewayRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: "gateway"}},
+	})).To(Succeed())
+	return obj.Name
+}
+
+// serviceAccountToken creates the ServiceAccount (unless it exists) and
+// returns a token for it from the TokenRequest API.
+func serviceAccountToken(namespace, name string, audiences []string) string {
+	GinkgoHelper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, sa))).To(Succeed())
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// registerCodex creates the external AgentHarness codex at url with its
+// token Secret and waits for the manager to make it Ready (or, for a
+// server that is down, to report WorkloadReady False).
+func registerCodex(namespace, url string, ready bool) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "codex-token"},
+		Data:       map[string][]byte{"token": []byte(serverToken)},
+	})).To(Succeed())
+	h := &v1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "codex"},
+		Spec: v1alpha1.AgentHarnessSpec{
+			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
+			External: &v1alpha1.ExternalServer{URL: url, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
+		},
+	}
+	Expect(k8s.Create(ctx, h)).To(Succeed())
+	typ, want := v1alpha1.HarnessConditionReady, metav1.ConditionTrue
+	if !ready {
+		typ, want = v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
+		c := meta.FindStatusCondition(h.Status.Conditions, typ)
+		g.Expect(h.Status.ObservedGeneration).To(Equal(h.Generation))
+		g.Expect(c).NotTo(BeNil(), "condition %s in %+v", typ, h.Status.Conditions)
+		g.Expect(c.Status).To(Equal(want), "condition %s: %+v", typ, c)
+		g.Expect(c.ObservedGeneration).To(Equal(h.Generation))
+	}).WithTimeout(40 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+}
+
+// newSession creates an AgentSession on model.
+func newSession(namespace, name, model string) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, &v1alpha1.AgentSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name + "-id", Model: model},
+	})).To(Succeed())
+}
+
+func sessionURL(namespace, name string) string {
+	return apiBase + "/v1/namespaces/" + namespace + "/agentsessions/" + name
+}
