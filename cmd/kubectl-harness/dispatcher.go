@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,11 +39,20 @@ type dispatcherFlags struct {
 	url            string
 	ca             string
 	serviceAccount string
+	// namespace and service locate the dispatcher Service for the API
+	// server's service proxy (proxy.go), used when no URL is given.
+	namespace string
+	service   string
 }
 
 func (d *dispatcherFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&d.url, "dispatcher", "", "Base URL of the dispatcher API (default: $"+envDispatcherURL+").")
-	f.StringVar(&d.ca, "dispatcher-ca", "", "PEM file of a CA to trust for the dispatcher, besides the system roots (default: $"+envDispatcherCA+").")
+	f.StringVar(&d.url, "dispatcher", "", "Base URL of the dispatcher API (default: $"+envDispatcherURL+
+		"; without either, the dispatcher Service through the API server's service proxy).")
+	f.StringVar(&d.ca, "dispatcher-ca", "", "PEM file of a CA to trust for the dispatcher, besides the system roots (default: $"+envDispatcherCA+
+		"); only with a dispatcher URL.")
+	f.StringVar(&d.namespace, "dispatcher-namespace", "", "Namespace of the dispatcher Service, reached through the API server's service proxy when no URL is given (default: $"+
+		envDispatcherNamespace+", else "+defaultDispatcherNamespace+").")
+	f.StringVar(&d.service, "dispatcher-service", "", "Name of the dispatcher Service (default: the one Service labeled "+dispatcherSelector.String()+").")
 	f.StringVar(&d.serviceAccount, "service-account", defaultServiceAccount,
 		"ServiceAccount (in the session's namespace) to request a short-lived token for when the kubeconfig has no bearer token.")
 }
@@ -54,19 +62,26 @@ type dispatcherClient struct {
 	base  *url.URL
 	http  *http.Client
 	token string
+	// authHeader carries the token: Authorization when the CLI talks to the
+	// dispatcher directly, dispatchapi.ProxyAuthorizationHeader through the
+	// API server's service proxy (which deletes Authorization, and whose
+	// own Authorization is the kubeconfig's credential set by http). Empty
+	// means Authorization.
+	authHeader string
 }
 
-// dispatcher finds the dispatcher and gets a bearer token: the kubeconfig's,
-// else one requested for the ServiceAccount (TokenRequest, as `kubectl
-// create token` does).
+// dispatcher finds the dispatcher — --dispatcher, else
+// $HARNESS_DISPATCHER_URL, else the dispatcher Service through the API
+// server's service proxy — and gets a bearer token: the kubeconfig's, else
+// one requested for the ServiceAccount (TokenRequest, as `kubectl create
+// token` does).
 func (d *dispatcherFlags) dispatcher(ctx context.Context, kc *kubeClient) (*dispatcherClient, error) {
 	raw := d.url
 	if raw == "" {
 		raw = os.Getenv(envDispatcherURL)
 	}
 	if raw == "" {
-		return nil, badInput(errors.New("no dispatcher: pass --dispatcher <url> or set " + envDispatcherURL +
-			" (e.g. the https:// URL `make run` exports); finding the dispatcher Service through the API server's service proxy is not implemented yet"))
+		return d.proxyDispatcher(ctx, kc)
 	}
 	base, err := url.Parse(raw)
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
@@ -159,7 +174,11 @@ func (dc *dispatcherClient) do(ctx context.Context, method, u string, body []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+dc.token)
+	header := dc.authHeader
+	if header == "" {
+		header = "Authorization"
+	}
+	req.Header.Set(header, "Bearer "+dc.token)
 	resp, err := dc.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: %w", err)
@@ -189,6 +208,9 @@ func (e *apiError) failClosed() bool {
 // prints nothing for exit 3, so the message goes to stderr here.
 func responseError(resp *http.Response, stderr io.Writer) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := apiServerStatus(resp, b); err != nil {
+		return err
+	}
 	ae := &apiError{}
 	if json.Unmarshal(b, ae) != nil || ae.Code == "" {
 		return fmt.Errorf("dispatcher answered %s: %s", resp.Status, strings.TrimSpace(string(b)))

@@ -44,12 +44,15 @@ CLI offers no host tools. If the stream breaks, turn reconnects once with
 Last-Event-ID: the dispatcher resumes from its journal without running
 anything again.
 
-The dispatcher is --dispatcher, else $HARNESS_DISPATCHER_URL (finding it
-through the API server's service proxy is later work). Its TLS certificate is
-checked against the system roots plus --dispatcher-ca or
-$HARNESS_DISPATCHER_CA. The request carries the kubeconfig's bearer token,
-else a short-lived token requested for --service-account in the session's
-namespace (as kubectl create token does).
+The dispatcher is --dispatcher, else $HARNESS_DISPATCHER_URL (its TLS
+certificate checked against the system roots plus --dispatcher-ca or
+$HARNESS_DISPATCHER_CA), else the dispatcher Service (--dispatcher-service, or
+the one labelled app.kubernetes.io/component=dispatcher in
+--dispatcher-namespace) through the API server's service proxy. The token is
+the kubeconfig's bearer token, else a short-lived token requested for
+--service-account in the session's namespace (as kubectl create token does);
+through the proxy it travels in the X-Harness-Authorization header, because
+the API server drops Authorization.
 
 Exit codes: 0 the turn completed (terminal ok), 3 a fail-closed decision, an
 error event or a terminal other than ok (aborted, timeout, failed), 2 bad input

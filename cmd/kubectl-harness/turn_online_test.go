@@ -186,4 +186,21 @@ func TestTurnEndToEnd(t *testing.T) {
 	if exit != exitFailure || !strings.Contains(errOut, "403") {
 		t.Fatalf("no grant: exit %d, stderr %q", exit, errOut)
 	}
+
+	// Without a dispatcher URL the CLI goes through the API server's service
+	// proxy to the labeled dispatcher Service (exposeThroughServiceProxy says
+	// how the test points it at srv): the turn streams through the proxy,
+	// the harness-cli token travels in X-Harness-Authorization.
+	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: defaultDispatcherNamespace}}))
+	exposeThroughServiceProxy(t, c, defaultDispatcherNamespace, "harness-operator-dispatcher",
+		map[string]string{"app.kubernetes.io/name": "harness-operator", "app.kubernetes.io/component": "dispatcher"}, srv.URL)
+	stub.When("e2e-proxied", stubmodel.Text("Proxied answer.", "Proxied ", "answer."))
+	out, errOut, exit = runCLI(t, noDispatcherEnv, "turn", "e2e-1", kc, "-n", ns, "--prompt", "e2e-proxied: through the API server?", "--run-id", "run-e2e-proxy")
+	if exit != exitOK || out != "Proxied answer.\n" || !strings.Contains(errOut, "run run-e2e-proxy: runtime codex, harness codex") {
+		t.Fatalf("turn through the service proxy: exit %d, stdout %q, stderr %s", exit, out, errOut)
+	}
+	out, errOut, exit = runCLI(t, noDispatcherEnv, "transcript", "e2e-1", kc, "-n", ns)
+	if exit != exitOK || !strings.Contains(out, "Proxied answer.") {
+		t.Fatalf("transcript through the service proxy: exit %d, stdout %q, stderr %s", exit, out, errOut)
+	}
 }

@@ -213,7 +213,9 @@ func TestStreamTurnOutcomes(t *testing.T) {
 
 func TestDispatcherDiscovery(t *testing.T) {
 	t.Setenv(envDispatcherURL, "")
-	_, err := (&dispatcherFlags{}).dispatcher(t.Context(), nil)
+	// Without a URL the CLI goes through the API server's proxy, where a
+	// --dispatcher-ca cannot apply: refused, naming the ways to give a URL.
+	_, err := (&dispatcherFlags{ca: "ca.pem"}).dispatcher(t.Context(), nil)
 	if exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "--dispatcher") || !strings.Contains(err.Error(), envDispatcherURL) {
 		t.Fatalf("no dispatcher: %v", err)
 	}

@@ -18,9 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -49,6 +51,8 @@ type options struct {
 	operatorNamespace    string
 	harnessNamespaces    string
 	webhook              webhookOptions
+	// skipNameValidation lets tests run several managers in one process.
+	skipNameValidation bool
 }
 
 // webhookOptions are the admission webhook server's settings.
@@ -148,7 +152,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                         cacheOpts,
+		Cache: cacheOpts,
+		// Several managers run in one test process; names stay unique per manager.
+		Controller: config.Controller{SkipNameValidation: ptr.To(opts.skipNameValidation)},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host: opts.webhook.host, Port: opts.webhook.port, CertDir: opts.webhook.certs.CertDir, TLSOpts: tlsOpts,
 		}),

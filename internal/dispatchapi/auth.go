@@ -178,9 +178,30 @@ func (c *authCache) put(k authKey, v Verdict) {
 	c.items[k] = authEntry{v: v, expires: now.Add(c.ttl)}
 }
 
-// bearerToken returns the request's bearer token, or "".
+// ProxyAuthorizationHeader carries the bearer token of a request that comes
+// through the Kubernetes API server's service proxy
+// (/api/v1/namespaces/{ns}/services/https:{name}:https/proxy/…). The API
+// server authenticates the caller itself and then deletes the Authorization
+// header before proxying, so a token in Authorization never reaches the
+// dispatcher that way; the API server forwards other headers unchanged. The
+// token in this header is checked exactly like one in Authorization
+// (TokenReview and SubjectAccessReview): the header grants nothing by
+// itself, it is only a second place for the same token.
+const ProxyAuthorizationHeader = "X-Harness-Authorization"
+
+// bearerToken returns the request's bearer token, or "": the one in
+// Authorization when that header carries one, else the one in
+// ProxyAuthorizationHeader. Authorization wins so that a direct caller's
+// token is never replaced by a header a proxy in between could have added.
 func bearerToken(r *http.Request) string {
-	h := r.Header.Get("Authorization")
+	if t := bearerIn(r.Header.Get("Authorization")); t != "" {
+		return t
+	}
+	return bearerIn(r.Header.Get(ProxyAuthorizationHeader))
+}
+
+// bearerIn returns the token of a "Bearer <token>" header value, or "".
+func bearerIn(h string) string {
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return ""
@@ -193,7 +214,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 	token := bearerToken(r)
 	if token == "" {
 		writeError(w, apiError(http.StatusUnauthorized, CodeUnauthorized,
-			"a bearer token is required (Authorization: Bearer <Kubernetes token>)"), h.retryAfter)
+			"a bearer token is required (Authorization: Bearer <Kubernetes token>, or "+ProxyAuthorizationHeader+": Bearer <Kubernetes token> through the API server's service proxy)"), h.retryAfter)
 		return false
 	}
 	key := authKey{token: sha256.Sum256([]byte(token)), attrs: attrs}

@@ -100,3 +100,66 @@ func TestBearerToken(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerTokenThroughTheServiceProxy: the API server's service proxy
+// removes Authorization, so the token may come in ProxyAuthorizationHeader;
+// a bearer token in Authorization wins when both are present.
+func TestBearerTokenThroughTheServiceProxy(t *testing.T) {
+	for _, tc := range []struct {
+		authz, proxy, want string
+	}{
+		{"", "Bearer abc", "abc"},
+		{"", "bearer  abc ", "abc"},
+		{"", "Basic abc", ""},
+		{"Bearer direct", "Bearer proxied", "direct"},
+		{"Basic dXNlcjpwdw==", "Bearer proxied", "proxied"},
+		{"Bearer", "Bearer proxied", "proxied"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		if tc.authz != "" {
+			r.Header.Set("Authorization", tc.authz)
+		}
+		r.Header.Set(ProxyAuthorizationHeader, tc.proxy)
+		if got := bearerToken(r); got != tc.want {
+			t.Errorf("Authorization %q, %s %q: got %q, want %q", tc.authz, ProxyAuthorizationHeader, tc.proxy, got, tc.want)
+		}
+	}
+}
+
+// TestAuthorizeReviewsTheProxiedToken: the token of the proxy header goes to
+// the Authorizer like any other (no verdict without a review), and a request
+// with neither header is 401 naming both.
+func TestAuthorizeReviewsTheProxiedToken(t *testing.T) {
+	fake := &recordingAuthorizer{verdict: Verdict{}}
+	h := &Handler{auth: fake, retryAfter: time.Second,
+		cache: &authCache{ttl: 0, now: time.Now, items: map[authKey]authEntry{}}}
+	a := Attributes{Verb: VerbGet, Namespace: "ns", Name: "s", Subresource: SubresourceTurns}
+
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set(ProxyAuthorizationHeader, "Bearer not-a-valid-token")
+	w := httptest.NewRecorder()
+	if h.authorize(w, r, a) || w.Code != http.StatusUnauthorized || len(fake.tokens) != 1 || fake.tokens[0] != "not-a-valid-token" {
+		t.Fatalf("unauthenticated proxied token: code %d, reviewed %q", w.Code, fake.tokens)
+	}
+	fake.verdict = Verdict{Authenticated: true, User: "u", Allowed: true}
+	w = httptest.NewRecorder()
+	if !h.authorize(w, r, a) || len(fake.tokens) != 2 {
+		t.Fatalf("allowed proxied token: code %d, reviewed %q", w.Code, fake.tokens)
+	}
+
+	w = httptest.NewRecorder()
+	if h.authorize(w, httptest.NewRequest(http.MethodGet, "/", nil), a) || w.Code != http.StatusUnauthorized ||
+		!strings.Contains(w.Body.String(), ProxyAuthorizationHeader) || len(fake.tokens) != 2 {
+		t.Fatalf("no token: code %d, body %s, reviews %d", w.Code, w.Body, len(fake.tokens))
+	}
+}
+
+type recordingAuthorizer struct {
+	tokens  []string
+	verdict Verdict
+}
+
+func (a *recordingAuthorizer) Authorize(_ context.Context, token string, _ Attributes) (Verdict, error) {
+	a.tokens = append(a.tokens, token)
+	return a.verdict, nil
+}

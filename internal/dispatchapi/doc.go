@@ -20,6 +20,20 @@
 // (Config.AuthCacheTTL) keyed by the token's SHA-256 and the attributes; raw
 // tokens are never stored or logged.
 //
+// The token comes in Authorization, or, when the caller goes through the
+// Kubernetes API server's service proxy (as `kubectl harness` does without
+// --dispatcher), in ProxyAuthorizationHeader (X-Harness-Authorization: Bearer
+// <token>): the API server deletes Authorization once it has authenticated
+// the caller for itself, and forwards the other headers. Both are checked the
+// same way; a bearer token in Authorization wins when both are present. The
+// header is only meaningful behind that proxy: it adds no trust (the token is
+// still reviewed), so a direct caller gains nothing by using it. A caller
+// through the proxy also needs RBAC on services/proxy of the dispatcher
+// Service: `create` for the POSTs, `get` for the reads (the API server maps
+// the HTTP method to the verb). The API server does not verify the
+// dispatcher's serving certificate on that hop (its proxy transport skips
+// verification; the connection is TLS but unauthenticated).
+//
 // Decisions taken here:
 //   - The turn stream is read from the journal (Run.Events), never from the
 //     engine's Sink: every event's `id:` is its journal sequence number, and
