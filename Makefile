@@ -29,6 +29,8 @@ manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from marke
 		paths=./api/... paths=./controllers/... paths=./internal/webhook/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac
+	rm -f charts/harness-operator/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/harness-operator/crds/
 
 .PHONY: build
 build: generate ## Build the binaries into bin/.
@@ -39,6 +41,7 @@ fmt-vet: ## gofmt and go vet (fast; part of `make test`).
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	go vet -tags e2e ./test/e2e/...
 
 .PHONY: lint
 lint: fmt-vet ## fmt-vet, golangci-lint, and kube-api-linter on api/ (builds the linter once).
@@ -51,6 +54,16 @@ test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suite
 	assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	[[ -n "$$assets" && -n "$$codex" && -n "$$below" ]] || { echo "setting up test dependencies failed (see above)"; exit 1; }; \
 	KUBEBUILDER_ASSETS="$$assets" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-e2e
+test-e2e: build ## Helm chart tests and the end-to-end suite on a local cluster (real control plane, KWOK nodes, kubectl, helm).
+	helm="$$(hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
+	[[ -n "$$helm" && -n "$$codex" && -n "$$below" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
+	hack/local-cluster.sh up; \
+	trap 'hack/local-cluster.sh down' EXIT; \
+	eval "$$(hack/local-cluster.sh env)"; \
+	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
+		go test -tags e2e $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.

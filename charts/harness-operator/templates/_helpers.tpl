@@ -1,0 +1,94 @@
+{{/*
+Name prefix of the release's namespaced objects: fullnameOverride, else the
+release name when it already contains "harness-operator", else
+<release>-harness-operator (truncated to leave room for suffixes).
+*/}}
+{{- define "harness-operator.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains "harness-operator" .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-harness-operator" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Labels of every object. app.kubernetes.io/name is always "harness-operator":
+the NetworkPolicies the operator puts in front of app-server pods admit pods
+with this label (and component manager|dispatcher) from the release namespace.
+*/}}
+{{- define "harness-operator.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: harness-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: harness-operator
+{{- end -}}
+
+{{/* Selector labels of one component; call with (list $ "manager"). */}}
+{{- define "harness-operator.selectorLabels" -}}
+{{- $ctx := index . 0 -}}
+app.kubernetes.io/name: harness-operator
+app.kubernetes.io/instance: {{ $ctx.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/* Labels of one component's objects; call with (list $ "manager"). */}}
+{{- define "harness-operator.componentLabels" -}}
+{{ include "harness-operator.labels" (index . 0) }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "harness-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* Fixed names the manager's code looks objects up by (internal/webhook). */}}
+{{- define "harness-operator.webhookSecretName" -}}harness-operator-webhook-tls{{- end -}}
+{{- define "harness-operator.validatingWebhookName" -}}harness-operator-validating{{- end -}}
+{{- define "harness-operator.mutatingWebhookName" -}}harness-operator-mutating{{- end -}}
+
+{{- define "harness-operator.webhookServiceName" -}}{{ include "harness-operator.fullname" . }}-webhook{{- end -}}
+{{- define "harness-operator.dispatcherServiceName" -}}{{ include "harness-operator.fullname" . }}-dispatcher{{- end -}}
+{{- define "harness-operator.managerServiceAccountName" -}}{{ include "harness-operator.fullname" . }}-manager{{- end -}}
+{{- define "harness-operator.dispatcherServiceAccountName" -}}{{ include "harness-operator.fullname" . }}-dispatcher{{- end -}}
+
+{{/*
+True (non-empty) when the in-cluster manager serves the admission webhooks:
+not disabled, and not pointed at an out-of-cluster URL.
+*/}}
+{{- define "harness-operator.webhooksInCluster" -}}
+{{- if and (ne .Values.webhook.certMode "disabled") (not .Values.webhook.url) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The --webhook-cert-mode of the in-cluster manager. */}}
+{{- define "harness-operator.managerCertMode" -}}
+{{- if .Values.webhook.url -}}disabled{{- else -}}{{ .Values.webhook.certMode }}{{- end -}}
+{{- end -}}
+
+{{/*
+The restricted Pod Security Standard, for every pod and container. 65532 is
+the conventional non-root user of distroless images.
+*/}}
+{{- define "harness-operator.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "harness-operator.containerSecurityContext" -}}
+runAsNonRoot: true
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}

@@ -1,0 +1,76 @@
+//go:build e2e
+
+package chart
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSchemaRejectsBadValues feeds values files with a bad type, an unknown
+// key or a value out of range to helm template and helm lint, and checks the
+// chart is refused with a message naming the field.
+func TestSchemaRejectsBadValues(t *testing.T) {
+	cases := []struct {
+		name, values string
+		// want are substrings of helm's error output.
+		want []string
+	}{
+		{"replicas is not a number", "manager:\n  replicas: two\n",
+			[]string{"at '/manager/replicas': got string, want integer"}},
+		{"negative replicas", "manager:\n  replicas: -1\n",
+			[]string{"at '/manager/replicas'", "minimum"}},
+		{"concurrency zero", "manager:\n  concurrency:\n    agentSession: 0\n",
+			[]string{"at '/manager/concurrency/agentSession'"}},
+		{"harness namespace not a DNS label", "harnessNamespaces: [Team_A]\n",
+			[]string{"at '/harnessNamespaces/0'", "does not match pattern"}},
+		{"harnessNamespaces not a list", "harnessNamespaces: team-a\n",
+			[]string{"at '/harnessNamespaces': got string, want array"}},
+		{"duplicate harness namespace", "harnessNamespaces: [team-a, team-a]\n",
+			[]string{"at '/harnessNamespaces'"}},
+		{"unknown cert mode", "webhook:\n  certMode: manual\n",
+			[]string{"at '/webhook/certMode': value must be one of 'self-managed', 'cert-manager', 'disabled'"}},
+		{"webhook url not https", "webhook:\n  url: http://127.0.0.1:9443\n",
+			[]string{"at '/webhook/url'"}},
+		{"bad issuer", "webhook:\n  certMode: cert-manager\n  certManager:\n    issuer: corp-ca\n",
+			[]string{"at '/webhook/certManager/issuer'"}},
+		{"unknown journal type", "dispatcher:\n  journal:\n    type: hostPath\n",
+			[]string{"at '/dispatcher/journal/type': value must be one of 'persistentVolumeClaim', 'emptyDir'"}},
+		{"dispatcher replicas are not a value", "dispatcher:\n  replicas: 2\n",
+			[]string{"at '/dispatcher': additional properties 'replicas' not allowed"}},
+		{"unknown top-level key", "replicas: 2\n",
+			[]string{"additional properties 'replicas' not allowed"}},
+		{"unknown pull policy", "image:\n  pullPolicy: Sometimes\n",
+			[]string{"at '/image/pullPolicy'"}},
+		{"boolean as string", "networkPolicy:\n  enabled: \"yes\"\n",
+			[]string{"at '/networkPolicy/enabled': got string, want boolean"}},
+		{"bad quantity", "manager:\n  resources:\n    limits:\n      memory: lots\n",
+			[]string{"at '/manager/resources/limits/memory'"}},
+		// Rules across values (if/then in the schema: helm lint does not
+		// refuse a template's `fail`, so the schema carries them).
+		{"url with cert-manager", "webhook:\n  certMode: cert-manager\n  url: https://127.0.0.1:9443\n",
+			[]string{"at '/webhook/certMode': value must be 'self-managed'"}},
+		{"issuer without cert-manager", "webhook:\n  certManager:\n    issuer: Issuer/x\n",
+			[]string{"at '/webhook/certMode': value must be 'cert-manager'"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			values := writeValues(t, c.values)
+			for _, cmd := range [][]string{
+				{"template", releaseName, chartDir(t), "--namespace", releaseNamespace, "--values", values},
+				{"lint", chartDir(t), "--namespace", releaseNamespace, "--values", values},
+			} {
+				out, stderr, err := helm(t, cmd...)
+				if err == nil {
+					t.Errorf("helm %s accepted %q", cmd[0], c.values)
+					continue
+				}
+				for _, w := range c.want {
+					if !strings.Contains(out+stderr, w) {
+						t.Errorf("helm %s: output does not contain %q:\n%s%s", cmd[0], w, out, stderr)
+					}
+				}
+			}
+		})
+	}
+}
