@@ -4,17 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,9 +68,9 @@ var (
 	cs         kubernetes.Interface
 	stub       *stubmodel.Server
 	codex      *codextest.Server
-	manager    *process
-	dispatcher *process
-	procs      []*process // started processes, in start order
+	manager    *testutil.Process
+	dispatcher *testutil.Process
+	procs      []*testutil.Process // started processes, in start order
 
 	// apiBase is https://127.0.0.1:<port> of the dispatcher's API.
 	apiBase string
@@ -115,7 +110,7 @@ var _ = BeforeSuite(func() {
 	// Build while the control plane starts: both take seconds.
 	built := make(chan error, 1)
 	binDir := filepath.Join(work, "bin")
-	go func() { built <- buildBinaries(binDir) }()
+	go func() { built <- testutil.BuildBinaries(binDir, "./cmd/manager", "./cmd/dispatcher") }()
 
 	var err error
 	stub, err = stubmodel.New()
@@ -178,8 +173,8 @@ var _ = BeforeSuite(func() {
 		"--leader-election-namespace=default",
 		"--shutdown-grace=5s",
 	)
-	manager.waitReady("http://" + managerProbe + "/readyz")
-	dispatcher.waitReady("http://" + dispatcherProbe + "/readyz")
+	Expect(manager.WaitReady("http://"+managerProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
+	Expect(dispatcher.WaitReady("http://"+dispatcherProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
 
 	caPEM, err := os.ReadFile(caFile)
 	Expect(err).NotTo(HaveOccurred())
@@ -221,7 +216,7 @@ var _ = AfterSuite(func() {
 	// The dispatcher first (it holds connections to the app-server), then
 	// the manager, the app-server, the control plane and the stub.
 	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].stop()
+		GinkgoWriter.Println(procs[i].Stop(stopTimeout))
 	}
 	if codex != nil {
 		codex.Kill()
@@ -234,163 +229,29 @@ var _ = AfterSuite(func() {
 		stub.Close()
 	}
 	for _, p := range procs {
-		if p.unexpected != nil {
-			Fail(fmt.Sprintf("%s: %v\n%s", p.name, p.unexpected, p.tail(4<<10)))
+		if err := p.Unexpected(); err != nil {
+			Fail(fmt.Sprintf("%v\n%s", err, p.Tail(4<<10)))
 		}
 	}
 })
 
 // --- processes ---
 
-// buildBinaries builds bin/manager and bin/dispatcher into dir (a link step
-// with a warm build cache).
-func buildBinaries(dir string) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/manager", "./cmd/dispatcher")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build ./cmd/manager ./cmd/dispatcher: %w\n%s", err, out)
-	}
-	return nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// process is a binary of the project running as its own OS process, its
-// stdout and stderr in one log file.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	waitErr error
-	// stopping is set before the suite signals the process; an exit
-	// before that is unexpected and fails the suite.
-	stopping   atomic.Bool
-	unexpected error
-}
-
-func startProcess(name, bin, logDir string, args ...string) *process {
+// startProcess starts a binary of the project and records it for AfterSuite.
+func startProcess(name, bin, logDir string, args ...string) *testutil.Process {
 	GinkgoHelper()
-	logPath := filepath.Join(logDir, name+".log")
-	log, err := os.Create(logPath)
+	p, err := testutil.StartProcess(name, bin, logDir, nil, args...)
 	Expect(err).NotTo(HaveOccurred())
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so stop reaches anything it starts; Pdeathsig
-	// kills it if the test binary dies without running AfterSuite.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	Expect(cmd.Start()).To(Succeed(), "start %s", bin)
-	_ = log.Close() // the child holds its own descriptor
-	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 	procs = append(procs, p)
-	go func() {
-		p.waitErr = cmd.Wait()
-		if !p.stopping.Load() {
-			p.unexpected = fmt.Errorf("exited unexpectedly: %w", p.waitErr)
-		}
-		close(p.exited)
-	}()
-	GinkgoWriter.Printf("started %s (pid %d), log %s\n", name, cmd.Process.Pid, logPath)
+	GinkgoWriter.Printf("started %s (pid %d), log %s\n", name, p.Pid(), p.LogPath)
 	return p
-}
-
-// waitReady polls url until it answers 200; the process exiting first fails.
-func (p *process) waitReady(url string) {
-	GinkgoHelper()
-	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	defer probe.CloseIdleConnections()
-	deadline := time.Now().Add(90 * time.Second)
-	var last string
-	for {
-		select {
-		case <-p.exited:
-			Fail(fmt.Sprintf("%s exited before it was ready: %v", p.name, p.waitErr))
-		default:
-		}
-		if resp, err := probe.Get(url + "?verbose"); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			Fail(fmt.Sprintf("%s: %s not ready after 90s: %s", p.name, url, last))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// stop sends SIGTERM, waits stopTimeout, then kills the process group.
-func (p *process) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	p.stopping.Store(true)
-	start := time.Now()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		GinkgoWriter.Printf("%s exited %s after SIGTERM: %v\n", p.name, time.Since(start).Round(time.Millisecond), p.waitErr)
-	case <-time.After(stopTimeout):
-		GinkgoWriter.Printf("%s did not exit %s after SIGTERM: killing it\n", p.name, stopTimeout)
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-	// Anything left in its group goes too.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-}
-
-// tail is the last n bytes of the process's log.
-func (p *process) tail(n int64) string {
-	f, err := os.Open(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	defer func() { _ = f.Close() }()
-	fi, err := f.Stat()
-	if err != nil {
-		return err.Error()
-	}
-	if fi.Size() > n {
-		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
-			return err.Error()
-		}
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
 }
 
 // dumpLogs writes the tails of the processes' logs (and the app-server's
 // stderr) to GinkgoWriter, shown with the failed spec.
 func dumpLogs() {
 	for _, p := range procs {
-		GinkgoWriter.Printf("\n----- %s log (%s), last 16 KiB -----\n%s\n", p.name, p.logPath, p.tail(16<<10))
+		GinkgoWriter.Printf("\n----- %s log (%s), last 16 KiB -----\n%s\n", p.Name, p.LogPath, p.Tail(16<<10))
 	}
 	if codex != nil {
 		s := codex.Stderr()
@@ -403,10 +264,9 @@ func dumpLogs() {
 
 func freeAddr() string {
 	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testutil.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return addr
 }
 
 func freePort() int {

@@ -1,0 +1,175 @@
+package testutil
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Process is a binary of the project running as its own OS process (the
+// manager or the dispatcher beside a test's control plane), its stdout and
+// stderr in one log file.
+type Process struct {
+	Name    string
+	LogPath string
+
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	// stopping is set before Stop signals the process; an exit before that
+	// is unexpected (Unexpected reports it).
+	stopping   atomic.Bool
+	unexpected atomic.Pointer[error]
+}
+
+// StartProcess starts bin with args and extra environment variables (on top
+// of the test's own), logging to <logDir>/<name>.log. The process gets its own
+// process group, so Stop reaches anything it starts, and dies with the test
+// binary if that exits without stopping it.
+func StartProcess(name, bin, logDir string, env []string, args ...string) (*Process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("create %s log: %w", name, err)
+	}
+	defer func() { _ = log.Close() }() // the child holds its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		if !p.stopping.Load() {
+			err := fmt.Errorf("%s exited unexpectedly: %w", name, p.waitErr)
+			p.unexpected.Store(&err)
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Unexpected is the error of an exit nobody asked for, or nil.
+func (p *Process) Unexpected() error {
+	if e := p.unexpected.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// WaitReady polls url until it answers 200; the process exiting first, or
+// timeout passing, is an error carrying the last answer.
+func (p *Process) WaitReady(url string, timeout time.Duration) error {
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	defer probe.CloseIdleConnections()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it was ready: %w", p.Name, p.waitErr)
+		default:
+		}
+		if resp, err := probe.Get(url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not ready after %s: %s", p.Name, url, timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop sends SIGTERM, waits up to grace, then kills the process group, and
+// says what happened.
+func (p *Process) Stop(grace time.Duration) string {
+	select {
+	case <-p.exited:
+		return fmt.Sprintf("%s had exited: %v", p.Name, p.waitErr)
+	default:
+	}
+	p.stopping.Store(true)
+	start := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	var what string
+	select {
+	case <-p.exited:
+		what = fmt.Sprintf("%s exited %s after SIGTERM: %v", p.Name, time.Since(start).Round(time.Millisecond), p.waitErr)
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.exited
+		what = fmt.Sprintf("%s did not exit %s after SIGTERM: killed", p.Name, grace)
+	}
+	// Anything left in its group goes too.
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	return what
+}
+
+// Tail is the last n bytes of the process's log.
+func (p *Process) Tail(n int64) string {
+	f, err := os.Open(p.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	if fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return err.Error()
+		}
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// BuildBinaries builds the module's commands (e.g. "./cmd/manager") into dir:
+// a link step when the test has already compiled their packages.
+func BuildBinaries(dir string, pkgs ...string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
+	}
+	return nil
+}
+
+// ModuleRoot is the directory of the module's go.mod.
+func ModuleRoot() (string, error) { return moduleRoot() }
+
+// FreeAddr is a loopback host:port nobody listened on a moment ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", errors.Join(errors.New("pick a free port"), err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
