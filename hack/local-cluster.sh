@@ -1,0 +1,602 @@
+#!/usr/bin/env bash
+# local-cluster.sh runs the local Kubernetes cluster of the e2e suite: real
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
+# the Go module proxy (through hack/setup-envtest.sh), plus KWOK, which plays
+# the kubelet of one fake Node so Deployments and StatefulSets get Pods that
+# report Running. No container ever runs. See hack/local-cluster/README.md.
+#
+# Usage: hack/local-cluster.sh build|up|down [--keep]|status|env
+#
+# State lives in ${LOCAL_CLUSTER_DIR:-<repo>/.local/cluster}: pki/, kubeconfig,
+# pids/, logs/, etcd-data/, kwok.yaml. Every process is tracked by a PID file.
+#
+# Environment (all optional):
+#   LOCAL_CLUSTER_DIR              state directory (default <repo>/.local/cluster)
+#   LOCAL_CLUSTER_ETCD_PORT        etcd client port (default 22379)
+#   LOCAL_CLUSTER_ETCD_PEER_PORT   etcd peer port (default 22380)
+#   LOCAL_CLUSTER_APISERVER_PORT   kube-apiserver secure port (default 16443)
+#   LOCAL_CLUSTER_KCM_PORT         kube-controller-manager secure port (default 20257)
+#   LOCAL_CLUSTER_SCHEDULER_PORT   kube-scheduler secure port (default 20259)
+#   LOCAL_CLUSTER_KWOK_PORT        kwok's own HTTP server (healthz) port (default 20247)
+#   LOCAL_CLUSTER_TIMEOUT          seconds to wait for each component (default 90)
+#   LOCAL_CLUSTER_GRACE            seconds between SIGTERM and SIGKILL on down (default 15)
+#   KWOK_VERSION                   sigs.k8s.io/kwok release (default v0.8.0)
+#   KWOK_BUILD                     shared (default: build kwok against the cluster's k8s.io
+#                                  modules, reusing their compiled packages) or install
+#   KWOK_NODE_LEASE_SECONDS        node lease duration kwok keeps; 0 = status heartbeats only (default 40)
+#   KUBECTL                        kubectl to use (default: the machine's when its minor >= 30, else built)
+#   K8S_VERSION, ETCD_VERSION, HARNESS_CACHE_DIR  passed to hack/setup-envtest.sh
+set -euo pipefail
+# Failures inside $(...) must stop the script too (a failed build must not
+# print an empty path).
+shopt -s inherit_errexit
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "${HACK_DIR}/.." && pwd)"
+
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+CACHE_ROOT="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness-operator}"
+KWOK_BIN_DIR="${CACHE_ROOT}/kwok/${KWOK_VERSION}"
+KUBECTL_MIN_MINOR=30
+
+STATE_DIR="${LOCAL_CLUSTER_DIR:-${REPO_ROOT}/.local/cluster}"
+PKI_DIR="${STATE_DIR}/pki"
+PID_DIR="${STATE_DIR}/pids"
+LOG_DIR="${STATE_DIR}/logs"
+ETCD_DATA="${STATE_DIR}/etcd-data"
+KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
+
+ETCD_PORT="${LOCAL_CLUSTER_ETCD_PORT:-22379}"
+ETCD_PEER_PORT="${LOCAL_CLUSTER_ETCD_PEER_PORT:-22380}"
+APISERVER_PORT="${LOCAL_CLUSTER_APISERVER_PORT:-16443}"
+KCM_PORT="${LOCAL_CLUSTER_KCM_PORT:-20257}"
+SCHEDULER_PORT="${LOCAL_CLUSTER_SCHEDULER_PORT:-20259}"
+KWOK_PORT="${LOCAL_CLUSTER_KWOK_PORT:-20247}"
+TIMEOUT="${LOCAL_CLUSTER_TIMEOUT:-90}"
+GRACE="${LOCAL_CLUSTER_GRACE:-15}"
+KWOK_NODE_LEASE_SECONDS="${KWOK_NODE_LEASE_SECONDS:-40}"
+
+# Service range, pod range and node IP must not overlap: kwok hands out pod
+# IPs itself, from the first address of POD_CIDR. Pods and the node get
+# loopback addresses: the manager dials the pods of a managed harness (its
+# handshake), and this machine's tests target nothing but loopback. Nothing
+# listens there, so those dials are refused at once.
+SERVICE_CIDR=10.0.0.0/24
+SERVICE_IP=10.0.0.1
+POD_CIDR=127.244.0.0/16
+NODE_IP=127.240.0.1
+NODE_NAME=kwok-node-0
+
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+# The admission chain a production cluster runs (the v1.37 default-on set plus
+# NodeRestriction); listing it keeps the chain fixed when upstream defaults move.
+ADMISSION_PLUGINS=NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,TaintNodesByCondition,PodSecurity,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota
+
+export GOTOOLCHAIN=local
+export GOFLAGS=-buildvcs=false
+
+log() { echo "local-cluster: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+  cat >&2 <<'USAGE'
+usage: hack/local-cluster.sh <command>
+
+  build         build (or find cached) etcd, kube-apiserver, kube-controller-manager,
+                kube-scheduler and kwok; print their directories
+  up            build if needed, then start the cluster and wait until it is ready
+                (a running cluster is left alone)
+  down [--keep] stop every component (SIGTERM, SIGKILL after a grace period) and
+                remove etcd data and logs; --keep keeps them. PKI is always kept.
+  status        show each component (running/stopped) and the API server's /readyz
+  env           print export lines for eval: KUBECONFIG, KUBECTL, LOCAL_CLUSTER_DIR
+USAGE
+}
+
+# ---------------------------------------------------------------- binaries
+
+k8s_bin_dir() {
+  # setup-envtest.sh builds what is missing and prints the directory; the
+  # extra binaries are incremental builds in its wrapper module.
+  EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler ${EXTRA_K8S_BINARIES:-}" \
+    "${HACK_DIR}/setup-envtest.sh"
+}
+
+# build_kwok builds kwok into KWOK_BIN_DIR once. KWOK_BUILD=shared (default)
+# builds it in a copy of setup-envtest.sh's Kubernetes wrapper module, so kwok
+# links the very k8s.io/* packages (v0.37.x for v1.37.x) kube-controller-manager was
+# just compiled from: the Go build cache already holds them, and kwok costs
+# about 15 s instead of 2.5-4 minutes. KWOK_BUILD=install runs `go install`,
+# which builds kwok with its own dependency set (k8s.io/* v0.36 for v0.8.0).
+build_kwok() {
+  [[ -x "${KWOK_BIN_DIR}/kwok" ]] && return 0
+  mkdir -p "${KWOK_BIN_DIR}"
+  local tmp k8s_wrapper="${CACHE_ROOT}/build/k8s-${K8S_VERSION}"
+  tmp="$(mktemp -d "${KWOK_BIN_DIR}/.build.XXXXXX")"
+  if [[ "${KWOK_BUILD:-shared}" == shared && -f "${k8s_wrapper}/.ready" ]]; then
+    log "building kwok ${KWOK_VERSION} against the k8s.io modules of ${K8S_VERSION}"
+    local dir="${CACHE_ROOT}/build/kwok-${KWOK_VERSION}-k8s-${K8S_VERSION}"
+    rm -rf "${dir}" && mkdir -p "${dir}"
+    # The same requirements and replaces as the Kubernetes wrapper, plus kwok:
+    # equal module versions are what lets the build cache be shared.
+    sed 's|^module .*|module harnessoperator.local/kwokwrapper|' "${k8s_wrapper}/go.mod" >"${dir}/go.mod"
+    cp "${k8s_wrapper}/go.sum" "${dir}/go.sum"
+    cat >"${dir}/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+)
+GO
+    (cd "${dir}" && go get "sigs.k8s.io/kwok@${KWOK_VERSION}" >&2 && go mod tidy >&2 &&
+      go build -o "${tmp}/kwok" sigs.k8s.io/kwok/cmd/kwok >&2) ||
+      { rm -rf "${tmp}"; die "building kwok ${KWOK_VERSION} failed (KWOK_BUILD=install uses go install instead)"; }
+  else
+    log "building kwok ${KWOK_VERSION} with go install (about 2.5 minutes cold)"
+    GOBIN="${tmp}" go install "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" >&2 ||
+      { rm -rf "${tmp}"; die "go install sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION} failed"; }
+  fi
+  mv "${tmp}/kwok" "${KWOK_BIN_DIR}/kwok"
+  rmdir "${tmp}"
+}
+
+kwok_module_dir() {
+  local dir
+  dir="$(cd "${CACHE_ROOT}" && go mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
+  [[ -d "${dir}" ]] || die "cannot download sigs.k8s.io/kwok@${KWOK_VERSION}"
+  echo "${dir}"
+}
+
+# kubectl_minor prints the client minor version of a kubectl binary ("32+" -> 32).
+kubectl_minor() {
+  { "$1" version --client -o json 2>/dev/null || true; } |
+    grep -o '"minor": *"[0-9]*' | head -n1 | grep -o '[0-9]*$' || true
+}
+
+# resolve_kubectl prints the kubectl to use: $KUBECTL, else the machine's when
+# its minor is at least KUBECTL_MIN_MINOR, else one built at K8S_VERSION.
+resolve_kubectl() {
+  if [[ -n "${KUBECTL:-}" ]]; then
+    [[ -x "${KUBECTL}" ]] || die "KUBECTL=${KUBECTL} is not executable"
+    echo "${KUBECTL}"
+    return 0
+  fi
+  local sys minor dir
+  sys="$(command -v kubectl || true)"
+  if [[ -n "${sys}" ]]; then
+    minor="$(kubectl_minor "${sys}")"
+    if [[ -n "${minor}" && "${minor}" -ge "${KUBECTL_MIN_MINOR}" ]]; then
+      echo "${sys}"
+      return 0
+    fi
+    log "${sys} is client minor '${minor:-unknown}' (< 1.${KUBECTL_MIN_MINOR}); using kubectl ${K8S_VERSION}"
+  fi
+  dir="$(EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubectl" "${HACK_DIR}/setup-envtest.sh")"
+  echo "${dir}/kubectl"
+}
+
+cmd_build() {
+  mkdir -p "${CACHE_ROOT}"
+  # One build at a time: two concurrent `up`s would otherwise both compile.
+  exec 9>"${CACHE_ROOT}/.local-cluster-build.lock"
+  flock 9
+  local dir
+  dir="$(k8s_bin_dir)"
+  build_kwok
+  flock -u 9
+  echo "${dir}"
+  echo "${KWOK_BIN_DIR}"
+}
+
+# ---------------------------------------------------------------- PKI
+
+# sign NAME SUBJ EXT CA: key + cert NAME signed by CA (a prefix in PKI_DIR).
+sign() {
+  local name="$1" subj="$2" ext="$3" ca="$4"
+  [[ -f "${PKI_DIR}/${name}.crt" ]] && return 0
+  openssl genrsa -out "${PKI_DIR}/${name}.key" 2048 2>/dev/null
+  openssl req -new -key "${PKI_DIR}/${name}.key" -subj "${subj}" -out "${PKI_DIR}/${name}.csr" 2>/dev/null
+  printf '%s\n' "${ext}" >"${PKI_DIR}/${name}.ext"
+  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/${ca}.crt" -CAkey "${PKI_DIR}/${ca}.key" \
+    -CAcreateserial -days 3650 -sha256 -extfile "${PKI_DIR}/${name}.ext" -out "${PKI_DIR}/${name}.crt" 2>/dev/null
+  rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
+}
+
+make_ca() {
+  local name="$1" cn="$2"
+  [[ -f "${PKI_DIR}/${name}.crt" ]] && return 0
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "${PKI_DIR}/${name}.key" -out "${PKI_DIR}/${name}.crt" \
+    -days 3650 -sha256 -subj "/CN=${cn}" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+}
+
+# gen_pki creates what is missing; an existing PKI is reused across up/down.
+gen_pki() {
+  mkdir -p "${PKI_DIR}"
+  chmod 700 "${PKI_DIR}"
+  local client="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+  make_ca ca local-cluster-ca
+  make_ca front-proxy-ca local-cluster-front-proxy-ca
+  sign apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:${SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" ca
+  sign admin "/O=system:masters/CN=admin" "${client}" ca
+  sign kube-controller-manager "/CN=system:kube-controller-manager" "${client}" ca
+  sign kube-scheduler "/CN=system:kube-scheduler" "${client}" ca
+  # The API server authenticates to aggregated API servers (and they trust it)
+  # through the front-proxy CA: the requestheader chain.
+  sign front-proxy-client "/CN=front-proxy-client" "${client}" front-proxy-ca
+  if [[ ! -f "${PKI_DIR}/sa.key" ]]; then
+    openssl genrsa -out "${PKI_DIR}/sa.key" 2048 2>/dev/null
+    openssl rsa -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null
+  fi
+  chmod 600 "${PKI_DIR}"/*.key
+}
+
+# write_kubeconfig FILE CERT: a kubeconfig with the client cert embedded, so it
+# can be copied elsewhere.
+write_kubeconfig() {
+  local file="$1" cert="$2"
+  (
+    umask 077
+    cat >"${file}" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")
+users:
+- name: ${cert}
+  user:
+    client-certificate-data: $(base64 -w0 <"${PKI_DIR}/${cert}.crt")
+    client-key-data: $(base64 -w0 <"${PKI_DIR}/${cert}.key")
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: ${cert}
+current-context: local
+KC
+  )
+}
+
+# ---------------------------------------------------------------- processes
+
+pid_of() {
+  local f="${PID_DIR}/$1.pid"
+  [[ -f "${f}" ]] && cat "${f}"
+  return 0
+}
+
+# running NAME: the PID file names a live process whose argv[0] is our binary
+# (a PID reused by something else does not count).
+running() {
+  local pid bin argv0
+  pid="$(pid_of "$1")"
+  [[ -n "${pid}" ]] || return 1
+  [[ -r "/proc/${pid}/cmdline" ]] || return 1
+  bin="$(cat "${PID_DIR}/$1.bin" 2>/dev/null || true)"
+  argv0="$(tr '\0' '\n' <"/proc/${pid}/cmdline" | head -n1)"
+  [[ -n "${argv0}" && "${argv0}" == "${bin}" ]]
+}
+
+port_free() {
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# start NAME BIN ARGS...: run detached (own session, so a terminal's Ctrl-C or
+# the caller's exit does not reach it), output to logs/NAME.log.
+start() {
+  local name="$1" bin="$2"
+  shift 2
+  [[ -x "${bin}" ]] || die "${name}: ${bin} is missing (run: hack/local-cluster.sh build)"
+  : >"${LOG_DIR}/${name}.log"
+  setsid "${bin}" "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1 &
+  echo "$!" >"${PID_DIR}/${name}.pid"
+  echo "${bin}" >"${PID_DIR}/${name}.bin"
+}
+
+fail_component() {
+  local name="$1" why="$2"
+  log "error: ${name} ${why}; last lines of ${LOG_DIR}/${name}.log:"
+  tail -n 30 "${LOG_DIR}/${name}.log" >&2 || true
+  log "stopping what was started (logs and etcd data kept in ${STATE_DIR})"
+  stop_all
+  exit 1
+}
+
+# wait_for NAME DESCRIPTION COMMAND...: poll COMMAND until it succeeds, failing
+# early when NAME's process has exited.
+wait_for() {
+  local name="$1" what="$2" deadline=$((SECONDS + TIMEOUT))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    running "${name}" || fail_component "${name}" "exited while waiting for ${what}"
+    ((SECONDS < deadline)) || fail_component "${name}" "did not report ${what} within ${TIMEOUT}s"
+    sleep 0.5
+  done
+}
+
+api_get() {
+  curl -fsS --max-time 5 --cacert "${PKI_DIR}/ca.crt" --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" \
+    "https://127.0.0.1:${APISERVER_PORT}$1"
+}
+
+healthz_ok() { [[ "$(curl -fsSk --max-time 5 "$1")" == ok ]]; }
+
+etcd_ok() { curl -fsS --max-time 5 "http://127.0.0.1:${ETCD_PORT}/health" | grep -q '"health":"true"'; }
+
+readyz_ok() { [[ "$(api_get /readyz)" == ok ]]; }
+
+default_sa_ok() { api_get /api/v1/namespaces/default/serviceaccounts/default; }
+
+# node_ready_ok: the fake node is Ready and carries no taint (the not-ready
+# taint TaintNodesByCondition adds at creation is gone).
+node_ready_ok() {
+  local out
+  out="$("${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" get node "${NODE_NAME}" \
+    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}|{.spec.taints}')"
+  [[ "${out}" == "True|" ]]
+}
+
+# stop_group NAME...: SIGTERM the named components together, wait for them
+# to exit, SIGKILL whatever is left after GRACE seconds.
+stop_group() {
+  local name pid t0=${SECONDS} deadline=$((SECONDS + GRACE))
+  local -a names=() pids=()
+  for name in "$@"; do
+    if running "${name}"; then
+      pid="$(pid_of "${name}")"
+      kill -TERM "${pid}" 2>/dev/null || true
+      names+=("${name}")
+      pids+=("${pid}")
+    fi
+  done
+  local i alive=1
+  while ((alive)) && ((SECONDS < deadline)); do
+    alive=0
+    for pid in "${pids[@]}"; do [[ -e "/proc/${pid}" ]] && alive=1; done
+    ((alive)) && sleep 0.2
+  done
+  for i in "${!pids[@]}"; do
+    pid="${pids[i]}"
+    if [[ -e "/proc/${pid}" ]]; then
+      log "${names[i]} (pid ${pid}) still running after ${GRACE}s; sending SIGKILL"
+      kill -KILL "${pid}" 2>/dev/null || true
+      while [[ -e "/proc/${pid}" ]]; do sleep 0.1; done
+    fi
+    log "stopped ${names[i]} (pid ${pid}) in $((SECONDS - t0))s"
+  done
+  for name in "$@"; do rm -f "${PID_DIR}/${name}.pid" "${PID_DIR}/${name}.bin"; done
+}
+
+# stop_all stops the clients of the API server first, then the API server,
+# then etcd, so nothing logs connection errors into the next run's view.
+stop_all() {
+  stop_group kwok kube-scheduler kube-controller-manager
+  stop_group kube-apiserver
+  stop_group etcd
+}
+
+# leftovers prints PIDs of processes whose command line names this state
+# directory (ours, from a run whose PID files were lost).
+leftovers() {
+  pgrep -f -- "--kubeconfig=${STATE_DIR}/|--data-dir=${ETCD_DATA}|--client-ca-file=${PKI_DIR}/" || true
+}
+
+# ---------------------------------------------------------------- commands
+
+write_kwok_config() {
+  local mod heartbeat
+  mod="$(kwok_module_dir)"
+  heartbeat="kustomize/stage/node/heartbeat/node-heartbeat.yaml"
+  if [[ "${KWOK_NODE_LEASE_SECONDS}" != 0 ]]; then
+    heartbeat="kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"
+  fi
+  # The stages ship with the pinned module, so they follow KWOK_VERSION.
+  local f first=1
+  for f in kustomize/stage/node/fast/node-initialize.yaml "${heartbeat}" \
+    kustomize/stage/pod/fast/pod-ready.yaml kustomize/stage/pod/fast/pod-complete.yaml \
+    kustomize/stage/pod/fast/pod-delete.yaml; do
+    [[ -f "${mod}/${f}" ]] || die "kwok ${KWOK_VERSION} has no ${f}"
+    ((first)) || echo "---"
+    first=0
+    cat "${mod}/${f}"
+  done >"${STATE_DIR}/kwok.yaml"
+}
+
+cmd_up() {
+  local c n=0
+  for c in "${COMPONENTS[@]}"; do running "${c}" && n=$((n + 1)); done
+  if ((n == ${#COMPONENTS[@]})); then
+    if readyz_ok 2>/dev/null; then
+      log "already running (${STATE_DIR}); nothing to do"
+      return 0
+    fi
+    die "all components run but /readyz fails; see hack/local-cluster.sh status, then down"
+  fi
+  if ((n > 0)); then
+    cmd_status >&2 || true
+    die "the cluster is partly running; run hack/local-cluster.sh down first"
+  fi
+  local stale
+  stale="$(leftovers)"
+  [[ -z "${stale}" ]] || die "processes of a previous cluster in ${STATE_DIR} are still running (pids: ${stale//$'\n'/ }); run hack/local-cluster.sh down"
+  local p
+  for p in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" "${KWOK_PORT}"; do
+    port_free "${p}" || die "127.0.0.1:${p} is in use; stop its owner or set the LOCAL_CLUSTER_*_PORT variables"
+  done
+
+  local bins k8s_dir
+  bins="$(cmd_build)"
+  k8s_dir="$(sed -n 1p <<<"${bins}")"
+  KUBECTL_BIN="$(resolve_kubectl)"
+  mkdir -p "${STATE_DIR}" "${PID_DIR}" "${LOG_DIR}" "${ETCD_DATA}"
+  chmod 700 "${ETCD_DATA}"
+  gen_pki
+  write_kubeconfig "${KUBECONFIG_FILE}" admin
+  write_kubeconfig "${STATE_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager
+  write_kubeconfig "${STATE_DIR}/kube-scheduler.kubeconfig" kube-scheduler
+  write_kwok_config
+
+  local t0=${SECONDS}
+  start etcd "${k8s_dir}/etcd" --name=local-cluster --data-dir="${ETCD_DATA}" \
+    --listen-client-urls="http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls="http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster="local-cluster=http://127.0.0.1:${ETCD_PEER_PORT}" --unsafe-no-fsync=true
+  wait_for etcd "health" etcd_ok
+
+  # No --advertise-address: 127.0.0.1 is refused by the endpoint reconciler,
+  # so the API server picks the host's default-route address (as envtest).
+  start kube-apiserver "${k8s_dir}/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:${ETCD_PORT}" --bind-address=127.0.0.1 --secure-port="${APISERVER_PORT}" \
+    --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key" \
+    --client-ca-file="${PKI_DIR}/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="${PKI_DIR}/sa.pub" --service-account-signing-key-file="${PKI_DIR}/sa.key" \
+    --service-cluster-ip-range="${SERVICE_CIDR}" \
+    --authorization-mode=Node,RBAC \
+    --enable-admission-plugins="${ADMISSION_PLUGINS}" \
+    --allow-privileged=true \
+    --requestheader-client-ca-file="${PKI_DIR}/front-proxy-ca.crt" \
+    --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="${PKI_DIR}/front-proxy-client.crt" --proxy-client-key-file="${PKI_DIR}/front-proxy-client.key" \
+    --cert-dir="${PKI_DIR}/apiserver-generated"
+  wait_for kube-apiserver "/readyz" readyz_ok
+  log "kube-apiserver ready after $((SECONDS - t0))s"
+
+  local kcm_kc="${STATE_DIR}/kube-controller-manager.kubeconfig"
+  start kube-controller-manager "${k8s_dir}/kube-controller-manager" \
+    --kubeconfig="${kcm_kc}" --authentication-kubeconfig="${kcm_kc}" --authorization-kubeconfig="${kcm_kc}" \
+    --leader-elect=false --bind-address=127.0.0.1 --secure-port="${KCM_PORT}" \
+    --cert-dir="${PKI_DIR}/kube-controller-manager-generated" \
+    --service-account-private-key-file="${PKI_DIR}/sa.key" --root-ca-file="${PKI_DIR}/ca.crt" \
+    --cluster-signing-cert-file="${PKI_DIR}/ca.crt" --cluster-signing-key-file="${PKI_DIR}/ca.key" \
+    --use-service-account-credentials=true --controllers='*'
+  local sched_kc="${STATE_DIR}/kube-scheduler.kubeconfig"
+  start kube-scheduler "${k8s_dir}/kube-scheduler" \
+    --kubeconfig="${sched_kc}" --authentication-kubeconfig="${sched_kc}" --authorization-kubeconfig="${sched_kc}" \
+    --leader-elect=false --bind-address=127.0.0.1 --secure-port="${SCHEDULER_PORT}" \
+    --cert-dir="${PKI_DIR}/kube-scheduler-generated"
+  local kwok_args=(--kubeconfig="${KUBECONFIG_FILE}" --config="${STATE_DIR}/kwok.yaml"
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
+    --node-ip="${NODE_IP}" --cidr="${POD_CIDR}" --server-address="127.0.0.1:${KWOK_PORT}")
+  if [[ "${KWOK_NODE_LEASE_SECONDS}" != 0 ]]; then
+    kwok_args+=(--node-lease-duration-seconds="${KWOK_NODE_LEASE_SECONDS}")
+  fi
+  start kwok "${KWOK_BIN_DIR}/kwok" "${kwok_args[@]}"
+
+  wait_for kube-controller-manager "/healthz" healthz_ok "https://127.0.0.1:${KCM_PORT}/healthz"
+  wait_for kube-scheduler "/healthz" healthz_ok "https://127.0.0.1:${SCHEDULER_PORT}/healthz"
+  wait_for kwok "/healthz" healthz_ok "http://127.0.0.1:${KWOK_PORT}/healthz"
+  wait_for kube-controller-manager "the default ServiceAccount" default_sa_ok
+  "${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" apply -f "${HACK_DIR}/local-cluster/node.yaml" >&2 ||
+    fail_component kube-apiserver "refused the fake node"
+  wait_for kwok "node ${NODE_NAME} Ready without taints" node_ready_ok
+  log "up in $((SECONDS - t0))s: KUBECONFIG=${KUBECONFIG_FILE}"
+}
+
+cmd_down() {
+  local keep=0
+  case "${1:-}" in
+    "") ;;
+    --keep) keep=1 ;;
+    *) usage; exit 2 ;;
+  esac
+  stop_all
+  local stale pid
+  stale="$(leftovers)"
+  for pid in ${stale}; do
+    log "stopping leftover pid ${pid} of this cluster: $(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | cut -c1-120)"
+    kill -TERM "${pid}" 2>/dev/null || true
+  done
+  local deadline=$((SECONDS + GRACE)) alive
+  while [[ -n "${stale}" ]]; do
+    alive=""
+    for pid in ${stale}; do [[ -e "/proc/${pid}" ]] && alive+="${pid} "; done
+    stale="${alive}"
+    [[ -z "${stale}" ]] && break
+    if ((SECONDS >= deadline)); then
+      log "sending SIGKILL to ${stale}"
+      for pid in ${stale}; do kill -KILL "${pid}" 2>/dev/null || true; done
+    fi
+    sleep 0.2
+  done
+  if ((keep == 0)); then
+    rm -rf "${ETCD_DATA}" "${LOG_DIR}" "${STATE_DIR}/kwok.yaml"
+  fi
+  log "down"
+}
+
+# health NAME: the component's own health endpoint answers ok.
+health() {
+  case "$1" in
+    etcd) etcd_ok ;;
+    kube-apiserver) readyz_ok ;;
+    kube-controller-manager) healthz_ok "https://127.0.0.1:${KCM_PORT}/healthz" ;;
+    kube-scheduler) healthz_ok "https://127.0.0.1:${SCHEDULER_PORT}/healthz" ;;
+    kwok) healthz_ok "http://127.0.0.1:${KWOK_PORT}/healthz" ;;
+  esac
+}
+
+cmd_status() {
+  local c state rc=0
+  for c in "${COMPONENTS[@]}"; do
+    if ! running "${c}"; then
+      state=stopped
+      rc=1
+    elif health "${c}" 2>/dev/null; then
+      state="running (pid $(pid_of "${c}")), healthy"
+    else
+      state="running (pid $(pid_of "${c}")), NOT healthy"
+      rc=1
+    fi
+    printf '%-24s %s\n' "${c}" "${state}"
+  done
+  if [[ -f "${PKI_DIR}/admin.crt" ]] && readyz_ok 2>/dev/null; then
+    printf '%-24s %s\n' readyz ok
+  else
+    printf '%-24s %s\n' readyz failing
+    rc=1
+  fi
+  return "${rc}"
+}
+
+cmd_env() {
+  local kubectl
+  kubectl="$(resolve_kubectl)"
+  printf 'export KUBECONFIG=%q\n' "${KUBECONFIG_FILE}"
+  printf 'export KUBECTL=%q\n' "${kubectl}"
+  printf 'export LOCAL_CLUSTER_DIR=%q\n' "${STATE_DIR}"
+}
+
+main() {
+  local cmd="${1:-}"
+  [[ $# -gt 0 ]] && shift
+  case "${cmd}" in
+    build) cmd_build ;;
+    up) [[ $# -eq 0 ]] || { usage; exit 2; }; cmd_up ;;
+    down) cmd_down "$@" ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    -h | --help | help) usage ;;
+    *) usage; exit 2 ;;
+  esac
+}
+
+main "$@"
