@@ -236,16 +236,7 @@ spec:
 		})
 
 		It("refuses an openclaw override and a second policy mapping openai elsewhere at admission", func() {
-			r := applyManifestResult("override.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
-kind: AgentSession
-metadata: {name: wants-openclaw, namespace: %s}
-spec:
-  agentId: main
-  sessionKey: agent:main:wants-openclaw
-  sessionId: 2c8e6a4f-1b3d-4f5a-9e7c-6d5b4a3c2b1a
-  model: openai/gpt-5.5
-  runtimeOverride: openclaw
-`, teamBNS))
+			r := applyManifestResult("override.yaml", openclawOverrideSession())
 			Expect(r.exit).NotTo(Equal(0), "%s", r)
 			Expect(r.stderr).To(ContainSubstring("spec.runtimeOverride"))
 			Expect(r.stderr).To(ContainSubstring(`codex-only`))
@@ -304,16 +295,7 @@ spec:
 				}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "session %s", key)
 			}
 			// The override the policy refused is admitted now.
-			r := applyManifestResult("override-after.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
-kind: AgentSession
-metadata: {name: wants-openclaw, namespace: %s}
-spec:
-  agentId: main
-  sessionKey: agent:main:wants-openclaw
-  sessionId: 2c8e6a4f-1b3d-4f5a-9e7c-6d5b4a3c2b1a
-  model: openai/gpt-5.5
-  runtimeOverride: openclaw
-`, teamBNS))
+			r := applyManifestResult("override-after.yaml", openclawOverrideSession())
 			Expect(r.exit).To(Equal(0), "%s", r)
 		})
 	})
@@ -381,6 +363,21 @@ spec:
 		Expect(r.stderr).To(ContainSubstring(fmt.Sprintf(`%q is not one of them`, outsideNS)))
 	})
 })
+
+// openclawOverrideSession is an openai session in team-b that asks for the
+// embedded runtime.
+func openclawOverrideSession() string {
+	return fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
+kind: AgentSession
+metadata: {name: wants-openclaw, namespace: %s}
+spec:
+  agentId: main
+  sessionKey: agent:main:wants-openclaw
+  sessionId: 2c8e6a4f-1b3d-4f5a-9e7c-6d5b4a3c2b1a
+  model: openai/gpt-5.5
+  runtimeOverride: openclaw
+`, teamBNS)
+}
 
 // webhookAddr is where the local manager serves the chart's webhooks.
 var webhookAddr string
