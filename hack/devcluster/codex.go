@@ -20,40 +20,70 @@ type localCodex struct {
 	cmd  *exec.Cmd
 }
 
-// startLocalCodex starts the stub model and `codex app-server --listen
-// ws://<addr> --ws-auth capability-token` with the token from tokenFile, in a
-// CODEX_HOME under dir.
-func startLocalCodex(ctx context.Context, bin, addr, dir, token string) (*localCodex, error) {
-	stub, err := stubmodel.New()
-	if err != nil {
-		return nil, err
-	}
+// realProviderConfig is CODEX_HOME/config.toml when OPENAI_API_KEY is set:
+// Codex's built-in OpenAI provider (it reads the key from the environment)
+// with the same phone-home features off as the stub configuration. Not
+// exercised by any test here: this machine reaches no model provider.
+const realProviderConfig = `# Written by hack/devcluster: the real OpenAI provider (OPENAI_API_KEY).
+model_provider = "openai"
+approval_policy = "never"
+sandbox_mode = "read-only"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+`
+
+// startLocalCodex starts `codex app-server --listen ws://<addr> --ws-auth
+// capability-token` with the token from tokenFile, in a CODEX_HOME under dir:
+// on the stub model, or on the real OpenAI provider when OPENAI_API_KEY is set
+// (real reports whether it is).
+func startLocalCodex(ctx context.Context, bin, addr, dir, token string) (c *localCodex, real bool, err error) {
 	home := filepath.Join(dir, "codex-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		stub.Close()
-		return nil, fmt.Errorf("create CODEX_HOME: %w", err)
+		return nil, false, fmt.Errorf("create CODEX_HOME: %w", err)
 	}
-	if err := codextest.WriteConfig(home, stub.BaseURL()); err != nil {
-		stub.Close()
+	real = os.Getenv("OPENAI_API_KEY") != ""
+	var stub *stubmodel.Server
+	if real {
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(realProviderConfig), 0o600); err != nil {
+			return nil, false, fmt.Errorf("write config.toml: %w", err)
+		}
+	} else {
+		if stub, err = stubmodel.New(); err != nil {
+			return nil, false, err
+		}
+		if err := codextest.WriteConfig(home, stub.BaseURL()); err != nil {
+			stub.Close()
+			return nil, false, err
+		}
+	}
+	c, err = startAppServer(ctx, bin, addr, dir, home, token, stub)
+	return c, real, err
+}
+
+// startAppServer runs the app-server on addr with the capability token.
+func startAppServer(ctx context.Context, bin, addr, dir, home, token string, stub *stubmodel.Server) (*localCodex, error) {
+	fail := func(err error) (*localCodex, error) {
+		if stub != nil {
+			stub.Close()
+		}
 		return nil, err
 	}
 	tokenFile := filepath.Join(dir, "codex-ws-token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		stub.Close()
-		return nil, fmt.Errorf("write token file: %w", err)
+		return fail(fmt.Errorf("write token file: %w", err))
 	}
 	cmd := exec.CommandContext(ctx, bin, "app-server", "--listen", "ws://"+addr, "--ws-auth", "capability-token", "--ws-token-file", tokenFile)
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "HARNESS_STUB_API_KEY=stub")
 	log, err := os.Create(filepath.Join(dir, "codex-app-server.log"))
 	if err != nil {
-		stub.Close()
-		return nil, fmt.Errorf("create app-server log: %w", err)
+		return fail(fmt.Errorf("create app-server log: %w", err))
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	if err := cmd.Start(); err != nil {
-		stub.Close()
-		return nil, fmt.Errorf("start codex app-server: %w", err)
+		return fail(fmt.Errorf("start codex app-server: %w", err))
 	}
 	return &localCodex{stub: stub, cmd: cmd}, nil
 }
@@ -62,5 +92,7 @@ func startLocalCodex(ctx context.Context, bin, addr, dir, token string) (*localC
 func (c *localCodex) stop() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	_ = c.cmd.Wait()
-	c.stub.Close()
+	if c.stub != nil {
+		c.stub.Close()
+	}
 }

@@ -144,12 +144,16 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		return err
 	}
 	if codexBin != "" {
-		codex, err := startLocalCodex(ctx, codexBin, sampleCodexAddr, filepath.Dir(certDir), token)
+		codex, real, err := startLocalCodex(ctx, codexBin, sampleCodexAddr, filepath.Dir(certDir), token)
 		if err != nil {
 			return err
 		}
 		defer codex.stop()
-		fmt.Fprintf(os.Stderr, "devcluster: codex app-server (offline, stub model) serves the sample harness at ws://%s\n", sampleCodexAddr)
+		model := "offline, stub model"
+		if real {
+			model = "the real OpenAI provider: OPENAI_API_KEY is set"
+		}
+		fmt.Fprintf(os.Stderr, "devcluster: codex app-server (%s) serves the sample harness at ws://%s\n", model, sampleCodexAddr)
 	}
 	local := filepath.Dir(certDir)
 	caFile := filepath.Join(local, "dispatcher-ca.pem")
