@@ -23,12 +23,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
+	"github.com/openclaw/harness-operator/internal/scheme"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
@@ -93,7 +96,11 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		return fmt.Errorf("resolve kubeconfig path: %w", err)
 	}
 
-	c, err := client.New(admin.Config(), client.Options{})
+	s, err := scheme.New()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(admin.Config(), client.Options{Scheme: s})
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
@@ -136,9 +143,8 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", managerExited); err != nil {
 		return err
 	}
-	if err := applySamples(ctx, c, samplesDir); err != nil {
-		return err
-	}
+	// The app-server comes up before the sample harness that points at it,
+	// so the harness's first probe finds it and turns work at once.
 	token, err := ensureTokenSecret(ctx, c, "agents", "codex-token")
 	if err != nil {
 		return err
@@ -154,6 +160,14 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 			model = "the real OpenAI provider: OPENAI_API_KEY is set"
 		}
 		fmt.Fprintf(os.Stderr, "devcluster: codex app-server (%s) serves the sample harness at ws://%s\n", model, sampleCodexAddr)
+	}
+	if err := applySamples(ctx, c, samplesDir); err != nil {
+		return err
+	}
+	if codexBin != "" {
+		if err := waitHarnessReady(ctx, c, client.ObjectKey{Namespace: "agents", Name: "codex"}); err != nil {
+			return err
+		}
 	}
 	local := filepath.Dir(certDir)
 	caFile := filepath.Join(local, "dispatcher-ca.pem")
@@ -307,9 +321,40 @@ func applySamples(ctx context.Context, c client.Client, dir string) error {
 	return nil
 }
 
-// ensureTokenSecret creates the sample harness's token Secret with a random
-// token unless it exists, and returns the token. The token is never printed.
+// waitHarnessReady waits up to a minute for the AgentHarness's Ready
+// condition, so the printed first turn works when it is run.
+func waitHarnessReady(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		h := &harnessv1alpha1.AgentHarness{}
+		err := c.Get(ctx, key, h)
+		if err == nil && meta.IsStatusConditionTrue(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			msg := "no Ready condition"
+			if cond := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady); cond != nil {
+				msg = cond.Reason + ": " + cond.Message
+			} else if err != nil {
+				msg = err.Error()
+			}
+			return fmt.Errorf("AgentHarness %s is not Ready after a minute: %s", key, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// ensureTokenSecret creates the sample harness's token Secret (and its
+// namespace) with a random token unless it exists, and returns the token. The
+// token is never printed.
 func ensureTokenSecret(ctx context.Context, c client.Client, namespace, name string) (string, error) {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("create namespace %s: %w", namespace, err)
+	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return "", fmt.Errorf("generate token: %w", err)
