@@ -8,7 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestGeneratedFilesAreUpToDate(t *testing.T) {
@@ -20,6 +25,8 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	runControllerGen(t, "object", "paths=./api/...", "output:object:dir="+objectDir)
 
 	compareDir(t, crdDir, "crd/bases")
+	// The other config/rbac files are written by hand: TestHandWrittenRBAC
+	// and the chart tests (test/e2e/chart/rbac_test.go) check them.
 	compareDir(t, rbacDir, "rbac", "role.yaml")
 	compareDir(t, objectDir, "../api/v1alpha1", "zz_generated.deepcopy.go")
 }
@@ -67,6 +74,62 @@ func compareDir(t *testing.T, generated, committed string, only ...string) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from what controller-gen produces: run `make generate manifests` and commit the result", filepath.Join(committed, name))
+		}
+	}
+}
+
+// TestHandWrittenRBAC checks the hand-written RBAC files decode strictly (a
+// misspelt key such as resourceName would silently widen a rule), use no
+// wildcard, and that the dispatcher's TLS Role writes only its own Secret.
+func TestHandWrittenRBAC(t *testing.T) {
+	files, err := filepath.Glob("rbac/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if filepath.Base(file) == "role.yaml" { // generated: TestGeneratedFilesAreUpToDate
+			continue
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(data, &meta); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var rules []rbacv1.PolicyRule
+		switch meta.Kind {
+		case "ClusterRole":
+			var cr rbacv1.ClusterRole
+			err = yaml.UnmarshalStrict(data, &cr)
+			rules = cr.Rules
+		case "Role":
+			var r rbacv1.Role
+			err = yaml.UnmarshalStrict(data, &r)
+			rules = r.Rules
+		default:
+			t.Errorf("%s: kind %q, want one ClusterRole or Role", file, meta.Kind)
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if len(rules) == 0 {
+			t.Errorf("%s has no rules", file)
+		}
+		for i, r := range rules {
+			for _, v := range slices.Concat(r.APIGroups, r.Resources, r.Verbs, r.ResourceNames) {
+				if strings.Contains(v, "*") {
+					t.Errorf("%s rule %d uses %q", file, i, v)
+				}
+			}
+			if filepath.Base(file) == "dispatcher_tls_role.yaml" && slices.ContainsFunc(r.Verbs, func(v string) bool {
+				return v == "get" || v == "update" || v == "patch" || v == "delete"
+			}) && !slices.Equal(r.ResourceNames, []string{"harness-operator-dispatcher-tls"}) {
+				t.Errorf("%s rule %d (%v) is not limited to the Secret harness-operator-dispatcher-tls", file, i, r.Verbs)
+			}
 		}
 	}
 }

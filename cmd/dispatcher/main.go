@@ -13,10 +13,22 @@
 // duration, tokens) are not exported yet: dispatchapi.Config has no hook to
 // observe the engine's Sink.
 //
-// The API's TLS certificate is --tls-cert-file/--tls-key-file, else an ECDSA
-// P-256 certificate generated at every start for --tls-dns-names and
-// --tls-ip-addresses, signed by a CA also generated then; the CA's PEM (never
-// a key) is written to --tls-ca-out for clients (HARNESS_DISPATCHER_CA).
+// The API's TLS certificate comes from one of three places:
+//   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
+//     served through controller-runtime's certwatcher, so a replaced pair is
+//     picked up without a restart;
+//   - --tls-secret-name: a CA and serving certificate for --tls-dns-names kept
+//     in that Secret (internal/certs over cert-controller's rotator): the CA
+//     survives restarts, the serving certificate is replaced before it expires,
+//     and the dispatcher copies the Secret into --tls-cert-dir and serves it
+//     through a certwatcher; the API listens only once the certificate exists;
+//   - neither (local development): an ECDSA P-256 certificate for
+//     --tls-dns-names and --tls-ip-addresses signed by a CA, both generated
+//     anew at every start.
+//
+// With a self-managed CA its PEM (never a key) is written to --tls-ca-out for
+// clients (HARNESS_DISPATCHER_CA); gateways in a cluster trust ca.crt of the
+// Secret.
 //
 // RBAC the dispatcher needs (its ClusterRole, to be generated):
 //   - harness.openclaw.dev agentharnesses, runtimepolicies: get, list, watch
@@ -31,6 +43,10 @@
 //   - coordination.k8s.io leases: get, create, update (leader election;
 //     a Role in the Lease's namespace suffices)
 //   - core events, events.k8s.io events: create, patch (leader-election events)
+//   - with --tls-secret-name, in the Secret's namespace (a Role,
+//     config/rbac/dispatcher_tls_role.yaml): core secrets create, list, watch
+//     (the rotator's cache watches the namespace's Secrets: list and watch
+//     cannot be limited by name), and get, update, patch on that Secret only
 package main
 
 import (
@@ -40,6 +56,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -100,11 +117,17 @@ func main() {
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
-	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM); with --tls-key-file. Default: a self-managed certificate generated at start-up.")
+	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM), with --tls-key-file; reloaded when the files change (e.g. a cert-manager Secret volume). Without it and --tls-secret-name: an ephemeral CA and certificate generated at every start (local development only: clients must trust a new CA after each restart).")
 	flag.StringVar(&opts.tls.keyFile, "tls-key-file", "", "Private key of --tls-cert-file (PEM).")
-	flag.StringVar(&opts.tls.dnsNames, "tls-dns-names", "localhost", "Comma-separated DNS names of the self-managed certificate.")
-	flag.StringVar(&opts.tls.ipAddresses, "tls-ip-addresses", "127.0.0.1", "Comma-separated IP addresses of the self-managed certificate.")
-	flag.StringVar(&opts.tls.caOut, "tls-ca-out", "", "Write the self-managed certificate's CA (PEM) here, for clients to trust (HARNESS_DISPATCHER_CA).")
+	flag.StringVar(&opts.tls.secretName, "tls-secret-name", "", "Keep a self-managed CA and serving certificate in this Secret (keys tls.crt, tls.key, ca.crt, ca.key; created when missing): the CA survives restarts, the certificate is replaced before it expires. Clients trust its ca.crt.")
+	flag.StringVar(&opts.tls.secretNS, "tls-secret-namespace", "", "Namespace of --tls-secret-name (default: $POD_NAMESPACE, then --leader-election-namespace).")
+	flag.StringVar(&opts.tls.certDir, "tls-cert-dir", "", "With --tls-secret-name: directory the dispatcher copies the Secret's certificate into and serves from (default: a new temporary directory).")
+	flag.DurationVar(&opts.tls.certValidity, "tls-cert-validity", 365*24*time.Hour, "With --tls-secret-name: validity of a serving certificate (the CA lives 10 years).")
+	flag.DurationVar(&opts.tls.certLookahead, "tls-cert-lookahead", 90*24*time.Hour, "With --tls-secret-name: replace the serving certificate this long before it expires.")
+	flag.DurationVar(&opts.tls.certCheckInterval, "tls-cert-check-interval", 12*time.Hour, "With --tls-secret-name: how often the serving certificate is checked for rotation.")
+	flag.StringVar(&opts.tls.dnsNames, "tls-dns-names", "localhost", "Comma-separated DNS names of a self-managed certificate (with --tls-secret-name the first is its main name).")
+	flag.StringVar(&opts.tls.ipAddresses, "tls-ip-addresses", "127.0.0.1", "Comma-separated IP addresses of the ephemeral certificate (not with --tls-secret-name: its certificates carry DNS names only).")
+	flag.StringVar(&opts.tls.caOut, "tls-ca-out", "", "Write the self-managed CA (PEM, no key) here, for clients to trust (HARNESS_DISPATCHER_CA); kept current with --tls-secret-name.")
 	zapOpts := zap.Options{Development: false} // JSON logs in production
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -145,10 +168,11 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return fmt.Errorf("server pod selector: %w", err)
 	}
-	serving, err := servingTLS(opts.tls, log)
+	serving, err := newServingTLS(opts.tls, opts.leaderElectionNS, log)
 	if err != nil {
 		return err
 	}
+	defer serving.close()
 
 	jrnl, err := journal.Open(opts.journalDir, journal.Options{})
 	if err != nil {
@@ -192,6 +216,15 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 
+	rotatorName := "dispatcher-cert-rotator"
+	if opts.skipControllerNameValidation {
+		// cert-controller's controller does not follow the manager's setting.
+		rotatorName += "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	if err := serving.addTo(mgr, opts.leaderElect, rotatorName); err != nil {
+		return err
+	}
+
 	reader := secretsUncached{Reader: mgr.GetCache(), api: mgr.GetAPIReader()}
 	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine")})
 	defer eng.Close()
@@ -230,7 +263,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		},
 		"api": func(*http.Request) error {
 			if !api.serving.Load() {
-				return errors.New("the API server is not serving (not leading, recovering, or shutting down)")
+				return errors.New("the API server is not serving (not leading, no certificate yet, recovering, or shutting down)")
 			}
 			return nil
 		},

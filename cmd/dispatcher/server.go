@@ -32,7 +32,7 @@ const (
 // finish.
 type apiServer struct {
 	addr    string
-	tls     *tls.Config
+	tls     *servingTLS
 	handler http.Handler
 	grace   time.Duration
 	cache   cache.Cache
@@ -48,6 +48,14 @@ func (s *apiServer) Start(ctx context.Context) error {
 	if !s.cache.WaitForCacheSync(ctx) {
 		return errors.New("API server: the informer caches did not sync")
 	}
+	// No certificate, no listener: readiness stays false meanwhile.
+	tlsConfig, err := s.tls.config(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before a certificate existed
+		}
+		return fmt.Errorf("API server: serving certificate: %w", err)
+	}
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
@@ -57,13 +65,13 @@ func (s *apiServer) Start(ctx context.Context) error {
 	}
 	srv := &http.Server{
 		Handler:           s.handler,
-		TLSConfig:         s.tls,
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: readHeaderTimeout,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          stdlog.New(logWriter{s.log.WithName("http")}, "", 0),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(tls.NewListener(ln, s.tls)) }()
+	go func() { served <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
 	s.serving.Store(true)
 	s.log.Info("serving the API", "address", ln.Addr().String())
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,9 +18,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+
+	"github.com/openclaw/harness-operator/internal/certs"
 )
 
-// selfManagedValidity is the validity of the generated CA and serving
+// selfManagedValidity is the validity of the ephemeral CA and serving
 // certificate; both are generated anew at every start.
 const selfManagedValidity = 365 * 24 * time.Hour
 
@@ -27,27 +33,202 @@ const selfManagedValidity = 365 * 24 * time.Hour
 type tlsOptions struct {
 	certFile    string
 	keyFile     string
-	dnsNames    string // comma list, self-managed certificate
-	ipAddresses string // comma list, self-managed certificate
+	secretName  string // the Secret of the self-managed CA and certificate
+	secretNS    string // its namespace; default POD_NAMESPACE, then the Lease's
+	certDir     string // where the Secret is copied; default a temporary directory
+	dnsNames    string // comma list, self-managed certificates
+	ipAddresses string // comma list, ephemeral certificate only
 	caOut       string // where the self-managed CA's PEM is written
+
+	// certValidity, certLookahead and certCheckInterval tune rotation of the
+	// Secret-backed serving certificate.
+	certValidity, certLookahead, certCheckInterval time.Duration
 }
 
-// servingTLS returns the listener's TLS configuration: the given certificate
-// files, else a self-managed certificate signed by a CA generated here (its
-// PEM written to caOut when set). Keys are never logged or written.
-func servingTLS(o tlsOptions, log logr.Logger) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	if o.certFile != "" || o.keyFile != "" {
+// tlsMode is where the API's certificate comes from.
+type tlsMode int
+
+const (
+	// tlsEphemeral: a CA and certificate generated at every start (make run).
+	tlsEphemeral tlsMode = iota
+	// tlsFiles: --tls-cert-file/--tls-key-file, reloaded when they change.
+	tlsFiles
+	// tlsSecret: a CA and rotated certificate kept in --tls-secret-name.
+	tlsSecret
+)
+
+// servingTLS supplies the API listener's TLS configuration. newServingTLS
+// checks the flags (and loads given files) before anything starts; addTo
+// adds what keeps the certificate current to the manager; config blocks until
+// a certificate exists. Keys are never logged.
+type servingTLS struct {
+	mode tlsMode
+	log  logr.Logger
+	// static is the ephemeral mode's configuration.
+	static *tls.Config
+	// watcher serves --tls-cert-file/--tls-key-file (files mode).
+	watcher *certwatcher.CertWatcher
+	// certs configure the Secret mode; ready closes once its files exist.
+	certs certs.Options
+	ready <-chan struct{}
+	// tempDir is the certificate directory this process created (removed by close).
+	tempDir string
+}
+
+// newServingTLS checks the TLS flags. leaderNS is the fallback namespace of
+// the certificate Secret after $POD_NAMESPACE.
+func newServingTLS(o tlsOptions, leaderNS string, log logr.Logger) (*servingTLS, error) {
+	s := &servingTLS{log: log}
+	files := o.certFile != "" || o.keyFile != ""
+	switch {
+	case files && o.secretName != "":
+		return nil, errors.New("--tls-cert-file/--tls-key-file and --tls-secret-name exclude each other")
+	case o.secretName == "" && (o.secretNS != "" || o.certDir != ""):
+		return nil, errors.New("--tls-secret-namespace and --tls-cert-dir apply only with --tls-secret-name")
+	case files:
 		if o.certFile == "" || o.keyFile == "" {
 			return nil, errors.New("--tls-cert-file and --tls-key-file go together")
 		}
-		cert, err := tls.LoadX509KeyPair(o.certFile, o.keyFile)
+		w, err := certwatcher.New(o.certFile, o.keyFile)
 		if err != nil {
 			return nil, fmt.Errorf("load --tls-cert-file/--tls-key-file: %w", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
-		return cfg, nil
+		s.mode, s.watcher = tlsFiles, w
+		log.Info("serving the given certificate files, reloaded when they change", "certFile", o.certFile, "keyFile", o.keyFile)
+		return s, nil
+	case o.secretName != "":
+		return s, s.secretMode(o, leaderNS)
 	}
+	cfg, err := ephemeralTLS(o, log)
+	if err != nil {
+		return nil, err
+	}
+	s.mode, s.static = tlsEphemeral, cfg
+	return s, nil
+}
+
+// secretMode checks the flags of Secret-backed certificates.
+func (s *servingTLS) secretMode(o tlsOptions, leaderNS string) error {
+	ns := o.secretNS
+	for _, fallback := range []string{os.Getenv("POD_NAMESPACE"), leaderNS} {
+		if ns == "" {
+			ns = fallback
+		}
+	}
+	if ns == "" {
+		return errors.New("--tls-secret-name needs the Secret's namespace: set --tls-secret-namespace (default: $POD_NAMESPACE, then --leader-election-namespace; neither is set)")
+	}
+	dns := splitList(o.dnsNames)
+	if len(dns) == 0 {
+		return errors.New("--tls-secret-name needs --tls-dns-names (the first is the certificate's main name)")
+	}
+	for name, d := range map[string]time.Duration{"--tls-cert-validity": o.certValidity, "--tls-cert-lookahead": o.certLookahead, "--tls-cert-check-interval": o.certCheckInterval} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", name, d)
+		}
+	}
+	if o.certLookahead >= o.certValidity {
+		return fmt.Errorf("--tls-cert-lookahead (%s) must be shorter than --tls-cert-validity (%s), or every check replaces the certificate", o.certLookahead, o.certValidity)
+	}
+	if o.caOut != "" {
+		if st, err := os.Stat(filepath.Dir(o.caOut)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--tls-ca-out: the directory of %s does not exist", o.caOut)
+		}
+	}
+	dir := o.certDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "harness-dispatcher-tls-")
+		if err != nil {
+			return fmt.Errorf("create a certificate directory (set --tls-cert-dir): %w", err)
+		}
+		dir, s.tempDir = tmp, tmp
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--tls-cert-dir %s: %w", dir, err)
+	}
+	s.mode = tlsSecret
+	s.certs = certs.Options{
+		SecretNamespace: ns, SecretName: o.secretName, CertDir: dir,
+		DNSName: dns[0], ExtraDNSNames: dns[1:], CAName: "harness-dispatcher-ca",
+		ServerCertValidity: o.certValidity, Lookahead: o.certLookahead, RotationCheckInterval: o.certCheckInterval,
+		// The dispatcher copies the Secret itself: no Secret volume to wait for,
+		// and --tls-ca-out follows the CA.
+		SyncCertDirFromSecret: true, CAFile: o.caOut,
+	}
+	return nil
+}
+
+// addTo adds to the manager what keeps the certificate current: the file
+// watcher, or the rotator of the Secret (on the leader only when leaderElect:
+// only the leader serves). controllerName names the rotator's controller.
+func (s *servingTLS) addTo(mgr ctrl.Manager, leaderElect bool, controllerName string) error {
+	switch s.mode {
+	case tlsFiles:
+		if err := mgr.Add(s.watcher); err != nil {
+			return fmt.Errorf("add the certificate watcher: %w", err)
+		}
+	case tlsSecret:
+		o := s.certs
+		o.RequireLeaderElection, o.ControllerName = leaderElect, controllerName
+		ready, err := certs.AddRotation(mgr, o)
+		if err != nil {
+			return fmt.Errorf("--tls-secret-name: %w", err)
+		}
+		s.ready = ready
+		s.log.Info("serving a self-managed certificate kept in a Secret", "secret", o.SecretNamespace+"/"+o.SecretName,
+			"dnsNames", append([]string{o.DNSName}, o.ExtraDNSNames...), "certDir", o.CertDir, "caFile", o.CAFile)
+	}
+	return nil
+}
+
+// config returns the listener's TLS configuration once a certificate exists:
+// in Secret mode it waits for the rotator's first certificate (the API does
+// not listen before), then serves the directory through a certwatcher that
+// runs until ctx ends.
+func (s *servingTLS) config(ctx context.Context) (*tls.Config, error) {
+	switch s.mode {
+	case tlsEphemeral:
+		return s.static, nil
+	case tlsFiles:
+		return watchedConfig(s.watcher), nil
+	}
+	if s.ready == nil {
+		return nil, errors.New("the certificate rotator was not added")
+	}
+	s.log.Info("waiting for the serving certificate in the Secret", "secret", s.certs.SecretNamespace+"/"+s.certs.SecretName)
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	w, err := certwatcher.New(filepath.Join(s.certs.CertDir, corev1.TLSCertKey), filepath.Join(s.certs.CertDir, corev1.TLSPrivateKeyKey))
+	if err != nil {
+		return nil, fmt.Errorf("load the certificate copied from the Secret: %w", err)
+	}
+	go func() {
+		if err := w.Start(ctx); err != nil {
+			s.log.Error(err, "certificate watcher stopped: rotated certificates are not picked up")
+		}
+	}()
+	return watchedConfig(w), nil
+}
+
+// close removes the temporary certificate directory, if one was created.
+func (s *servingTLS) close() {
+	if s.tempDir != "" {
+		_ = os.RemoveAll(s.tempDir)
+	}
+}
+
+// watchedConfig serves the watcher's current certificate.
+func watchedConfig(w *certwatcher.CertWatcher) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}, GetCertificate: w.GetCertificate}
+}
+
+// ephemeralTLS returns a configuration serving a certificate signed by a CA
+// generated here (its PEM written to caOut when set): both change at every
+// start, for local development.
+func ephemeralTLS(o tlsOptions, log logr.Logger) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	dns := splitList(o.dnsNames)
 	var ips []net.IP
 	for _, s := range splitList(o.ipAddresses) {
@@ -70,7 +251,8 @@ func servingTLS(o tlsOptions, log logr.Logger) (*tls.Config, error) {
 			return nil, fmt.Errorf("write --tls-ca-out: %w", err)
 		}
 	}
-	log.Info("generated a self-managed serving certificate", "dnsNames", dns, "ipAddresses", o.ipAddresses, "caFile", o.caOut)
+	log.Info("generated an ephemeral serving certificate and CA (they change at every start: use --tls-secret-name or --tls-cert-file in a cluster)",
+		"dnsNames", dns, "ipAddresses", o.ipAddresses, "caFile", o.caOut)
 	return cfg, nil
 }
 

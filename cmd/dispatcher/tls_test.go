@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"net"
@@ -15,21 +17,23 @@ import (
 )
 
 // TestServingTLSFiles: --tls-cert-file/--tls-key-file are served as given (no
-// CA is generated or written), and half a pair or a bad SAN flag is refused.
+// CA is generated or written), and conflicting or incomplete TLS flags are
+// refused before anything starts.
 func TestServingTLSFiles(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
 	dir := t.TempDir()
 	cert, caPEM, err := selfManagedCert([]string{"dispatcher.example"}, []net.IP{net.ParseIP("10.0.0.7")}, time.Now())
 	must(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
-	must(t, err)
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600))
-	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	certFile, keyFile := writePair(t, dir, cert)
 
 	caOut := filepath.Join(dir, "ca.pem")
-	cfg, err := servingTLS(tlsOptions{certFile: certFile, keyFile: keyFile, caOut: caOut, dnsNames: "localhost"}, logr.Discard())
+	s, err := newServingTLS(tlsOptions{certFile: certFile, keyFile: keyFile, caOut: caOut, dnsNames: "localhost"}, "", logr.Discard())
 	must(t, err)
-	leaf, err := x509.ParseCertificate(cfg.Certificates[0].Certificate[0])
+	cfg, err := s.config(context.Background())
+	must(t, err)
+	served, err := cfg.GetCertificate(nil)
+	must(t, err)
+	leaf, err := x509.ParseCertificate(served.Certificate[0])
 	must(t, err)
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
@@ -40,18 +44,51 @@ func TestServingTLSFiles(t *testing.T) {
 		t.Fatalf("a CA was written with given certificate files: %v", err)
 	}
 
+	secret := tlsOptions{secretName: "dispatcher-tls", secretNS: "ns", dnsNames: "localhost",
+		certValidity: time.Hour, certLookahead: 10 * time.Minute, certCheckInterval: time.Minute}
+	with := func(f func(*tlsOptions)) tlsOptions { o := secret; f(&o); return o }
 	for name, o := range map[string]tlsOptions{
-		"cert without key":  {certFile: certFile},
-		"key without cert":  {keyFile: keyFile},
-		"bad IP address":    {dnsNames: "localhost", ipAddresses: "not-an-ip"},
-		"no names at all":   {dnsNames: " , ", ipAddresses: ""},
-		"unreadable key":    {certFile: certFile, keyFile: filepath.Join(dir, "missing.key")},
-		"CA dir is missing": {dnsNames: "localhost", caOut: filepath.Join(dir, "no", "such", "ca.pem")},
+		"cert without key":           {certFile: certFile},
+		"key without cert":           {keyFile: keyFile},
+		"bad IP address":             {dnsNames: "localhost", ipAddresses: "not-an-ip"},
+		"no names at all":            {dnsNames: " , ", ipAddresses: ""},
+		"unreadable key":             {certFile: certFile, keyFile: filepath.Join(dir, "missing.key")},
+		"CA dir is missing":          {dnsNames: "localhost", caOut: filepath.Join(dir, "no", "such", "ca.pem")},
+		"files and a Secret":         with(func(o *tlsOptions) { o.certFile, o.keyFile = certFile, keyFile }),
+		"Secret without a namespace": with(func(o *tlsOptions) { o.secretNS = "" }),
+		"Secret without DNS names":   with(func(o *tlsOptions) { o.dnsNames = "," }),
+		"lookahead beyond validity":  with(func(o *tlsOptions) { o.certLookahead = 2 * time.Hour }),
+		"zero check interval":        with(func(o *tlsOptions) { o.certCheckInterval = 0 }),
+		"Secret CA dir is missing":   with(func(o *tlsOptions) { o.caOut = filepath.Join(dir, "no", "such", "ca.pem") }),
+		"namespace without a Secret": {secretNS: "ns", dnsNames: "localhost"},
+		"cert dir without a Secret":  {certDir: dir, dnsNames: "localhost"},
 	} {
-		if _, err := servingTLS(o, logr.Discard()); err == nil {
+		if _, err := newServingTLS(o, "", logr.Discard()); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// The Secret's namespace falls back to POD_NAMESPACE, then the Lease's.
+	for _, c := range []struct{ podNS, leaseNS, want string }{{"pod-ns", "lease-ns", "pod-ns"}, {"", "lease-ns", "lease-ns"}} {
+		t.Setenv("POD_NAMESPACE", c.podNS)
+		s, err := newServingTLS(with(func(o *tlsOptions) { o.secretNS = "" }), c.leaseNS, logr.Discard())
+		must(t, err)
+		s.close()
+		if s.certs.SecretNamespace != c.want {
+			t.Errorf("POD_NAMESPACE %q, lease namespace %q: Secret namespace %q, want %q", c.podNS, c.leaseNS, s.certs.SecretNamespace, c.want)
+		}
+	}
+}
+
+// writePair writes cert's leaf and ECDSA key as tls.crt and tls.key in dir
+// (through renames, as a Secret volume update replaces files).
+func writePair(t *testing.T, dir string, cert tls.Certificate) (certFile, keyFile string) {
+	t.Helper()
+	keyDER, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	must(t, err)
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	must(t, writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	must(t, writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600))
+	return certFile, keyFile
 }
 
 // TestSelfManagedCert: the CA signs a serving certificate for every requested

@@ -54,6 +54,8 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- define "harness-operator.dispatcherServiceName" -}}{{ include "harness-operator.fullname" . }}-dispatcher{{- end -}}
 {{- define "harness-operator.managerServiceAccountName" -}}{{ include "harness-operator.fullname" . }}-manager{{- end -}}
 {{- define "harness-operator.dispatcherServiceAccountName" -}}{{ include "harness-operator.fullname" . }}-dispatcher{{- end -}}
+{{- /* The Secret of the dispatcher's self-managed CA and certificate (dispatcher.tls.secretName empty). */ -}}
+{{- define "harness-operator.dispatcherTLSSecretName" -}}{{ include "harness-operator.fullname" . }}-dispatcher-tls{{- end -}}
 
 {{/*
 True (non-empty) when the in-cluster manager serves the admission webhooks:

@@ -281,10 +281,13 @@ func TestManagerRBAC(t *testing.T) {
 }
 
 // TestDispatcherRBAC checks the dispatcher gets exactly
-// config/rbac/dispatcher_role.yaml (Secrets per harness namespace when set)
-// and a leader-election Role in the release namespace.
+// config/rbac/dispatcher_role.yaml (Secrets per harness namespace when set),
+// a leader-election Role in the release namespace and, with its self-managed
+// TLS certificate (dispatcher.tls.secretName empty), the Role of
+// config/rbac/dispatcher_tls_role.yaml there.
 func TestDispatcherRBAC(t *testing.T) {
 	crs, _ := configRBAC(t, "dispatcher_role.yaml")
+	_, tlsRoles := configRBAC(t, "dispatcher_tls_role.yaml")
 	leaderElection := []grant{
 		{group: "coordination.k8s.io", resource: "leases", verb: "get", namespace: releaseNamespace},
 		{group: "coordination.k8s.io", resource: "leases", verb: "create", namespace: releaseNamespace},
@@ -297,12 +300,31 @@ func TestDispatcherRBAC(t *testing.T) {
 	for _, c := range []struct {
 		valueSet          string
 		harnessNamespaces []string
-	}{{"defaults", nil}, {"harness-namespaces", []string{"team-a", "team-b"}}} {
+		selfManagedTLS    bool
+	}{
+		{"defaults", nil, true},
+		{"harness-namespaces", []string{"team-a", "team-b"}, true},
+		{"cert-manager", nil, false}, // dispatcher.tls.secretName is set
+	} {
 		t.Run(c.valueSet, func(t *testing.T) {
 			r := renderRBAC(t, objectsOf(t, c.valueSet))
-			want := append(referenceGrants(crs, nil, c.harnessNamespaces), leaderElection...)
+			var roles []rbacv1.Role
+			if c.selfManagedTLS {
+				roles = tlsRoles
+			}
+			want := append(referenceGrants(crs, roles, c.harnessNamespaces), leaderElection...)
 			got := r.grantsOf(t, fullname+"-dispatcher")
 			checkExact(t, "the dispatcher", got, want, nil)
+			for _, g := range got {
+				// Outside its own namespace the dispatcher only reads Secrets.
+				if g.resource == "secrets" && g.verb != "get" && g.namespace != releaseNamespace {
+					t.Errorf("the dispatcher is granted %s outside the release namespace", g)
+				}
+				if g.resource == "secrets" && slices.Contains([]string{"update", "patch"}, g.verb) &&
+					!slices.Equal(g.names, []string{fullname + "-dispatcher-tls"}) {
+					t.Errorf("the dispatcher is granted %s, want it limited to %s-dispatcher-tls", g, fullname)
+				}
+			}
 		})
 	}
 }

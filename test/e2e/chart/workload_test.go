@@ -299,10 +299,24 @@ func TestDispatcher(t *testing.T) {
 				if args["--tls-cert-file"] == "" || args["--tls-key-file"] == "" {
 					t.Errorf("dispatcher args %v lack --tls-cert-file/--tls-key-file", ctr.Args)
 				}
+				if _, ok := args["--tls-secret-name"]; ok {
+					t.Errorf("dispatcher args %v mix --tls-secret-name with certificate files", ctr.Args)
+				}
 			} else {
-				want := strings.Join([]string{svcName, svcName + "." + releaseNamespace, svcName + "." + releaseNamespace + ".svc", svcName + "." + releaseNamespace + ".svc.cluster.local"}, ",")
+				// The self-managed CA lives in a Secret the chart's Role names;
+				// the certificate's main name is the Service's <svc>.<ns>.svc.
+				if args["--tls-secret-name"] != fullname+"-dispatcher-tls" || args["--tls-secret-namespace"] != releaseNamespace {
+					t.Errorf("dispatcher args %v: want --tls-secret-name=%s-dispatcher-tls --tls-secret-namespace=%s", ctr.Args, fullname, releaseNamespace)
+				}
+				want := strings.Join([]string{svcName + "." + releaseNamespace + ".svc", svcName, svcName + "." + releaseNamespace, svcName + "." + releaseNamespace + ".svc.cluster.local"}, ",")
 				if got := args["--tls-dns-names"]; got != want {
 					t.Errorf("--tls-dns-names = %q, want %q", got, want)
+				}
+				if v := volume(d.Spec.Template.Spec, "tls"); v != nil {
+					t.Errorf("tls volume %+v rendered with a self-managed certificate", v)
+				}
+				if _, ok := args["--tls-cert-file"]; ok {
+					t.Errorf("dispatcher args %v mix --tls-cert-file with a self-managed certificate", ctr.Args)
 				}
 			}
 
