@@ -305,8 +305,18 @@ start() {
   [[ -x "${bin}" ]] || die "${name}: ${bin} is missing (run: hack/local-cluster.sh build)"
   : >"${LOG_DIR}/${name}.log"
   setsid "${bin}" "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1 &
-  echo "$!" >"${PID_DIR}/${name}.pid"
+  local pid=$!
+  echo "${pid}" >"${PID_DIR}/${name}.pid"
   echo "${bin}" >"${PID_DIR}/${name}.bin"
+  # Until the forked shell has exec'd setsid and setsid has exec'd the
+  # binary, the PID shows another command line and `running` would call the
+  # component dead; on a loaded machine that window is long enough to hit.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    running "${name}" && return 0
+    [[ -e "/proc/${pid}" ]] || return 0 # it died; the caller's wait reports it
+    sleep 0.1
+  done
 }
 
 fail_component() {

@@ -3,6 +3,7 @@
 package system
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -137,17 +138,33 @@ spec:
 			"--webhook-host=127.0.0.1", "--webhook-port="+port,
 			"--webhook-cert-dir="+filepath.Join(work, "webhook-certs"), "--webhook-cert-dir-from-secret",
 		)
+		// The dispatcher keeps its CA in the Secret the chart names, as in
+		// the cluster; its certificate also names localhost, where the CLI
+		// reaches this process.
 		bindAddr, dispatcherProbe := freeAddr(), freeAddr()
-		dispatcherCA = filepath.Join(work, "dispatcher-ca.pem")
+		tlsSecret := release + "-dispatcher-tls"
+		dispatcherService := fmt.Sprintf("%s-dispatcher.%s.svc", release, operatorNamespace)
 		dispatcher := startProcess("dispatcher", []string{"KUBECONFIG=" + serviceAccountKubeconfig(operatorNamespace, release+"-dispatcher")},
 			"--bind-address="+bindAddr, "--probe-bind-address="+dispatcherProbe,
 			"--leader-elect=true", "--leader-election-namespace="+operatorNamespace,
-			"--journal-dir="+filepath.Join(work, "journal"), "--tls-ca-out="+dispatcherCA,
+			"--journal-dir="+filepath.Join(work, "journal"),
+			"--tls-secret-name="+tlsSecret, "--tls-secret-namespace="+operatorNamespace,
+			"--tls-dns-names="+dispatcherService+",localhost", "--tls-cert-dir="+filepath.Join(work, "dispatcher-certs"),
 			"--shutdown-grace=5s",
 		)
 		Expect(manager.WaitReady("http://"+managerProbe+"/readyz?verbose", 2*time.Minute)).To(Succeed())
 		Expect(dispatcher.WaitReady("http://"+dispatcherProbe+"/readyz?verbose", 2*time.Minute)).To(Succeed())
-		dispatcherURL = "https://" + bindAddr
+		_, apiPort, err := net.SplitHostPort(bindAddr)
+		Expect(err).NotTo(HaveOccurred())
+		dispatcherURL = "https://localhost:" + apiPort
+
+		// A gateway trusts the CA from the Secret, as the chart README says.
+		caB64 := mustKubectl("get", "secret", tlsSecret, "-n", operatorNamespace, "-o", `jsonpath={.data.ca\.crt}`)
+		caPEM, err := base64.StdEncoding.DecodeString(caB64)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(caPEM)).To(HavePrefix("-----BEGIN CERTIFICATE-----"))
+		dispatcherCA = filepath.Join(work, "dispatcher-ca.pem")
+		Expect(os.WriteFile(dispatcherCA, caPEM, 0o600)).To(Succeed())
 
 		// The manager injected its CA into the chart's webhook configurations.
 		for kind, name := range map[string]string{
