@@ -247,7 +247,7 @@ func ephemeralTLS(o tlsOptions, log logr.Logger) (*tls.Config, error) {
 	}
 	cfg.Certificates = []tls.Certificate{cert}
 	if o.caOut != "" {
-		if err := writeFileAtomic(o.caOut, caPEM, 0o644); err != nil {
+		if err := certs.WriteFileAtomic(o.caOut, caPEM, 0o644); err != nil {
 			return nil, fmt.Errorf("write --tls-ca-out: %w", err)
 		}
 	}
@@ -320,26 +320,4 @@ func serial() *big.Int {
 		panic(err)
 	}
 	return n
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename,
-// so a reader never sees a partial file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

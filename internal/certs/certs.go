@@ -276,12 +276,17 @@ func (s *certDirSync) sync(ctx context.Context) error {
 	return nil
 }
 
-// writeIfChanged writes data to path unless it already holds it, through a
-// temporary file and a rename, so a reader never sees a half-written file.
+// writeIfChanged writes data to path unless the file already holds it.
 func writeIfChanged(path string, data []byte, mode os.FileMode) error {
 	if current, err := os.ReadFile(path); err == nil && bytes.Equal(current, data) {
 		return nil
 	}
+	return WriteFileAtomic(path, data, mode)
+}
+
+// WriteFileAtomic writes data to path through a temporary file and a rename,
+// so a reader never sees a half-written file.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
