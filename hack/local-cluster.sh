@@ -424,7 +424,13 @@ write_kwok_config() {
     [[ -f "${mod}/${f}" ]] || die "kwok ${KWOK_VERSION} has no ${f}"
     ((first)) || echo "---"
     first=0
-    cat "${mod}/${f}"
+    if [[ "${f}" == */pod-ready.yaml ]]; then
+      # A kubelet reports the image it runs by digest (imageID); KWOK's stage
+      # leaves it out. The operator attests managed app-servers by it.
+      sed 's/^\( *\)- image: {{ \.image | Quote }}$/&\n\1  imageID: {{ .image | Quote }}/' "${mod}/${f}"
+    else
+      cat "${mod}/${f}"
+    fi
   done >"${STATE_DIR}/kwok.yaml"
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/webhook"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -361,7 +362,53 @@ spec:
 				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
 			}
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		mustKubectl("get", "agentharness", "codex-pool", "-n", managedNS)
+	})
+
+	It("serves turns from a managed AgentHarness once its Pods' app-servers answer", func() {
+		// A simulated Pod runs nothing; give each a real app-server where
+		// its container would listen (KWOK hands out loopback pod IPs), with
+		// the capability token the operator generated for the workload.
+		var pods corev1.PodList
+		Expect(admin.List(ctx, &pods, client.InNamespace(managedNS))).To(Succeed())
+		var secrets corev1.SecretList
+		Expect(admin.List(ctx, &secrets, client.InNamespace(managedNS))).To(Succeed())
+		Expect(secrets.Items).To(HaveLen(1))
+		token := string(secrets.Items[0].Data[agentharness.TokenSecretKey])
+		Expect(token).NotTo(BeEmpty())
+		for _, pod := range pods.Items {
+			Expect(pod.Status.PodIP).To(HavePrefix("127."), "KWOK's pod IPs are loopback (hack/local-cluster.sh)")
+			_, err := codextest.StartErr(suiteT, codextest.Options{
+				Bin: env.codex, ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket,
+				ListenHost: pod.Status.PodIP, Port: int(agentharness.DefaultAppServerPort), WSToken: token,
+				Dir: filepath.Join(work, "codex-"+pod.Name),
+			})
+			Expect(err).NotTo(HaveOccurred(), "app-server for pod %s", pod.Name)
+		}
+		// The handshake (version floor) and the attestation by image digest.
+		mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/codex-pool", "-n", managedNS)
+		h := &v1alpha1.AgentHarness{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: "codex-pool"}, h)).To(Succeed())
+		Expect(h.Status.RuntimeArtifact).NotTo(BeNil(), "attested: every server runs one digest")
+		Expect(h.Status.RuntimeArtifact.Fingerprint).To(HaveSuffix(strings.Repeat("0123456789abcdef", 4)))
+
+		applyManifest("managed-session.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
+kind: AgentSession
+metadata: {name: pool, namespace: %s}
+spec:
+  agentId: main
+  sessionKey: agent:main:pool
+  sessionId: 5e4d3c2b-1a09-4f8e-b7d6-c5b4a3928170
+  model: openai/gpt-5.5
+  runtimeOverride: codex-pool
+`, managedNS))
+		grantCLI(managedNS)
+		r := harnessCLI(dispatcherURL, dispatcherCA, "turn", "pool", "-n", managedNS, "--prompt", "Say hello")
+		Expect(r.exit).To(Equal(0), "%s", r)
+		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
+		session := &v1alpha1.AgentSession{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: "pool"}, session)).To(Succeed())
+		Expect(session.Status.NativeBinding).NotTo(BeNil())
+		Expect(session.Status.NativeBinding.Pod).To(HavePrefix("codex-pool-app-server-"), "the thread lives on a server pod")
 	})
 
 	It("refuses an AgentHarness outside the chart's harnessNamespaces, naming them", func() {
