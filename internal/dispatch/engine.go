@@ -333,7 +333,9 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 		return e.follow(ctx, session, req.RunID, digest, sink)
 	}
 
-	unlock, err := e.locks.lock(ctx, session)
+	lockCtx, stopWaiting := queueContext(ctx)
+	unlock, err := e.locks.lock(lockCtx, session)
+	stopWaiting()
 	if err != nil {
 		return fmt.Errorf("dispatch: wait for the session lock of %s: %w", session, err)
 	}
@@ -690,6 +692,12 @@ func (e *Engine) drive(ctx context.Context, rc *runCtx, p *prepared, in adapter.
 		}
 		if errors.Is(err, adapter.ErrInvalidInput) {
 			return nil, newTurnError(selection.CodeHarnessUnsupported, selection.ScopeHarness, "%v", err).touched(true)
+		}
+		if errors.Is(err, codex.ErrThreadNotFound) {
+			// Retrying cannot help: the server will never have the thread.
+			return nil, newTurnError(selection.CodeNativeThreadLost, "",
+				"app-server %s does not have this session's native thread %s (it was lost, or the server's native home was replaced); reset the session (/reset bumps spec.resetGeneration) to start a new thread",
+				p.server.Name, in.ThreadID).touched(true)
 		}
 		return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
 			"start the turn on app-server %s: %v", p.server.Name, err).touched(true)

@@ -403,6 +403,41 @@ var _ = Describe("A server that goes away mid-turn", func() {
 	})
 })
 
+var _ = Describe("A server that no longer has the session's thread", func() {
+	It("fails closed with NativeThreadLost (not retryable, nothing sent to the model) until the session is reset", func() {
+		srv := startServer("127.0.0.5", "", 0)
+		ns := newNamespace()
+		h := registerCodex(ns, srv.URL, true)
+		newSession(ns, "moved", testModel)
+		_, err := turn(ns, "moved", textReq("run-l0", "lambda-0 warm up"))
+		Expect(err).NotTo(HaveOccurred())
+		thread := getSession(ns, "moved").Status.NativeBinding.ThreadID
+
+		// The same address now serves a fresh native home (a replaced volume).
+		Expect(srv.Stop(10 * time.Second)).To(Succeed())
+		startServer("127.0.0.5", "", portOf(srv.URL))
+		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
+
+		evs, err := turn(ns, "moved", textReq("run-l1", "lambda-1 hello?"))
+		var te *TurnError
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(selection.CodeNativeThreadLost))
+		Expect(te.Retryable).To(BeFalse())
+		Expect(te.Message).To(ContainSubstring("does not have this session's native thread " + thread))
+		Expect(te.Message).To(ContainSubstring("reset the session"))
+		Expect(errorOf(evs).Code).To(Equal(selection.CodeNativeThreadLost))
+		Expect(stub.RequestsContaining("lambda-1")).To(BeEmpty())
+
+		// A reset starts a new thread there.
+		s := getSession(ns, "moved")
+		s.Spec.ResetGeneration++
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		evs, err = turn(ns, "moved", textReq("run-l2", "lambda-2 hello again"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resultOf(evs).ThreadID).NotTo(Equal(thread))
+	})
+})
+
 func portOf(url string) int {
 	GinkgoHelper()
 	i := strings.LastIndex(url, ":")

@@ -41,3 +41,8 @@ var ErrTurnNotStarted = errors.New("codex: turn/start did not reach the app-serv
 
 // ErrTurnAttached is returned by Reattach for a turn that is not detached.
 var ErrTurnAttached = errors.New("codex: the turn is attached; Reattach only after a *DetachedError")
+
+// ErrThreadNotFound is returned by Start when the app-server does not know
+// the thread to resume (its rollout is not in this server's native home):
+// the session's native thread is lost, and only a reset starts a new one.
+var ErrThreadNotFound = errors.New("codex: the app-server does not have the thread")
