@@ -76,3 +76,48 @@ func TestSessionLockWaiterGivesUpWithItsContext(t *testing.T) {
 		t.Fatalf("a waiter that gave up left its entry: %v", locks.locks)
 	}
 }
+
+// TestQueuedTurnGivesUpWithItsWaitContext: a turn carrying a wait context
+// (GiveUpWaitingWith) stops waiting for the lock when that context ends,
+// though its own context lives on; without one it waits on its own context.
+func TestQueuedTurnGivesUpWithItsWaitContext(t *testing.T) {
+	var locks sessionLocks
+	unlock, err := locks.lock(context.Background(), "agents/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+
+	turnCtx := context.Background() // never ends, like a detached turn
+	waitCtx, leave := context.WithCancel(context.Background())
+	lockCtx, stop := queueContext(GiveUpWaitingWith(turnCtx, waitCtx))
+	defer stop()
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := locks.lock(lockCtx, "agents/demo")
+		gaveUp <- err
+	}()
+	select {
+	case err := <-gaveUp:
+		t.Fatalf("the queued turn stopped waiting before its client left: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	leave()
+	select {
+	case err := <-gaveUp:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the queued turn kept waiting after its client left")
+	}
+	if turnCtx.Err() != nil {
+		t.Fatal("the turn's own context ended")
+	}
+
+	plain, stopPlain := queueContext(turnCtx)
+	defer stopPlain()
+	if plain != turnCtx {
+		t.Fatal("without a wait context the lock is waited for with the turn's context")
+	}
+}

@@ -250,7 +250,9 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 	turnCtx, cancelTurn := context.WithCancel(r.Context())
 	defer cancelTurn()
 	if !resume {
-		turnCtx = context.WithoutCancel(r.Context())
+		// Queued behind another turn of the session, it is dropped if the
+		// client leaves before it starts: nothing has run yet.
+		turnCtx = dispatch.GiveUpWaitingWith(context.WithoutCancel(r.Context()), r.Context())
 	}
 	var (
 		once     sync.Once

@@ -2,6 +2,7 @@ package dispatcher_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -220,6 +221,42 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalAborted), "terminal %+v", res.Terminal)
 		// Ended: not running any more.
 		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, dispatchapi.CodeTurnNotRunning)
+	})
+
+	It("drops a turn queued behind another when its client leaves before it starts", func() {
+		newSession(ns, "queue", testModel)
+		gate := stubmodel.NewGate()
+		defer gate.Release()
+		stub.When("mu-1", stubmodel.Stall(gate, stubmodel.Text("first done")))
+		first := open(sessionURL(ns, "queue")+"/turns", gateway, `{"runId":"run-m1","prompt":"mu-1 long"}`, nil)
+		defer func() { _ = first.Body.Close() }()
+		_, err := stub.WaitMarker(ctx, "mu-1")
+		Expect(err).NotTo(HaveOccurred())
+
+		// The second turn waits for the session lock; its client gives up.
+		reqCtx, leave := context.WithCancel(ctx)
+		req := newRequest(http.MethodPost, sessionURL(ns, "queue")+"/turns", gateway, `{"runId":"run-m2","prompt":"mu-2 queued"}`, nil)
+		sent := make(chan error, 1)
+		go func() {
+			resp, err := hc.Do(req.WithContext(reqCtx))
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+			sent <- err
+		}()
+		time.Sleep(500 * time.Millisecond) // on loopback the request is queued by now
+		leave()
+		Eventually(sent, 5*time.Second).Should(Receive())
+
+		gate.Release()
+		evs := scanSSE(first.Body, nil)
+		Expect(typesOf(evs)).To(ContainElement(dispatch.EventResult))
+		// Nothing of the dropped turn ran or was journaled; its runId is free.
+		Consistently(func() int { return len(stub.RequestsContaining("mu-2")) }, 2*time.Second).Should(BeZero())
+		expectError(get(sessionURL(ns, "queue")+"/turns/run-m2", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		again := readSSE(post(sessionURL(ns, "queue")+"/turns", gateway, `{"runId":"run-m2","prompt":"mu-2 queued"}`, nil))
+		Expect(typesOf(again)).To(ContainElement(dispatch.EventResult))
+		Expect(stub.RequestsContaining("mu-2")).To(HaveLen(1))
 	})
 
 	It("answers 401 without a token or with one the API server does not accept", func() {
