@@ -8,10 +8,9 @@
 // replica that is not leading reports /readyz failing. /healthz, /readyz and
 // /metrics (controller-runtime's registry) are served on
 // --probe-bind-address by every replica (plain HTTP, for the kubelet; a
-// failed check answers 500, as controller-runtime's probes do). The turn
-// metrics of issue 7 (turns, fail-closed decisions, time to first partial,
-// duration, tokens) are not exported yet: dispatchapi.Config has no hook to
-// observe the engine's Sink.
+// failed check answers 500, as controller-runtime's probes do). /metrics
+// includes the engine's turn metrics (harness_dispatcher_*: turns,
+// fail-closed decisions, time to first partial, duration, tokens).
 //
 // The API's TLS certificate comes from one of three places:
 //   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
