@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -330,31 +331,23 @@ spec:
     image: codex-app-server@sha256:%s
     replicas: 2
 `, managedNS, strings.Repeat("0123456789abcdef", 4)))
-		owned := func(g Gomega, obj client.Object) {
+		// Exactly one of each, owned by the harness (garbage-collected with it).
+		ownedOne := func(g Gomega, list client.ObjectList) client.Object {
+			g.Expect(admin.List(ctx, list, client.InNamespace(managedNS))).To(Succeed())
+			items, err := meta.ExtractList(list)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(items).To(HaveLen(1), "%T", list)
+			obj := items[0].(client.Object)
 			g.Expect(obj.GetOwnerReferences()).To(ContainElement(HaveField("Name", "codex-pool")), "%T %s", obj, obj.GetName())
+			return obj
 		}
 		Eventually(func(g Gomega) {
-			var sts appsv1.StatefulSetList
-			g.Expect(admin.List(ctx, &sts, client.InNamespace(managedNS))).To(Succeed())
-			g.Expect(sts.Items).To(HaveLen(1))
-			owned(g, &sts.Items[0])
-			g.Expect(sts.Items[0].Status.ReadyReplicas).To(Equal(int32(2)))
-			var svcs corev1.ServiceList
-			g.Expect(admin.List(ctx, &svcs, client.InNamespace(managedNS))).To(Succeed())
-			g.Expect(svcs.Items).To(HaveLen(1))
-			owned(g, &svcs.Items[0])
-			var secrets corev1.SecretList
-			g.Expect(admin.List(ctx, &secrets, client.InNamespace(managedNS))).To(Succeed())
-			g.Expect(secrets.Items).To(HaveLen(1))
-			owned(g, &secrets.Items[0])
-			var nps networkingv1.NetworkPolicyList
-			g.Expect(admin.List(ctx, &nps, client.InNamespace(managedNS))).To(Succeed())
-			g.Expect(nps.Items).To(HaveLen(1))
-			owned(g, &nps.Items[0])
-			var pdbs policyv1.PodDisruptionBudgetList
-			g.Expect(admin.List(ctx, &pdbs, client.InNamespace(managedNS))).To(Succeed())
-			g.Expect(pdbs.Items).To(HaveLen(1))
-			owned(g, &pdbs.Items[0])
+			sts := ownedOne(g, &appsv1.StatefulSetList{}).(*appsv1.StatefulSet)
+			g.Expect(sts.Status.ReadyReplicas).To(Equal(int32(2)))
+			ownedOne(g, &corev1.ServiceList{})
+			ownedOne(g, &corev1.SecretList{})
+			ownedOne(g, &networkingv1.NetworkPolicyList{})
+			ownedOne(g, &policyv1.PodDisruptionBudgetList{})
 			var pods corev1.PodList
 			g.Expect(admin.List(ctx, &pods, client.InNamespace(managedNS))).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(2))
