@@ -409,7 +409,7 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		ns := newNamespace()
 		h := registerCodex(ns, srv.URL, true)
 		newSession(ns, "moved", testModel)
-		_, err := turn(ns, "moved", textReq("run-l0", "lambda-0 warm up"))
+		_, err := turn(ns, "moved", textReq("run-o0", "omicron-0 warm up"))
 		Expect(err).NotTo(HaveOccurred())
 		thread := getSession(ns, "moved").Status.NativeBinding.ThreadID
 
@@ -418,7 +418,7 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		startServer("127.0.0.5", "", portOf(srv.URL))
 		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
 
-		evs, err := turn(ns, "moved", textReq("run-l1", "lambda-1 hello?"))
+		evs, err := turn(ns, "moved", textReq("run-o1", "omicron-1 hello?"))
 		var te *TurnError
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
 		Expect(te.Code).To(Equal(selection.CodeNativeThreadLost))
@@ -426,13 +426,13 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		Expect(te.Message).To(ContainSubstring("does not have this session's native thread " + thread))
 		Expect(te.Message).To(ContainSubstring("reset the session"))
 		Expect(errorOf(evs).Code).To(Equal(selection.CodeNativeThreadLost))
-		Expect(stub.RequestsContaining("lambda-1")).To(BeEmpty())
+		Expect(stub.RequestsContaining("omicron-1")).To(BeEmpty())
 
 		// A reset starts a new thread there.
 		s := getSession(ns, "moved")
 		s.Spec.ResetGeneration++
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
-		evs, err = turn(ns, "moved", textReq("run-l2", "lambda-2 hello again"))
+		evs, err = turn(ns, "moved", textReq("run-o2", "omicron-2 hello again"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).ThreadID).NotTo(Equal(thread))
 	})
