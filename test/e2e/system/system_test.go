@@ -206,12 +206,15 @@ spec:
 		r := harnessCLI(dispatcherURL, dispatcherCA, "turn", "demo", "-n", agentsNS, "--prompt", "Say hello")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
+		// The dispatcher writes the session's status right after the result.
+		session := &v1alpha1.AgentSession{}
+		Eventually(func(g Gomega) {
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: agentsNS, Name: "demo"}, session)).To(Succeed())
+			g.Expect(session.Status.NativeBinding).NotTo(BeNil())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 		st := harnessCLI(dispatcherURL, dispatcherCA, "status", "demo", "-n", agentsNS)
 		Expect(st.exit).To(Equal(0), "%s", st)
 		Expect(st.stdout).To(MatchRegexp(`(?m)^Policy runtime:\s+codex`))
-		session := &v1alpha1.AgentSession{}
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: agentsNS, Name: "demo"}, session)).To(Succeed())
-		Expect(session.Status.NativeBinding).NotTo(BeNil())
 		Expect(st.stdout).To(ContainSubstring(session.Status.NativeBinding.ThreadID))
 	})
 
@@ -242,16 +245,19 @@ spec:
 			r := harnessCLI(dispatcherURL, dispatcherCA, "turn", "demo-b", "-n", teamBNS, "--prompt", "Say hello")
 			Expect(r.exit).To(Equal(0), "%s", r)
 			Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
-			for _, ns := range []string{agentsNS, teamBNS} {
-				var list v1alpha1.AgentSessionList
-				Expect(admin.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-				for _, s := range list.Items {
-					Expect(s.Status.Policy).NotTo(BeNil(), "%s/%s", ns, s.Name)
-					Expect(s.Status.Policy.Runtime).To(Equal(v1alpha1.RuntimeID("codex")), "%s/%s", ns, s.Name)
-					Expect(s.Status.LastSelection).NotTo(BeNil(), "%s/%s", ns, s.Name)
-					Expect(s.Status.LastSelection.Runtime).To(Equal(v1alpha1.RuntimeID("codex")), "%s/%s", ns, s.Name)
+			// Both sessions' status (written right after each result) says Codex.
+			Eventually(func(g Gomega) {
+				for _, ns := range []string{agentsNS, teamBNS} {
+					var list v1alpha1.AgentSessionList
+					g.Expect(admin.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+					for _, s := range list.Items {
+						g.Expect(s.Status.Policy).NotTo(BeNil(), "%s/%s", ns, s.Name)
+						g.Expect(s.Status.Policy.Runtime).To(Equal(v1alpha1.RuntimeID("codex")), "%s/%s", ns, s.Name)
+						g.Expect(s.Status.LastSelection).NotTo(BeNil(), "%s/%s", ns, s.Name)
+						g.Expect(s.Status.LastSelection.Runtime).To(Equal(v1alpha1.RuntimeID("codex")), "%s/%s", ns, s.Name)
+					}
 				}
-			}
+			}).WithTimeout(30 * time.Second).Should(Succeed())
 		})
 
 		It("refuses an openclaw override and a second policy mapping openai elsewhere at admission", func() {
@@ -398,10 +404,13 @@ spec:
 		r := harnessCLI(dispatcherURL, dispatcherCA, "turn", "pool", "-n", managedNS, "--prompt", "Say hello")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
-		session := &v1alpha1.AgentSession{}
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: "pool"}, session)).To(Succeed())
-		Expect(session.Status.NativeBinding).NotTo(BeNil())
-		Expect(session.Status.NativeBinding.Pod).To(HavePrefix("codex-pool-app-server-"), "the thread lives on a server pod")
+		// The dispatcher writes the session's status right after the result.
+		Eventually(func(g Gomega) {
+			session := &v1alpha1.AgentSession{}
+			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: "pool"}, session)).To(Succeed())
+			g.Expect(session.Status.NativeBinding).NotTo(BeNil())
+			g.Expect(session.Status.NativeBinding.Pod).To(HavePrefix("codex-pool-app-server-"), "the thread lives on a server pod")
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 
 	It("refuses an AgentHarness outside the chart's harnessNamespaces, naming them", func() {
