@@ -171,8 +171,21 @@ func run(extraEnv []string, bin string, args ...string) result {
 		Expect(errors.As(err, &exitErr)).To(BeTrue(), "run %s %v: %v", bin, args, err)
 		r.exit = exitErr.ExitCode()
 	}
-	GinkgoWriter.Printf("$ %s %s\n%s\n", filepath.Base(bin), strings.Join(args, " "), r)
+	GinkgoWriter.Printf("$ %s %s\n%s\n", filepath.Base(bin), strings.Join(redacted(args), " "), r)
 	return r
+}
+
+// redacted hides the values of token literals (kubectl create secret
+// --from-literal=token=…) in what the suite prints.
+func redacted(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if j := strings.Index(a, "token="); j >= 0 {
+			a = a[:j+len("token=")] + "<redacted>"
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func kubectl(args ...string) result { GinkgoHelper(); return run(nil, env.kubectl, args...) }
