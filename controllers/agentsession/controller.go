@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/selection"
 )
 
@@ -150,14 +151,10 @@ func (r *Reconciler) newScope(ctx context.Context, session *harnessv1alpha1.Agen
 // setCondition sets one condition of the desired status, keeping the current
 // lastTransitionTime when the condition's status does not change.
 func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason harnessv1alpha1.SessionConditionReason, msg string) {
-	c := metav1.Condition{
+	conditions.Set(&s.desired.Conditions, s.session.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: string(reason), Message: msg,
 		ObservedGeneration: s.session.Generation, LastTransitionTime: s.now,
-	}
-	if cur := meta.FindStatusCondition(s.session.Status.Conditions, typ); cur != nil && cur.Status == status {
-		c.LastTransitionTime = cur.LastTransitionTime
-	}
-	meta.SetStatusCondition(&s.desired.Conditions, c)
+	})
 }
 
 // reconcilePolicy resolves what policy asks for the session's agent and
@@ -296,16 +293,7 @@ func managedEqual(cur, desired *harnessv1alpha1.AgentSessionStatus) bool {
 	if cur.ObservedGeneration != desired.ObservedGeneration || !policyEqual(cur.Policy, desired.Policy) {
 		return false
 	}
-	for _, typ := range ownedConditions {
-		a, b := meta.FindStatusCondition(cur.Conditions, typ), meta.FindStatusCondition(desired.Conditions, typ)
-		if (a == nil) != (b == nil) {
-			return false
-		}
-		if a != nil && (a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message || a.ObservedGeneration != b.ObservedGeneration) {
-			return false
-		}
-	}
-	return true
+	return conditions.SameTypes(cur.Conditions, desired.Conditions, ownedConditions...)
 }
 
 func policyEqual(a, b *harnessv1alpha1.SessionPolicy) bool {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/selection"
 )
 
@@ -133,14 +134,10 @@ func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.Runti
 // setCondition sets one condition of the desired status, keeping the current
 // lastTransitionTime when the condition's status does not change.
 func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason harnessv1alpha1.PolicyConditionReason, msg string) {
-	c := metav1.Condition{
+	conditions.Set(&s.desired.Conditions, s.policy.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: string(reason), Message: msg,
 		ObservedGeneration: s.policy.Generation, LastTransitionTime: s.now,
-	}
-	if cur := meta.FindStatusCondition(s.policy.Status.Conditions, typ); cur != nil && cur.Status == status {
-		c.LastTransitionTime = cur.LastTransitionTime
-	}
-	meta.SetStatusCondition(&s.desired.Conditions, c)
+	})
 }
 
 // reconcileAcceptance: Accepted is True unless the spec cannot be evaluated
@@ -295,7 +292,7 @@ func statusEqual(a, b *harnessv1alpha1.RuntimePolicyStatus) bool {
 		!equality.Semantic.DeepEqual(normalizeConflicts(a.Conflicts), normalizeConflicts(b.Conflicts)) {
 		return false
 	}
-	return conditionsEqual(a.Conditions, b.Conditions)
+	return len(a.Conditions) == len(b.Conditions) && conditions.SameTypes(a.Conditions, b.Conditions, conditions.Types(a.Conditions)...)
 }
 
 func normalizeConflicts(cs []harnessv1alpha1.PolicyConflict) []harnessv1alpha1.PolicyConflict {
@@ -303,21 +300,6 @@ func normalizeConflicts(cs []harnessv1alpha1.PolicyConflict) []harnessv1alpha1.P
 		return nil
 	}
 	return cs
-}
-
-// conditionsEqual compares condition lists by type, ignoring order and
-// lastTransitionTime.
-func conditionsEqual(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		y := meta.FindStatusCondition(b, x.Type)
-		if y == nil || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
 }
 
 // SetupWithManager registers the reconciler with the manager: RuntimePolicies
