@@ -77,6 +77,7 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/health"
 	"github.com/openclaw/harness-operator/internal/journal"
 	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 )
@@ -252,7 +253,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 
 	ready := map[string]healthz.Checker{
-		"informers": cachesSynced(mgr),
+		"informers": health.CachesSynced(mgr),
 		"leader":    leading(mgr, opts.leaderElect),
 		"journal": func(*http.Request) error {
 			if !journalOpen.Load() {
@@ -282,18 +283,6 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return fmt.Errorf("run dispatcher: %w", err)
 	}
 	return nil
-}
-
-// cachesSynced is ready once the manager's informer caches have synced.
-func cachesSynced(mgr ctrl.Manager) healthz.Checker {
-	return func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return errors.New("informer caches have not synced")
-		}
-		return nil
-	}
 }
 
 // leading is ready once this replica leads (always, without leader election).

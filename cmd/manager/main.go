@@ -5,10 +5,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +30,7 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/controllers/agentsession"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
+	"github.com/openclaw/harness-operator/internal/health"
 	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
@@ -205,7 +204,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("add health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("informers", cachesSynced(mgr)); err != nil {
+	if err := mgr.AddReadyzCheck("informers", health.CachesSynced(mgr)); err != nil {
 		return fmt.Errorf("add readiness check: %w", err)
 	}
 
@@ -214,19 +213,6 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
-}
-
-// cachesSynced is ready once the manager's informer caches have synced, so a
-// replica that cannot read the API yet is not reported ready.
-func cachesSynced(mgr ctrl.Manager) healthz.Checker {
-	return func(req *http.Request) error {
-		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return errors.New("informer caches have not synced")
-		}
-		return nil
-	}
 }
 
 // parseNamespaces splits a comma-separated list of namespace names, refusing
