@@ -17,14 +17,11 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -104,12 +101,8 @@ func TestDispatcher(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "harness-gateway-test"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "gateway"}},
 	}))
-	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gateway"}}))
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "gateway", &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
+	gateway, err := testutil.ServiceAccountToken(ctx, k8s, cs, ns, "gateway", audience)
 	must(t, err)
-	gateway := tr.Status.Token
 	registerCodex(ctx, t, k8s, ns, cdx.URL)
 	must(t, k8s.Create(ctx, &v1alpha1.AgentSession{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drain"},
@@ -381,33 +374,13 @@ func typesOf(evs []sseEvent) []string {
 }
 
 // registerCodex creates the external AgentHarness codex at url (and its
-// token Secret) and waits for the agentharness controller to make it Ready.
+// token Secret) and waits for the controller to make it Ready.
 func registerCodex(ctx context.Context, t *testing.T, k8s client.Client, ns, url string) {
 	t.Helper()
-	must(t, k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-token"},
-		Data:       map[string][]byte{"token": []byte(serverToken)},
-	}))
-	h := &v1alpha1.AgentHarness{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex"},
-		Spec: v1alpha1.AgentHarnessSpec{
-			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
-			External: &v1alpha1.ExternalServer{URL: url, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
-		},
-	}
-	must(t, k8s.Create(ctx, h))
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(h), h))
-		c := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionReady)
-		if h.Status.ObservedGeneration == h.Generation && c != nil && c.Status == metav1.ConditionTrue {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("AgentHarness %s/codex is not Ready: %+v", ns, h.Status.Conditions)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	h, err := testutil.ExternalCodex(ctx, k8s, ns, url, serverToken)
+	must(t, err)
+	_, err = testutil.WaitHarnessCondition(ctx, k8s, h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue, 40*time.Second)
+	must(t, err)
 }
 
 func must(t *testing.T, err error) {

@@ -12,11 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
@@ -109,27 +107,10 @@ func TestTurnEndToEnd(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "harness-turns"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: defaultServiceAccount}},
 	}))
-	must(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-token"}, Data: map[string][]byte{"token": []byte(e2eServerToken)}}))
-	harness := &v1alpha1.AgentHarness{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex"},
-		Spec: v1alpha1.AgentHarnessSpec{
-			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
-			External: &v1alpha1.ExternalServer{URL: codex.URL, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
-		},
-	}
-	must(c.Create(ctx, harness))
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		must(c.Get(ctx, client.ObjectKeyFromObject(harness), harness))
-		if cond := meta.FindStatusCondition(harness.Status.Conditions, v1alpha1.HarnessConditionReady); cond != nil && cond.Status == metav1.ConditionTrue &&
-			cond.ObservedGeneration == harness.Generation {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("AgentHarness codex is not Ready: %+v", harness.Status.Conditions)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness, err := testutil.ExternalCodex(ctx, c, ns, codex.URL, e2eServerToken)
+	must(err)
+	_, err = testutil.WaitHarnessCondition(ctx, c, harness, v1alpha1.HarnessConditionReady, metav1.ConditionTrue, 40*time.Second)
+	must(err)
 
 	kc := "--kubeconfig=" + kubeconfig
 	env := []string{envDispatcherURL + "=" + srv.URL, envDispatcherCA + "=" + caPath}

@@ -16,7 +16,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,18 +206,8 @@ func registerCodex(ns, url string, ready bool) *v1alpha1.AgentHarness {
 // token Secret; the controller's verdict is the caller's to wait for.
 func createCodex(ns, url string) *v1alpha1.AgentHarness {
 	GinkgoHelper()
-	Expect(k8sClient.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-token"},
-		Data:       map[string][]byte{"token": []byte(serverToken)},
-	})).To(Succeed())
-	h := &v1alpha1.AgentHarness{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex"},
-		Spec: v1alpha1.AgentHarnessSpec{
-			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
-			External: &v1alpha1.ExternalServer{URL: url, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
-		},
-	}
-	Expect(k8sClient.Create(ctx, h)).To(Succeed())
+	h, err := testutil.ExternalCodex(ctx, k8sClient, ns, url, serverToken)
+	Expect(err).NotTo(HaveOccurred())
 	return h
 }
 
@@ -226,15 +215,8 @@ func createCodex(ns, url string) *v1alpha1.AgentHarness {
 // generation and condition typ has status want; it returns the condition.
 func waitHarness(h *v1alpha1.AgentHarness, typ string, want metav1.ConditionStatus) *metav1.Condition {
 	GinkgoHelper()
-	var cond *metav1.Condition
-	Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
-		g.Expect(h.Status.ObservedGeneration).To(Equal(h.Generation))
-		cond = meta.FindStatusCondition(h.Status.Conditions, typ)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Status).To(Equal(want), "%s: %s", cond.Reason, cond.Message)
-		g.Expect(cond.ObservedGeneration).To(Equal(h.Generation))
-	}, 40*time.Second).Should(Succeed())
+	cond, err := testutil.WaitHarnessCondition(ctx, k8sClient, h, typ, want, 40*time.Second)
+	Expect(err).NotTo(HaveOccurred())
 	return cond
 }
 

@@ -15,13 +15,10 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,25 +147,12 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "harness-gateway-latency"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: benchNS, Name: "gateway"}},
 	}))
-	benchMust(b, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: "gateway"}}))
-	tr, err := cs.CoreV1().ServiceAccounts(benchNS).CreateToken(ctx, "gateway", &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
+	saToken, err := testutil.ServiceAccountToken(ctx, k8s, cs, benchNS, "gateway")
 	benchMust(b, err)
-	saToken := tr.Status.Token
-	benchMust(b, k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: "codex-token"},
-		Data:       map[string][]byte{"token": []byte(token)},
-	}))
-	h := &v1alpha1.AgentHarness{
-		ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: "codex"},
-		Spec: v1alpha1.AgentHarnessSpec{
-			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
-			External: &v1alpha1.ExternalServer{URL: codex.URL, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
-		},
-	}
-	benchMust(b, k8s.Create(ctx, h))
-	waitHarnessReady(ctx, b, k8s, h)
+	h, err := testutil.ExternalCodex(ctx, k8s, benchNS, codex.URL, token)
+	benchMust(b, err)
+	_, err = testutil.WaitHarnessCondition(ctx, k8s, h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue, 40*time.Second)
+	benchMust(b, err)
 	for _, name := range []string{"direct", "http"} {
 		benchMust(b, k8s.Create(ctx, &v1alpha1.AgentSession{
 			ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name},
@@ -285,22 +269,6 @@ func readUntilResult(r io.Reader) (string, []byte, error) {
 		return "", nil, errors.New("event stream ended without result")
 	}
 	return typ, data, nil
-}
-
-func waitHarnessReady(ctx context.Context, b *testing.B, k8s client.Client, h *v1alpha1.AgentHarness) {
-	b.Helper()
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		benchMust(b, k8s.Get(ctx, client.ObjectKeyFromObject(h), h))
-		c := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionReady)
-		if h.Status.ObservedGeneration == h.Generation && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == h.Generation {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("AgentHarness %s/%s is not Ready: %+v", h.Namespace, h.Name, h.Status.Conditions)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // waitTurnSettled waits until the session's status shows runID as its last

@@ -15,13 +15,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -302,13 +299,9 @@ func newNamespace(prefix string) string {
 // returns a token for it from the TokenRequest API.
 func serviceAccountToken(namespace, name string, audiences []string) string {
 	GinkgoHelper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, sa))).To(Succeed())
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
+	token, err := testutil.ServiceAccountToken(ctx, k8s, cs, namespace, name, audiences...)
 	Expect(err).NotTo(HaveOccurred())
-	return tr.Status.Token
+	return token
 }
 
 // registerCodex creates the external AgentHarness codex at url with its
@@ -316,30 +309,14 @@ func serviceAccountToken(namespace, name string, audiences []string) string {
 // server that is down, to report WorkloadReady False).
 func registerCodex(namespace, url string, ready bool) {
 	GinkgoHelper()
-	Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "codex-token"},
-		Data:       map[string][]byte{"token": []byte(serverToken)},
-	})).To(Succeed())
-	h := &v1alpha1.AgentHarness{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "codex"},
-		Spec: v1alpha1.AgentHarnessSpec{
-			HarnessID: "codex", Label: "Codex", Adapter: v1alpha1.AdapterCodexAppServer,
-			External: &v1alpha1.ExternalServer{URL: url, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}},
-		},
-	}
-	Expect(k8s.Create(ctx, h)).To(Succeed())
+	h, err := testutil.ExternalCodex(ctx, k8s, namespace, url, serverToken)
+	Expect(err).NotTo(HaveOccurred())
 	typ, want := v1alpha1.HarnessConditionReady, metav1.ConditionTrue
 	if !ready {
 		typ, want = v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse
 	}
-	Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
-		c := meta.FindStatusCondition(h.Status.Conditions, typ)
-		g.Expect(h.Status.ObservedGeneration).To(Equal(h.Generation))
-		g.Expect(c).NotTo(BeNil(), "condition %s in %+v", typ, h.Status.Conditions)
-		g.Expect(c.Status).To(Equal(want), "condition %s: %+v", typ, c)
-		g.Expect(c.ObservedGeneration).To(Equal(h.Generation))
-	}).WithTimeout(40 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	_, err = testutil.WaitHarnessCondition(ctx, k8s, h, typ, want, 40*time.Second)
+	Expect(err).NotTo(HaveOccurred())
 }
 
 // newSession creates an AgentSession on model.
