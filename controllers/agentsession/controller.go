@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,6 +28,7 @@ import (
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/snapshot"
 )
 
 const (
@@ -116,34 +116,14 @@ type scope struct {
 // (from the cache) and builds the selection snapshot of the namespace. A nil
 // scope without error means there is nothing to do (the namespace is gone).
 func (r *Reconciler) newScope(ctx context.Context, session *harnessv1alpha1.AgentSession) (*scope, error) {
-	var ns corev1.Namespace
-	if err := r.Get(ctx, types.NamespacedName{Name: session.Namespace}, &ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("get Namespace %s: %w", session.Namespace, err)
-	}
-	var policies harnessv1alpha1.RuntimePolicyList
-	if err := r.List(ctx, &policies); err != nil {
-		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
-	}
-	var harnesses harnessv1alpha1.AgentHarnessList
-	if err := r.List(ctx, &harnesses); err != nil {
-		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
-	}
-	ps := make([]*harnessv1alpha1.RuntimePolicy, len(policies.Items))
-	for i := range policies.Items {
-		ps[i] = &policies.Items[i]
-	}
-	hs := make([]*harnessv1alpha1.AgentHarness, len(harnesses.Items))
-	for i := range harnesses.Items {
-		hs[i] = &harnesses.Items[i]
-	}
 	// An invalid selector fails the snapshot, as it fails the dispatcher's:
 	// the RuntimePolicy reports Accepted=False and its fix re-triggers this session.
-	snap, err := selection.SnapshotFor(hs, ps, ns.Name, ns.Labels, session)
+	snap, err := snapshot.For(ctx, r, session)
+	if apierrors.IsNotFound(err) { // the namespace is gone with the session
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("resolve the policies of namespace %s: %w", ns.Name, err)
+		return nil, err
 	}
 	return &scope{session: session, snap: snap, now: metav1.Now()}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/snapshot"
 )
 
 // Defaults of Options.
@@ -210,7 +211,7 @@ func (e *Engine) Decide(ctx context.Context, ns, name string, req *TurnRequest) 
 	if err != nil {
 		return selection.Decision{}, err
 	}
-	snap, err := e.snapshot(ctx, sess)
+	snap, err := snapshot.For(ctx, e.reader, sess)
 	if err != nil {
 		return selection.Decision{}, err
 	}
@@ -391,7 +392,7 @@ func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *
 			recordRefused(labelsOf(sess.Namespace, d), terr.Code)
 		}
 	}()
-	snap, err := e.snapshot(ctx, sess)
+	snap, err := snapshot.For(ctx, e.reader, sess)
 	if err != nil {
 		return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "read the selection inputs: %v", err)
 	}
@@ -942,34 +943,6 @@ func (e *Engine) session(ctx context.Context, ns, name string) (*v1alpha1.AgentS
 		st.into(&s.Status)
 	}
 	return s, nil
-}
-
-func (e *Engine) snapshot(ctx context.Context, sess *v1alpha1.AgentSession) (selection.Snapshot, error) {
-	var hs v1alpha1.AgentHarnessList
-	if err := e.reader.List(ctx, &hs); err != nil {
-		return selection.Snapshot{}, fmt.Errorf("list AgentHarnesses: %w", err)
-	}
-	var ps v1alpha1.RuntimePolicyList
-	if err := e.reader.List(ctx, &ps); err != nil {
-		return selection.Snapshot{}, fmt.Errorf("list RuntimePolicies: %w", err)
-	}
-	ns := &corev1.Namespace{}
-	if err := e.reader.Get(ctx, client.ObjectKey{Name: sess.Namespace}, ns); err != nil {
-		return selection.Snapshot{}, fmt.Errorf("read Namespace %s: %w", sess.Namespace, err)
-	}
-	harnesses := make([]*v1alpha1.AgentHarness, len(hs.Items))
-	for i := range hs.Items {
-		harnesses[i] = &hs.Items[i]
-	}
-	policies := make([]*v1alpha1.RuntimePolicy, len(ps.Items))
-	for i := range ps.Items {
-		policies[i] = &ps.Items[i]
-	}
-	snap, err := selection.SnapshotFor(harnesses, policies, sess.Namespace, ns.Labels, sess)
-	if err != nil {
-		return selection.Snapshot{}, fmt.Errorf("selection snapshot: %w", err)
-	}
-	return snap, nil
 }
 
 // serverPods collects the facts PickServer needs about a managed harness.
