@@ -268,6 +268,18 @@ func (e *Engine) interrupt(session string, match func(*activeRun) bool) bool {
 	return true
 }
 
+// validateAgainstSession refuses a turn whose attempt contradicts the
+// session (SessionMismatch), counting the refusal.
+func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *TurnRequest) error {
+	err := selection.ValidateAgainstSession(sess, &req.Attempt)
+	var se *selection.Error
+	if errors.As(err, &se) {
+		recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
+		return turnError(se)
+	}
+	return err
+}
+
 // Turn executes one prepared turn on the session ns/name and streams its
 // events to sink, in this order of steps:
 //
@@ -318,12 +330,7 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	if err != nil {
 		return err
 	}
-	if err := selection.ValidateAgainstSession(sess, &req.Attempt); err != nil {
-		var se *selection.Error
-		if errors.As(err, &se) {
-			recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
-			return turnError(se)
-		}
+	if err := validateAgainstSession(ns, sess, req); err != nil {
 		return err
 	}
 	digest, err := req.digest()
@@ -354,12 +361,7 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 		// start on it any more.
 		return fmt.Errorf("%w: %s/%s is being deleted", ErrSessionNotFound, ns, name)
 	}
-	if err := selection.ValidateAgainstSession(sess, &req.Attempt); err != nil {
-		var se *selection.Error
-		if errors.As(err, &se) {
-			recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
-			return turnError(se)
-		}
+	if err := validateAgainstSession(ns, sess, req); err != nil {
 		return err
 	}
 
