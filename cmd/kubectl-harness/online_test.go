@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,20 +31,11 @@ func TestExplainReadsTheCluster(t *testing.T) {
 
 	explain := func() (selection.Decision, int) {
 		t.Helper()
-		cmd := exec.Command(binary, "explain", "--kubeconfig", kubeconfigPath, "-n", "agents",
+		stdout, stderr, exit := runCLI(t, nil, "explain", "--kubeconfig", kubeconfigPath, "-n", "agents",
 			"--attempt", attempts+"/openai-demo.json", "-o", "json")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		exit := 0
-		var ee *exec.ExitError
-		if err := cmd.Run(); errors.As(err, &ee) {
-			exit = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
 		var d selection.Decision
-		if err := json.Unmarshal(stdout.Bytes(), &d); err != nil {
-			t.Fatalf("decode decision (exit %d, stderr %s): %v\n%s", exit, stderr.String(), err, stdout.String())
+		if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+			t.Fatalf("decode decision (exit %d, stderr %s): %v\n%s", exit, stderr, err, stdout)
 		}
 		return d, exit
 	}
