@@ -47,46 +47,19 @@ func newNamespace(l map[string]string) *corev1.Namespace {
 	return ns
 }
 
-type popt func(*harnessv1alpha1.RuntimePolicy)
-
 // newPolicy is a RuntimePolicy that selects the namespaces labelled case=<id>
 // (policies are cluster-scoped: each spec selects only its own namespaces).
-func newPolicy(name, id string, opts ...popt) *harnessv1alpha1.RuntimePolicy {
-	p := &harnessv1alpha1.RuntimePolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: harnessv1alpha1.RuntimePolicySpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"case": id}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+func newPolicy(name, id string, opts ...testutil.PolicyOption) *harnessv1alpha1.RuntimePolicy {
+	return testutil.NewPolicy(name, append([]testutil.PolicyOption{testutil.Selecting(map[string]string{"case": id})}, opts...)...)
 }
 
-func provider(provider, runtime string) popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) {
-		p.Spec.Providers = append(p.Spec.Providers, harnessv1alpha1.ProviderRuntimePolicy{
-			Provider: harnessv1alpha1.ProviderID(provider), Runtime: harnessv1alpha1.RuntimeID(runtime)})
-	}
-}
-
-func modelRef(ref, runtime string) popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) {
-		p.Spec.Models = append(p.Spec.Models, harnessv1alpha1.ModelRuntimePolicy{Ref: ref, Runtime: harnessv1alpha1.RuntimeID(runtime)})
-	}
-}
-
-func agentRef(agentID, ref, runtime string) popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) {
-		p.Spec.Agents = append(p.Spec.Agents, harnessv1alpha1.AgentRuntimePolicy{
-			AgentID: agentID, Models: []harnessv1alpha1.ModelRuntimePolicy{{Ref: ref, Runtime: harnessv1alpha1.RuntimeID(runtime)}}})
-	}
-}
-
-func enforcing() popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny }
-}
+// The policy builders are shared with the other suites (internal/testutil).
+var (
+	provider  = testutil.ProviderRuntime
+	modelRef  = testutil.ModelRuntime
+	agentRef  = testutil.AgentModelRuntime
+	enforcing = testutil.Enforcing
+)
 
 type sopt func(*harnessv1alpha1.AgentSession)
 
@@ -347,7 +320,7 @@ var _ = Describe("AgentSession controller", func() {
 		}
 		for i := range 10 {
 			prov := fmt.Sprintf("p-%s-%d", id, i%4)
-			opts := []popt{provider(prov, []string{"codex", "openclaw", "auto"}[i%3]), modelRef(prov+"/m1", "codex"), agentRef("ops", prov+"/m2", "claude-cli")}
+			opts := []testutil.PolicyOption{provider(prov, []string{"codex", "openclaw", "auto"}[i%3]), modelRef(prov+"/m1", "codex"), agentRef("ops", prov+"/m2", "claude-cli")}
 			if i%3 == 1 {
 				opts = append(opts, enforcing())
 			}

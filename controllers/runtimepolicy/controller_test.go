@@ -24,38 +24,14 @@ var unique atomic.Int64
 // uid is a short id unique within the suite, for names, providers and labels.
 func uid() string { return fmt.Sprintf("t%d-%d", GinkgoParallelProcess(), unique.Add(1)) }
 
-type popt func(*harnessv1alpha1.RuntimePolicy)
-
-func newPolicy(name string, opts ...popt) *harnessv1alpha1.RuntimePolicy {
-	p := &harnessv1alpha1.RuntimePolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func provider(provider, runtime string) popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) {
-		p.Spec.Providers = append(p.Spec.Providers, harnessv1alpha1.ProviderRuntimePolicy{
-			Provider: harnessv1alpha1.ProviderID(provider), Runtime: harnessv1alpha1.RuntimeID(runtime)})
-	}
-}
-
-func modelRef(ref, runtime string) popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) {
-		p.Spec.Models = append(p.Spec.Models, harnessv1alpha1.ModelRuntimePolicy{Ref: ref, Runtime: harnessv1alpha1.RuntimeID(runtime)})
-	}
-}
-
-func selecting(l map[string]string) popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) {
-		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: l}
-	}
-}
-
-func enforcing() popt {
-	return func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny }
-}
+// The policy builders are shared with the other suites (internal/testutil).
+var (
+	newPolicy = testutil.NewPolicy
+	provider  = testutil.ProviderRuntime
+	modelRef  = testutil.ModelRuntime
+	selecting = testutil.Selecting
+	enforcing = testutil.Enforcing
+)
 
 func create(obj client.Object) {
 	GinkgoHelper()
@@ -282,7 +258,7 @@ var _ = Describe("RuntimePolicy controller", func() {
 
 	It("caps status.conflicts at 64 keys, sorted", func() {
 		id := uid()
-		var olderOpts, newerOpts []popt
+		var olderOpts, newerOpts []testutil.PolicyOption
 		for i := range 70 {
 			ref := fmt.Sprintf("p-%s/m%02d", id, i)
 			olderOpts = append(olderOpts, modelRef(ref, "codex"))
@@ -303,7 +279,7 @@ var _ = Describe("RuntimePolicy controller", func() {
 		ns := newNamespace(map[string]string{"team": id})
 		var names []string
 		for i := range 10 {
-			opts := []popt{provider(fmt.Sprintf("p-%s-%d", id, i%4), []string{"codex", "openclaw", "h-missing"}[i%3])}
+			opts := []testutil.PolicyOption{provider(fmt.Sprintf("p-%s-%d", id, i%4), []string{"codex", "openclaw", "h-missing"}[i%3])}
 			if i%2 == 0 {
 				opts = append(opts, selecting(map[string]string{"team": id}))
 			}
