@@ -61,6 +61,11 @@ func rowFor(t *metav1.Table, name string) map[string]any {
 	return nil
 }
 
+// condition is a status condition as a controller would write it.
+func condition(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: metav1.Now()}
+}
+
 var _ = Describe("kubectl get", func() {
 	It("serves the short names ah, rp and asess in the openclaw category", func() {
 		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -90,10 +95,11 @@ var _ = Describe("kubectl get", func() {
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		h.Status = harnessv1alpha1.AgentHarnessStatus{
 			Version: "0.169.0", Replicas: 1, ReadyReplicas: 1,
-			Conditions: []metav1.Condition{{
-				Type: harnessv1alpha1.HarnessConditionReady, Status: metav1.ConditionTrue,
-				Reason: string(harnessv1alpha1.HarnessReasonReady), LastTransitionTime: metav1.Now(),
-			}},
+			// Ready is not the first condition, and another condition has the other status.
+			Conditions: []metav1.Condition{
+				condition(harnessv1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods"),
+				condition(harnessv1alpha1.HarnessConditionReady, metav1.ConditionTrue, string(harnessv1alpha1.HarnessReasonReady)),
+			},
 		}
 		Expect(k8sClient.Status().Update(ctx, h)).To(Succeed())
 
@@ -112,6 +118,12 @@ var _ = Describe("kubectl get", func() {
 		p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "anthropic/claude-opus-5", Runtime: "claude-cli"}}
 		p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		// Accepted is not the first condition, and another condition has the other status.
+		p.Status.Conditions = []metav1.Condition{
+			condition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionTrue, string(harnessv1alpha1.PolicyReasonOlderPolicyWins)),
+			condition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, string(harnessv1alpha1.PolicyReasonInvalid)),
+		}
+		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 
 		table := getTable("/apis/harness.openclaw.dev/v1alpha1/runtimepolicies")
 		Expect(columnNames(table)).To(Equal([]string{"Name", "Providers", "Models", "Overrides", "Accepted", "Age"}))
@@ -119,6 +131,7 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Providers", "openai"))
 		Expect(row).To(HaveKeyWithValue("Models", "anthropic/claude-opus-5"))
 		Expect(row).To(HaveKeyWithValue("Overrides", "Deny"))
+		Expect(row).To(HaveKeyWithValue("Accepted", "False"))
 	})
 
 	It("shows Model, Runtime, Harness, Turns and Ready for AgentSession", func() {
@@ -128,6 +141,11 @@ var _ = Describe("kubectl get", func() {
 		s.Status.Policy = &harnessv1alpha1.SessionPolicy{Runtime: "codex", Source: harnessv1alpha1.PolicySourceProvider}
 		s.Status.AgentHarnessID = "codex"
 		s.Status.Counters = &harnessv1alpha1.SessionCounters{Turns: 3}
+		// Ready is not the first condition, and another condition has the other status.
+		s.Status.Conditions = []metav1.Condition{
+			condition(harnessv1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, string(harnessv1alpha1.SessionReasonPolicyMatched)),
+			condition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, string(harnessv1alpha1.SessionReasonOverrideDenied)),
+		}
 		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
 
 		table := getTable("/apis/harness.openclaw.dev/v1alpha1/namespaces/" + ns + "/agentsessions")
@@ -137,5 +155,6 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Runtime", "codex"))
 		Expect(row).To(HaveKeyWithValue("Harness", "codex"))
 		Expect(row).To(HaveKeyWithValue("Turns", BeNumerically("==", 3)))
+		Expect(row).To(HaveKeyWithValue("Ready", "False"))
 	})
 })

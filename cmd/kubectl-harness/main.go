@@ -50,7 +50,13 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	return report(root.Execute(), stderr)
+}
+
+// report writes what err tells the user to stderr ("error: …"; a
+// fail-closed decision was written where it was made) and returns the exit
+// code for it.
+func report(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}

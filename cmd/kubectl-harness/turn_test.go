@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -129,16 +128,8 @@ func runStream(t *testing.T, srv *sseServer) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return exitFailure
-}
+// exitCode is the exit code the CLI gives for err.
+func exitCode(err error) int { return report(err, io.Discard) }
 
 var (
 	selected = sseFrame("0", "selected", map[string]any{"runtime": "codex", "harnessId": "codex", "reason": "auto_plugin", "runId": "run-1", "turnToken": "t"})
@@ -181,8 +172,13 @@ func TestStreamTurnReconnectsWithLastEventID(t *testing.T) {
 	}
 }
 
+// TestStreamTurnOutcomes runs turns against canned dispatcher answers and
+// checks what the user gets: the exit code, stdout and the whole of stderr,
+// including the "error: …" line the CLI prints for the error streamTurn
+// returns (report, as run does).
 func TestStreamTurnOutcomes(t *testing.T) {
 	aborted := map[string]any{"runId": "run-1", "threadId": "th", "assistantTexts": []string{}, "terminal": map[string]any{"kind": "aborted", "message": "interrupted"}, "usage": map[string]any{}}
+	const selectedLine = "run run-1: runtime codex, harness codex (auto_plugin)\n"
 	tests := []struct {
 		name       string
 		srv        *sseServer
@@ -190,22 +186,33 @@ func TestStreamTurnOutcomes(t *testing.T) {
 		wantOut    string
 		wantErrOut string
 	}{
-		{"result texts when nothing was streamed", &sseServer{scripts: []string{selected + sseFrame("1", "result", okResult)}}, exitOK, "Hello world\n", ""},
-		{"aborted terminal", &sseServer{scripts: []string{selected + sseFrame("1", "result", aborted)}}, exitFailClosed, "", "turn aborted: interrupted"},
-		{"error event", &sseServer{scripts: []string{selected + sseFrame("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "gone", "scope": "harness", "retryable": true})}}, exitFailClosed, "", "error: HarnessUnavailable: gone (retryable true)"},
-		{"fail-closed answer", &sseServer{status: http.StatusUnprocessableEntity, scripts: []string{`{"code":"OverrideDenied","message":"denied","scope":"","retryable":false}`}}, exitFailClosed, "", "error: OverrideDenied: denied (HTTP 422"},
-		{"unknown session", &sseServer{status: http.StatusNotFound, scripts: []string{`{"code":"SessionNotFound","message":"nope","scope":"","retryable":false}`}}, exitBadInput, "", ""},
-		{"forbidden", &sseServer{status: http.StatusForbidden, scripts: []string{`{"code":"Forbidden","message":"no","scope":"","retryable":false}`}}, exitFailure, "", ""},
-		{"broken twice", &sseServer{scripts: []string{selected + "CUT", sseFrame("1", "partial", map[string]string{"delta": "x"}) + "CUT"}}, exitFailure, "x\n", "reconnecting"},
+		{"result texts when nothing was streamed", &sseServer{scripts: []string{selected + sseFrame("1", "result", okResult)}}, exitOK, "Hello world\n",
+			selectedLine},
+		{"aborted terminal", &sseServer{scripts: []string{selected + sseFrame("1", "result", aborted)}}, exitFailClosed, "",
+			selectedLine + "turn aborted: interrupted\n"},
+		{"error event", &sseServer{scripts: []string{selected + sseFrame("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "gone", "scope": "harness", "retryable": true})}}, exitFailClosed, "",
+			selectedLine + "error: HarnessUnavailable: gone (retryable true)\n"},
+		{"fail-closed answer", &sseServer{status: http.StatusUnprocessableEntity, scripts: []string{`{"code":"OverrideDenied","message":"denied","scope":"","retryable":false}`}}, exitFailClosed, "",
+			"error: OverrideDenied: denied (HTTP 422, retryable false)\n"},
+		{"unknown session", &sseServer{status: http.StatusNotFound, scripts: []string{`{"code":"SessionNotFound","message":"nope","scope":"","retryable":false}`}}, exitBadInput, "",
+			"error: SessionNotFound: nope\n"},
+		{"forbidden", &sseServer{status: http.StatusForbidden, scripts: []string{`{"code":"Forbidden","message":"no","scope":"","retryable":false}`}}, exitFailure, "",
+			"error: dispatcher answered 403 Forbidden: no\n"},
+		{"broken twice", &sseServer{scripts: []string{selected + "CUT", sseFrame("1", "partial", map[string]string{"delta": "x"}) + "CUT"}}, exitFailure, "x\n",
+			selectedLine + "stream interrupted (unexpected EOF); reconnecting after event \"0\"\n" +
+				"error: the turn's stream broke again after a reconnect (last event id \"1\"): unexpected EOF\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, errOut, err := runStream(t, tt.srv)
-			if code := exitCode(err); code != tt.wantExit {
+			var reported strings.Builder
+			code := report(err, &reported)
+			errOut += reported.String()
+			if code != tt.wantExit {
 				t.Fatalf("exit %d (%v), want %d; stderr %s", code, err, tt.wantExit, errOut)
 			}
-			if out != tt.wantOut || !strings.Contains(errOut, tt.wantErrOut) {
-				t.Fatalf("stdout %q stderr %q; want stdout %q, stderr containing %q", out, errOut, tt.wantOut, tt.wantErrOut)
+			if out != tt.wantOut || errOut != tt.wantErrOut {
+				t.Fatalf("stdout %q stderr %q; want stdout %q, stderr %q", out, errOut, tt.wantOut, tt.wantErrOut)
 			}
 		})
 	}

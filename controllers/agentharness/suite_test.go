@@ -31,6 +31,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -55,6 +56,7 @@ var (
 	codexBin    string
 	codexOldBin string
 	handshakes  = &handshakeCounter{byURL: map[string]int{}}
+	calls       = &testutil.Calls{} // the reconciler's reads, writes and returns
 	nextHostNum atomic.Int32
 	nsCounter   atomic.Int32
 	mgrDone     = make(chan struct{})
@@ -108,7 +110,8 @@ func executable(env, setup string) string {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// The manager logs through calls, which learns from the log when a reconcile returns.
+	ctrl.SetLogger(calls.Logger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))))
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyPollingInterval(100 * time.Millisecond)
@@ -149,7 +152,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &Reconciler{
-		Client:                  mgr.GetClient(),
+		Client:                  testutil.CountingClient[*harnessv1alpha1.AgentHarness](mgr.GetClient(), calls),
 		MaxConcurrentReconciles: 4,
 		AppServerPort:           appPort,
 	}

@@ -3,8 +3,8 @@ package agentharness
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 var _ = Describe("managed app-server workload", func() {
@@ -177,11 +178,8 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(got.Status.RuntimeArtifact).To(BeNil())
 
 		By("a resync writes nothing: applies are no-ops and the status is unchanged")
-		patch := client.MergeFrom(secret.DeepCopy())
-		secret.Annotations = map[string]string{"test.harness.openclaw.dev/touched": "yes"} // reconciles the harness
-		Expect(k8sClient.Patch(ctx, secret, patch)).To(Succeed())
-		versions := func() []string {
-			var out []string
+		versions := func() map[string]string {
+			out := map[string]string{}
 			for _, obj := range []client.Object{&harnessv1alpha1.AgentHarness{}, &appsv1.StatefulSet{}, &corev1.Service{},
 				&corev1.Secret{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}} {
 				name := WorkloadName(h)
@@ -192,12 +190,31 @@ var _ = Describe("managed app-server workload", func() {
 					name = TokenSecretName(h)
 				}
 				Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)).To(Succeed())
-				out = append(out, obj.GetResourceVersion())
+				out[fmt.Sprintf("%T", obj)] = obj.GetResourceVersion()
 			}
 			return out
 		}
-		before := versions()
-		Consistently(versions, 2*time.Second).Should(Equal(before))
+		before, current := versions(), getHarness(h)
+		calls.Reset()
+		patch := client.MergeFrom(secret.DeepCopy())
+		secret.Annotations = map[string]string{"test.harness.openclaw.dev/touched": "yes"} // reconciles the harness
+		Expect(k8sClient.Patch(ctx, secret, patch)).To(Succeed())
+		before[fmt.Sprintf("%T", secret)] = secret.ResourceVersion
+		Eventually(func() error { return calls.ReconciledAt(current) }).Should(Succeed(),
+			"the reconciler acted on the harness as it is")
+		for _, r := range calls.Reconciles(testutil.Key(h)) {
+			if r.Returned == "" || !r.Read(current) {
+				continue
+			}
+			Expect(r.Writes).To(ConsistOf(
+				"apply Secret "+ns+"/"+TokenSecretName(h),
+				"apply Service "+ns+"/"+WorkloadName(h),
+				"apply StatefulSet "+ns+"/"+WorkloadName(h),
+				"apply NetworkPolicy "+ns+"/"+WorkloadName(h),
+				"apply PodDisruptionBudget "+ns+"/"+WorkloadName(h),
+			), "a reconcile of an unchanged harness applies its objects and writes no status")
+		}
+		Expect(versions()).To(Equal(before), "the applies changed nothing")
 	})
 
 	It("rolls the pods when the spec changes, follows replicas and keeps the token", func() {

@@ -1,6 +1,7 @@
 package agentsession_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -362,68 +363,87 @@ var _ = Describe("AgentSession controller", func() {
 			}
 		}
 		Expect(denied).To(BeNumerically(">", 0), "the fixture includes denied overrides or pins")
-		waitQuiet(mgr.calls)
-		Expect(mgr.calls.Writes()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
+		expectSettled(sessions)
+		Expect(calls.Writes()).To(ContainElement("apply/status AgentSession "+testutil.Key(sessions[0])), "the counting client sees the reconciler's status writes")
 		eventsBefore := stableEventCounts(namespaces)
 
 		By("re-triggering every session through the namespace mapping with an irrelevant label")
-		mgr.calls.Reset()
+		calls.Reset()
+		relabelled := map[string]client.Object{}
 		for _, ns := range namespaces {
 			var cur corev1.Namespace
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &cur)).To(Succeed())
 			cur.Labels["resync"] = "1"
 			Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
+			relabelled[cur.Name] = &cur
 		}
-		expectAllReconciled(mgr.calls, sessions)
-		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
+		expectAllReconciled(sessions, func(s *harnessv1alpha1.AgentSession) []client.Object {
+			return []client.Object{relabelled[s.Namespace]}
+		})
+		Expect(calls.Writes()).To(BeEmpty())
 
 		By("re-triggering the pinned sessions through the harness mapping")
-		mgr.calls.Reset()
-		create(&harnessv1alpha1.AgentHarness{
+		calls.Reset()
+		unrelated := &harnessv1alpha1.AgentHarness{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0].Name, Name: "unrelated"},
 			Spec: harnessv1alpha1.AgentHarnessSpec{
 				HarnessID: "unrelated-" + id, Adapter: harnessv1alpha1.AdapterCodexAppServer,
 				External: &harnessv1alpha1.ExternalServer{URL: "ws://127.0.0.1:4500",
 					TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "token", Key: "token"}},
 			},
-		})
-		expectAllReconciled(mgr.calls, sessions[:10])
-		Consistently(mgr.calls.Writes, time.Second).Should(BeEmpty())
+		}
+		create(unrelated)
+		expectAllReconciled(sessions[:10], func(*harnessv1alpha1.AgentSession) []client.Object { return []client.Object{unrelated} })
+		Expect(calls.Writes()).To(BeEmpty())
 
 		By("restarting the manager over the same objects")
 		mgr.stop()
 		mgr = startManager()
-		expectAllReconciled(mgr.calls, sessions)
-		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
+		expectAllReconciled(sessions, nil)
+		Expect(calls.Writes()).To(BeEmpty())
 		Expect(eventCounts(namespaces)).To(Equal(eventsBefore), "no Event without a change")
 	})
 })
 
-// waitQuiet waits until the reconciler has issued no write for a second.
-func waitQuiet(c *testutil.Calls) {
+// expectAllReconciled waits until the reconciler acted on the current state of
+// each session: a reconcile since the last calls.Reset that read the session
+// at its current resourceVersion, and each object seen names (when set) at its
+// resourceVersion or a later one, has returned.
+func expectAllReconciled(sessions []*harnessv1alpha1.AgentSession, seen func(*harnessv1alpha1.AgentSession) []client.Object) {
 	GinkgoHelper()
-	last, since := -1, time.Now()
-	Eventually(func() bool {
-		n := len(c.Writes())
-		if n != last {
-			last, since = n, time.Now()
+	Eventually(func() error {
+		var errs []error
+		for _, s := range sessions {
+			var cur harnessv1alpha1.AgentSession
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+				return err
+			}
+			var also []client.Object
+			if seen != nil {
+				also = seen(s)
+			}
+			errs = append(errs, calls.ReconciledAt(&cur, also...))
 		}
-		return time.Since(since) > time.Second
-	}, timeout, 100*time.Millisecond).Should(BeTrue())
+		return errors.Join(errs...)
+	}).Should(Succeed())
 }
 
-// expectAllReconciled waits until every session was fetched by a reconcile.
-func expectAllReconciled(c *testutil.Calls, sessions []*harnessv1alpha1.AgentSession) {
+// expectSettled waits until each session is at the reconciler's fixpoint: its
+// latest reconcile read its current resourceVersion, returned and wrote
+// nothing, so no write of an earlier state is still to come.
+func expectSettled(sessions []*harnessv1alpha1.AgentSession) {
 	GinkgoHelper()
-	Eventually(func() []string {
-		var missing []string
+	Eventually(func() error {
+		var errs []error
 		for _, s := range sessions {
-			if c.Reconciled(client.ObjectKeyFromObject(s).String()) == 0 {
-				missing = append(missing, s.Name)
+			var cur harnessv1alpha1.AgentSession
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
+				return err
 			}
+			errs = append(errs, calls.Settled(&cur))
 		}
-		return missing
-	}).Should(BeEmpty())
+		return errors.Join(errs...)
+	}).Should(Succeed())
 }
 
 // stableEventCounts returns eventCounts once it has not changed for a second

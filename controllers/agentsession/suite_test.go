@@ -25,6 +25,8 @@ var (
 	ctx       context.Context
 	cancel    context.CancelFunc
 	mgr       *runningManager
+	// calls records the reconciler's reads, writes and returns across manager restarts.
+	calls = &testutil.Calls{}
 )
 
 func TestAgentSessionController(t *testing.T) {
@@ -33,7 +35,8 @@ func TestAgentSessionController(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// The manager logs through calls, which learns from the log when a reconcile returns.
+	logf.SetLogger(calls.Logger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))))
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
 	env, err = testutil.StartEnv()
@@ -53,22 +56,20 @@ var _ = AfterSuite(func() {
 })
 
 // runningManager is a manager running just the AgentSession reconciler, whose
-// client counts its calls.
-type runningManager struct {
-	*testutil.RunningManager
-	calls *testutil.Calls
-}
+// client records its calls in calls.
+type runningManager struct{ *testutil.RunningManager }
 
-// startManager starts a manager with the AgentSession reconciler and waits for its caches.
+// startManager starts a manager with the AgentSession reconciler and waits for its
+// caches; calls starts empty.
 func startManager() *runningManager {
 	GinkgoHelper()
-	calls := &testutil.Calls{}
+	calls.Reset()
 	m, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
 		r := &agentsession.Reconciler{Client: testutil.CountingClient[*harnessv1alpha1.AgentSession](m.GetClient(), calls), MaxConcurrentReconciles: 4}
 		return r.SetupWithManager(m)
 	})
 	Expect(err).NotTo(HaveOccurred())
-	return &runningManager{RunningManager: m, calls: calls}
+	return &runningManager{RunningManager: m}
 }
 
 func (m *runningManager) stop() {

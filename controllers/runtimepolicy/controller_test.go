@@ -1,6 +1,7 @@
 package runtimepolicy_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -173,7 +174,9 @@ var _ = Describe("RuntimePolicy controller", func() {
 		Expect(conflicts(newer.Name)()).To(Equal([]harnessv1alpha1.PolicyConflict{{
 			Key: "*/" + prov + "/*", Runtime: "openclaw", Winner: older.Name, WinnerRuntime: "codex",
 		}}))
-		Consistently(condition(older.Name, harnessv1alpha1.PolicyConditionConflicted), time.Second).Should(Equal("False/NoConflicts"))
+		By("the older policy, reconciled with the newer one in view, stays free of conflicts")
+		expectAllReconciled([]string{older.Name}, newer)
+		Expect(condition(older.Name, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
 		Expect(conflicts(older.Name)()).To(BeEmpty())
 		Expect(condition(newer.Name, harnessv1alpha1.PolicyConditionAccepted)()).To(Equal("True/Accepted"), "a conflicted policy stays in force")
 		Eventually(eventReasons(newer.Name)).Should(ContainElement("Warning/OlderPolicyWins"))
@@ -243,8 +246,10 @@ var _ = Describe("RuntimePolicy controller", func() {
 		Eventually(eventReasons(id)).Should(ContainElement("Warning/HarnessNotFound"))
 
 		By("a harness in a namespace the policy does not select is not visible to it")
-		create(externalHarness(other.Name, "h", hid))
-		Consistently(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved), time.Second).Should(Equal("False/HarnessNotFound"))
+		hidden := externalHarness(other.Name, "h", hid)
+		create(hidden)
+		expectAllReconciled([]string{id}, hidden)
+		Expect(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)()).To(Equal("False/HarnessNotFound"))
 
 		By("a harness visible to a selected namespace resolves the id")
 		h := externalHarness(ns.Name, "h", hid)
@@ -305,54 +310,64 @@ var _ = Describe("RuntimePolicy controller", func() {
 		Eventually(settled).Should(Succeed())
 		Expect(condition(names[4], harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("True/OlderPolicyWins"))
 		Expect(condition(names[3], harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("True/DenyPolicyWins"))
-		waitQuiet(mgr.calls)
+		Expect(all.Items).To(HaveLen(len(names)), "only this spec's policies exist")
+		expectSettled(names)
+		Expect(calls.Writes()).To(ContainElement("apply/status RuntimePolicy "+names[0]), "the counting client sees the reconciler's status writes")
 		eventsBefore := stableEventCounts()
 
-		Expect(mgr.calls.Writes()).NotTo(BeEmpty(), "the counting client sees the reconciler's status writes")
-
 		By("re-triggering every policy through the namespace mapping with an irrelevant label")
-		mgr.calls.Reset()
+		calls.Reset()
 		var cur corev1.Namespace
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &cur)).To(Succeed())
 		cur.Labels["resync"] = "1"
 		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
-		expectAllReconciled(mgr.calls, all.Items)
-		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
+		expectAllReconciled(names, &cur)
+		Expect(calls.Writes()).To(BeEmpty())
 
 		By("restarting the manager over the same objects")
 		mgr.stop()
 		mgr = startManager()
-		expectAllReconciled(mgr.calls, all.Items)
-		Consistently(mgr.calls.Writes, 2*time.Second).Should(BeEmpty())
+		expectAllReconciled(names)
+		Expect(calls.Writes()).To(BeEmpty())
 		Expect(eventCounts()).To(Equal(eventsBefore), "no Event without a condition change")
 	})
 })
 
-// waitQuiet waits until the reconciler has issued no write for a second.
-func waitQuiet(c *testutil.Calls) {
+// expectAllReconciled waits until the reconciler acted on the current state of
+// each named policy: a reconcile since the last calls.Reset that read the
+// policy at its current resourceVersion, and each of seen at its
+// resourceVersion or a later one, has returned.
+func expectAllReconciled(names []string, seen ...client.Object) {
 	GinkgoHelper()
-	last, since := -1, time.Now()
-	Eventually(func() bool {
-		n := len(c.Writes())
-		if n != last {
-			last, since = n, time.Now()
+	Eventually(func() error {
+		var errs []error
+		for _, name := range names {
+			var p harnessv1alpha1.RuntimePolicy
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+				return err
+			}
+			errs = append(errs, calls.ReconciledAt(&p, seen...))
 		}
-		return time.Since(since) > time.Second
-	}, timeout, 100*time.Millisecond).Should(BeTrue())
+		return errors.Join(errs...)
+	}).Should(Succeed())
 }
 
-// expectAllReconciled waits until every policy was fetched by a reconcile.
-func expectAllReconciled(c *testutil.Calls, policies []harnessv1alpha1.RuntimePolicy) {
+// expectSettled waits until each named policy is at the reconciler's
+// fixpoint: its latest reconcile read its current resourceVersion, returned
+// and wrote nothing, so no write of an earlier state is still to come.
+func expectSettled(names []string) {
 	GinkgoHelper()
-	Eventually(func() []string {
-		var missing []string
-		for _, p := range policies {
-			if c.Reconciled(p.Name) == 0 {
-				missing = append(missing, p.Name)
+	Eventually(func() error {
+		var errs []error
+		for _, name := range names {
+			var p harnessv1alpha1.RuntimePolicy
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+				return err
 			}
+			errs = append(errs, calls.Settled(&p))
 		}
-		return missing
-	}).Should(BeEmpty())
+		return errors.Join(errs...)
+	}).Should(Succeed())
 }
 
 // stableEventCounts returns eventCounts once it has not changed for a second
