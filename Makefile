@@ -49,11 +49,27 @@ lint: fmt-vet ## fmt-vet, golangci-lint, and kube-api-linter on api/ (builds the
 	"$$gcl" run --config .golangci.yml ./...; \
 	"$$gcl" run --config .golangci-kal.yml ./api/...
 
+# TEST_DEPS sets up (once) and exports what the suites run against: the real
+# control plane, Codex, and the Codex release below the floor.
+define TEST_DEPS
+assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
+	[[ -n "$$assets" && -n "$$codex" && -n "$$below" ]] || { echo "setting up test dependencies failed (see above)"; exit 1; }; \
+	export KUBEBUILDER_ASSETS="$$assets" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below"
+endef
+
+# RACE_PACKAGES are the packages that run goroutines of their own: the turn
+# engine, the API, the journal, the app-server client and adapters, and the
+# process suite (whose manager and dispatcher are then built with -race).
+RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal/ ./internal/appserver/ \
+	./internal/adapter/... ./test/dispatcher/
+
 .PHONY: test
 test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
-	assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
-	[[ -n "$$assets" && -n "$$codex" && -n "$$below" ]] || { echo "setting up test dependencies failed (see above)"; exit 1; }; \
-	KUBEBUILDER_ASSETS="$$assets" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" go test $(GO_TEST_FLAGS) ./...
+	$(TEST_DEPS); go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-race
+test-race: ## The concurrent packages under the race detector (their process suites' binaries too); part of CI.
+	$(TEST_DEPS); go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 .PHONY: test-e2e
 test-e2e: build ## Helm chart tests and the end-to-end suite on a local cluster (real control plane, KWOK nodes, kubectl, helm).

@@ -83,7 +83,9 @@ func TestHandshakeRefusesReleaseBelowFloor(t *testing.T) {
 	t.Parallel()
 	bin := os.Getenv(EnvBinBelowFloor)
 	if bin == "" {
-		t.Skipf("%s is not set: run with %s=$(hack/setup-codex.sh 0.148.0) (make test sets it)", EnvBinBelowFloor, EnvBinBelowFloor)
+		// Like CODEX_BIN (codextest.Bin): a missing release fails the run
+		// instead of hiding the version floor's only real-binary check.
+		t.Fatalf("%s is not set: run with %s=$(hack/setup-codex.sh 0.148.0) (make test sets it)", EnvBinBelowFloor, EnvBinBelowFloor)
 	}
 	r := startRig(t, codextest.Options{Bin: bin})
 	out, in := r.srv.Stdio()

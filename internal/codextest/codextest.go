@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +67,8 @@ type Options struct {
 	Transport Transport
 	// ListenHost is the WebSocket bind address (default 127.0.0.1).
 	ListenHost string
-	// Port is the WebSocket port (default: a free one).
+	// Port is the WebSocket port (default 0: Codex binds a free one, and
+	// Server.URL names it).
 	Port int
 	// WSToken, when set, starts the listener with `--ws-auth
 	// capability-token --ws-token-file <file holding the token>`.
@@ -136,20 +138,6 @@ func StartErr(tb testing.TB, opts Options) (*Server, error) {
 
 func start(tb testing.TB, opts Options) (*Server, error) {
 	tb.Helper()
-	for attempt := 1; ; attempt++ {
-		s, err := startOnce(tb, opts)
-		// A free port picked for the listener can be taken by someone else
-		// before Codex binds it: pick another.
-		if err != nil && opts.Transport == WebSocket && opts.Port == 0 && attempt < 3 &&
-			strings.Contains(err.Error(), "Address in use") {
-			continue
-		}
-		return s, err
-	}
-}
-
-func startOnce(tb testing.TB, opts Options) (*Server, error) {
-	tb.Helper()
 	if opts.Bin == "" {
 		opts.Bin = Bin(tb)
 	}
@@ -182,15 +170,10 @@ func startOnce(tb testing.TB, opts Options) (*Server, error) {
 		if host == "" {
 			host = "127.0.0.1"
 		}
-		port := opts.Port
-		if port == 0 {
-			p, err := freePort(host)
-			if err != nil {
-				return nil, err
-			}
-			port = p
-		}
-		hostPort := net.JoinHostPort(host, strconv.Itoa(port))
+		// Port 0 lets Codex bind a free port itself (no pick-then-bind
+		// race with other tests); its banner names the port, and
+		// waitListening sets URL and HTTPBase from it.
+		hostPort := net.JoinHostPort(host, strconv.Itoa(opts.Port))
 		s.URL = "ws://" + hostPort
 		s.HTTPBase = "http://" + hostPort
 		args = append(args, "--listen", s.URL)
@@ -330,18 +313,21 @@ func environ(codexHome, userHome string) []string {
 	)
 }
 
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		// Inside a network namespace the address is not ours to bind here:
-		// pick a port from the ephemeral range of the current namespace.
-		l, err = net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("codextest: pick a port: %w", err)
-		}
+// setListenPort takes the port Codex bound from its banner
+// ("listening on: ws://<host>:<port>") into URL and HTTPBase.
+func (s *Server) setListenPort() error {
+	banner := s.stderr.listening()
+	u, err := url.Parse(banner)
+	if err != nil || u.Port() == "" {
+		return fmt.Errorf("codextest: no port in the listening banner %q: %v", banner, err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	host, _, err := net.SplitHostPort(strings.TrimPrefix(s.URL, "ws://"))
+	if err != nil {
+		return fmt.Errorf("codextest: %w", err)
+	}
+	hostPort := net.JoinHostPort(host, u.Port())
+	s.URL, s.HTTPBase = "ws://"+hostPort, "http://"+hostPort
+	return nil
 }
 
 // waitListening waits for the WebSocket banner on stderr and, when the
@@ -351,6 +337,9 @@ func (s *Server) waitListening(probe bool) error {
 	defer deadline.Stop()
 	select {
 	case <-s.stderr.sawListening:
+		if err := s.setListenPort(); err != nil {
+			return err
+		}
 	case <-s.exited:
 		return fmt.Errorf("codextest: codex app-server exited before listening: %w", s.waitErr)
 	case <-deadline.C:
@@ -443,7 +432,15 @@ type logBuffer struct {
 	buf          bytes.Buffer
 	line         []byte
 	sawListening chan struct{}
+	listenURL    string // from the banner, set when sawListening closes
 	once         sync.Once
+}
+
+// listening is the URL of the WebSocket banner (after sawListening).
+func (b *logBuffer) listening() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.listenURL
 }
 
 func newLogBuffer() *logBuffer { return &logBuffer{sawListening: make(chan struct{})} }
@@ -463,8 +460,11 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		if bytes.Contains(b.line[:i], []byte("listening on:")) {
-			b.once.Do(func() { close(b.sawListening) })
+		if _, after, ok := bytes.Cut(b.line[:i], []byte("listening on:")); ok {
+			b.once.Do(func() {
+				b.listenURL = string(bytes.TrimSpace(after))
+				close(b.sawListening)
+			})
 		}
 		b.line = b.line[i+1:]
 	}

@@ -1,10 +1,10 @@
 package testutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,6 +43,13 @@ func StartProcess(name, bin, logDir string, env []string, args ...string) (*Proc
 	defer func() { _ = log.Close() }() // the child holds its own descriptor
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
+	if RaceEnabled {
+		// `go test -race` instruments only the test process: the binaries
+		// built for it carry the detector too (BuildBinaries), and the
+		// first race they find ends them, which the suite then reports
+		// (Unexpected, RaceReport).
+		cmd.Env = append(cmd.Env, "GORACE=halt_on_error=1")
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -63,12 +70,34 @@ func StartProcess(name, bin, logDir string, env []string, args ...string) (*Proc
 // Pid is the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Unexpected is the error of an exit nobody asked for, or nil.
+// Unexpected is the error of an exit nobody asked for, or of a data race the
+// process reported (a race detector build), or nil.
 func (p *Process) Unexpected() error {
 	if e := p.unexpected.Load(); e != nil {
-		return *e
+		return errors.Join(*e, p.RaceReport())
 	}
-	return nil
+	return p.RaceReport()
+}
+
+// raceMarker starts every report of the race detector.
+const raceMarker = "WARNING: DATA RACE"
+
+// RaceReport is an error carrying the first data-race report in the
+// process's log, or nil when there is none.
+func (p *Process) RaceReport() error {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return fmt.Errorf("%s: read log for race reports: %w", p.Name, err)
+	}
+	i := bytes.Index(b, []byte(raceMarker))
+	if i < 0 {
+		return nil
+	}
+	report := b[i:]
+	if len(report) > 16<<10 {
+		report = report[:16<<10]
+	}
+	return fmt.Errorf("%s reported a data race (log %s):\n%s", p.Name, p.LogPath, report)
 }
 
 // WaitReady polls url until it answers 200; the process exiting first, or
@@ -147,13 +176,18 @@ func (p *Process) Tail(n int64) string {
 }
 
 // BuildBinaries builds the module's commands (e.g. "./cmd/manager") into dir:
-// a link step when the test has already compiled their packages.
+// a link step when the test has already compiled their packages. Under
+// `go test -race` they are built with -race too.
 func BuildBinaries(dir string, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if RaceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
@@ -163,13 +197,3 @@ func BuildBinaries(dir string, pkgs ...string) error {
 
 // ModuleRoot is the directory of the module's go.mod.
 func ModuleRoot() (string, error) { return moduleRoot() }
-
-// FreeAddr is a loopback host:port nobody listened on a moment ago.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", errors.Join(errors.New("pick a free port"), err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
-}

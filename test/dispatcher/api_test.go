@@ -13,6 +13,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -244,9 +246,11 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			}
 			sent <- err
 		}()
-		time.Sleep(500 * time.Millisecond) // on loopback the request is queued by now
+		// The dispatcher counts it as waiting once it is queued at the lock.
+		Eventually(func() (float64, error) { return turnsWaiting(ns) }, 30*time.Second, 20*time.Millisecond).Should(Equal(1.0))
 		leave()
 		Eventually(sent, 5*time.Second).Should(Receive())
+		Eventually(func() (float64, error) { return turnsWaiting(ns) }, 5*time.Second, 20*time.Millisecond).Should(BeZero(), "the turn whose client left still waits")
 
 		gate.Release()
 		evs := scanSSE(first.Body, nil)
@@ -514,4 +518,36 @@ func partials(evs []sseEvent) string {
 		}
 	}
 	return b.String()
+}
+
+// turnsWaiting reads the dispatcher's harness_dispatcher_turns_waiting gauge
+// for namespace (0 when it has no sample yet).
+func turnsWaiting(namespace string) (float64, error) {
+	plain := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	defer plain.CloseIdleConnections()
+	resp, err := plain.Get(metricsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", metricsURL, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	family, ok := families["harness_dispatcher_turns_waiting"]
+	if !ok {
+		return 0, nil
+	}
+	for _, m := range family.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "namespace" && l.GetValue() == namespace {
+				return m.GetGauge().GetValue(), nil
+			}
+		}
+	}
+	return 0, nil
 }

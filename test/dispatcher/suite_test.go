@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,6 +70,8 @@ var (
 
 	// apiBase is https://127.0.0.1:<port> of the dispatcher's API.
 	apiBase string
+	// metricsURL is the dispatcher's /metrics (on its probe address).
+	metricsURL string
 	// hc trusts only the CA the dispatcher wrote to --tls-ca-out.
 	hc *http.Client
 
@@ -182,6 +183,7 @@ var _ = BeforeSuite(func() {
 		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 	}}
 	apiBase = "https://" + bindAddr
+	metricsURL = "http://" + dispatcherProbe + "/metrics"
 
 	// Everything below goes through the manager's admission webhooks.
 	Expect(k8s.Create(ctx, &v1alpha1.RuntimePolicy{
@@ -268,11 +270,9 @@ func freeAddr() string {
 
 func freePort() int {
 	GinkgoHelper()
-	_, port, err := net.SplitHostPort(freeAddr())
+	port, err := testutil.FreePort()
 	Expect(err).NotTo(HaveOccurred())
-	n, err := strconv.Atoi(port)
-	Expect(err).NotTo(HaveOccurred())
-	return n
+	return port
 }
 
 // --- fixtures ---

@@ -11,7 +11,8 @@
 // ServiceAccounts, so the chart's RBAC is all they have — and the chart's
 // webhook configurations point at the local manager through the chart's
 // development value webhook.url. The sample harness is a real
-// `codex app-server` on 127.0.0.1:4500 answering from the stub model.
+// `codex app-server` on a free loopback port (the applied sample is patched to
+// it, so `make run`'s 4500 stays free) answering from the stub model.
 //
 // `make test-e2e` brings the cluster up, sets the environment read here,
 // runs this suite and tears the cluster down.
@@ -51,10 +52,6 @@ import (
 const (
 	release           = "harness-operator"
 	operatorNamespace = "harness-operator-system"
-	// sampleCodexPort is where the sample AgentHarness `codex` points.
-	sampleCodexPort = 4500
-	// belowFloorCodexPort serves the Codex release below the version floor.
-	belowFloorCodexPort = 4501
 	stopGrace           = 15 * time.Second
 )
 

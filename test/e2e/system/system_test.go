@@ -186,7 +186,7 @@ spec:
 		var err error
 		sampleCodex, err = codextest.StartErr(suiteT, codextest.Options{
 			Bin: env.codex, ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket,
-			Port: sampleCodexPort, WSToken: codexToken, Dir: filepath.Join(work, "codex"),
+			WSToken: codexToken, Dir: filepath.Join(work, "codex"),
 		})
 		Expect(err).NotTo(HaveOccurred())
 
@@ -198,6 +198,10 @@ spec:
 		} {
 			Expect(out).To(ContainSubstring(want))
 		}
+		// The sample points at `make run`'s 127.0.0.1:4500; this suite's
+		// Codex listens on a port of its own, so both can run at once.
+		mustKubectl("patch", "agentharness", "codex", "-n", agentsNS, "--type=merge",
+			"-p", fmt.Sprintf(`{"spec":{"external":{"url":%q}}}`, sampleCodex.URL))
 		mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/codex", "-n", agentsNS)
 	})
 
@@ -228,7 +232,7 @@ spec:
   harnessId: codex
   adapter: codex-app-server
   external:
-    url: ws://127.0.0.1:%[2]d
+    url: %[2]s
     tokenSecretRef: {name: codex-token, key: token}
 ---
 apiVersion: harness.openclaw.dev/v1alpha1
@@ -239,7 +243,7 @@ spec:
   sessionKey: agent:main:demo-b
   sessionId: 9b1f4c2e-7d3a-4e5b-8c6d-0a1b2c3d4e5f
   model: openai/gpt-5.5
-`, teamBNS, sampleCodexPort))
+`, teamBNS, sampleCodex.URL))
 			mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/codex", "-n", teamBNS)
 			grantCLI(teamBNS)
 			r := harnessCLI(dispatcherURL, dispatcherCA, "turn", "demo-b", "-n", teamBNS, "--prompt", "Say hello")
@@ -280,13 +284,13 @@ spec:
 		})
 
 		It("fails closed with the exact error when the Codex harness is below the version floor", func() {
-			_, err := codextest.StartErr(suiteT, codextest.Options{
+			belowFloor, err := codextest.StartErr(suiteT, codextest.Options{
 				Bin: env.codexBelowFloor, ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket,
-				Port: belowFloorCodexPort, WSToken: codexToken, Dir: filepath.Join(work, "codex-below-floor"),
+				WSToken: codexToken, Dir: filepath.Join(work, "codex-below-floor"),
 			})
 			Expect(err).NotTo(HaveOccurred())
 			mustKubectl("patch", "agentharness", "codex", "-n", teamBNS, "--type=merge",
-				"-p", fmt.Sprintf(`{"spec":{"external":{"url":"ws://127.0.0.1:%d"}}}`, belowFloorCodexPort))
+				"-p", fmt.Sprintf(`{"spec":{"external":{"url":%q}}}`, belowFloor.URL))
 			mustKubectl("wait", "--for=condition=VersionSupported=false", "--timeout=120s", "agentharness/codex", "-n", teamBNS)
 
 			before := len(stub.Requests())
@@ -420,9 +424,9 @@ metadata: {name: codex, namespace: %s}
 spec:
   adapter: codex-app-server
   external:
-    url: ws://127.0.0.1:%d
+    url: ws://127.0.0.1:1
     tokenSecretRef: {name: codex-token, key: token}
-`, outsideNS, sampleCodexPort))
+`, outsideNS))
 		Expect(r.exit).NotTo(Equal(0), "%s", r)
 		Expect(r.stderr).To(ContainSubstring("metadata.namespace"))
 		Expect(r.stderr).To(ContainSubstring(fmt.Sprintf(`harness namespaces %s`, strings.Join(harnessNamespaces, ", "))))
