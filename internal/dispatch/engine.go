@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -120,7 +121,7 @@ type Engine struct {
 	mu      sync.Mutex
 	tools   map[toolKey]chan adapter.ToolAnswer // host tool calls waiting for the client
 	active  map[string]*activeRun               // running turns by session
-	applied map[string]*dispatcherStatus        // last applied dispatcher status by session
+	applied map[k8stypes.UID]*dispatcherStatus  // last applied dispatcher status by AgentSession UID
 }
 
 type toolKey struct{ session, runID, callID string }
@@ -142,7 +143,7 @@ func New(reader client.Reader, writer client.Client, j *journal.Journal, opts Op
 		reader: reader, writer: writer, journal: j, opts: opts, log: opts.Logger,
 		tools:   map[toolKey]chan adapter.ToolAnswer{},
 		active:  map[string]*activeRun{},
-		applied: map[string]*dispatcherStatus{},
+		applied: map[k8stypes.UID]*dispatcherStatus{},
 	}
 }
 
@@ -342,7 +343,10 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	}
 
 	lockCtx, stopWaiting := queueContext(ctx)
+	waiting := turnsWaiting.WithLabelValues(ns)
+	waiting.Inc()
 	unlock, err := e.locks.lock(lockCtx, session)
+	waiting.Dec()
 	stopWaiting()
 	if err != nil {
 		return fmt.Errorf("dispatch: wait for the session lock of %s: %w", session, err)
@@ -544,7 +548,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	st := e.current(sess)
 	st.LastSelection = lastSelection(d, req.RunID)
 	st.ActiveTurn = &v1alpha1.ActiveTurn{RunID: req.RunID, StartedAt: started, Deadline: metav1.NewTime(deadline)}
-	if err := e.apply(ctx, sess.Namespace, sess.Name, st); err != nil {
+	if err := e.apply(ctx, sess, st); err != nil {
 		e.log.Error(err, "apply activeTurn failed", "session", session, "runId", req.RunID)
 	}
 
@@ -654,7 +658,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	// The status write must not be lost to a client that went away.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := e.apply(wctx, sess.Namespace, sess.Name, st); err != nil {
+	if err := e.apply(wctx, sess, st); err != nil {
 		e.log.Error(err, "apply turn status failed", "session", session, "runId", req.RunID)
 		if terr == nil {
 			return fmt.Errorf("dispatch: turn %q ran, but its status was not written: %w", req.RunID, err)
@@ -914,7 +918,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 			st.Counters.Turns++
 			st.Counters.FailedTurns++
 		}
-		if err := e.apply(ctx, s.Namespace, s.Name, st); err != nil {
+		if err := e.apply(ctx, s, st); err != nil {
 			errs = append(errs, fmt.Errorf("clear activeTurn of %s: %w", name, err))
 			continue
 		}
@@ -939,7 +943,7 @@ func (e *Engine) session(ctx context.Context, ns, name string) (*v1alpha1.AgentS
 		return nil, fmt.Errorf("dispatch: read AgentSession %s/%s: %w", ns, name, err)
 	}
 	e.mu.Lock()
-	st := e.applied[journal.SessionName(ns, name)]
+	st := e.applied[s.UID]
 	e.mu.Unlock()
 	if st != nil {
 		st.into(&s.Status)

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -263,6 +264,41 @@ var _ = Describe("Turn engine", Ordered, func() {
 	})
 })
 
+var _ = Describe("A session deleted and created again under its name", func() {
+	It("starts empty: a new native thread, counters from zero, an empty transcript (identity is the UID)", func() {
+		ns := newNamespace()
+		registerCodex(ns, codexSrv.URL, true)
+		first := newSession(ns, "again", testModel)
+		stub.When("uid-1", stubmodel.Text("the first user's secret is 7"))
+		evs, err := turn(ns, "again", textReq("run-u1", "uid-1: remember my secret"))
+		Expect(err).NotTo(HaveOccurred())
+		firstThread := resultOf(evs).ThreadID
+		Expect(getSession(ns, "again").Status.Counters.Turns).To(Equal(int64(1)))
+
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &v1alpha1.AgentSession{}))
+		}).Should(BeTrue())
+		second := newSession(ns, "again", testModel)
+		Expect(second.UID).NotTo(Equal(first.UID))
+
+		stub.When("uid-2", stubmodel.Text("hello, second user"))
+		evs, err = turn(ns, "again", textReq("run-u2", "uid-2: what do you know?"))
+		Expect(err).NotTo(HaveOccurred())
+		res := resultOf(evs)
+		Expect(res.ThreadID).NotTo(Equal(firstThread), "the successor continued the deleted session's native thread")
+		req, err := stub.WaitMarker(ctx, "uid-2")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(req.AssistantTexts()).NotTo(ContainElement(ContainSubstring("secret is 7")), "the model saw the deleted session's conversation")
+		s := getSession(ns, "again")
+		Expect(s.Status.Counters.Turns).To(Equal(int64(1)), "counters continued from the deleted session")
+		Expect(s.Status.NativeBinding.ThreadID).To(Equal(res.ThreadID))
+		tr := transcript(ns, "again")
+		Expect(tr).NotTo(ContainSubstring("uid-1"), "the transcript continued the deleted session's")
+		Expect(tr).To(ContainSubstring("uid-2"))
+	})
+})
+
 var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only policy", func() {
 	It("fails closed with HarnessNotRegistered once the harness is deleted, touching no runtime", func() {
 		ns := newNamespace()
@@ -313,7 +349,7 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 var _ = Describe("Start-up recovery", func() {
 	It("marks journal runs found running failed and clears stale activeTurns", func() {
 		ns := newNamespace()
-		newSession(ns, "stale", testModel)
+		stale := newSession(ns, "stale", testModel)
 		// A previous dispatcher left a run running and its activeTurn behind.
 		dir := suiteT.TempDir()
 		j1, err := journal.Open(dir, journal.Options{})
@@ -323,7 +359,7 @@ var _ = Describe("Start-up recovery", func() {
 		Expect(outcome).To(Equal(journal.BeginNew))
 		old := New(k8sClient, k8sClient, j1, Options{})
 		now := metav1.Now()
-		Expect(old.apply(ctx, ns, "stale", &dispatcherStatus{
+		Expect(old.apply(ctx, stale, &dispatcherStatus{
 			ActiveTurn: &v1alpha1.ActiveTurn{RunID: "run-r1", StartedAt: now, Deadline: metav1.NewTime(now.Add(time.Hour))},
 		})).To(Succeed())
 		Expect(getSession(ns, "stale").Status.ActiveTurn).NotTo(BeNil())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -93,7 +94,7 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	session := journal.SessionName(s.Namespace, s.Name)
-	if err := r.deleteJournal(ctx, session, s.Namespace, s.Name); err != nil {
+	if err := r.deleteJournal(ctx, session, s.Namespace, s.Name, s.UID); err != nil {
 		if errors.Is(err, journal.ErrSessionBusy) {
 			return ctrl.Result{RequeueAfter: busyRequeue}, nil
 		}
@@ -110,7 +111,7 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // deleteJournal deletes the session's runs and transcript. With an Engine it
 // interrupts a running turn and holds the session lock while deleting, so no
 // turn of the session starts meanwhile.
-func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session, ns, name string) error {
+func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session, ns, name string, uid k8stypes.UID) error {
 	if r.Engine == nil {
 		return r.Journal.DeleteSession(session)
 	}
@@ -123,5 +124,9 @@ func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session, ns, na
 		return fmt.Errorf("wait for the running turn: %w: %w", err, journal.ErrSessionBusy)
 	}
 	defer unlock()
-	return r.Journal.DeleteSession(session)
+	if err := r.Journal.DeleteSession(session); err != nil {
+		return err
+	}
+	r.Engine.forget(uid)
+	return nil
 }

@@ -66,6 +66,13 @@ var (
 		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
 	}, []string{labelNamespace, labelHarness, labelOutcome})
 
+	// turnsWaiting is the number of turns queued behind another turn of
+	// their session (waiting for its lock), by namespace.
+	turnsWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: metricsSubsystem + "_turns_waiting",
+		Help: "Turns waiting for another turn of their session to finish (one turn runs per session at a time).",
+	}, []string{labelNamespace})
+
 	tokensTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricsSubsystem + "_tokens_total",
 		Help: "Model tokens used by turns, by kind (input, cached_input, output).",
@@ -73,7 +80,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(turnsTotal, failClosedTotal, timeToFirstPartial, turnDuration, tokensTotal)
+	metrics.Registry.MustRegister(turnsTotal, failClosedTotal, timeToFirstPartial, turnDuration, turnsWaiting, tokensTotal)
 }
 
 // turnLabels are the bounded labels of one turn.

@@ -6,10 +6,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/journal"
 )
 
 // dispatcherStatus is the dispatcher's part of AgentSession status
@@ -50,10 +50,13 @@ func (d *dispatcherStatus) deepCopy() *dispatcherStatus {
 }
 
 // current is the dispatcher's part of sess's status as this engine last
-// knows it.
+// knows it. What the engine remembers is keyed by the object's UID: a session
+// deleted and created again under its name is another session, which starts
+// from its own (empty) status, never from its predecessor's thread and
+// counters.
 func (e *Engine) current(sess *v1alpha1.AgentSession) *dispatcherStatus {
 	e.mu.Lock()
-	st := e.applied[journal.SessionName(sess.Namespace, sess.Name)]
+	st := e.applied[sess.UID]
 	e.mu.Unlock()
 	if st != nil {
 		return st.deepCopy()
@@ -63,7 +66,12 @@ func (e *Engine) current(sess *v1alpha1.AgentSession) *dispatcherStatus {
 
 // apply writes the dispatcher's part of a session's status by server-side
 // apply under the engine's field manager (forcing ownership of its fields).
-func (e *Engine) apply(ctx context.Context, ns, name string, st *dispatcherStatus) error {
+// A status apply cannot carry a UID precondition (the API server keeps the
+// stored metadata on the status subresource); a same-named successor is
+// never written to because the finalizer removes a session only after its
+// running turn has ended and written its status, under the session lock.
+func (e *Engine) apply(ctx context.Context, sess *v1alpha1.AgentSession, st *dispatcherStatus) error {
+	ns, name := sess.Namespace, sess.Name
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
 	if err != nil {
 		return fmt.Errorf("dispatch: convert status: %w", err)
@@ -81,7 +89,15 @@ func (e *Engine) apply(ctx context.Context, ns, name string, st *dispatcherStatu
 		return fmt.Errorf("dispatch: apply status of AgentSession %s/%s: %w", ns, name, err)
 	}
 	e.mu.Lock()
-	e.applied[journal.SessionName(ns, name)] = st
+	e.applied[sess.UID] = st
 	e.mu.Unlock()
 	return nil
+}
+
+// forget drops what the engine remembers of the session with UID uid (its
+// finalizer ran).
+func (e *Engine) forget(uid k8stypes.UID) {
+	e.mu.Lock()
+	delete(e.applied, uid)
+	e.mu.Unlock()
 }
