@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/selection"
@@ -14,6 +15,15 @@ import (
 // MaxRunIDLength is the longest runId a turn accepts (the AgentSession
 // status fields that carry it allow 128 characters).
 const MaxRunIDLength = 128
+
+// MaxTurnTimeout and MaxToolTimeout are the largest timeoutMs and
+// toolTimeoutMs a turn may ask for; larger values are refused (400 naming the
+// field) rather than clamped, so a gateway never believes a bound it did not
+// get. A day bounds any interactive turn; an hour any single host tool call.
+const (
+	MaxTurnTimeout = 24 * time.Hour
+	MaxToolTimeout = time.Hour
+)
 
 // TurnRequest is the body of a prepared turn: the selection attempt
 // (embedded, so the JSON stays flat) plus the turn-only fields. Decide
@@ -88,11 +98,11 @@ func (r *TurnRequest) Validate() error {
 	if len(r.RunID) > MaxRunIDLength {
 		return bad("runId", "must be at most "+strconv.Itoa(MaxRunIDLength)+" bytes")
 	}
-	if r.TimeoutMs < 0 {
-		return bad("timeoutMs", "must not be negative")
+	if err := validTimeout("timeoutMs", r.TimeoutMs, MaxTurnTimeout); err != nil {
+		return err
 	}
-	if r.ToolTimeoutMs < 0 {
-		return bad("toolTimeoutMs", "must not be negative")
+	if err := validTimeout("toolTimeoutMs", r.ToolTimeoutMs, MaxToolTimeout); err != nil {
+		return err
 	}
 	for i, img := range r.Images {
 		if (img.URL == "") == (img.Path == "") {
@@ -115,6 +125,17 @@ func (r *TurnRequest) Validate() error {
 				return bad(field+".parameters", "must be a JSON object schema")
 			}
 		}
+	}
+	return nil
+}
+
+// validTimeout checks a timeout in milliseconds: 0 (the default) up to max.
+func validTimeout(field string, ms int64, max time.Duration) error {
+	switch {
+	case ms < 0:
+		return &selection.FieldError{Field: field, Message: "must not be negative"}
+	case ms > max.Milliseconds():
+		return &selection.FieldError{Field: field, Message: fmt.Sprintf("must be at most %d (%s)", max.Milliseconds(), max)}
 	}
 	return nil
 }

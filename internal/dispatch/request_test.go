@@ -68,6 +68,11 @@ func TestDecodeTurnRequest(t *testing.T) {
 		}
 	}
 
+	for _, body := range []string{`{"timeoutMs":86400000,"toolTimeoutMs":3600000}`, `{"timeoutMs":0}`} {
+		if _, err := DecodeTurnRequest(strings.NewReader(body)); err != nil {
+			t.Errorf("%s (the documented maximum, the default) refused: %v", body, err)
+		}
+	}
 	for body, field := range map[string]string{
 		`{"prompt":"x","bogus":1}`:                            "bogus",
 		`{"prompt":1}`:                                        "prompt",
@@ -75,6 +80,12 @@ func TestDecodeTurnRequest(t *testing.T) {
 		`{"tools":[{"name":"a","parameters":[1]}]}`:           "tools[0].parameters",
 		`{"images":[{"url":"data:x","path":"/p"}]}`:           "images[0]",
 		`{"timeoutMs":-1}`:                                    "timeoutMs",
+		`{"timeoutMs":86400001}`:                              "timeoutMs",
+		`{"timeoutMs":9223372036854775807}`:                   "timeoutMs",
+		`{"timeoutMs":9223372036854775808}`:                   "timeoutMs",
+		`{"toolTimeoutMs":-5}`:                                "toolTimeoutMs",
+		`{"toolTimeoutMs":3600001}`:                           "toolTimeoutMs",
+		`{"toolTimeoutMs":1e300}`:                             "toolTimeoutMs",
 		`{"expectedRuntimeArtifact":{"harnessId":"c","x":1}}`: "expectedRuntimeArtifact.x",
 		`{"runId":"` + strings.Repeat("r", 129) + `"}`:        "runId",
 	} {

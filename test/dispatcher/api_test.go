@@ -300,6 +300,15 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(e.Message).To(ContainSubstring("bogus"))
 		e = expectError(post(url, gateway, `{"tools":[{"name":""}]}`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
 		Expect(e.Message).To(ContainSubstring("tools[0].name"))
+		for body, field := range map[string]string{
+			`{"prompt":"x","timeoutMs":-1}`:                  "timeoutMs",
+			`{"prompt":"x","timeoutMs":86400001}`:            "timeoutMs",
+			`{"prompt":"x","timeoutMs":9223372036854775808}`: "timeoutMs",
+			`{"prompt":"x","toolTimeoutMs":3600001}`:         "toolTimeoutMs",
+		} {
+			e = expectError(post(url, gateway, body, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+			Expect(e.Message).To(ContainSubstring(field), body)
+		}
 		expectError(post(url, gateway, `not json`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
 		big := `{"prompt":"` + strings.Repeat("a", dispatchapi.DefaultMaxBodyBytes) + `"}`
 		expectError(post(url, gateway, big, nil), http.StatusRequestEntityTooLarge, dispatchapi.CodeRequestTooLarge)
