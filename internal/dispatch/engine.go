@@ -334,7 +334,7 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	if err := validateAgainstSession(ns, sess, req); err != nil {
 		return err
 	}
-	digest, err := req.digest()
+	digest, err := req.Digest()
 	if err != nil {
 		return err
 	}

@@ -140,10 +140,10 @@ func validTimeout(field string, ms int64, max time.Duration) error {
 	return nil
 }
 
-// digest is the journal's request digest: sha256 of the request marshalled
+// Digest is the journal's request digest: sha256 of the request marshalled
 // in struct order, so equal requests give equal digests whatever their JSON
 // formatting or field order was.
-func (r *TurnRequest) digest() ([32]byte, error) {
+func (r *TurnRequest) Digest() ([32]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("dispatch: canonical request: %w", err)

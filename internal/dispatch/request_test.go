@@ -27,7 +27,7 @@ func TestDecodeTurnRequest(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decode %s: %v", body, err)
 		}
-		d, err := req.digest()
+		d, err := req.Digest()
 		if err != nil {
 			t.Fatalf("digest of %s: %v", body, err)
 		}

@@ -215,6 +215,7 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	session := journal.SessionName(ns, name)
+	hadRunID := req.RunID != ""
 	var afterSeq int64
 	hasLast := false
 	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
@@ -225,13 +226,23 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 		}
 		afterSeq, hasLast = n, true
 	}
-	resume := false
-	if req.RunID != "" {
-		_, err := h.jrnl.Lookup(session, req.RunID)
-		resume = err == nil
+	if req.RunID == "" {
+		req.RunID = newRunID()
 	}
+	runID := req.RunID
+	digest, err := req.Digest()
+	if err != nil {
+		writeError(w, err, h.retryAfter)
+		return
+	}
+	_, err = h.ownRun(session, runID, digest)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		writeError(w, err, h.retryAfter) // a RunIdConflict: another body owns runID
+		return
+	}
+	resume := err == nil
 	if hasLast && !resume {
-		if req.RunID == "" {
+		if !hadRunID {
 			writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
 		} else {
 			writeError(w, apiError(http.StatusNotFound, CodeRunNotFound,
@@ -239,10 +250,6 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if req.RunID == "" {
-		req.RunID = newRunID()
-	}
-	runID := req.RunID
 
 	// Engine.Turn runs the turn (fresh) or checks the body against the
 	// run's digest and follows it (resume). A fresh turn is not tied to
@@ -275,9 +282,13 @@ wait:
 				sawEvent = true
 			default:
 			}
-			if rr, lerr := h.jrnl.Lookup(session, runID); lerr == nil && (err == nil || sawEvent) {
+			rr, lerr := h.ownRun(session, runID, digest)
+			if lerr == nil && (err == nil || sawEvent) {
 				run = rr
 				break wait
+			}
+			if err == nil && !errors.Is(lerr, journal.ErrNotFound) {
+				err = lerr
 			}
 			if err == nil {
 				err = fmt.Errorf("turn %q ended without a journaled run", runID)
@@ -288,7 +299,7 @@ wait:
 			gotEvent = nil
 			sawEvent = true
 			if resume {
-				rr, err := h.jrnl.Lookup(session, runID)
+				rr, err := h.ownRun(session, runID, digest)
 				if err != nil {
 					writeError(w, err, h.retryAfter)
 					return
@@ -300,15 +311,38 @@ wait:
 			if resume {
 				continue
 			}
-			if rr, err := h.jrnl.Lookup(session, runID); err == nil {
+			rr, err := h.ownRun(session, runID, digest)
+			if err == nil {
 				run = rr
 				break wait
+			}
+			if !errors.Is(err, journal.ErrNotFound) {
+				// Another request with this runId got the session first:
+				// its run, stream and turn token are not this request's.
+				writeError(w, err, h.retryAfter)
+				return
 			}
 		case <-r.Context().Done():
 			return
 		}
 	}
 	h.stream(w, r, ns, name, run, afterSeq)
+}
+
+// ownRun is the journaled run runID of session if it was begun for a request
+// with this digest; journal.ErrNotFound when there is none; a RunIdConflict
+// when another body owns runID (its stream and turn token belong to that
+// other request).
+func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, error) {
+	run, err := h.jrnl.Lookup(session, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Info().Digest != digest {
+		return nil, &dispatch.TurnError{Code: selection.CodeRunIDConflict,
+			Message: fmt.Sprintf("runId %q of AgentSession %s was used for a different request", runID, session)}
+	}
+	return run, nil
 }
 
 // stream writes a run's journaled events after afterSeq as

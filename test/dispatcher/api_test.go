@@ -263,6 +263,56 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(stub.RequestsContaining("mu-2")).To(HaveLen(1))
 	})
 
+	It("runs exactly one of two concurrent requests with one runId and different bodies; the other gets 409 RunIdConflict, never its stream or turn token", func() {
+		newSession(ns, "twins", testModel)
+		gate := stubmodel.NewGate()
+		defer gate.Release()
+		stub.When("nu-0", stubmodel.Stall(gate, stubmodel.Text("blocker done")))
+		stub.When("nu-left", stubmodel.Text("left answer"))
+		stub.When("nu-right", stubmodel.Text("right answer"))
+		blocker := open(sessionURL(ns, "twins")+"/turns", gateway, `{"runId":"run-n0","prompt":"nu-0 hold the session"}`, nil)
+		defer func() { _ = blocker.Body.Close() }()
+		_, err := stub.WaitMarker(ctx, "nu-0")
+		Expect(err).NotTo(HaveOccurred())
+
+		// Both wait for the session, neither journaled yet: whichever gets
+		// it first runs, and the other must not be handed its run.
+		bodies := map[string]string{
+			"left":  `{"runId":"run-n1","prompt":"nu-left twin"}`,
+			"right": `{"runId":"run-n1","prompt":"nu-right twin"}`,
+		}
+		replies := make(chan [2]any, 2)
+		for side, body := range bodies {
+			go func() {
+				defer GinkgoRecover()
+				replies <- [2]any{side, post(sessionURL(ns, "twins")+"/turns", gateway, body, nil)}
+			}()
+		}
+		Eventually(func() (float64, error) { return turnsWaiting(ns) }, 30*time.Second, 20*time.Millisecond).Should(Equal(2.0))
+		gate.Release()
+		_ = scanSSE(blocker.Body, nil)
+
+		got := map[string]reply{}
+		for range 2 {
+			var r [2]any
+			Eventually(replies, 60*time.Second).Should(Receive(&r))
+			got[r[0].(string)] = r[1].(reply)
+		}
+		ran, refused := "left", "right"
+		if got["left"].Status != http.StatusOK {
+			ran, refused = "right", "left"
+		}
+		evs := readSSE(got[ran])
+		var res dispatch.ResultEvent
+		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed(), "events %v", typesOf(evs))
+		Expect(res.AssistantTexts).To(Equal([]string{ran + " answer"}))
+		e := expectError(got[refused], http.StatusConflict, string(selection.CodeRunIDConflict))
+		Expect(e.Message).To(ContainSubstring("run-n1"))
+		Expect(string(got[refused].Body)).NotTo(ContainSubstring("turnToken"))
+		Expect(stub.RequestsContaining("nu-"+refused)).To(BeEmpty(), "the refused body reached the model")
+		Expect(stub.RequestsContaining("nu-"+ran)).To(HaveLen(1))
+	})
+
 	It("answers 401 without a token or with one the API server does not accept", func() {
 		url := sessionURL(ns, "text") + "/decide"
 		e := expectError(post(url, "", `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
