@@ -2,17 +2,23 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/openclaw/harness-operator/internal/appserver"
 )
 
+// errPoolClosed: the engine was closed; nothing is dialed any more.
+var errPoolClosed = errors.New("the dispatcher is shutting down: no new app-server connections")
+
 // connPool keeps one app-server connection per server (pod or external
 // URL), shared by the turns that run there. A connection that ended is
-// replaced on the next get.
+// replaced on the next get. Once closed it dials nothing, and a connection
+// whose dial was under way while it closed is closed, not kept.
 type connPool struct {
-	mu    sync.Mutex
-	conns map[string]*appserver.Client
+	mu     sync.Mutex
+	conns  map[string]*appserver.Client
+	closed bool
 }
 
 func alive(c *appserver.Client) bool {
@@ -27,6 +33,10 @@ func alive(c *appserver.Client) bool {
 // get returns the pooled connection for key, dialing one when there is none.
 func (p *connPool) get(ctx context.Context, key string, dial func(context.Context) (*appserver.Client, error)) (*appserver.Client, error) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed
+	}
 	if c := p.conns[key]; c != nil && alive(c) {
 		p.mu.Unlock()
 		return c, nil
@@ -38,6 +48,10 @@ func (p *connPool) get(ctx context.Context, key string, dial func(context.Contex
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		_ = c.Close()
+		return nil, errPoolClosed
+	}
 	if p.conns == nil {
 		p.conns = map[string]*appserver.Client{}
 	}
@@ -49,10 +63,11 @@ func (p *connPool) get(ctx context.Context, key string, dial func(context.Contex
 	return c, nil
 }
 
+// closeAll closes the pooled connections; the pool dials nothing after it.
 func (p *connPool) closeAll() {
 	p.mu.Lock()
 	conns := p.conns
-	p.conns = nil
+	p.conns, p.closed = nil, true
 	p.mu.Unlock()
 	for _, c := range conns {
 		_ = c.Close()
