@@ -14,9 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,11 +54,22 @@ const (
 	audience    = "harness-dispatcher"
 )
 
+// elections counts the lost leader-election attempts of the dispatchers
+// this process runs.
+var elections = &leaseLosses{changed: make(chan struct{})}
+
+// TestMain sets the process's logger, with elections counting through it:
+// ctrl.SetLogger takes effect only the first time it is called in a
+// process, so it is called here, before any test (later calls are no-ops).
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.New(elections.sink(zap.New(zap.WriteTo(os.Stderr)).GetSink())))
+	os.Exit(m.Run())
+}
+
 func TestDispatcher(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
 		t.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: KUBEBUILDER_ASSETS=... CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/dispatcher/")
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -182,12 +195,16 @@ func TestDispatcher(t *testing.T) {
 
 	t.Run("a replica that does not lead is not ready and does not serve the API", func(t *testing.T) {
 		o := testOptions(t, filepath.Join(t.TempDir(), "journal"), "")
+		lost := elections.count()
 		follower := start(ctx, env.Config, o)
 		defer follower.stop(t)
-		// Its probe server comes up; readiness fails (500, as
-		// controller-runtime's probes answer a failed check) on leadership.
-		waitStatus(t, follower, "http://"+o.probeAddr+"/readyz", http.DefaultClient, http.StatusInternalServerError, 30*time.Second)
-		time.Sleep(2 * time.Second)
+		// Proof that it is a running replica that lost the election, not
+		// one still starting: its caches have synced (runnables that do not
+		// need leadership have started), and its leader elector has found
+		// the lease held by the leader twice — a retry period apart, so an
+		// API that did not wait for leadership would be listening by then.
+		waitStatusBody(t, follower, "http://"+o.probeAddr+"/readyz?verbose", http.StatusInternalServerError, "[+]informers ok", 30*time.Second)
+		elections.wait(t, lost+2, 60*time.Second)
 		st, body := do(t, http.DefaultClient, http.MethodGet, "http://"+o.probeAddr+"/readyz?verbose", "", "", nil)
 		if st != http.StatusInternalServerError || !strings.Contains(body, "[-]leader failed") || !strings.Contains(body, "[-]api failed") {
 			t.Fatalf("follower readyz: %d %s", st, body)
@@ -272,47 +289,140 @@ func (r *running) stop(t *testing.T) {
 // waitStatus polls url until it answers want; run ending first fails.
 func waitStatus(t *testing.T, r *running, url string, hc *http.Client, want int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	pollStatus(t, r, url, hc, want, "", timeout)
+}
+
+// waitStatusBody polls url until it answers want with a body containing
+// substr; run ending first fails.
+func waitStatusBody(t *testing.T, r *running, url string, want int, substr string, timeout time.Duration) {
+	t.Helper()
+	pollStatus(t, r, url, http.DefaultClient, want, substr, timeout)
+}
+
+func pollStatus(t *testing.T, r *running, url string, hc *http.Client, want int, substr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	var last string
 	for {
-		select {
-		case err := <-r.done:
-			r.done <- err
-			t.Fatalf("run returned while waiting for %s: %v", url, err)
-		default:
-		}
 		if resp, err := hc.Get(url); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
-			if resp.StatusCode == want {
+			if resp.StatusCode == want && strings.Contains(string(b), substr) {
 				return
 			}
 			last = fmt.Sprintf("%d %s", resp.StatusCode, b)
 		} else {
 			last = err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer %d within %s: %s", url, want, timeout, last)
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("run returned while waiting for %s: %v", url, err)
+		case <-deadline.C:
+			t.Fatalf("%s did not answer %d (with %q) within %s: %s", url, want, substr, timeout, last)
+		case <-time.After(100 * time.Millisecond):
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // waitRefused waits until addr refuses TCP connections.
 func waitRefused(t *testing.T, addr string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
 	for {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return
 		}
 		_ = conn.Close()
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("%s still accepts connections after %s", addr, timeout)
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// leaseLosses counts, for every manager in the process, the leader
+// elector's "lease held by another" findings: client-go logs them at V(4)
+// through the manager's logger, named "leaderelection". Only a replica that
+// does not lead logs them.
+type leaseLosses struct {
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed and replaced when n changes
+}
+
+// leaseHeldMsg is client-go's message (tools/leaderelection) when a
+// candidate finds the lease held by another holder that has not expired.
+const leaseHeldMsg = "Lease is held by and has not yet expired"
+
+func (l *leaseLosses) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
+}
+
+func (l *leaseLosses) wait(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		got, changed := l.n, l.changed
+		l.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("%d lost leader-election attempts within %s, want %d", got, timeout, n)
+		}
+	}
+}
+
+func (l *leaseLosses) lost() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n++
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// sink wraps the test's log sink: leader-election lines are counted at any
+// verbosity; everything is passed on as the wrapped sink decides.
+func (l *leaseLosses) sink(next logr.LogSink) logr.LogSink {
+	return &countingSink{LogSink: next, losses: l}
+}
+
+type countingSink struct {
+	logr.LogSink
+	losses   *leaseLosses
+	election bool // named "leaderelection"
+}
+
+func (s *countingSink) Enabled(level int) bool {
+	return s.election || s.LogSink.Enabled(level)
+}
+
+func (s *countingSink) Info(level int, msg string, kv ...any) {
+	if s.election && msg == leaseHeldMsg {
+		s.losses.lost()
+	}
+	if s.LogSink.Enabled(level) {
+		s.LogSink.Info(level, msg, kv...)
+	}
+}
+
+func (s *countingSink) WithName(name string) logr.LogSink {
+	return &countingSink{LogSink: s.LogSink.WithName(name), losses: s.losses, election: s.election || name == "leaderelection"}
+}
+
+func (s *countingSink) WithValues(kv ...any) logr.LogSink {
+	return &countingSink{LogSink: s.LogSink.WithValues(kv...), losses: s.losses, election: s.election}
 }
 
 // do sends a request and returns the status and the whole body.
@@ -404,9 +514,7 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testutil.FreeAddr()
 	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
 	return addr
 }

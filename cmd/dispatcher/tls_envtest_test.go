@@ -5,18 +5,24 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,7 +143,10 @@ func TestTLSCertificates(t *testing.T) {
 		// rotator cannot write the certificate, so the API never listens, is
 		// never ready, and the dispatcher gives up.
 		o := secretOpts(t, filepath.Join(t.TempDir(), "journal"), "not-granted-tls")
-		r := start(ctx, asDispatcher, o)
+		cfg := rest.CopyConfig(asDispatcher)
+		denied := &forbiddenAnswers{}
+		cfg.Wrap(denied.wrap)
+		r := start(ctx, cfg, o)
 		defer r.cancel()
 		deadline := time.After(90 * time.Second)
 		for {
@@ -146,7 +155,13 @@ func TestTLSCertificates(t *testing.T) {
 				if err == nil {
 					t.Fatal("run returned without error")
 				}
-				t.Logf("run failed as expected: %v", err)
+				// It gave up because the API server refused it the
+				// certificate's write to exactly that Secret.
+				refusal := denied.find(http.MethodPut, "secrets", "not-granted-tls")
+				if refusal == nil {
+					t.Fatalf("run failed (%v), but the API server refused no update of Secret not-granted-tls; refusals: %v", err, denied.all())
+				}
+				t.Logf("run failed as expected: %v; the API server answered: %v", err, refusal)
 				return
 			case <-deadline:
 				t.Fatal("run did not give up within 90s")
@@ -184,17 +199,18 @@ func TestTLSCertificates(t *testing.T) {
 		certB, caB, err := selfManagedCert([]string{"localhost"}, nil, time.Now())
 		must(t, err)
 		writePair(t, dir, certB)
-		deadline := time.Now().Add(30 * time.Second)
+		// Poll until a client trusting only the new CA is served.
+		deadline := time.NewTimer(30 * time.Second)
+		defer deadline.Stop()
 		for dialVerified(o.bindAddr, "localhost", caB) != nil {
 			select {
 			case err := <-r.done:
+				r.done <- err
 				t.Fatalf("run returned: %v", err)
-			default:
-			}
-			if time.Now().After(deadline) {
+			case <-deadline.C:
 				t.Fatal("the replaced certificate is not served within 30s")
+			case <-time.After(100 * time.Millisecond):
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 		if err := dialVerified(o.bindAddr, "localhost", caA); err == nil {
 			t.Fatal("the old certificate is still served")
@@ -264,3 +280,66 @@ func readYAML(t *testing.T, path string, into any) {
 	must(t, err)
 	must(t, yaml.UnmarshalStrict(data, into))
 }
+
+// forbiddenAnswers records the API server's Forbidden answers to the
+// requests of a rest.Config (rest.Config.Wrap(f.wrap)).
+type forbiddenAnswers struct {
+	mu      sync.Mutex
+	answers []forbiddenAnswer
+}
+
+type forbiddenAnswer struct {
+	method string
+	err    error // the answer's Status as an API error
+}
+
+func (f *forbiddenAnswers) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusForbidden {
+			return resp, err
+		}
+		body, readErr := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		answer := forbiddenAnswer{method: req.Method, err: fmt.Errorf("%s %s: %d %s (unreadable: %v)", req.Method, req.URL.Path, resp.StatusCode, body, readErr)}
+		if obj, decodeErr := runtime.Decode(clientgoscheme.Codecs.UniversalDeserializer(), body); decodeErr == nil {
+			if st, ok := obj.(*metav1.Status); ok {
+				answer.err = apierrors.FromObject(st)
+			}
+		}
+		f.mu.Lock()
+		f.answers = append(f.answers, answer)
+		f.mu.Unlock()
+		return resp, nil
+	})
+}
+
+// find returns the Forbidden answer to a request with method for the named
+// object of resource, or nil.
+func (f *forbiddenAnswers) find(method, resource, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.answers {
+		var se *apierrors.StatusError
+		if a.method == method && apierrors.IsForbidden(a.err) && errors.As(a.err, &se) &&
+			se.ErrStatus.Details != nil && se.ErrStatus.Details.Kind == resource && se.ErrStatus.Details.Name == name {
+			return a.err
+		}
+	}
+	return nil
+}
+
+func (f *forbiddenAnswers) all() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.answers))
+	for _, a := range f.answers {
+		out = append(out, a.method+" "+a.err.Error())
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

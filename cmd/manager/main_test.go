@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -50,41 +49,47 @@ func TestManagerServesProbesAndSecureMetrics(t *testing.T) {
 	})
 
 	plain := &http.Client{Timeout: 2 * time.Second}
-	waitFor(t, "healthz", func() (bool, string) { return get(plain, "http://"+probeAddr+"/healthz", "") })
-	waitFor(t, "readyz", func() (bool, string) { return get(plain, "http://"+probeAddr+"/readyz", "") })
+	waitForRun(t, done, "healthz", func() (bool, string) { return get(plain, "http://"+probeAddr+"/healthz", "") })
+	waitForRun(t, done, "readyz", func() (bool, string) { return get(plain, "http://"+probeAddr+"/readyz", "") })
 
 	insecureTLS := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving cert of the test manager
 	}}
 	metricsURL := "https://" + metricsAddr + "/metrics"
-	waitFor(t, "metrics listener", func() (bool, string) {
+	var anonymous int
+	waitForRun(t, done, "metrics listener", func() (bool, string) {
 		resp, err := insecureTLS.Get(metricsURL)
 		if err != nil {
 			return false, err.Error()
 		}
 		_ = resp.Body.Close()
+		anonymous = resp.StatusCode
 		return true, ""
 	})
-	if ok, body := get(insecureTLS, metricsURL, ""); ok {
-		t.Fatalf("anonymous metrics scrape succeeded; want 401/403:\n%.200s", body)
+	if anonymous != http.StatusUnauthorized && anonymous != http.StatusForbidden {
+		t.Fatalf("anonymous metrics scrape answered %d; want 401/403", anonymous)
 	}
 
+	// The controllers publish their worker counts when they start, which may
+	// be after the metrics server answers: poll until all three are there.
 	token := scraperToken(t, kubernetes.NewForConfigOrDie(cfg))
-	var metrics string
-	waitFor(t, "authorized metrics scrape", func() (bool, string) {
-		ok, body := get(insecureTLS, metricsURL, token)
-		metrics = body
-		return ok, body
-	})
-	for _, want := range []string{
+	wants := []string{
 		`controller_runtime_max_concurrent_reconciles{controller="agentharness"} 3`,
 		`controller_runtime_max_concurrent_reconciles{controller="runtimepolicy"} 1`,
 		`controller_runtime_max_concurrent_reconciles{controller="agentsession"} 5`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("metrics lack %q", want)
-		}
 	}
+	waitForRun(t, done, "authorized metrics scrape with the controllers' concurrency", func() (bool, string) {
+		ok, body := get(insecureTLS, metricsURL, token)
+		if !ok {
+			return false, body
+		}
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				return false, "metrics lack " + want
+			}
+		}
+		return true, ""
+	})
 }
 
 func TestRunRefusesZeroConcurrency(t *testing.T) {
@@ -141,27 +146,39 @@ func get(c *http.Client, url, token string) (bool, string) {
 	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, body)
 }
 
+// waitFor polls check until it reports OK; the deadline ends the poll with
+// the last detail.
 func waitFor(t *testing.T, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, detail := check()
+	waitForRun(t, nil, what, check)
+}
+
+// waitForRun is waitFor that also ends when the manager returns (done).
+func waitForRun(t *testing.T, done chan error, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		ok, last := check()
 		if ok {
 			return
 		}
-		last = detail
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("%s: the manager returned (%v); last: %.300s", what, err, last)
+		case <-deadline.C:
+			t.Fatalf("%s: not OK within 30s; last: %.300s", what, last)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	t.Fatalf("%s: not OK within 30s; last: %.300s", what, last)
 }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testutil.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return addr
 }

@@ -141,17 +141,46 @@ func TestConnectRefusesNameWithSlash(t *testing.T) {
 	}
 }
 
+// expiringCtx is a context whose deadline passes when the test calls
+// expire, not after a wall-clock delay: a request can then time out only
+// after the peer has received it, however slow the machine is.
+type expiringCtx struct {
+	context.Context // Background: no values, never done by itself
+	deadline        time.Time
+	done            chan struct{}
+	once            sync.Once
+}
+
+func newExpiringCtx() *expiringCtx {
+	return &expiringCtx{Context: context.Background(), deadline: time.Now().Add(time.Hour), done: make(chan struct{})}
+}
+
+func (e *expiringCtx) Deadline() (time.Time, bool) { return e.deadline, true }
+func (e *expiringCtx) Done() <-chan struct{}       { return e.done }
+func (e *expiringCtx) expire()                     { e.once.Do(func() { close(e.done) }) }
+
+func (e *expiringCtx) Err() error {
+	select {
+	case <-e.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 func TestRequestTimeoutKeepsClientUsable(t *testing.T) {
 	t.Parallel()
 	c, m := connectMem(t, appserver.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	err := c.Call(ctx, "thread/read", map[string]any{"threadId": "t"}, nil)
+	ctx := newExpiringCtx()
+	errc := make(chan error, 1)
+	go func() { errc <- c.Call(ctx, "thread/read", map[string]any{"threadId": "t"}, nil) }()
+	late := m.recv(t) // the request reached the peer, which does not answer in time
+	ctx.expire()
+	err := <-errc
 	var te *appserver.TimeoutError
 	if !errors.As(err, &te) || te.Method != "thread/read" || !errors.Is(err, context.DeadlineExceeded) || appserver.MayHaveSideEffects(err) {
 		t.Fatalf("err = %v, want a TimeoutError for thread/read without side effects", err)
 	}
-	late := m.recv(t)
 	m.send(`{"id":` + string(late.ID) + `,"result":{}}`) // a late answer is dropped
 
 	done := make(chan error, 1)
@@ -163,12 +192,18 @@ func TestRequestTimeoutKeepsClientUsable(t *testing.T) {
 	}
 
 	// A turn/start that times out may have started the turn.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel2()
 	th := threadFor(t, c, m)
-	_, err = th.StartTurn(ctx2, appserver.TurnStartParams{Input: []appserver.InputItem{appserver.TextInput("x")}})
-	if !appserver.MayHaveSideEffects(err) {
-		t.Fatalf("timed-out turn/start: %v; want MayHaveSideEffects", err)
+	ctx2 := newExpiringCtx()
+	go func() {
+		_, err := th.StartTurn(ctx2, appserver.TurnStartParams{Input: []appserver.InputItem{appserver.TextInput("x")}})
+		errc <- err
+	}()
+	if r := m.recv(t); r.Method != "turn/start" {
+		t.Fatalf("sent %q", r.Method)
+	}
+	ctx2.expire()
+	if err := <-errc; !errors.As(err, &te) || te.Method != "turn/start" || !appserver.MayHaveSideEffects(err) {
+		t.Fatalf("timed-out turn/start: %v; want a TimeoutError with MayHaveSideEffects", err)
 	}
 }
 
@@ -259,8 +294,11 @@ func TestServerRequestIDsDoNotCollideWithClientIDs(t *testing.T) {
 		return appserver.ToolText("ok:"+call.Tool, true)
 	}}
 	c, m := connectMem(t, appserver.Options{Handlers: *h})
+	var loaded struct {
+		Data []string `json:"data"`
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- c.Call(context.Background(), "thread/loaded/list", nil, nil) }()
+	go func() { errc <- c.Call(context.Background(), "thread/loaded/list", nil, &loaded) }()
 	req := m.recv(t)
 	// The server's own request reuses the numeric id of the client's
 	// pending request; only "method" tells them apart.
@@ -269,14 +307,10 @@ func TestServerRequestIDsDoNotCollideWithClientIDs(t *testing.T) {
 	if string(ans.ID) != string(req.ID) || ans.Method != "" || string(ans.Result) != `{"contentItems":[{"type":"inputText","text":"ok:lookup"}],"success":true}` {
 		t.Fatalf("answer to the server request: id=%s method=%q result=%s", ans.ID, ans.Method, ans.Result)
 	}
-	select {
-	case err := <-errc:
-		t.Fatalf("the client's request completed from a server request: %v", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	m.send(`{"id":` + string(req.ID) + `,"result":{"data":[]}}`)
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	// The client's request completes with its own answer only.
+	m.send(`{"id":` + string(req.ID) + `,"result":{"data":["thr_own"]}}`)
+	if err := <-errc; err != nil || len(loaded.Data) != 1 || loaded.Data[0] != "thr_own" {
+		t.Fatalf("the client's request: %v, result %+v; want the answer to it", err, loaded)
 	}
 	// An unknown server request gets a JSON-RPC error, not silence.
 	m.send(`{"id":7,"method":"account/chatgptAuthTokens/refresh","params":{}}`)
@@ -373,9 +407,12 @@ func TestDialWebSocketHeaders(t *testing.T) {
 }
 
 // Connect, a thread, a handled server request and Close leave no goroutine
-// behind. (Not parallel: it counts the process's goroutines.)
+// of the client behind. It counts the goroutines the appserver package runs
+// (not the process's: others may end meanwhile and hide a leak), so it does
+// not depend on what else the process does; it is not parallel only to keep
+// the other tests' clients out of the count.
 func TestNoGoroutineLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := len(clientGoroutines())
 	for i := 0; i < 20; i++ {
 		c, m := connectMem(t, appserver.Options{})
 		threadFor(t, c, m)
@@ -388,12 +425,39 @@ func TestNoGoroutineLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Close waits for the client's goroutines; a goroutine only scheduled to
+	// exit may still show in the dump, hence the short poll.
 	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
+	for {
+		left := clientGoroutines()
+		if len(left) <= before {
+			return
+		}
 		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+			t.Fatalf("%d goroutines of the client before, %d after Close:\n%s", before, len(left), strings.Join(left, "\n\n"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// clientGoroutines returns the stacks of the goroutines that run code of the
+// appserver package or were started by it (the tests' own code is in
+// appserver_test).
+func clientGoroutines() []string {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "/internal/appserver.") {
+			out = append(out, g)
+		}
+	}
+	return out
 }

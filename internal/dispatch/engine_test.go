@@ -500,7 +500,7 @@ var _ = Describe("A WebSocket cut mid-turn", func() {
 		}()
 		_, err := stub.WaitMarker(ctx, "lambda-1")
 		Expect(err).NotTo(HaveOccurred())
-		eng.pool.closeAll() // every pooled WebSocket is cut; the server keeps running
+		cutConnections(&eng.pool) // every pooled WebSocket is cut; the server keeps running
 		gate.Release()
 		var turnErr error
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))

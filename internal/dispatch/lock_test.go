@@ -3,20 +3,25 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// TestSessionLockSerializesOneSession: a holder of the lock keeps it until
+// every other turn of the session is blocked waiting for it (or, if the lock
+// were broken, has got in too), so an overlap cannot be missed however the
+// goroutines are scheduled.
 func TestSessionLockSerializesOneSession(t *testing.T) {
+	const turns = 8
 	var locks sessionLocks
-	var inside, maxInside atomic.Int32
+	var inside, maxInside, finished atomic.Int32
 	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range turns {
+		wg.Go(func() {
 			unlock, err := locks.lock(context.Background(), "agents/demo")
 			if err != nil {
 				t.Error(err)
@@ -29,11 +34,20 @@ func TestSessionLockSerializesOneSession(t *testing.T) {
 					break
 				}
 			}
-			time.Sleep(time.Millisecond)
+			// Hold the lock until every turn still to run waits for it.
+			deadline := time.Now().Add(10 * time.Second)
+			for inside.Load() == 1 && blockedIn("(*sessionLocks).lock") < turns-1-int(finished.Load()) {
+				if time.Now().After(deadline) {
+					t.Errorf("%d turns blocked on the lock, want %d", blockedIn("(*sessionLocks).lock"), turns-1-int(finished.Load()))
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
 			inside.Add(-1)
+			finished.Add(1)
 			unlock()
 			unlock() // releasing twice is harmless
-		}()
+		})
 	}
 	wg.Wait()
 	if maxInside.Load() != 1 {
@@ -42,6 +56,28 @@ func TestSessionLockSerializesOneSession(t *testing.T) {
 	if len(locks.locks) != 0 {
 		t.Fatalf("idle sessions are kept: %v", locks.locks)
 	}
+}
+
+// blockedIn counts the goroutines blocked in a select inside fn (as the
+// runtime's goroutine dump names it).
+func blockedIn(fn string) int {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, frames, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[select") && strings.Contains(frames, fn) {
+			count++
+		}
+	}
+	return count
 }
 
 func TestSessionLockOtherSessionsDoNotWait(t *testing.T) {
@@ -97,10 +133,17 @@ func TestQueuedTurnGivesUpWithItsWaitContext(t *testing.T) {
 		_, err := locks.lock(lockCtx, "agents/demo")
 		gaveUp <- err
 	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for blockedIn("(*sessionLocks).lock") != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	select {
 	case err := <-gaveUp:
 		t.Fatalf("the queued turn stopped waiting before its client left: %v", err)
-	case <-time.After(50 * time.Millisecond):
+	default:
+	}
+	if n := blockedIn("(*sessionLocks).lock"); n != 1 {
+		t.Fatalf("%d turns wait for the lock, want the queued one", n)
 	}
 	leave()
 	select {

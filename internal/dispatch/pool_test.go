@@ -25,3 +25,17 @@ func TestClosedPoolDialsNothing(t *testing.T) {
 		t.Fatalf("a closed pool dialed %d times", dials)
 	}
 }
+
+// cutConnections closes every pooled connection, as a network cut would; the
+// pool stays open, so turns reattach on new connections.
+func cutConnections(p *connPool) {
+	p.mu.Lock()
+	conns := make([]*appserver.Client, 0, len(p.conns))
+	for _, c := range p.conns {
+		conns = append(conns, c)
+	}
+	p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}

@@ -23,10 +23,10 @@ func TestConcurrentSubscribers(t *testing.T) {
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
-	subscribe := func(after int64) {
+	subscribe := func(after int64, want BeginOutcome) {
 		r, outcome, err := j.Begin(sess, "run-1", digestOf("body"))
-		if err != nil || (outcome != BeginAttach && outcome != BeginReplay) {
-			errs <- fmt.Errorf("Begin = %v: %w", outcome, err)
+		if err != nil || outcome != want {
+			errs <- fmt.Errorf("subscriber after %d: Begin = %v, %v; want %v", after, outcome, err, want)
 			return
 		}
 		wg.Go(func() {
@@ -69,11 +69,23 @@ func TestConcurrentSubscribers(t *testing.T) {
 	})
 
 	for i := range 8 { // subscribers from the start
-		subscribe(int64(i % 3))
+		subscribe(int64(i%3), BeginAttach)
 	}
+	// Subscribers joining while the run is going: the writer stops after
+	// `at` events until the subscriber has attached, so each joins at a
+	// known point, behind the writer (after < at) or ahead of it.
+	joins := []struct{ at, after int64 }{{1, 0}, {50, 37}, {100, 150}, {150, 111}, {300, 299}, {399, 0}}
+	reached := make(chan int64)
+	joined := make(chan struct{})
 	writerDone := make(chan error, 1)
 	go func() {
+		next := 0
 		for i := range events {
+			if next < len(joins) && int64(i) == joins[next].at {
+				reached <- joins[next].at
+				<-joined
+				next++
+			}
 			if _, err := w.Append("partial", payload(i)); err != nil {
 				writerDone <- err
 				return
@@ -84,9 +96,12 @@ func TestConcurrentSubscribers(t *testing.T) {
 		}
 		writerDone <- w.Finish(StateFinished, json.RawMessage(`{"ok":true}`))
 	}()
-	for i := range 8 { // subscribers joining while the run is going, or after it ended
-		time.Sleep(time.Millisecond)
-		subscribe(int64(i * 37))
+	for _, jn := range joins {
+		if at := <-reached; at != jn.at {
+			t.Fatalf("writer stopped at %d, want %d", at, jn.at)
+		}
+		subscribe(jn.after, BeginAttach)
+		joined <- struct{}{}
 	}
 
 	select {
@@ -96,6 +111,9 @@ func TestConcurrentSubscribers(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the writer was held up (by the slow subscriber?)")
+	}
+	for _, after := range []int64{0, 259} { // subscribers joining after the run ended
+		subscribe(after, BeginReplay)
 	}
 	select {
 	case n := <-slowDone:

@@ -49,10 +49,11 @@ func TestRecoveryTornLastLine(t *testing.T) {
 		evs, _ := collect(a, 0)
 		done <- evs
 	}()
+	waitParked(t, "(*Run).Events", 1) // it yielded the recorded events and waits
 	select {
 	case <-done:
 		t.Fatal("iterator of a recovered run ended before MarkFailed")
-	case <-time.After(30 * time.Millisecond):
+	default:
 	}
 	if err := j.MarkFailed(running[0], "dispatcher restarted"); err != nil {
 		t.Fatal(err)

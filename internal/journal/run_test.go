@@ -165,10 +165,11 @@ func TestAttachFollowsLiveEvents(t *testing.T) {
 		}
 		recv(int64(i))
 	}
+	waitParked(t, "(*Run).Events", 1) // waiting for the next event, not yielding one
 	select {
 	case g := <-ch:
 		t.Fatalf("iterator yielded %+v before the run ended", g)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	if err := w.Finish(StateFinished, json.RawMessage(`{"ok":true}`)); err != nil {
 		t.Fatal(err)
@@ -204,17 +205,33 @@ func TestEventsStopOnContextAndClose(t *testing.T) {
 	j := open(t, t.TempDir(), Options{})
 	w := begin(t, j, sess, "run-1", "body", BeginNew)
 	appendN(t, w, 1)
+	const iterator = "(*Run).Events" // also when inlined into the caller
 
+	// Cancelling ctx stops an iterator that waits for the next event.
 	ctx, cancel := context.WithCancel(context.Background())
-	var n int
-	var last error
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	for _, err := range w.Events(ctx, 0) {
-		n++
-		last = err
+	defer cancel()
+	type ending struct {
+		n    int
+		last error
 	}
-	if n != 2 || !errors.Is(last, context.Canceled) {
-		t.Fatalf("got %d items ending with %v, want the event then context.Canceled", n, last)
+	ended := make(chan ending, 1)
+	go func() {
+		var e ending
+		for _, err := range w.Events(ctx, 0) {
+			e.n++
+			e.last = err
+		}
+		ended <- e
+	}()
+	waitParked(t, iterator, 1) // it yielded the event and waits for the next
+	cancel()
+	select {
+	case e := <-ended:
+		if e.n != 2 || !errors.Is(e.last, context.Canceled) {
+			t.Fatalf("got %d items ending with %v, want the event then context.Canceled", e.n, e.last)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelling ctx did not stop a waiting iterator")
 	}
 
 	// Breaking out of the loop stops the iterator.
@@ -222,12 +239,13 @@ func TestEventsStopOnContextAndClose(t *testing.T) {
 		break
 	}
 
+	// Close wakes an iterator that waits for the next event.
 	done := make(chan error, 1)
 	go func() {
 		_, err := collect(w, 1)
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	waitParked(t, iterator, 1)
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,10 @@ import (
 
 // The suite runs the real webhook server behind real Validating- and
 // MutatingWebhookConfigurations on a real kube-apiserver, with self-managed
-// certificates that rotate every few seconds, so every spec also exercises
-// rotation.
+// certificates. They live an hour and are replaced 30 minutes before they
+// expire, so no spec depends on a rotation happening (or not) while it runs,
+// however slow the machine; the rotation spec brings the certificate near
+// its expiry itself (rotation_test.go).
 var (
 	env         *testutil.Env
 	cfg         *rest.Config
@@ -38,7 +40,13 @@ var (
 	certDir     string
 )
 
-const certNamespace = "harness-operator-system"
+const (
+	certNamespace = "harness-operator-system"
+	certSecret    = "webhook-tls"
+	// certValidity and certLookahead: how long the suite's serving
+	// certificates live, and how long before expiry they are replaced.
+	certValidity, certLookahead = time.Hour, 30 * time.Minute
+)
 
 func TestWebhooks(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -70,9 +78,8 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	ready, err := webhook.Install(mgr, webhook.InstallOptions{Mode: webhook.ModeSelfManaged, Certs: webhook.CertOptions{
-		SecretNamespace: certNamespace, SecretName: "webhook-tls", CertDir: certDir, DNSName: "localhost",
-		// Short-lived serving certificates: replaced every ~10 s during the suite.
-		ServerCertValidity: 30 * time.Second, Lookahead: 20 * time.Second, RotationCheckInterval: 2 * time.Second,
+		SecretNamespace: certNamespace, SecretName: certSecret, CertDir: certDir, DNSName: "localhost",
+		ServerCertValidity: certValidity, Lookahead: certLookahead, RotationCheckInterval: 2 * time.Second,
 		SyncCertDirFromSecret: true,
 	}})
 	Expect(err).NotTo(HaveOccurred())
@@ -99,8 +106,7 @@ var _ = AfterSuite(func() {
 })
 
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testutil.FreePort()
 	Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

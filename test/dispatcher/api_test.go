@@ -310,7 +310,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(e.Message).To(ContainSubstring("run-n1"))
 		Expect(string(got[refused].Body)).NotTo(ContainSubstring("turnToken"))
 		Expect(stub.RequestsContaining("nu-"+refused)).To(BeEmpty(), "the refused body reached the model")
-		Expect(stub.RequestsContaining("nu-"+ran)).To(HaveLen(1))
+		Expect(stub.RequestsContaining("nu-" + ran)).To(HaveLen(1))
 	})
 
 	It("answers 401 without a token or with one the API server does not accept", func() {

@@ -15,6 +15,7 @@ type Reply struct {
 	errMessage string
 	cut        bool
 	stall      *stall
+	holds      map[int]*Gate // text delta index → gate to wait for before it
 }
 
 type partKind int
@@ -120,6 +121,22 @@ func (r Reply) And(next Reply) Reply {
 	return out
 }
 
+// HoldBefore pauses r's stream before its text delta number delta (counted
+// from 0 over the reply's text deltas, response.output_text.delta) until gate
+// is released: the deltas before it have been written and flushed to the
+// client, the rest wait. gate.Reached is closed when the stream pauses there,
+// so a test knows exactly which deltas the client can have received. When
+// the client goes away first, the request ends with OutcomeClientGone.
+func (r Reply) HoldBefore(delta int, gate *Gate) Reply {
+	out := r
+	out.holds = make(map[int]*Gate, len(r.holds)+1)
+	for k, v := range r.holds {
+		out.holds[k] = v
+	}
+	out.holds[delta] = gate
+	return out
+}
+
 func splitWords(s string) []string {
 	if s == "" {
 		return nil
@@ -137,17 +154,26 @@ func splitWords(s string) []string {
 	return out
 }
 
-// Gate releases stalled requests. The zero value is not usable; use NewGate.
+// Gate releases stalled (Stall) and held (HoldBefore) requests. The zero
+// value is not usable; use NewGate.
 type Gate struct {
-	once sync.Once
-	ch   chan struct{}
+	once        sync.Once
+	ch          chan struct{}
+	reachedOnce sync.Once
+	reached     chan struct{}
 }
 
 // NewGate returns a closed-until-released gate.
-func NewGate() *Gate { return &Gate{ch: make(chan struct{})} }
+func NewGate() *Gate { return &Gate{ch: make(chan struct{}), reached: make(chan struct{})} }
 
 // Release lets every request stalled on the gate continue. It is idempotent.
 func (g *Gate) Release() { g.once.Do(func() { close(g.ch) }) }
 
 // C is closed when the gate is released.
 func (g *Gate) C() <-chan struct{} { return g.ch }
+
+// Reached is closed when a request first arrives at the gate (a Stall, or a
+// HoldBefore point of its stream), whether or not the gate was released.
+func (g *Gate) Reached() <-chan struct{} { return g.reached }
+
+func (g *Gate) reach() { g.reachedOnce.Do(func() { close(g.reached) }) }

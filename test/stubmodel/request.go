@@ -272,8 +272,14 @@ func (r *Request) lastFunctionCallOutput() (FunctionCallOutput, bool) {
 }
 
 // Wait waits until the stub has finished answering the request and reports
-// how the answer ended.
+// how the answer ended. An answer that has ended is reported even when ctx
+// has ended too, so Wait with a cancelled ctx tells whether it has ended yet.
 func (r *Request) Wait(ctx context.Context) (Outcome, error) {
+	select {
+	case <-r.done:
+		return r.outcome, nil
+	default:
+	}
 	select {
 	case <-r.done:
 		return r.outcome, nil

@@ -12,7 +12,10 @@
 // queues replies for any request, and everything else gets the default reply
 // ("Hello from stub", or "got tool output: <output>" when the latest input is
 // a function_call_output). Replies are built with [Text], [Call], [Reasoning],
-// [HTTPError], [Cut] and [Stall].
+// [HTTPError], [Cut] and [Stall]; [Reply.HoldBefore] pauses a text stream
+// between two deltas. A [Gate] releases stalled and held streams and reports
+// when a stream reached it, so tests synchronise on what the stub has sent
+// rather than on delays.
 package stubmodel
 
 import (
@@ -285,12 +288,8 @@ func (s *Server) nextID(prefix string) string {
 func (s *Server) serve(w http.ResponseWriter, hr *http.Request, req *Request, reply Reply) error {
 	ctx := hr.Context()
 	for reply.stall != nil {
-		select {
-		case <-reply.stall.gate.C():
-		case <-ctx.Done():
-			return errClientGone
-		case <-s.closing:
-			return errors.New("server closed")
+		if err := s.wait(ctx, reply.stall.gate); err != nil {
+			return err
 		}
 		reply = reply.stall.then
 	}
@@ -312,7 +311,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request, req *Request, re
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	sse := &sseWriter{w: w, f: flusher, ctx: ctx}
+	sse := &sseWriter{w: w, f: flusher, ctx: ctx, holds: reply.holds, wait: s.wait}
 
 	respID := s.nextID("resp")
 	sse.event("response.created", map[string]any{"response": responseObj(respID, "in_progress", []any{}, nil)})
@@ -334,6 +333,20 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request, req *Request, re
 	}
 	sse.event("response.completed", map[string]any{"response": responseObj(respID, "completed", output, usage)})
 	return sse.err
+}
+
+// wait blocks until gate is released, the client goes away or the server
+// closes.
+func (s *Server) wait(ctx context.Context, gate *Gate) error {
+	gate.reach()
+	select {
+	case <-gate.C():
+		return nil
+	case <-ctx.Done():
+		return errClientGone
+	case <-s.closing:
+		return errors.New("server closed")
+	}
 }
 
 func responseObj(id, status string, output []any, usage map[string]any) map[string]any {
@@ -396,6 +409,7 @@ func (s *Server) writePart(sse *sseWriter, idx int, p part) map[string]any {
 		sse.event("response.content_part.added", map[string]any{"item_id": id, "output_index": idx, "content_index": 0,
 			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
 		for _, d := range p.deltas {
+			sse.hold()
 			if p.deltaDelay > 0 {
 				sse.pause(p.deltaDelay)
 			}
@@ -416,6 +430,19 @@ type sseWriter struct {
 	f   http.Flusher
 	ctx context.Context
 	err error
+
+	holds      map[int]*Gate // Reply.holds
+	wait       func(context.Context, *Gate) error
+	textDeltas int // text deltas written (or about to be)
+}
+
+// hold waits at the next text delta's gate, if it has one.
+func (s *sseWriter) hold() {
+	n := s.textDeltas
+	s.textDeltas++
+	if g := s.holds[n]; g != nil && s.err == nil {
+		s.err = s.wait(s.ctx, g)
+	}
 }
 
 func (s *sseWriter) event(typ string, data map[string]any) {

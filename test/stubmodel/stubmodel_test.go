@@ -274,9 +274,12 @@ func TestStallReleasedAndAbandoned(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-res:
-		t.Fatal("stalled request answered before release")
-	case <-time.After(200 * time.Millisecond):
+	case <-gate.Reached():
+	case <-ctx.Done():
+		t.Fatal("the request never reached its stall")
+	}
+	if out, err := r.Wait(canceled()); out != stubmodel.OutcomePending || err == nil {
+		t.Fatalf("stalled request ended (%v) before release", out)
 	}
 	gate.Release()
 	got := <-res
@@ -309,6 +312,96 @@ func TestStallReleasedAndAbandoned(t *testing.T) {
 	}
 	if out, err := r2.Wait(ctx); err != nil || out != stubmodel.OutcomeClientGone {
 		t.Fatalf("abandoned stall outcome = %v, %v; want client-gone", out, err)
+	}
+}
+
+// canceled is a context that has ended: Request.Wait with it reports
+// whether the answer has already ended, without waiting.
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// HoldBefore pauses the stream between two deltas: the client has the
+// deltas before the hold while the rest waits for the gate, and Reached says
+// the stream got there.
+func TestHoldBeforeDelta(t *testing.T) {
+	t.Parallel()
+	s := stubmodel.Start(t)
+	first, second := stubmodel.NewGate(), stubmodel.NewGate()
+	s.When("HOLD", stubmodel.Text("a b c d").HoldBefore(1, first).HoldBefore(3, second))
+	ctx := ctxT(t)
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.BaseURL()+"/responses", strings.NewReader(userBody("HOLD")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	br := bufio.NewReader(resp.Body)
+	// readDeltas reads events up to and including the n-th text delta
+	// from here and returns the deltas.
+	readDeltas := func(n int) []string {
+		t.Helper()
+		var deltas []string
+		for len(deltas) < n {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream ended after deltas %q: %v", deltas, err)
+			}
+			if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				var ev struct {
+					Type, Delta string
+				}
+				if err := json.Unmarshal([]byte(data), &ev); err != nil {
+					t.Fatal(err)
+				}
+				if ev.Type == "response.output_text.delta" {
+					deltas = append(deltas, ev.Delta)
+				}
+			}
+		}
+		return deltas
+	}
+	reached := func(g *stubmodel.Gate, what string) {
+		t.Helper()
+		select {
+		case <-g.Reached():
+		case <-ctx.Done():
+			t.Fatalf("the stream never reached the %s hold", what)
+		}
+	}
+	if got := readDeltas(1); !reflect.DeepEqual(got, []string{"a "}) {
+		t.Fatalf("before the first hold: %q", got)
+	}
+	reached(first, "first")
+	select {
+	case <-second.Reached():
+		t.Fatal("the stream passed the first hold before its release")
+	default:
+	}
+	r := s.RequestsContaining("HOLD")[0]
+	if out, _ := r.Wait(canceled()); out != stubmodel.OutcomePending {
+		t.Fatalf("held request ended: %v", out)
+	}
+	first.Release()
+	if got := readDeltas(2); !reflect.DeepEqual(got, []string{"b ", "c "}) {
+		t.Fatalf("between the holds: %q", got)
+	}
+	reached(second, "second")
+	second.Release()
+	if got := readDeltas(1); !reflect.DeepEqual(got, []string{"d"}) {
+		t.Fatalf("after the second hold: %q", got)
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.Wait(ctx); err != nil || out != stubmodel.OutcomeServed {
+		t.Fatalf("outcome %v %v", out, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,36 +20,57 @@ import (
 // model request), and the client sees the whole answer exactly once — when
 // the socket closes before the answer, in the middle of its deltas while
 // the answer still streams, and when the whole turn ends during the gap.
+//
+// The stub model holds its stream at gates (stubmodel.Stall, HoldBefore), so
+// each case is in the state it names whatever the machine's speed: the
+// socket closes once the client has the deltas before the first hold; the
+// rest of the answer streams only when the case releases it.
 func TestReattachAfterWebSocketDrop(t *testing.T) {
 	t.Parallel()
 	const answer = "one two three four five six seven eight"
+	const beforeHold = "one two " // the deltas the client has when the socket closes mid-answer
 	cases := []struct {
 		name string
-		// script the stub; returns a func run after the drop, before Reattach
-		script func(t *testing.T, r *rig, marker string) (beforeReattach, afterReattach func())
-		// dropAfterPartials: close the socket once this many partials arrived
-		dropAfterPartials int
+		// script scripts the stub and returns what runs after the drop,
+		// before Reattach, and after Reattach, before Wait.
+		script func(t *testing.T, r *rig, marker string) (beforeReattach, afterReattach func(turn *Turn))
+		// seen is what the client has received when the socket closes.
+		seen string
+		// ended: Reattach finds the turn ended.
+		ended bool
 	}{
-		{"before the answer", func(t *testing.T, r *rig, marker string) (func(), func()) {
+		{"before the answer", func(t *testing.T, r *rig, marker string) (func(*Turn), func(*Turn)) {
 			gate := stubmodel.NewGate()
 			t.Cleanup(gate.Release)
 			r.stub.When(marker, stubmodel.Stall(gate, stubmodel.Text(answer)))
-			return nil, gate.Release
-		}, 0},
-		{"mid-answer, still streaming", func(t *testing.T, r *rig, marker string) (func(), func()) {
-			r.stub.When(marker, stubmodel.SlowText(answer, 120*time.Millisecond))
-			return nil, nil
-		}, 2},
-		{"mid-answer, turn ended during the gap", func(t *testing.T, r *rig, marker string) (func(), func()) {
-			r.stub.When(marker, stubmodel.SlowText(answer, 40*time.Millisecond))
-			return func() {
+			return nil, func(*Turn) { gate.Release() }
+		}, "", false},
+		{"mid-answer, still streaming", func(t *testing.T, r *rig, marker string) (func(*Turn), func(*Turn)) {
+			// Deltas 2–4 stream while no client is attached; the stream
+			// then holds until after Reattach, so the turn is running.
+			gap, rest := stubmodel.NewGate(), stubmodel.NewGate()
+			t.Cleanup(gap.Release)
+			t.Cleanup(rest.Release)
+			r.stub.When(marker, stubmodel.Text(answer).HoldBefore(2, gap).HoldBefore(5, rest))
+			duringGap := func(*Turn) {
+				gap.Release()
+				waitGate(t, rest, "the stream to reach the second hold")
+			}
+			return duringGap, func(*Turn) { rest.Release() }
+		}, beforeHold, false},
+		{"mid-answer, turn ended during the gap", func(t *testing.T, r *rig, marker string) (func(*Turn), func(*Turn)) {
+			gap := stubmodel.NewGate()
+			t.Cleanup(gap.Release)
+			r.stub.When(marker, stubmodel.Text(answer).HoldBefore(2, gap))
+			return func(turn *Turn) {
+				gap.Release()
 				req := r.stub.RequestsContaining(marker)[0]
 				if out, err := req.Wait(testCtx(t, 30*time.Second)); err != nil || out != stubmodel.OutcomeServed {
 					t.Fatalf("model request %v %v", out, err)
 				}
-				time.Sleep(300 * time.Millisecond) // let Codex finish the turn without a client
+				waitTurnEnded(t, r, turn) // Codex finished the turn without a client
 			}, nil
-		}, 2},
+		}, beforeHold, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,10 +80,12 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			before, after := tc.script(t, r, marker)
 			ctx := testCtx(t, 60*time.Second)
 			rec := &recorder{}
-			partials := make(chan struct{}, 64)
+			// Close the socket under Wait once the client has seen tc.seen.
+			drop := make(chan struct{})
+			var dropOnce sync.Once
 			rec.onEmit = func(ev adapter.Event) {
-				if ev.Type == adapter.EventPartial {
-					partials <- struct{}{}
+				if ev.Type == adapter.EventPartial && tc.seen != "" && rec.partialText() == tc.seen {
+					dropOnce.Do(func() { close(drop) })
 				}
 			}
 			turn, err := Start(ctx, r.c, r.input(marker+" please"), rec.hooks())
@@ -71,12 +95,15 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			if _, err := r.stub.WaitMarker(ctx, marker); err != nil {
 				t.Fatal(err)
 			}
-			// Relay until the drop point, then close the socket under Wait.
+			if tc.seen == "" {
+				close(drop)
+			}
 			go func() {
-				for i := 0; i < tc.dropAfterPartials; i++ {
-					<-partials
+				select {
+				case <-drop:
+					_ = r.c.Close()
+				case <-ctx.Done():
 				}
-				_ = r.c.Close()
 			}()
 			_, err = turn.Wait(ctx)
 			var det *DetachedError
@@ -84,11 +111,11 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 				t.Fatalf("Wait after the drop: %v", err)
 			}
 			seen := rec.partialText()
-			if !strings.HasPrefix(answer, seen) || len(seen) == len(answer) {
-				t.Fatalf("before the drop the client saw %q", seen)
+			if seen != tc.seen {
+				t.Fatalf("before the drop the client saw %q, want %q", seen, tc.seen)
 			}
 			if before != nil {
-				before()
+				before(turn)
 			}
 
 			c2 := r.connect(t)
@@ -98,12 +125,12 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			turn.mu.Lock()
 			ended := turn.pending != nil
 			turn.mu.Unlock()
-			if wantEnded := strings.Contains(tc.name, "ended"); ended != wantEnded {
-				t.Fatalf("after Reattach: turn recovered as ended = %v, want %v", ended, wantEnded)
+			if ended != tc.ended {
+				t.Fatalf("after Reattach: turn recovered as ended = %v, want %v", ended, tc.ended)
 			}
 			t.Logf("partials before the drop %q; after Reattach %q", seen, strings.TrimPrefix(rec.partialText(), seen))
 			if after != nil {
-				after()
+				after(turn)
 			}
 			res, err := turn.Wait(ctx)
 			if err != nil {
@@ -138,6 +165,39 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 				t.Fatalf("next turn: %v %+v", err, next)
 			}
 		})
+	}
+}
+
+// waitGate waits until a stream of the stub model reached gate.
+func waitGate(t *testing.T, gate *stubmodel.Gate, what string) {
+	t.Helper()
+	select {
+	case <-gate.Reached():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitTurnEnded polls, on a connection of its own, until the server lists
+// the detached turn as no longer in progress.
+func waitTurnEnded(t *testing.T, r *rig, turn *Turn) {
+	t.Helper()
+	c := r.connect(t)
+	defer func() { _ = c.Close() }()
+	ctx := testCtx(t, 30*time.Second)
+	for {
+		listed, err := fetchTurn(ctx, c, turn.ThreadID(), turn.ID())
+		if err != nil {
+			t.Fatalf("waiting for the turn to end on the server: %v", err)
+		}
+		if listed.Status != appserver.TurnInProgress && listed.Status != "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the server still lists turn %s as %q", turn.ID(), listed.Status)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

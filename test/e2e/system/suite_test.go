@@ -52,7 +52,7 @@ import (
 const (
 	release           = "harness-operator"
 	operatorNamespace = "harness-operator-system"
-	stopGrace           = 15 * time.Second
+	stopGrace         = 15 * time.Second
 )
 
 // The namespaces of the suite. harnessNamespaces is what the chart is
