@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/testutil/goroutines"
 )
 
 // memTransport is an in-memory Transport whose other end is a scripted
@@ -443,21 +443,4 @@ func TestNoGoroutineLeak(t *testing.T) {
 // clientGoroutines returns the stacks of the goroutines that run code of the
 // appserver package or were started by it (the tests' own code is in
 // appserver_test).
-func clientGoroutines() []string {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "/internal/appserver.") {
-			out = append(out, g)
-		}
-	}
-	return out
-}
+func clientGoroutines() []string { return goroutines.Running("/internal/appserver.") }

@@ -3,12 +3,12 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/testutil/goroutines"
 )
 
 // TestSessionLockSerializesOneSession: a holder of the lock keeps it until
@@ -36,9 +36,9 @@ func TestSessionLockSerializesOneSession(t *testing.T) {
 			}
 			// Hold the lock until every turn still to run waits for it.
 			deadline := time.Now().Add(10 * time.Second)
-			for inside.Load() == 1 && blockedIn("(*sessionLocks).lock") < turns-1-int(finished.Load()) {
+			for inside.Load() == 1 && goroutines.BlockedIn("(*sessionLocks).lock") < turns-1-int(finished.Load()) {
 				if time.Now().After(deadline) {
-					t.Errorf("%d turns blocked on the lock, want %d", blockedIn("(*sessionLocks).lock"), turns-1-int(finished.Load()))
+					t.Errorf("%d turns blocked on the lock, want %d", goroutines.BlockedIn("(*sessionLocks).lock"), turns-1-int(finished.Load()))
 					break
 				}
 				time.Sleep(time.Millisecond)
@@ -56,28 +56,6 @@ func TestSessionLockSerializesOneSession(t *testing.T) {
 	if len(locks.locks) != 0 {
 		t.Fatalf("idle sessions are kept: %v", locks.locks)
 	}
-}
-
-// blockedIn counts the goroutines blocked in a select inside fn (as the
-// runtime's goroutine dump names it).
-func blockedIn(fn string) int {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, frames, _ := strings.Cut(g, "\n")
-		if strings.Contains(header, "[select") && strings.Contains(frames, fn) {
-			count++
-		}
-	}
-	return count
 }
 
 func TestSessionLockOtherSessionsDoNotWait(t *testing.T) {
@@ -134,7 +112,7 @@ func TestQueuedTurnGivesUpWithItsWaitContext(t *testing.T) {
 		gaveUp <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for blockedIn("(*sessionLocks).lock") != 1 && time.Now().Before(deadline) {
+	for goroutines.BlockedIn("(*sessionLocks).lock") != 1 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	select {
@@ -142,7 +120,7 @@ func TestQueuedTurnGivesUpWithItsWaitContext(t *testing.T) {
 		t.Fatalf("the queued turn stopped waiting before its client left: %v", err)
 	default:
 	}
-	if n := blockedIn("(*sessionLocks).lock"); n != 1 {
+	if n := goroutines.BlockedIn("(*sessionLocks).lock"); n != 1 {
 		t.Fatalf("%d turns wait for the lock, want the queued one", n)
 	}
 	leave()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -155,44 +154,4 @@ func appendBytes(t testing.TB, path string, b []byte) {
 func transcriptPath(j *Journal, session string) string {
 	ns, name, _ := strings.Cut(session, "/")
 	return filepath.Join(j.dir, sessionsDirName, ns, name, transcriptFileName)
-}
-
-// waitParked waits until n goroutines are blocked in a select inside fn (a
-// function as the runtime's goroutine dump names it, e.g.
-// "(*Run).Events"): proof that they reached that wait, where a sleep
-// would only guess how long getting there takes.
-func waitParked(t testing.TB, fn string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := parkedIn(fn)
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines blocked in %s, want %d", got, fn, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// parkedIn counts the goroutines blocked in a select inside fn.
-func parkedIn(fn string) int {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, frames, _ := strings.Cut(g, "\n")
-		if strings.Contains(header, "[select") && strings.Contains(frames, fn) {
-			count++
-		}
-	}
-	return count
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/testutil/goroutines"
 )
 
 // crash leaves run-1 running with n events, as a dispatcher that died mid-turn
@@ -49,7 +51,7 @@ func TestRecoveryTornLastLine(t *testing.T) {
 		evs, _ := collect(a, 0)
 		done <- evs
 	}()
-	waitParked(t, "(*Run).Events", 1) // it yielded the recorded events and waits
+	goroutines.WaitBlocked(t, "(*Run).Events", 1) // it yielded the recorded events and waits
 	select {
 	case <-done:
 		t.Fatal("iterator of a recovered run ended before MarkFailed")

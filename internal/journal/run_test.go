@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/testutil/goroutines"
 )
 
 func TestBeginAppendFinishReplay(t *testing.T) {
@@ -165,7 +167,7 @@ func TestAttachFollowsLiveEvents(t *testing.T) {
 		}
 		recv(int64(i))
 	}
-	waitParked(t, "(*Run).Events", 1) // waiting for the next event, not yielding one
+	goroutines.WaitBlocked(t, "(*Run).Events", 1) // waiting for the next event, not yielding one
 	select {
 	case g := <-ch:
 		t.Fatalf("iterator yielded %+v before the run ended", g)
@@ -223,7 +225,7 @@ func TestEventsStopOnContextAndClose(t *testing.T) {
 		}
 		ended <- e
 	}()
-	waitParked(t, iterator, 1) // it yielded the event and waits for the next
+	goroutines.WaitBlocked(t, iterator, 1) // it yielded the event and waits for the next
 	cancel()
 	select {
 	case e := <-ended:
@@ -245,7 +247,7 @@ func TestEventsStopOnContextAndClose(t *testing.T) {
 		_, err := collect(w, 1)
 		done <- err
 	}()
-	waitParked(t, iterator, 1)
+	goroutines.WaitBlocked(t, iterator, 1)
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
