@@ -302,7 +302,7 @@ func (f *forbiddenAnswers) wrap(rt http.RoundTripper) http.RoundTripper {
 		body, readErr := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
-		answer := forbiddenAnswer{method: req.Method, err: fmt.Errorf("%s %s: %d %s (unreadable: %v)", req.Method, req.URL.Path, resp.StatusCode, body, readErr)}
+		answer := forbiddenAnswer{method: req.Method, err: errors.Join(fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, body), readErr)}
 		if obj, decodeErr := runtime.Decode(clientgoscheme.Codecs.UniversalDeserializer(), body); decodeErr == nil {
 			if st, ok := obj.(*metav1.Status); ok {
 				answer.err = apierrors.FromObject(st)

@@ -318,8 +318,11 @@ func environ(codexHome, userHome string) []string {
 func (s *Server) setListenPort() error {
 	banner := s.stderr.listening()
 	u, err := url.Parse(banner)
-	if err != nil || u.Port() == "" {
-		return fmt.Errorf("codextest: no port in the listening banner %q: %v", banner, err)
+	if err != nil {
+		return fmt.Errorf("codextest: the listening banner %q: %w", banner, err)
+	}
+	if u.Port() == "" {
+		return fmt.Errorf("codextest: no port in the listening banner %q", banner)
 	}
 	host, _, err := net.SplitHostPort(strings.TrimPrefix(s.URL, "ws://"))
 	if err != nil {

@@ -26,7 +26,7 @@ func TestConcurrentSubscribers(t *testing.T) {
 	subscribe := func(after int64, want BeginOutcome) {
 		r, outcome, err := j.Begin(sess, "run-1", digestOf("body"))
 		if err != nil || outcome != want {
-			errs <- fmt.Errorf("subscriber after %d: Begin = %v, %v; want %v", after, outcome, err, want)
+			errs <- fmt.Errorf("subscriber after %d: Begin = %v, want %v: %w", after, outcome, want, err)
 			return
 		}
 		wg.Go(func() {
