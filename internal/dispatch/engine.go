@@ -428,6 +428,19 @@ func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *
 
 	binding := sess.Status.NativeBinding
 	rebind := binding == nil || binding.Generation != sess.Spec.ResetGeneration
+	if !rebind {
+		// A reset starts a new transcript; otherwise a full one refuses the
+		// turn before it starts, instead of interrupting it mid-answer.
+		session := journal.SessionName(sess.Namespace, sess.Name)
+		full, err := e.journal.TranscriptFull(session)
+		if err != nil {
+			return nil, newTurnError(selection.CodeHarnessUnavailable, "", "read the transcript mirror of AgentSession %s: %v", session, err)
+		}
+		if full {
+			return nil, newTurnError(selection.CodeTranscriptLimitExceeded, "",
+				"the transcript mirror of AgentSession %s is full; reset the session (/reset bumps spec.resetGeneration) to start a new one", session)
+		}
+	}
 	pods, err := e.serverPods(ctx, h, d.HarnessID)
 	if err != nil {
 		return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "list the app-server pods: %v", err)

@@ -299,6 +299,59 @@ var _ = Describe("A session deleted and created again under its name", func() {
 	})
 })
 
+var _ = Describe("A session whose transcript mirror is full", func() {
+	It("refuses the next turn before it starts (413 TranscriptLimitExceeded), and a reset starts a new transcript", func() {
+		ns := newNamespace()
+		registerCodex(ns, codexSrv.URL, true)
+		newSession(ns, "full", testModel)
+		session := journal.SessionName(ns, "full")
+		small, err := journal.Open(suiteT.TempDir(), journal.Options{MaxTranscriptBytes: 600})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(small.Close)
+		tight := New(k8sClient, k8sClient, small, Options{})
+		DeferCleanup(tight.Close)
+		run := func(runID, prompt string) ([]event, error) {
+			c := &collector{}
+			err := tight.Turn(ctx, ns, "full", textReq(runID, prompt), c.sink)
+			return c.events(), err
+		}
+
+		// The first turn's records do not fit: it ends with the limit.
+		stub.When("tl-1", stubmodel.Text(strings.Repeat("long answer ", 40)))
+		_, err = run("run-tl1", "tl-1 fill the transcript")
+		var te *TurnError
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+
+		// The next one is refused before anything reaches the model, and
+		// is not journaled (its runId stays free).
+		stub.When("tl-2", stubmodel.Text("never"))
+		_, err = run("run-tl2", "tl-2 one more")
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.HTTPStatus()).To(Equal(413))
+		Expect(te.Message).To(ContainSubstring("reset the session"))
+		Expect(stub.RequestsContaining("tl-2")).To(BeEmpty(), "a turn on a full transcript reached the model")
+		_, err = small.Lookup(session, "run-tl2")
+		Expect(err).To(MatchError(journal.ErrNotFound))
+
+		// A reset: a new thread and a new transcript, the turn runs.
+		s := getSession(ns, "full")
+		s.Spec.ResetGeneration = 1
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		stub.When("tl-3", stubmodel.Text("fresh"))
+		evs, err := run("run-tl3", "tl-3 after the reset")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{"fresh"}))
+		var b strings.Builder
+		_, err = small.ReadTranscript(session, &b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b.String()).To(HavePrefix(`{"type":"reset","generation":1,`))
+		Expect(b.String()).To(ContainSubstring("tl-3 after the reset"))
+		Expect(b.String()).NotTo(ContainSubstring("tl-1"), "the reset kept the old transcript")
+	})
+})
+
 var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only policy", func() {
 	It("fails closed with HarnessNotRegistered once the harness is deleted, touching no runtime", func() {
 		ns := newNamespace()

@@ -113,6 +113,7 @@ type sessionState struct {
 	dirsReady   bool  // runs/ exists and its parents were fsynced
 	tsize       int64 // transcript size in bytes; -1 unknown
 	tdirPending bool  // the transcript file was created and its directory entry not yet fsynced
+	tfull       bool  // an append was refused for the size limit since the last reset (this process)
 }
 
 // Open opens (creating if needed) the journal in dir, takes its exclusive lock,

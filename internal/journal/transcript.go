@@ -46,21 +46,41 @@ func (j *Journal) AppendTranscript(session string, records ...json.RawMessage) e
 	})
 }
 
-// ResetTranscript appends the reset marker {"type":"reset","generation":N,
-// "at":"…"} for the session's new reset generation; history before it stays.
-// The marker is written even when the transcript is at its size limit: it is
-// a few dozen bytes and records where the native history restarts. Callers
-// write it once per generation (the engine, when it starts the new native
-// thread); a repeated marker is harmless.
+// ResetTranscript starts the session's transcript anew for its new reset
+// generation: the previous transcript file is deleted (the gateway keeps its
+// own history; the mirror follows the native thread, which a reset replaces),
+// and the new file begins with the marker {"type":"reset","generation":N,
+// "at":"…"}. So a session whose transcript reached its size limit is reset,
+// not deleted. Callers write it once per generation (the engine, when it
+// starts the new native thread); a repeated reset leaves just the marker.
 func (j *Journal) ResetTranscript(session string, generation int64) error {
 	line := []byte(`{"type":"reset","generation":` + strconv.FormatInt(generation, 10) +
 		`,"at":"` + j.now().Format(time.RFC3339Nano) + `"}` + "\n")
 	return j.withSession(session, func(s *sessionState) error {
+		err := os.Remove(filepath.Join(s.dir, transcriptFileName))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("journal: reset transcript of session %s: %w", session, err)
+		}
+		s.tsize, s.tfull = 0, false
 		if err := j.appendTranscript(s, line, false); err != nil {
 			return fmt.Errorf("journal: reset transcript of session %s: %w", session, err)
 		}
 		return nil
 	})
+}
+
+// TranscriptFull reports whether an append to the session's transcript was
+// refused for the size limit since its last reset: a turn started now could
+// not mirror its records, so the engine refuses it before it starts. The fact
+// lives in this process; after a restart the first refused append learns it
+// again.
+func (j *Journal) TranscriptFull(session string) (bool, error) {
+	full := false
+	err := j.withSession(session, func(s *sessionState) error {
+		full = s.tfull
+		return nil
+	})
+	return full, err
 }
 
 // appendTranscript writes complete lines with one write(2); s.mu must be held.
@@ -70,6 +90,7 @@ func (j *Journal) appendTranscript(s *sessionState, data []byte, limited bool) e
 		return err
 	}
 	if limit := j.opts.MaxTranscriptBytes; limited && limit > 0 && size+int64(len(data)) > limit {
+		s.tfull = true
 		return &TranscriptLimitError{Session: s.name, Size: size, Adding: int64(len(data)), Limit: limit}
 	}
 	if err := j.ensureDirs(s); err != nil {

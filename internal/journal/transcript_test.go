@@ -141,14 +141,30 @@ func TestTranscriptLimit(t *testing.T) {
 	if n, _ := j.TranscriptSize(sess); n != 99 {
 		t.Fatalf("size = %d, want 99", n)
 	}
-	// The reset marker is written even past the limit.
-	if err := j.ResetTranscript(sess, 2); err != nil {
-		t.Fatalf("ResetTranscript past the limit: %v", err)
+	// A refused append marks the transcript full: the engine refuses turns
+	// before they start until the session is reset.
+	if full, err := j.TranscriptFull(sess); err != nil || !full {
+		t.Fatalf("TranscriptFull after a refused append = %v, %v; want true", full, err)
 	}
 	// The limit counts the file as found at Open.
 	j = reopen(t, j, Options{MaxTranscriptBytes: limit})
 	if err := j.AppendTranscript(sess, json.RawMessage(`{}`)); !errors.Is(err, ErrTranscriptLimitExceeded) {
 		t.Fatalf("append after reopen: %v", err)
+	}
+	// A reset starts the transcript anew, past the limit too: just its
+	// marker, room again, not full.
+	if err := j.ResetTranscript(sess, 2); err != nil {
+		t.Fatalf("ResetTranscript past the limit: %v", err)
+	}
+	if full, err := j.TranscriptFull(sess); err != nil || full {
+		t.Fatalf("TranscriptFull after a reset = %v, %v; want false", full, err)
+	}
+	if err := j.AppendTranscript(sess, json.RawMessage(`{"after":"reset"}`)); err != nil {
+		t.Fatalf("append after the reset: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(readTranscript(t, j, sess), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"type":"reset","generation":2,`) || lines[1] != `{"after":"reset"}` {
+		t.Fatalf("transcript after the reset = %q", lines)
 	}
 }
 
@@ -164,8 +180,9 @@ func TestResetMarker(t *testing.T) {
 	if err := j.AppendTranscript(sess, json.RawMessage(`{"role":"user","text":"after"}`)); err != nil {
 		t.Fatal(err)
 	}
+	// The reset replaced the transcript: its marker, then what came after.
 	lines := strings.Split(strings.TrimSuffix(readTranscript(t, j, sess), "\n"), "\n")
-	if len(lines) != 3 || lines[0] != `{"role":"user","text":"before"}` || lines[2] != `{"role":"user","text":"after"}` {
+	if len(lines) != 2 || lines[1] != `{"role":"user","text":"after"}` {
 		t.Fatalf("transcript lines = %q", lines)
 	}
 	var marker struct {
@@ -173,10 +190,10 @@ func TestResetMarker(t *testing.T) {
 		Generation int64     `json:"generation"`
 		At         time.Time `json:"at"`
 	}
-	dec := json.NewDecoder(strings.NewReader(lines[1]))
+	dec := json.NewDecoder(strings.NewReader(lines[0]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&marker); err != nil {
-		t.Fatalf("marker %s: %v", lines[1], err)
+		t.Fatalf("marker %s: %v", lines[0], err)
 	}
 	if marker.Type != "reset" || marker.Generation != 3 || !marker.At.Equal(clk.Now()) {
 		t.Fatalf("marker = %+v", marker)
