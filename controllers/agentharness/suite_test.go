@@ -3,7 +3,6 @@ package agentharness
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,11 +123,12 @@ var _ = BeforeSuite(func() {
 	stub, err = stubmodel.New()
 	Expect(err).NotTo(HaveOccurred())
 
-	// One port for every server; each server gets its own 127.0.0.x.
-	l, err := net.Listen("tcp", "127.0.0.2:0")
+	// One port for every server; each server gets its own 127.0.0.x. The
+	// port is leased below the ephemeral range, so no bind(0) of a parallel
+	// package lands on it at any of those addresses.
+	port, err := testutil.FreePort()
 	Expect(err).NotTo(HaveOccurred())
-	appPort = int32(l.Addr().(*net.TCPAddr).Port)
-	Expect(l.Close()).To(Succeed())
+	appPort = int32(port)
 	nextHostNum.Store(1)
 
 	ctx, cancel = context.WithCancel(context.Background())
