@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -108,7 +109,23 @@ type WebSocketOptions struct {
 	// HTTPClient performs the upgrade request. Nil uses a client without
 	// proxy and without redirects.
 	HTTPClient *http.Client
+	// PingInterval is how often the connection is pinged while open
+	// (DefaultPingInterval when zero; negative turns pings off). A peer that
+	// does not answer a ping within PingTimeout (DefaultPingTimeout when
+	// zero) is taken for gone and the connection is closed: a half-open
+	// connection (a peer or path that vanished without a FIN) is detected
+	// instead of waiting forever, well within the dispatcher's reattach
+	// window (30 s).
+	PingInterval time.Duration
+	PingTimeout  time.Duration
 }
+
+// Keepalive defaults of DialWebSocket: a dead peer is noticed at most
+// DefaultPingInterval + DefaultPingTimeout after it stopped answering.
+const (
+	DefaultPingInterval = 10 * time.Second
+	DefaultPingTimeout  = 10 * time.Second
+)
 
 var defaultWSClient = &http.Client{
 	Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false},
@@ -123,6 +140,8 @@ type wsTransport struct {
 	ctx    context.Context // ends when the transport is closed
 	cancel context.CancelFunc
 	closed sync.Once
+	pinged chan struct{} // closed when the keepalive goroutine has ended
+	lost   atomic.Bool   // a ping went unanswered
 }
 
 // DialWebSocket connects to a `codex app-server --listen ws://…` endpoint.
@@ -168,7 +187,45 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 	}
 	c.SetReadLimit(maxMessageBytes)
 	tctx, cancel := context.WithCancel(context.Background())
-	return &wsTransport{c: c, ctx: tctx, cancel: cancel}, nil
+	t := &wsTransport{c: c, ctx: tctx, cancel: cancel, pinged: make(chan struct{})}
+	interval, timeout := opts.PingInterval, opts.PingTimeout
+	if interval == 0 {
+		interval = DefaultPingInterval
+	}
+	if timeout <= 0 {
+		timeout = DefaultPingTimeout
+	}
+	if interval > 0 {
+		go t.keepalive(interval, timeout)
+	} else {
+		close(t.pinged)
+	}
+	return t, nil
+}
+
+// keepalive pings the peer every interval until the transport closes; a ping
+// unanswered within timeout closes the connection, which ends ReadMessage
+// with an error (the Client then reports the connection lost). Pongs are
+// read by the Client's read loop, which always runs.
+func (t *wsTransport) keepalive(interval, timeout time.Duration) {
+	defer close(t.pinged)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(t.ctx, timeout)
+		err := t.c.Ping(pctx)
+		cancel()
+		if err != nil && t.ctx.Err() == nil {
+			t.lost.Store(true)
+			_ = t.c.CloseNow()
+			return
+		}
+	}
 }
 
 func redact(s, token string) string {
@@ -181,6 +238,9 @@ func redact(s, token string) string {
 func (t *wsTransport) ReadMessage() ([]byte, error) {
 	_, b, err := t.c.Read(t.ctx)
 	if err != nil {
+		if t.lost.Load() {
+			return nil, fmt.Errorf("websocket: the peer did not answer a ping: %w", err)
+		}
 		return nil, fmt.Errorf("websocket: %w", err)
 	}
 	return b, nil
@@ -208,6 +268,7 @@ func (t *wsTransport) Close() error {
 		// is released.
 		err = t.c.Close(websocket.StatusNormalClosure, "")
 		t.cancel()
+		<-t.pinged
 		// Codex ends the TCP connection without echoing the close frame,
 		// and a connection the server already dropped is closed too.
 		if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

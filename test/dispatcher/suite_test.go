@@ -23,6 +23,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/webhook"
@@ -326,6 +327,14 @@ func newSession(namespace, name, model string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name + "-id", Model: model},
 	})).To(Succeed())
+	// The dispatcher adds its finalizer from its own informer cache: once
+	// it is there, the dispatcher knows the session (a turn sent earlier
+	// could still get 404 SessionNotFound from a cache that lags).
+	Eventually(func(g Gomega) {
+		s := &v1alpha1.AgentSession{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)).To(Succeed())
+		g.Expect(s.Finalizers).To(ContainElement(dispatch.JournalFinalizer))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 func sessionURL(namespace, name string) string {
