@@ -238,6 +238,9 @@ func redact(s, token string) string {
 func (t *wsTransport) ReadMessage() ([]byte, error) {
 	_, b, err := t.c.Read(t.ctx)
 	if err != nil {
+		// The connection is over: stop the keepalive even if nobody
+		// closes the transport.
+		t.cancel()
 		if t.lost.Load() {
 			return nil, fmt.Errorf("websocket: the peer did not answer a ping: %w", err)
 		}
