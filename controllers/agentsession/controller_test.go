@@ -411,27 +411,26 @@ var _ = Describe("AgentSession controller", func() {
 // resourceVersion or a later one, has returned.
 func expectAllReconciled(sessions []*harnessv1alpha1.AgentSession, seen func(*harnessv1alpha1.AgentSession) []client.Object) {
 	GinkgoHelper()
-	Eventually(func() error {
-		var errs []error
-		for _, s := range sessions {
-			var cur harnessv1alpha1.AgentSession
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
-				return err
-			}
-			var also []client.Object
-			if seen != nil {
-				also = seen(s)
-			}
-			errs = append(errs, calls.ReconciledAt(&cur, also...))
+	expectEachCurrent(sessions, func(s, cur *harnessv1alpha1.AgentSession) error {
+		var also []client.Object
+		if seen != nil {
+			also = seen(s)
 		}
-		return errors.Join(errs...)
-	}).Should(Succeed())
+		return calls.ReconciledAt(cur, also...)
+	})
 }
 
 // expectSettled waits until each session is at the reconciler's fixpoint: its
 // latest reconcile read its current resourceVersion, returned and wrote
 // nothing, so no write of an earlier state is still to come.
 func expectSettled(sessions []*harnessv1alpha1.AgentSession) {
+	GinkgoHelper()
+	expectEachCurrent(sessions, func(_, cur *harnessv1alpha1.AgentSession) error { return calls.Settled(cur) })
+}
+
+// expectEachCurrent waits until check holds for every session as the API
+// server has it now (cur), all at once.
+func expectEachCurrent(sessions []*harnessv1alpha1.AgentSession, check func(s, cur *harnessv1alpha1.AgentSession) error) {
 	GinkgoHelper()
 	Eventually(func() error {
 		var errs []error
@@ -440,7 +439,7 @@ func expectSettled(sessions []*harnessv1alpha1.AgentSession) {
 			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
 				return err
 			}
-			errs = append(errs, calls.Settled(&cur))
+			errs = append(errs, check(s, &cur))
 		}
 		return errors.Join(errs...)
 	}).Should(Succeed())

@@ -339,23 +339,20 @@ var _ = Describe("RuntimePolicy controller", func() {
 // resourceVersion or a later one, has returned.
 func expectAllReconciled(names []string, seen ...client.Object) {
 	GinkgoHelper()
-	Eventually(func() error {
-		var errs []error
-		for _, name := range names {
-			var p harnessv1alpha1.RuntimePolicy
-			if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
-				return err
-			}
-			errs = append(errs, calls.ReconciledAt(&p, seen...))
-		}
-		return errors.Join(errs...)
-	}).Should(Succeed())
+	expectEachCurrent(names, func(p *harnessv1alpha1.RuntimePolicy) error { return calls.ReconciledAt(p, seen...) })
 }
 
 // expectSettled waits until each named policy is at the reconciler's
 // fixpoint: its latest reconcile read its current resourceVersion, returned
 // and wrote nothing, so no write of an earlier state is still to come.
 func expectSettled(names []string) {
+	GinkgoHelper()
+	expectEachCurrent(names, func(p *harnessv1alpha1.RuntimePolicy) error { return calls.Settled(p) })
+}
+
+// expectEachCurrent waits until check holds for every named policy as the
+// API server has it now, all at once.
+func expectEachCurrent(names []string, check func(*harnessv1alpha1.RuntimePolicy) error) {
 	GinkgoHelper()
 	Eventually(func() error {
 		var errs []error
@@ -364,7 +361,7 @@ func expectSettled(names []string) {
 			if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
 				return err
 			}
-			errs = append(errs, calls.Settled(&p))
+			errs = append(errs, check(&p))
 		}
 		return errors.Join(errs...)
 	}).Should(Succeed())

@@ -14,6 +14,15 @@
 // AgentSession finalizer JournalFinalizer, which deletes a deleted
 // session's journal runs and transcript mirror.
 //
+// Files: engine.go (Engine, Turn and its steps: prepare, execute, drive,
+// reattach, relay, host-tool waits), turnerror.go (TurnError, ResultEvent),
+// replay.go (following a journaled run), recover.go (start-up recovery),
+// reads.go (the session, server pods and token reads), records.go (the
+// decision record, status helpers), status.go (the dispatcher's part of the
+// status and its UID-keyed memory), request.go, servers.go, pool.go, lock.go,
+// metrics.go, finalizer.go. Splitting the turn itself into types that each
+// own one thing is issue 12's run-handle work.
+//
 // Decisions taken here:
 //   - A turn refused before any runtime is touched (fail-closed decision,
 //     EmbeddedRuntimeSelected, ArtifactMismatch, NativeThreadLost,

@@ -1,0 +1,85 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/controllers/agentharness"
+)
+
+// session reads the AgentSession; the dispatcher's own last write wins over
+// a cache that has not seen it yet (one dispatcher writes those fields).
+func (e *Engine) session(ctx context.Context, ns, name string) (*v1alpha1.AgentSession, error) {
+	s := &v1alpha1.AgentSession{}
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, fmt.Errorf("%w: %s/%s", ErrSessionNotFound, ns, name)
+		}
+		return nil, fmt.Errorf("dispatch: read AgentSession %s/%s: %w", ns, name, err)
+	}
+	e.mu.Lock()
+	st := e.applied[s.UID]
+	e.mu.Unlock()
+	if st != nil {
+		st.into(&s.Status)
+	}
+	return s, nil
+}
+
+// serverPods collects the facts PickServer needs about a managed harness.
+func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness, harnessID string) (ServerPods, error) {
+	if h.Spec.External != nil {
+		return ServerPods{}, nil
+	}
+	var pods corev1.PodList
+	if err := e.reader.List(ctx, &pods, client.InNamespace(h.Namespace)); err != nil {
+		return ServerPods{}, fmt.Errorf("list pods of %s: %w", h.Namespace, err)
+	}
+	out := ServerPods{Bound: map[string]int{}}
+	names := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Annotations[agentharness.AnnotationHarness] != h.Name {
+			continue
+		}
+		out.Pods = append(out.Pods, p)
+		names[p.Name] = true
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				if port.Name == agentharness.PortName {
+					out.Port = port.ContainerPort
+				}
+			}
+		}
+	}
+	var sessions v1alpha1.AgentSessionList
+	if err := e.reader.List(ctx, &sessions); err != nil {
+		return ServerPods{}, fmt.Errorf("list AgentSessions: %w", err)
+	}
+	for _, s := range sessions.Items {
+		if b := s.Status.NativeBinding; b != nil && s.Status.AgentHarnessID == harnessID && names[b.Pod] {
+			out.Bound[b.Pod]++
+		}
+	}
+	return out, nil
+}
+
+// token reads a harness's capability token.
+func (e *Engine) token(ctx context.Context, h *v1alpha1.AgentHarness) (string, error) {
+	name, key := agentharness.TokenSecretName(h), agentharness.TokenSecretKey
+	if h.Spec.External != nil {
+		name, key = h.Spec.External.TokenSecretRef.Name, h.Spec.External.TokenSecretRef.Key
+	}
+	s := &corev1.Secret{}
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: name}, s); err != nil {
+		return "", fmt.Errorf("read the token Secret %s/%s of AgentHarness %s: %w", h.Namespace, name, h.Name, err)
+	}
+	tok := string(s.Data[key])
+	if tok == "" {
+		return "", fmt.Errorf("the token Secret %s/%s of AgentHarness %s has no key %q", h.Namespace, name, h.Name, key)
+	}
+	return tok, nil
+}

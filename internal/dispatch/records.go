@@ -1,0 +1,98 @@
+package dispatch
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+type candidateRecord struct {
+	HarnessID string `json:"harnessId"`
+	Supported bool   `json:"supported"`
+	Priority  int32  `json:"priority"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// logDecision writes the one structured `agent harness selected` record of a
+// decision (DESIGN.md §5 rule 10).
+func (e *Engine) logDecision(sess *v1alpha1.AgentSession, runID string, d selection.Decision) {
+	cands := make([]candidateRecord, 0, len(d.Candidates))
+	for _, c := range d.Candidates {
+		cands = append(cands, candidateRecord{HarnessID: c.HarnessID, Supported: c.Supported, Priority: c.Priority, Reason: c.Reason})
+	}
+	kv := []any{
+		"session", journal.SessionName(sess.Namespace, sess.Name), "runId", runID,
+		"runtime", d.Runtime, "requestedRuntime", d.RequestedRuntime, "harnessId", d.HarnessID,
+		"reason", d.Reason, "runtimeSource", d.RuntimeSource, "candidates", cands,
+	}
+	if d.Error != nil {
+		kv = append(kv, "errorCode", d.Error.Code, "error", d.Error.Message)
+	}
+	e.log.Info("agent harness selected", kv...)
+}
+
+func lastSelection(d selection.Decision, runID string) *v1alpha1.LastSelection {
+	ls := &v1alpha1.LastSelection{
+		Runtime: v1alpha1.RuntimeID(d.Runtime), Reason: string(d.Reason), RuntimeSource: d.RuntimeSource, RunID: runID,
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Candidates {
+		if seen[c.HarnessID] || len(ls.Candidates) == 64 {
+			continue // listMapKey harnessId: an admission race may show one id twice
+		}
+		seen[c.HarnessID] = true
+		res := v1alpha1.SupportResultUnsupported
+		if c.Supported {
+			res = v1alpha1.SupportResultSupported
+		}
+		ls.Candidates = append(ls.Candidates, v1alpha1.SelectionCandidate{
+			HarnessID: c.HarnessID, Result: res, Priority: c.Priority, Reason: truncate(c.Reason, 256),
+		})
+	}
+	return ls
+}
+
+func outcomeOf(k adapter.TerminalKind) v1alpha1.TurnOutcome {
+	switch k {
+	case adapter.TerminalOK:
+		return v1alpha1.TurnSucceeded
+	case adapter.TerminalAborted:
+		return v1alpha1.TurnInterrupted
+	case adapter.TerminalTimeout:
+		return v1alpha1.TurnTimedOut
+	}
+	return v1alpha1.TurnFailed
+}
+
+func addUsage(c *v1alpha1.SessionCounters, u adapter.Usage) {
+	c.InputTokens += u.Input
+	c.CachedInputTokens += u.CachedInput
+	c.OutputTokens += u.Output
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func newRunID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// mustJSON marshals engine-built values, which always marshal.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"marshalError": err.Error()})
+	}
+	return b
+}

@@ -1,0 +1,72 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// Recover runs at start-up: every run the journal found running is marked
+// failed (its writer died with the previous process), and every
+// AgentSession activeTurn the journal does not show running is cleared,
+// its turn recorded as lastTurn Failed (errorCode HarnessUnavailable: the
+// outcome is unknown) and counted.
+func (e *Engine) Recover(ctx context.Context) error {
+	var errs []error
+	for _, ref := range e.journal.Running() {
+		if !ref.Recovered {
+			continue
+		}
+		if err := e.journal.MarkFailed(ref, "the dispatcher restarted while the turn was running"); err != nil && !errors.Is(err, journal.ErrRunEnded) {
+			errs = append(errs, err)
+		}
+	}
+	running := map[string]string{}
+	for _, ref := range e.journal.Running() {
+		running[ref.Session] = ref.RunID
+	}
+	var list v1alpha1.AgentSessionList
+	if err := e.reader.List(ctx, &list); err != nil {
+		return fmt.Errorf("dispatch: recover: list AgentSessions: %w", err)
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Status.ActiveTurn == nil {
+			continue
+		}
+		name := journal.SessionName(s.Namespace, s.Name)
+		if running[name] == s.Status.ActiveTurn.RunID {
+			continue
+		}
+		// The stale turn ended without a result: record it as failed.
+		st := dispatcherPart(&s.Status)
+		stale := st.ActiveTurn
+		st.ActiveTurn = nil
+		if st.LastTurn == nil || st.LastTurn.RunID != stale.RunID {
+			st.LastTurn = &v1alpha1.LastTurn{
+				RunID: stale.RunID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(selection.CodeHarnessUnavailable),
+				StartedAt: stale.StartedAt, FinishedAt: metav1.Now(),
+			}
+			if st.Counters == nil {
+				st.Counters = &v1alpha1.SessionCounters{}
+			}
+			st.Counters.Turns++
+			st.Counters.FailedTurns++
+		}
+		if err := e.apply(ctx, s, st); err != nil {
+			errs = append(errs, fmt.Errorf("clear activeTurn of %s: %w", name, err))
+			continue
+		}
+		e.log.Info("cleared a stale activeTurn", "session", name, "runId", s.Status.ActiveTurn.RunID)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dispatch: recover: %w", err)
+	}
+	return nil
+}
