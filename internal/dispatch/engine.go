@@ -490,7 +490,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 		var conflict *journal.RunConflictError
 		if errors.As(err, &conflict) {
 			recordRefused(labelsOf(sess.Namespace, p.decision), selection.CodeRunIDConflict)
-			return newTurnError(selection.CodeRunIDConflict, "", "runId %q of AgentSession %s was used for a different request", req.RunID, session)
+			return RunIDConflict(session, req.RunID)
 		}
 		return fmt.Errorf("dispatch: journal: %w", err)
 	}

@@ -17,7 +17,7 @@ func (e *Engine) follow(ctx context.Context, session, runID string, digest [32]b
 	if err != nil {
 		var conflict *journal.RunConflictError
 		if errors.As(err, &conflict) {
-			return newTurnError(selection.CodeRunIDConflict, "", "runId %q of AgentSession %s was used for a different request", runID, session)
+			return RunIDConflict(session, runID)
 		}
 		return fmt.Errorf("dispatch: journal: %w", err)
 	}

@@ -35,6 +35,12 @@ func newTurnError(code selection.ErrorCode, scope selection.Scope, format string
 	return &TurnError{Code: code, Message: fmt.Sprintf(format, args...), Scope: scope, Retryable: code.Retryable()}
 }
 
+// RunIDConflict is the error of a runId reused for another request body in
+// session.
+func RunIDConflict(session, runID string) *TurnError {
+	return newTurnError(selection.CodeRunIDConflict, "", "runId %q of AgentSession %s was used for a different request", runID, session)
+}
+
 func (e *TurnError) touched(replaySafe bool) *TurnError {
 	e.ReplaySafe = &replaySafe
 	return e

@@ -339,8 +339,7 @@ func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, 
 		return nil, err
 	}
 	if run.Info().Digest != digest {
-		return nil, &dispatch.TurnError{Code: selection.CodeRunIDConflict,
-			Message: fmt.Sprintf("runId %q of AgentSession %s was used for a different request", runID, session)}
+		return nil, dispatch.RunIDConflict(session, runID)
 	}
 	return run, nil
 }
