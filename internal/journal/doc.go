@@ -6,18 +6,23 @@
 // On-disk layout (every file is append-only JSON Lines):
 //
 //	<dir>/LOCK                                 flock(2) target; holds the owner's pid
-//	<dir>/sessions/<namespace>/<name>/runs/<sha256(runId) hex>.jsonl
-//	        line 1:  {"rec":"begin","v":1,"session":"ns/name","runId":"…","digest":"<hex>","at":"…"}
+//	<dir>/by-uid/<namespace>/<uid>/runs/<sha256(runId) hex>.jsonl
+//	        line 1:  {"rec":"begin","v":1,"session":"ns/uid","runId":"…","digest":"<hex>","at":"…"}
 //	        then:    {"rec":"event","seq":N,"type":"partial","at":"…","payload":{…}}   (N = 1, 2, …)
 //	        last:    {"rec":"end","state":"finished|failed","lastSeq":N,"at":"…","result":{…},"reason":"…"}
-//	<dir>/sessions/<namespace>/<name>/transcript.jsonl
+//	<dir>/by-uid/<namespace>/<uid>/transcript.jsonl
 //	        the caller's records, one compact JSON object a line, and reset markers
 //	        {"type":"reset","generation":N,"at":"…"}
 //
-// Session names are the AgentSession's "namespace/name"; both parts must be
-// valid Kubernetes names (a DNS-1123 label and a DNS-1123 subdomain), so they
-// are used as directory names verbatim and anything else — "..", slashes,
-// upper case — is refused with ErrInvalidSession. Run ids are hashed into file
+// Sessions are keyed by the AgentSession's "namespace/uid" (SessionKey): the
+// UID is the session's identity, so a session deleted and created again under
+// its name starts empty. Both parts must be valid Kubernetes names (a DNS-1123
+// label and a DNS-1123 subdomain, which UIDs are), so they are used as
+// directory names verbatim and anything else — "..", slashes, upper case — is
+// refused with ErrInvalidSession. A journal kept by name (<dir>/sessions, the
+// layout before issue 12) is migrated by Open when Options.ResolveLegacy can
+// name each session's UID (sessions that no longer exist are deleted), and
+// refused with ErrLegacyLayout otherwise (migrate.go). Run ids are hashed into file
 // names, so any UTF-8 runId up to MaxRunIDBytes is safe.
 //
 // Durability: the begin record is fsynced (file and directory) before Begin

@@ -12,9 +12,12 @@ var (
 	// ErrClosed is returned by every operation on a closed Journal, and yielded
 	// by an Events iterator that was waiting when the Journal was closed.
 	ErrClosed = errors.New("journal: closed")
-	// ErrInvalidSession is returned for a session name that is not a valid
-	// Kubernetes "namespace/name".
-	ErrInvalidSession = errors.New("journal: invalid session name")
+	// ErrInvalidSession is returned for a session key that is not a valid
+	// Kubernetes "namespace/uid".
+	ErrInvalidSession = errors.New("journal: invalid session key")
+	// ErrLegacyLayout is returned by Open for a journal kept by AgentSession
+	// name (its <dir>/sessions directory) when Options.ResolveLegacy is nil.
+	ErrLegacyLayout = errors.New("journal: the directory holds a journal keyed by AgentSession name; it must be migrated by a dispatcher that can read AgentSessions")
 	// ErrInvalidRunID is returned for an empty, oversized or non-UTF-8 runId.
 	ErrInvalidRunID = errors.New("journal: invalid runId")
 	// ErrRunConflict is what a *RunConflictError matches with errors.Is: the

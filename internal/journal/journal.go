@@ -28,7 +28,8 @@ const MaxRunIDBytes = 512
 
 const (
 	lockFileName       = "LOCK"
-	sessionsDirName    = "sessions"
+	sessionsDirName    = "by-uid"
+	legacyDirName      = "sessions" // the name-keyed layout before issue 12 (migrate.go)
 	runsDirName        = "runs"
 	transcriptFileName = "transcript.jsonl"
 	runFileExt         = ".jsonl"
@@ -52,6 +53,11 @@ type Options struct {
 	MaxTranscriptBytes int64
 	// Now is the clock for timestamps and retention; nil means time.Now.
 	Now func() time.Time
+	// ResolveLegacy migrates a journal kept by AgentSession name (the layout
+	// before sessions were keyed by UID) at Open: it returns the UID of the
+	// AgentSession namespace/name that exists now, or exists false. Without
+	// it, Open refuses such a journal with ErrLegacyLayout (migrate.go).
+	ResolveLegacy func(namespace, name string) (uid string, exists bool, err error)
 
 	noSync bool // skip every fsync: tests and benchmarks only
 }
@@ -85,6 +91,8 @@ type RecoveryReport struct {
 	// whose begin record is unreadable is moved aside entirely.
 	Corrupt []string
 	Pruned  int // finished runs removed by retention at Open
+	// Migrated is what Open did to a journal kept by AgentSession name.
+	Migrated LegacyMigration
 }
 
 // Journal is an open journal directory. Its methods are safe for concurrent use.
@@ -138,6 +146,10 @@ func Open(dir string, opts Options) (*Journal, error) {
 		closing:  make(chan struct{}),
 		runs:     map[runKey]*runState{},
 		sessions: map[string]*sessionState{},
+	}
+	if j.recovery.Migrated, err = j.migrateLegacy(); err != nil {
+		j.releaseLock()
+		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}
 	if err := j.load(); err != nil {
 		j.releaseLock()
@@ -303,19 +315,46 @@ func (j *Journal) ensureDirs(s *sessionState) error {
 	return nil
 }
 
-// SessionName joins a namespace and an object name into the session name the
-// journal expects, "namespace/name".
-func SessionName(namespace, name string) string { return namespace + "/" + name }
+// SessionKey is the journal's key of an AgentSession, "namespace/uid": its
+// identity is the UID, so a session deleted and created again under its name
+// never finds its predecessor's runs or transcript.
+func SessionKey(namespace, uid string) string { return namespace + "/" + uid }
 
-// ValidateSession checks that session is "namespace/name" with a DNS-1123
-// label namespace and a DNS-1123 subdomain name, the names Kubernetes gives
-// AgentSessions. Such names are safe as directory names as they are: no
+// Sessions lists the keys of the sessions that have a directory in the
+// journal, for garbage collection of sessions that no longer exist.
+func (j *Journal) Sessions() ([]string, error) {
+	root := filepath.Join(j.dir, sessionsDirName)
+	nsEntries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list sessions: %w", err)
+	}
+	var keys []string
+	for _, nsEntry := range nsEntries {
+		if !nsEntry.IsDir() {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, nsEntry.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("journal: list sessions: %w", err)
+		}
+		for _, e := range entries {
+			if key := SessionKey(nsEntry.Name(), e.Name()); e.IsDir() && ValidateSession(key) == nil {
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys, nil
+}
+
+// ValidateSession checks that session is "namespace/key" with a DNS-1123
+// label namespace and a key that is a DNS-1123 subdomain (the UIDs Kubernetes
+// gives objects are). Such names are safe as directory names as they are: no
 // separators, no dot-only segments, no upper case (so no collisions on
 // case-insensitive file systems).
 func ValidateSession(session string) error {
-	ns, name, ok := strings.Cut(session, "/")
-	if !ok || !isDNSLabel(ns) || !isDNSSubdomain(name) {
-		return fmt.Errorf("%w: %q is not \"namespace/name\" of a Kubernetes object", ErrInvalidSession, session)
+	ns, key, ok := strings.Cut(session, "/")
+	if !ok || !isDNSLabel(ns) || !isDNSSubdomain(key) {
+		return fmt.Errorf("%w: %q is not \"namespace/uid\" of a Kubernetes object", ErrInvalidSession, session)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func (j *Journal) load() error {
 			if !nameEntry.IsDir() || !isDNSSubdomain(nameEntry.Name()) {
 				continue
 			}
-			if err := j.loadSession(SessionName(nsEntry.Name(), nameEntry.Name())); err != nil {
+			if err := j.loadSession(SessionKey(nsEntry.Name(), nameEntry.Name())); err != nil {
 				return err
 			}
 		}
