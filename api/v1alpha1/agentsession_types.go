@@ -256,6 +256,14 @@ type NativeBinding struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Generation int64 `json:"generation"`
+
+	// sessionUID is the UID of the AgentSession the binding was written for.
+	// The dispatcher trusts a binding only when it names this object's UID: a
+	// binding without it (written before the field existed) or naming another
+	// object is refused with NativeThreadLost until the session is reset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SessionUID string `json:"sessionUID,omitempty"`
 }
 
 // ActiveTurn is the turn running now (dispatcher).

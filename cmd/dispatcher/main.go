@@ -61,6 +61,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +75,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
@@ -153,6 +155,21 @@ func serverPodSelector() (labels.Selector, error) {
 	return labels.NewSelector().Add(*hasHarness, *managed), nil
 }
 
+// sessionUIDs resolves the AgentSessions of a journal kept by name (before
+// sessions were keyed by UID) to the objects that exist now.
+func sessionUIDs(ctx context.Context, c client.Reader) func(ns, name string) (string, bool, error) {
+	return func(ns, name string) (string, bool, error) {
+		s := &v1alpha1.AgentSession{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", false, nil
+			}
+			return "", false, err
+		}
+		return string(s.UID), true, nil
+	}
+}
+
 // run starts the dispatcher against the API server of cfg and blocks until
 // ctx ends and running turns have finished (or --shutdown-grace passed).
 func run(ctx context.Context, cfg *rest.Config, opts options) error {
@@ -174,7 +191,11 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	defer serving.close()
 
-	jrnl, err := journal.Open(opts.journalDir, journal.Options{})
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("create the Kubernetes client: %w", err)
+	}
+	jrnl, err := journal.Open(opts.journalDir, journal.Options{ResolveLegacy: sessionUIDs(ctx, direct)})
 	if err != nil {
 		return fmt.Errorf("open the journal (--journal-dir %s): %w", opts.journalDir, err)
 	}
@@ -189,6 +210,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	rep := jrnl.Recovery()
 	log.Info("journal opened", "dir", opts.journalDir, "runs", rep.Runs, "running", rep.Running,
 		"tornTails", rep.TornTails, "discarded", len(rep.Discarded), "corrupt", rep.Corrupt, "pruned", rep.Pruned)
+	if m := rep.Migrated; len(m.Moved)+len(m.Removed) > 0 {
+		log.Info("migrated a journal kept by AgentSession name to UID keys", "moved", m.Moved, "removedGone", m.Removed)
+	}
 
 	// Give the API server's graceful shutdown its full grace, plus time for
 	// the caches and the leader lease to be released.

@@ -25,7 +25,7 @@ func refusedBeforeAnyThread(ns, name, runID string, evs []event, requestsBefore 
 	GinkgoHelper()
 	Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
 	Expect(len(stub.Requests())).To(Equal(requestsBefore), "nothing reached the model")
-	_, err := jrnl.Lookup(journal.SessionName(ns, name), runID)
+	_, err := jrnl.Lookup(keyOf(ns, name), runID)
 	Expect(err).To(MatchError(journal.ErrNotFound), "a refused turn is not journaled")
 	s := getSession(ns, name)
 	Expect(s.Status.NativeBinding).To(BeNil(), "no thread was started")
@@ -83,7 +83,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		gate := stubmodel.NewGate()
 		DeferCleanup(gate.Release)
 		stub.When("intr-1", stubmodel.Stall(gate, stubmodel.Text("never said")))
-		Expect(eng.Interrupt(ns, "intr", "run-i1")).To(BeFalse(), "nothing runs yet")
+		Expect(eng.Interrupt(keyOf(ns, "intr"), "run-i1")).To(BeFalse(), "nothing runs yet")
 		c := &collector{}
 		done := make(chan error, 1)
 		go func() {
@@ -92,8 +92,8 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		}()
 		_, err := stub.WaitMarker(ctx, "intr-1")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(eng.Interrupt(ns, "intr", "run-other")).To(BeFalse(), "another runId is not interrupted")
-		Eventually(func() bool { return eng.Interrupt(ns, "intr", "run-i1") }).Should(BeTrue())
+		Expect(eng.Interrupt(keyOf(ns, "intr"), "run-other")).To(BeFalse(), "another runId is not interrupted")
+		Eventually(func() bool { return eng.Interrupt(keyOf(ns, "intr"), "run-i1") }).Should(BeTrue())
 		var turnErr error
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
 		Expect(turnErr).NotTo(HaveOccurred())
@@ -107,7 +107,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnInterrupted))
 		Expect(s.Status.Counters.Turns).To(Equal(int64(1)))
 		Expect(s.Status.Counters.FailedTurns).To(Equal(int64(1)))
-		Expect(eng.Interrupt(ns, "intr", "run-i1")).To(BeFalse(), "the turn ended")
+		Expect(eng.Interrupt(keyOf(ns, "intr"), "run-i1")).To(BeFalse(), "the turn ended")
 	})
 
 	It("refuses an expected artifact of another harness before any thread (ArtifactMismatch, the seed's text)", func() {
@@ -167,7 +167,7 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		Expect(term.Tool).To(Equal("lookup_weather"))
 		Expect(term.Outcome).To(Equal(adapter.OutcomeFailure))
 		Expect(term.ExecutionStarted).To(BeTrue(), "the client may have started it")
-		Expect(eng.SubmitToolResult(journal.SessionName(ns, "slowtool"), "run-tt1", call.CallID, adapter.TextAnswer("late"))).
+		Expect(eng.SubmitToolResult(keyOf(ns, "slowtool"), "run-tt1", call.CallID, adapter.TextAnswer("late"))).
 			To(MatchError(ErrNoPendingToolCall), "a timed-out call takes no answer")
 		Expect(stub.FunctionCallOutputs()).NotTo(ContainElement(HaveField("Output", ContainSubstring("late"))))
 	})

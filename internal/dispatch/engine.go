@@ -172,7 +172,7 @@ func (e *Engine) Decide(ctx context.Context, ns, name string, req *TurnRequest) 
 }
 
 // SubmitToolResult answers the host tool call callID of the running turn
-// runID of session ("namespace/name"), as the client posted it. It returns
+// runID of the session (SessionKey), as the client posted it. It returns
 // ErrNoPendingToolCall when no such call waits (unknown, answered, timed
 // out or its turn ended).
 func (e *Engine) SubmitToolResult(session, runID, callID string, answer adapter.ToolAnswer) error {
@@ -190,17 +190,17 @@ func (e *Engine) SubmitToolResult(session, runID, callID string, answer adapter.
 	}
 }
 
-// Interrupt asks the running turn runID of the session to stop; it reports
-// whether such a turn was running. An interrupt that arrives while the turn
-// is still being started is delivered once it has started.
-func (e *Engine) Interrupt(ns, name, runID string) bool {
-	return e.interrupt(journal.SessionName(ns, name), func(a *activeRun) bool { return a.runID == runID })
+// Interrupt asks the running turn runID of the session (SessionKey) to stop;
+// it reports whether such a turn was running. An interrupt that arrives while
+// the turn is still being started is delivered once it has started.
+func (e *Engine) Interrupt(session, runID string) bool {
+	return e.interrupt(session, func(a *activeRun) bool { return a.runID == runID })
 }
 
 // interruptSession interrupts the running turn of the session, whatever its
 // runId; it reports whether one was running.
-func (e *Engine) interruptSession(ns, name string) bool {
-	return e.interrupt(journal.SessionName(ns, name), func(*activeRun) bool { return true })
+func (e *Engine) interruptSession(session string) bool {
+	return e.interrupt(session, func(*activeRun) bool { return true })
 }
 
 func (e *Engine) interrupt(session string, match func(*activeRun) bool) bool {
@@ -278,11 +278,11 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	if req.RunID == "" {
 		req.RunID = newRunID()
 	}
-	session := journal.SessionName(ns, name)
 	sess, err := e.session(ctx, ns, name)
 	if err != nil {
 		return err
 	}
+	session := SessionKey(sess)
 	if err := validateAgainstSession(ns, sess, req); err != nil {
 		return err
 	}
@@ -308,9 +308,13 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 		unlock()
 		return e.follow(ctx, session, req.RunID, digest, sink)
 	}
-	// The session may have changed while this turn waited for the lock.
+	// The session may have changed while this turn waited for the lock —
+	// or been deleted and created again under its name.
 	if sess, err = e.session(ctx, ns, name); err != nil {
 		return err
+	}
+	if SessionKey(sess) != session {
+		return fmt.Errorf("%w: %s/%s was deleted while the turn waited", ErrSessionNotFound, ns, name)
 	}
 	if !sess.DeletionTimestamp.IsZero() {
 		// Its journal is being deleted (FinalizerReconciler): nothing may
@@ -380,10 +384,13 @@ func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *
 
 	binding := sess.Status.NativeBinding
 	rebind := binding == nil || binding.Generation != sess.Spec.ResetGeneration
+	if terr := trustedBinding(sess); terr != nil {
+		return nil, terr
+	}
 	if !rebind {
 		// A reset starts a new transcript; otherwise a full one refuses the
 		// turn before it starts, instead of interrupting it mid-answer.
-		session := journal.SessionName(sess.Namespace, sess.Name)
+		session := SessionKey(sess)
 		full, err := e.journal.TranscriptFull(session)
 		if err != nil {
 			return nil, newTurnError(selection.CodeHarnessUnavailable, "", "read the transcript mirror of AgentSession %s: %v", session, err)
@@ -537,7 +544,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	}
 	in := adapter.TurnInput{
 		Model:                 model,
-		Cwd:                   path.Join(root, sess.Namespace, sess.Name),
+		Cwd:                   workDir(root, sess),
 		DeveloperInstructions: req.ExtraSystemPrompt,
 		ThinkLevel:            req.ThinkLevel,
 		Prompt:                req.Prompt,
@@ -581,7 +588,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	}
 	if threadID != "" {
 		st.AgentHarnessID = d.HarnessID
-		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: threadID, Pod: p.server.Name, Generation: sess.Spec.ResetGeneration}
+		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: threadID, Pod: p.server.Name, Generation: sess.Spec.ResetGeneration, SessionUID: string(sess.UID)}
 	}
 	if terr == nil && rc.transcriptErr != nil {
 		terr = newTurnError(selection.CodeTranscriptLimitExceeded, "", "%v", rc.transcriptErr).touched(false)

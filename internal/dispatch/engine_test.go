@@ -160,7 +160,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(evs).To(BeEmpty())
 		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "SessionMismatch"))).To(Equal(1.0))
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch"))).To(Equal(1.0))
-		_, lookErr := jrnl.Lookup(journal.SessionName(ns, "text"), "run-mismatch")
+		_, lookErr := jrnl.Lookup(keyOf(ns, "text"), "run-mismatch")
 		Expect(lookErr).To(MatchError(journal.ErrNotFound))
 		Expect(len(stub.Requests())).To(Equal(before))
 	})
@@ -220,7 +220,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 	It("round-trips a host tool call through SubmitToolResult and the model sees its output (issue 6: host tools)", func() {
 		newSession(ns, "tools", testModel)
 		stub.When("tool-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))
-		session := journal.SessionName(ns, "tools")
+		session := keyOf(ns, "tools")
 		c := &collector{}
 		c.onEvent = func(typ string, payload json.RawMessage) {
 			if typ != string(adapter.EventToolCall) {
@@ -304,7 +304,7 @@ var _ = Describe("A session whose transcript mirror is full", func() {
 		ns := newNamespace()
 		registerCodex(ns, codexSrv.URL, true)
 		newSession(ns, "full", testModel)
-		session := journal.SessionName(ns, "full")
+		session := keyOf(ns, "full")
 		small, err := journal.Open(suiteT.TempDir(), journal.Options{MaxTranscriptBytes: 600})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(small.Close)
@@ -407,7 +407,7 @@ var _ = Describe("Start-up recovery", func() {
 		dir := suiteT.TempDir()
 		j1, err := journal.Open(dir, journal.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		_, outcome, err := j1.Begin(journal.SessionName(ns, "stale"), "run-r1", [32]byte{1})
+		_, outcome, err := j1.Begin(keyOf(ns, "stale"), "run-r1", [32]byte{1})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(outcome).To(Equal(journal.BeginNew))
 		old := New(k8sClient, k8sClient, j1, Options{})
@@ -428,7 +428,7 @@ var _ = Describe("Start-up recovery", func() {
 		Expect(s.Status.LastTurn).NotTo(BeNil())
 		Expect(s.Status.LastTurn.RunID).To(Equal("run-r1"))
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
-		run, err := j2.Lookup(journal.SessionName(ns, "stale"), "run-r1")
+		run, err := j2.Lookup(keyOf(ns, "stale"), "run-r1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(run.Info().State).To(Equal(journal.StateFailed))
 		Expect(j2.Running()).To(BeEmpty())

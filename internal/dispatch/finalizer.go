@@ -93,8 +93,8 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 
-	session := journal.SessionName(s.Namespace, s.Name)
-	if err := r.deleteJournal(ctx, session, s.Namespace, s.Name, s.UID); err != nil {
+	session := SessionKey(s)
+	if err := r.deleteJournal(ctx, session, s.UID); err != nil {
 		if errors.Is(err, journal.ErrSessionBusy) {
 			return ctrl.Result{RequeueAfter: busyRequeue}, nil
 		}
@@ -111,11 +111,11 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // deleteJournal deletes the session's runs and transcript. With an Engine it
 // interrupts a running turn and holds the session lock while deleting, so no
 // turn of the session starts meanwhile.
-func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session, ns, name string, uid k8stypes.UID) error {
+func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session string, uid k8stypes.UID) error {
 	if r.Engine == nil {
 		return r.Journal.DeleteSession(session)
 	}
-	r.Engine.interruptSession(ns, name)
+	r.Engine.interruptSession(session)
 	lctx, cancel := context.WithTimeout(ctx, finalizerLockWait)
 	defer cancel()
 	unlock, err := r.Engine.locks.lock(lctx, session)

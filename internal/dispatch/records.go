@@ -7,7 +7,6 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
 )
 
@@ -26,7 +25,7 @@ func (e *Engine) logDecision(sess *v1alpha1.AgentSession, runID string, d select
 		cands = append(cands, candidateRecord{HarnessID: c.HarnessID, Supported: c.Supported, Priority: c.Priority, Reason: c.Reason})
 	}
 	kv := []any{
-		"session", journal.SessionName(sess.Namespace, sess.Name), "runId", runID,
+		"session", sess.Namespace + "/" + sess.Name, "uid", sess.UID, "runId", runID,
 		"runtime", d.Runtime, "requestedRuntime", d.RequestedRuntime, "harnessId", d.HarnessID,
 		"reason", d.Reason, "runtimeSource", d.RuntimeSource, "candidates", cands,
 	}

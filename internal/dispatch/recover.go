@@ -40,8 +40,8 @@ func (e *Engine) Recover(ctx context.Context) error {
 		if s.Status.ActiveTurn == nil {
 			continue
 		}
-		name := journal.SessionName(s.Namespace, s.Name)
-		if running[name] == s.Status.ActiveTurn.RunID {
+		name := s.Namespace + "/" + s.Name
+		if running[SessionKey(s)] == s.Status.ActiveTurn.RunID {
 			continue
 		}
 		// The stale turn ended without a result: record it as failed.

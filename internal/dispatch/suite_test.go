@@ -348,8 +348,21 @@ func errorOf(evs []event) TurnError {
 
 func transcript(ns, name string) string {
 	GinkgoHelper()
+	return transcriptOf(keyOf(ns, name))
+}
+
+// transcriptOf is the transcript mirror of a session key, whether or not
+// its AgentSession still exists.
+func transcriptOf(session string) string {
+	GinkgoHelper()
 	var b strings.Builder
-	_, err := jrnl.ReadTranscript(journal.SessionName(ns, name), &b)
+	_, err := jrnl.ReadTranscript(session, &b)
 	Expect(err).NotTo(HaveOccurred())
 	return b.String()
+}
+
+// keyOf is the journal key of the AgentSession ns/name that exists now.
+func keyOf(ns, name string) string {
+	GinkgoHelper()
+	return SessionKey(getSession(ns, name))
 }

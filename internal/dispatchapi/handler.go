@@ -152,16 +152,18 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 
 // --- turn tokens ---
 
-// TurnToken is the turn token of a run (what the `selected` event carries).
-func (h *Handler) TurnToken(ns, name, runID string) string {
+// TurnToken is the turn token of a run (what the `selected` event carries):
+// bound to the session's UID (session is dispatch.SessionKey), so it is
+// worthless for a session created later under the same name.
+func (h *Handler) TurnToken(session, runID string) string {
 	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte(ns + "\x00" + name + "\x00" + runID))
+	m.Write([]byte(session + "\x00" + runID))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, ns, name, runID string) bool {
+func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, session, runID string) bool {
 	got := r.Header.Get(TurnTokenHeader)
-	if got == "" || !hmac.Equal([]byte(got), []byte(h.TurnToken(ns, name, runID))) {
+	if got == "" || !hmac.Equal([]byte(got), []byte(h.TurnToken(session, runID))) {
 		msg := "the " + TurnTokenHeader + " header is missing"
 		if got != "" {
 			msg = "the " + TurnTokenHeader + " header does not match this turn"
@@ -174,6 +176,32 @@ func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, ns, nam
 }
 
 // --- handlers ---
+
+// session reads the request's AgentSession; a missing one is answered 404
+// SessionNotFound.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*v1alpha1.AgentSession, bool) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	s := &v1alpha1.AgentSession{}
+	if err := h.sessions.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			err = apiError(http.StatusNotFound, CodeSessionNotFound, fmt.Sprintf("AgentSession %s/%s not found", ns, name))
+		}
+		writeError(w, err, h.retryAfter)
+		return nil, false
+	}
+	return s, true
+}
+
+// sessionKey is the journal key (dispatch.SessionKey) of the request's
+// AgentSession: runs, tool calls and turn tokens belong to the object that
+// exists now, never to a deleted one of the same name.
+func (h *Handler) sessionKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	s, ok := h.session(w, r)
+	if !ok {
+		return "", false
+	}
+	return dispatch.SessionKey(s), true
+}
 
 func attrs(r *http.Request, verb string) Attributes {
 	return Attributes{Verb: verb, Namespace: r.PathValue("ns"), Name: r.PathValue("name"), Subresource: SubresourceTurns}
@@ -214,7 +242,10 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, name := r.PathValue("ns"), r.PathValue("name")
-	session := journal.SessionName(ns, name)
+	session, ok := h.sessionKey(w, r)
+	if !ok {
+		return
+	}
 	hadRunID := req.RunID != ""
 	var afterSeq int64
 	hasLast := false
@@ -326,7 +357,7 @@ wait:
 			return
 		}
 	}
-	h.stream(w, r, ns, name, run, afterSeq)
+	h.stream(w, r, run, afterSeq)
 }
 
 // ownRun is the journaled run runID of session if it was begun for a request
@@ -346,8 +377,9 @@ func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, 
 
 // stream writes a run's journaled events after afterSeq as
 // text/event-stream, following a running run to its end.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, ns, name string, run *journal.Run, afterSeq int64) {
-	runID := run.Info().RunID
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Run, afterSeq int64) {
+	info := run.Info()
+	runID := info.RunID
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
@@ -356,7 +388,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, ns, name string
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	token := h.TurnToken(ns, name, runID)
+	token := h.TurnToken(info.Session, runID)
 	var buf bytes.Buffer
 	for ev, err := range run.Events(r.Context(), afterSeq) {
 		if err != nil {
@@ -439,7 +471,11 @@ type TurnState struct {
 
 func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (*journal.Run, bool) {
 	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
-	run, err := h.jrnl.Lookup(journal.SessionName(ns, name), runID)
+	session, ok := h.sessionKey(w, r)
+	if !ok {
+		return nil, false
+	}
+	run, err := h.jrnl.Lookup(session, runID)
 	if err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
 			err = apiError(http.StatusNotFound, CodeRunNotFound, fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal", runID, ns, name))
@@ -490,8 +526,9 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, attrs(r, VerbCreate)) {
 		return
 	}
-	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
-	if !h.checkTurnToken(w, r, ns, name, runID) {
+	runID := r.PathValue("runId")
+	session, ok := h.sessionKey(w, r)
+	if !ok || !h.checkTurnToken(w, r, session, runID) {
 		return
 	}
 	var body ToolResultRequest
@@ -506,7 +543,7 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.lookupRun(w, r); !ok {
 		return
 	}
-	if err := h.eng.SubmitToolResult(journal.SessionName(ns, name), runID, body.CallID, body.ToolAnswer); err != nil {
+	if err := h.eng.SubmitToolResult(session, runID, body.CallID, body.ToolAnswer); err != nil {
 		writeError(w, err, h.retryAfter)
 		return
 	}
@@ -518,7 +555,8 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
-	if !h.checkTurnToken(w, r, ns, name, runID) {
+	session, ok := h.sessionKey(w, r)
+	if !ok || !h.checkTurnToken(w, r, session, runID) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
@@ -537,7 +575,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !h.interruptRun(r.Context(), run, ns, name, runID) {
+	if !h.interruptRun(r.Context(), run, session, runID) {
 		writeError(w, apiError(http.StatusConflict, CodeTurnNotRunning,
 			fmt.Sprintf("run %q of AgentSession %s/%s is not running", runID, ns, name)), h.retryAfter)
 		return
@@ -549,13 +587,13 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 // only once it started on its app-server; a run journaled but still
 // starting is retried until it is interruptible, ends, or
 // interruptWait passes.
-func (h *Handler) interruptRun(ctx context.Context, run *journal.Run, ns, name, runID string) bool {
+func (h *Handler) interruptRun(ctx context.Context, run *journal.Run, session, runID string) bool {
 	deadline := time.NewTimer(interruptWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(journalPoll)
 	defer tick.Stop()
 	for {
-		if h.eng.Interrupt(ns, name, runID) {
+		if h.eng.Interrupt(session, runID) {
 			return true
 		}
 		if run.Info().State != journal.StateRunning {
@@ -577,17 +615,12 @@ func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, attrs(r, VerbGet)) {
 		return
 	}
-	ns, name := r.PathValue("ns"), r.PathValue("name")
-	s := &v1alpha1.AgentSession{}
-	if err := h.sessions.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			err = apiError(http.StatusNotFound, CodeSessionNotFound, fmt.Sprintf("AgentSession %s/%s not found", ns, name))
-		}
-		writeError(w, err, h.retryAfter)
+	s, ok := h.session(w, r)
+	if !ok {
 		return
 	}
 	var buf bytes.Buffer
-	if _, err := h.jrnl.ReadTranscript(journal.SessionName(ns, name), &buf); err != nil {
+	if _, err := h.jrnl.ReadTranscript(dispatch.SessionKey(s), &buf); err != nil {
 		writeError(w, err, h.retryAfter)
 		return
 	}
