@@ -264,6 +264,16 @@ type NativeBinding struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	SessionUID string `json:"sessionUID,omitempty"`
+
+	// harnessNamespace and harnessName name the AgentHarness whose server
+	// holds the thread: the dispatcher's finalizer archives the thread and
+	// removes the session's working directory there.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	HarnessNamespace string `json:"harnessNamespace,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	HarnessName string `json:"harnessName,omitempty"`
 }
 
 // ActiveTurn is the turn running now (dispatcher).

@@ -103,6 +103,7 @@ type options struct {
 	journalDir       string
 	tokenAudience    string
 	shutdownGrace    time.Duration
+	gcInterval       time.Duration
 	tls              tlsOptions
 
 	// skipControllerNameValidation lets several dispatchers run in one
@@ -119,6 +120,7 @@ func main() {
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
+	flag.DurationVar(&opts.gcInterval, "gc-interval", dispatch.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
 	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM), with --tls-key-file; reloaded when the files change (e.g. a cert-manager Secret volume). Without it and --tls-secret-name: an ephemeral CA and certificate generated at every start (local development only: clients must trust a new CA after each restart).")
 	flag.StringVar(&opts.tls.keyFile, "tls-key-file", "", "Private key of --tls-cert-file (PEM).")
 	flag.StringVar(&opts.tls.secretName, "tls-secret-name", "", "Keep a self-managed CA and serving certificate in this Secret (keys tls.crt, tls.key, ca.crt, ca.key; created when missing): the CA survives restarts, the certificate is replaced before it expires. Clients trust its ca.crt.")
@@ -254,6 +256,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	defer eng.Close()
 	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Journal: jrnl, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if err := mgr.Add(&dispatch.GarbageCollector{Engine: eng, Journal: jrnl, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
+		return fmt.Errorf("add the garbage collector: %w", err)
 	}
 
 	cs, err := kubernetes.NewForConfig(cfg)

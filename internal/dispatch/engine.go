@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 	"time"
 
@@ -66,7 +65,7 @@ type Options struct {
 	// external servers keep their own configured mode.
 	PodSandbox string
 	// WorkspaceRoot is the directory, on the app-server's filesystem, under
-	// which each session gets its working directory <root>/<ns>/<name>.
+	// which each session gets its working directory <root>/<ns>/<uid>.
 	// Empty means <the server's native home>/workspaces.
 	WorkspaceRoot string
 	// ReattachTimeout bounds reconnecting to a turn's server after its
@@ -339,8 +338,7 @@ type prepared struct {
 	decision selection.Decision
 	harness  *v1alpha1.AgentHarness
 	server   Server
-	poolKey  string
-	dial     func(context.Context) (*appserver.Client, error)
+	conn     serverConn
 	client   *appserver.Client
 	rebind   bool
 	pod      bool // the server is a managed pod (not external)
@@ -416,24 +414,12 @@ func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *
 	if terr := checkArtifact(h, srv, req.ExpectedRuntimeArtifact, d.HarnessID); terr != nil {
 		return nil, terr
 	}
-	token, err := e.token(ctx, h)
+	conn, err := e.serverConn(ctx, h, srv)
 	if err != nil {
 		return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "%v", err)
 	}
-	p := &prepared{decision: d, harness: h, server: srv, rebind: rebind, pod: h.Spec.External == nil}
-	p.poolKey = h.Namespace + "/" + h.Name + "/" + srv.Name + "|" + srv.URL
-	minVersion := h.Spec.MinVersion
-	url := srv.URL
-	p.dial = func(ctx context.Context) (*appserver.Client, error) {
-		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		defer cancel()
-		t, err := appserver.DialWebSocket(ctx, url, appserver.WebSocketOptions{Token: token})
-		if err != nil {
-			return nil, err
-		}
-		return appserver.Connect(ctx, t, appserver.Options{MinVersion: minVersion})
-	}
-	c, err := e.pool.get(ctx, p.poolKey, p.dial)
+	p := &prepared{decision: d, harness: h, server: srv, conn: conn, rebind: rebind, pod: h.Spec.External == nil}
+	c, err := e.open(ctx, conn)
 	if err != nil {
 		var verr *appserver.VersionError
 		if errors.As(err, &verr) {
@@ -534,14 +520,7 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 			e.log.Error(err, "transcript reset marker failed", "session", session)
 		}
 	}
-	root := e.opts.WorkspaceRoot
-	if root == "" {
-		home := p.client.ServerInfo().CodexHome
-		if home == "" {
-			home = "/tmp"
-		}
-		root = path.Join(home, workspacesDir)
-	}
+	root := e.workspaceRoot(p.client)
 	in := adapter.TurnInput{
 		Model:                 model,
 		Cwd:                   workDir(root, sess),
@@ -588,7 +567,8 @@ func (e *Engine) execute(ctx context.Context, session string, sess *v1alpha1.Age
 	}
 	if threadID != "" {
 		st.AgentHarnessID = d.HarnessID
-		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: threadID, Pod: p.server.Name, Generation: sess.Spec.ResetGeneration, SessionUID: string(sess.UID)}
+		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: threadID, Pod: p.server.Name, Generation: sess.Spec.ResetGeneration,
+			SessionUID: string(sess.UID), HarnessNamespace: p.harness.Namespace, HarnessName: p.harness.Name}
 	}
 	if terr == nil && rc.transcriptErr != nil {
 		terr = newTurnError(selection.CodeTranscriptLimitExceeded, "", "%v", rc.transcriptErr).touched(false)
@@ -724,7 +704,7 @@ func (e *Engine) reattach(ctx context.Context, t *codex.Turn, p *prepared) error
 	deadline := time.Now().Add(e.opts.ReattachTimeout)
 	backoff := 200 * time.Millisecond
 	for {
-		c, err := e.pool.get(ctx, p.poolKey, p.dial)
+		c, err := e.open(ctx, p.conn)
 		if err == nil {
 			err = t.Reattach(ctx, c)
 			if err == nil || errors.Is(err, codex.ErrTurnNotStarted) {

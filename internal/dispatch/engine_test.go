@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -261,41 +260,6 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(te.ReplaySafe).To(BeNil(), "no runtime was touched")
 		Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
 		Expect(len(stub.Requests())).To(Equal(before))
-	})
-})
-
-var _ = Describe("A session deleted and created again under its name", func() {
-	It("starts empty: a new native thread, counters from zero, an empty transcript (identity is the UID)", func() {
-		ns := newNamespace()
-		registerCodex(ns, codexSrv.URL, true)
-		first := newSession(ns, "again", testModel)
-		stub.When("uid-1", stubmodel.Text("the first user's secret is 7"))
-		evs, err := turn(ns, "again", textReq("run-u1", "uid-1: remember my secret"))
-		Expect(err).NotTo(HaveOccurred())
-		firstThread := resultOf(evs).ThreadID
-		Expect(getSession(ns, "again").Status.Counters.Turns).To(Equal(int64(1)))
-
-		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &v1alpha1.AgentSession{}))
-		}).Should(BeTrue())
-		second := newSession(ns, "again", testModel)
-		Expect(second.UID).NotTo(Equal(first.UID))
-
-		stub.When("uid-2", stubmodel.Text("hello, second user"))
-		evs, err = turn(ns, "again", textReq("run-u2", "uid-2: what do you know?"))
-		Expect(err).NotTo(HaveOccurred())
-		res := resultOf(evs)
-		Expect(res.ThreadID).NotTo(Equal(firstThread), "the successor continued the deleted session's native thread")
-		req, err := stub.WaitMarker(ctx, "uid-2")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(req.AssistantTexts()).NotTo(ContainElement(ContainSubstring("secret is 7")), "the model saw the deleted session's conversation")
-		s := getSession(ns, "again")
-		Expect(s.Status.Counters.Turns).To(Equal(int64(1)), "counters continued from the deleted session")
-		Expect(s.Status.NativeBinding.ThreadID).To(Equal(res.ThreadID))
-		tr := transcript(ns, "again")
-		Expect(tr).NotTo(ContainSubstring("uid-1"), "the transcript continued the deleted session's")
-		Expect(tr).To(ContainSubstring("uid-2"))
 	})
 })
 

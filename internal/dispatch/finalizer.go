@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -28,11 +27,22 @@ const busyRequeue = time.Second
 // deleted session to end after interrupting it.
 const finalizerLockWait = 10 * time.Second
 
+// nativeCleanupGrace is how long after its deletion a session's finalizer
+// keeps retrying the cleanup of its native state on app-servers that cannot
+// be reached; after it the finalizer goes and the GarbageCollector finishes
+// the cleanup once the servers are back (a deletion never hangs on a server
+// that is gone).
+const nativeCleanupGrace = 2 * time.Minute
+
 // FinalizerReconciler owns the AgentSession finalizer JournalFinalizer. It
 // adds the finalizer to every AgentSession (a JSON merge patch of
 // metadata.finalizers, never an update) and, once a session is being
 // deleted, deletes its journal runs and transcript mirror
-// (journal.DeleteSession), then removes the finalizer.
+// (journal.DeleteSession) and, with Engine set, its native state on the
+// app-servers — its threads archived and its working directory removed
+// through the app-server's own API (forgetNative) — then removes the
+// finalizer. An app-server that cannot be reached holds the finalizer back
+// for nativeCleanupGrace at most; GarbageCollector finishes the cleanup.
 //
 // A session deleted while one of its turns runs: with Engine set, the turn is
 // interrupted (terminal aborted, recorded as usual) and the reconcile waits,
@@ -93,12 +103,11 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil
 	}
 
-	session := SessionKey(s)
-	if err := r.deleteJournal(ctx, session, s.UID); err != nil {
+	if err := r.deleteJournal(ctx, s); err != nil {
 		if errors.Is(err, journal.ErrSessionBusy) {
 			return ctrl.Result{RequeueAfter: busyRequeue}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("delete the journal of AgentSession %s: %w", session, err)
+		return ctrl.Result{}, fmt.Errorf("finalize AgentSession %s/%s (uid %s): %w", s.Namespace, s.Name, s.UID, err)
 	}
 	base := s.DeepCopy()
 	controllerutil.RemoveFinalizer(s, JournalFinalizer)
@@ -110,8 +119,10 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // deleteJournal deletes the session's runs and transcript. With an Engine it
 // interrupts a running turn and holds the session lock while deleting, so no
-// turn of the session starts meanwhile.
-func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session string, uid k8stypes.UID) error {
+// turn of the session starts meanwhile, and then removes the session's
+// native state from the app-servers (forgetNative).
+func (r *FinalizerReconciler) deleteJournal(ctx context.Context, s *v1alpha1.AgentSession) error {
+	session, uid := SessionKey(s), s.UID
 	if r.Engine == nil {
 		return r.Journal.DeleteSession(session)
 	}
@@ -128,5 +139,12 @@ func (r *FinalizerReconciler) deleteJournal(ctx context.Context, session string,
 		return err
 	}
 	r.Engine.forget(uid)
+	if err := r.Engine.forgetNative(ctx, s); err != nil {
+		if time.Since(s.DeletionTimestamp.Time) < nativeCleanupGrace {
+			return fmt.Errorf("remove the native threads and working directory: %w", err)
+		}
+		r.Engine.log.Error(err, "the native state of a deleted session was not removed; garbage collection removes it once its app-server is back",
+			"session", s.Namespace+"/"+s.Name, "uid", uid)
+	}
 	return nil
 }

@@ -6,23 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 var _ = Describe("The dispatcher's AgentSession finalizer", func() {
-	gone := func(ns, name string) func() bool {
-		return func() bool {
-			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.AgentSession{})
-			return apierrors.IsNotFound(err)
-		}
-	}
-
 	It("deletes the session's journal runs and transcript before the AgentSession goes", func() {
 		ns := newNamespace()
 		registerCodex(ns, codexSrv.URL, true)

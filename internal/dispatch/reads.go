@@ -35,25 +35,14 @@ func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness, harne
 	if h.Spec.External != nil {
 		return ServerPods{}, nil
 	}
-	var pods corev1.PodList
-	if err := e.reader.List(ctx, &pods, client.InNamespace(h.Namespace)); err != nil {
-		return ServerPods{}, fmt.Errorf("list pods of %s: %w", h.Namespace, err)
+	pods, port, err := e.harnessPods(ctx, h)
+	if err != nil {
+		return ServerPods{}, err
 	}
-	out := ServerPods{Bound: map[string]int{}}
+	out := ServerPods{Pods: pods, Port: port, Bound: map[string]int{}}
 	names := map[string]bool{}
-	for _, p := range pods.Items {
-		if p.Annotations[agentharness.AnnotationHarness] != h.Name {
-			continue
-		}
-		out.Pods = append(out.Pods, p)
+	for _, p := range pods {
 		names[p.Name] = true
-		for _, c := range p.Spec.Containers {
-			for _, port := range c.Ports {
-				if port.Name == agentharness.PortName {
-					out.Port = port.ContainerPort
-				}
-			}
-		}
 	}
 	var sessions v1alpha1.AgentSessionList
 	if err := e.reader.List(ctx, &sessions); err != nil {
@@ -65,6 +54,31 @@ func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness, harne
 		}
 	}
 	return out, nil
+}
+
+// harnessPods lists a managed harness's server pods and their app-server
+// port.
+func (e *Engine) harnessPods(ctx context.Context, h *v1alpha1.AgentHarness) ([]corev1.Pod, int32, error) {
+	var list corev1.PodList
+	if err := e.reader.List(ctx, &list, client.InNamespace(h.Namespace)); err != nil {
+		return nil, 0, fmt.Errorf("list pods of %s: %w", h.Namespace, err)
+	}
+	var pods []corev1.Pod
+	var port int32
+	for _, p := range list.Items {
+		if p.Annotations[agentharness.AnnotationHarness] != h.Name {
+			continue
+		}
+		pods = append(pods, p)
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == agentharness.PortName {
+					port = cp.ContainerPort
+				}
+			}
+		}
+	}
+	return pods, port, nil
 }
 
 // token reads a harness's capability token.

@@ -101,3 +101,14 @@ func (e *Engine) forget(uid k8stypes.UID) {
 	delete(e.applied, uid)
 	e.mu.Unlock()
 }
+
+// rememberedUIDs lists the UIDs of the sessions the engine remembers.
+func (e *Engine) rememberedUIDs() []k8stypes.UID {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	uids := make([]k8stypes.UID, 0, len(e.applied))
+	for uid := range e.applied {
+		uids = append(uids, uid)
+	}
+	return uids
+}

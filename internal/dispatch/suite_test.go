@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -365,4 +366,12 @@ func transcriptOf(session string) string {
 func keyOf(ns, name string) string {
 	GinkgoHelper()
 	return SessionKey(getSession(ns, name))
+}
+
+// gone reports whether the AgentSession ns/name no longer exists.
+func gone(ns, name string) func() bool {
+	return func() bool {
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.AgentSession{})
+		return apierrors.IsNotFound(err)
+	}
 }

@@ -1,0 +1,126 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// nativeCleanupTimeout bounds the cleanup of one session on one app-server.
+const nativeCleanupTimeout = 30 * time.Second
+
+// appServer is one reachable app-server and the workspace root on it.
+type appServer struct {
+	name   string // "<harness namespace>/<harness name>/<server>"
+	client *appserver.Client
+	root   string
+}
+
+// appServers connects to every serving app-server of every AgentHarness
+// the engine can drive (one connection per distinct address). A server that
+// cannot be reached is reported in the error and left out.
+func (e *Engine) appServers(ctx context.Context) ([]appServer, error) {
+	var harnesses v1alpha1.AgentHarnessList
+	if err := e.reader.List(ctx, &harnesses); err != nil {
+		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
+	}
+	var out []appServer
+	var errs []error
+	seen := map[string]bool{}
+	for i := range harnesses.Items {
+		h := &harnesses.Items[i]
+		if h.Spec.Adapter != v1alpha1.AdapterCodexAppServer {
+			continue
+		}
+		servers, err := e.servingServers(ctx, h)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, srv := range servers {
+			if seen[srv.URL] {
+				continue
+			}
+			seen[srv.URL] = true
+			name := h.Namespace + "/" + h.Name + "/" + srv.Name
+			conn, err := e.serverConn(ctx, h, srv)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("app-server %s: %w", name, err))
+				continue
+			}
+			c, err := e.open(ctx, conn)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("app-server %s: %w", name, err))
+				continue
+			}
+			out = append(out, appServer{name: name, client: c, root: e.workspaceRoot(c)})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// forgetNative removes a deleted session's native state — every thread
+// whose working directory is the session's, and the directory — from the
+// app-server its binding names. The session's UID names the directory, so
+// nothing of another session, or of a successor under the same name, is
+// touched. A harness or server pod that is gone leaves nothing to remove
+// (nil); a server that is coming back is an error (retried). Threads of
+// earlier bindings on other servers are the GarbageCollector's.
+func (e *Engine) forgetNative(ctx context.Context, s *v1alpha1.AgentSession) error {
+	b := s.Status.NativeBinding
+	if b == nil || b.HarnessName == "" {
+		return nil // never bound, or bound before bindings named their harness
+	}
+	h := &v1alpha1.AgentHarness{}
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: b.HarnessNamespace, Name: b.HarnessName}, h); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var srv Server
+	if h.Spec.External != nil {
+		srv = Server{Name: ExternalServerName, URL: h.Spec.External.URL}
+	} else {
+		pods, port, err := e.harnessPods(ctx, h)
+		if err != nil {
+			return err
+		}
+		var serr *selection.Error
+		if srv, serr = boundServer(h, ServerPods{Pods: pods, Port: port}, b.Pod); serr != nil {
+			if serr.Code == selection.CodeNativeThreadLost {
+				return nil // the pod and its files are gone
+			}
+			return serr
+		}
+	}
+	name := h.Namespace + "/" + h.Name + "/" + srv.Name
+	conn, err := e.serverConn(ctx, h, srv)
+	if err != nil {
+		return fmt.Errorf("app-server %s: %w", name, err)
+	}
+	c, err := e.open(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("app-server %s: %w", name, err)
+	}
+	return e.forgetOn(ctx, appServer{name: name, client: c, root: e.workspaceRoot(c)}, workDir(e.workspaceRoot(c), s))
+}
+
+// forgetOn removes one session directory and its threads from one server.
+func (e *Engine) forgetOn(ctx context.Context, s appServer, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, nativeCleanupTimeout)
+	defer cancel()
+	archived, err := codex.ForgetSession(ctx, s.client, dir)
+	if len(archived) > 0 {
+		e.log.Info("archived the native threads of a deleted session", "server", s.name, "dir", dir, "threads", archived)
+	}
+	if err != nil {
+		return fmt.Errorf("app-server %s: %w", s.name, err)
+	}
+	return nil
+}
