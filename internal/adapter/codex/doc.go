@@ -55,7 +55,12 @@
 //     not replayed: items completed meanwhile are read back from
 //     thread/turns/list (only completed items are listed), the tail of an
 //     assistant message streaming across the gap is sent as one partial
-//     when it completes (TestReattachAfterWebSocketDrop).
+//     when it completes (TestReattachAfterWebSocketDrop). The new
+//     connection subscribes before the list is taken, so a message can
+//     start and finish in between and arrive both ways: a listed item is
+//     completed at once, in list order, and what the connection delivers
+//     for it afterwards is ignored — each delta reaches the client once
+//     (TestReattachDeliversTheAnswerOnce).
 //
 // # Plan text (DESIGN.md §5 rule 8)
 //

@@ -47,6 +47,12 @@ func newRig(t *testing.T, opts codextest.Options) *rig {
 // connect opens a new connection (stdio: only once; WebSocket: any number).
 func (r *rig) connect(t *testing.T) *appserver.Client {
 	t.Helper()
+	return r.connectVia(t, nil)
+}
+
+// connectVia is connect with the transport wrapped by wrap (nil: as is).
+func (r *rig) connectVia(t *testing.T, wrap func(appserver.Transport) appserver.Transport) *appserver.Client {
+	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
 	var tr appserver.Transport
 	if r.srv.URL != "" {
@@ -57,6 +63,9 @@ func (r *rig) connect(t *testing.T) *appserver.Client {
 		}
 	} else {
 		tr = appserver.NewStdioTransport(r.srv.Stdio())
+	}
+	if wrap != nil {
+		tr = wrap(tr)
 	}
 	c, err := appserver.Connect(ctx, tr, appserver.Options{})
 	if err != nil {

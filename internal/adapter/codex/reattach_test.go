@@ -182,20 +182,30 @@ func waitGate(t *testing.T, gate *stubmodel.Gate, what string) {
 // the detached turn as no longer in progress.
 func waitTurnEnded(t *testing.T, r *rig, turn *Turn) {
 	t.Helper()
+	waitListed(t, r, turn, "the turn to end on the server", func(listed appserver.TurnInfo) bool {
+		return listed.Status != appserver.TurnInProgress && listed.Status != ""
+	})
+}
+
+// waitListed polls, on a connection of its own, until thread/turns/list
+// shows the turn in the state done accepts.
+func waitListed(t *testing.T, r *rig, turn *Turn, what string, done func(appserver.TurnInfo) bool) {
+	t.Helper()
 	c := r.connect(t)
 	defer func() { _ = c.Close() }()
 	ctx := testCtx(t, 30*time.Second)
 	for {
 		listed, err := fetchTurn(ctx, c, turn.ThreadID(), turn.ID())
 		if err != nil {
-			t.Fatalf("waiting for the turn to end on the server: %v", err)
+			t.Fatalf("waiting for %s: %v", what, err)
 		}
-		if listed.Status != appserver.TurnInProgress && listed.Status != "" {
+		if done(listed) {
 			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the server still lists turn %s as %q", turn.ID(), listed.Status)
+			t.Fatalf("timed out waiting for %s: the server lists turn %s as %q with %d items",
+				what, turn.ID(), listed.Status, len(listed.Items))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -19,9 +19,12 @@ func (t *Turn) relay(ev appserver.Event) {
 		t.itemStarted(e.Item)
 	case appserver.AgentMessageDelta:
 		st := t.item(e.ItemID, "agentMessage")
-		// After a reattach, deltas of an item whose start this connection
-		// did not see may follow a gap: its missing text is sent when the
-		// item completes instead.
+		// The deltas relayed for a message are the prefix of its text that
+		// one connection delivered from its start. After a reattach, deltas
+		// of a message whose start this connection did not see follow a
+		// gap, and a message read back from thread/turns/list is already
+		// complete (Codex lists only finished items): either way the text
+		// the client lacks is sent once, by itemCompleted.
 		if st.completed || t.connGen > 0 && st.startGen != t.connGen {
 			return
 		}
@@ -92,7 +95,6 @@ func (t *Turn) item(id, typ string) *itemState {
 	if st == nil {
 		st = &itemState{typ: typ, startGen: -1}
 		t.items[id] = st
-		t.order = append(t.order, id)
 	}
 	return st
 }
@@ -196,46 +198,6 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 			term.Outcome, term.Failure = adapter.OutcomeFailure, n.failure
 		}
 		t.terminal(term)
-	}
-}
-
-// recoverItem relays an item read back after a gap: from thread/turns/list
-// by Reattach (final when the turn already ended), or from the
-// turn/completed summary (final). Listed items of a running turn are
-// settled — Codex lists an item once it is done — except assistant
-// messages, which are relayed up to what exists and complete later.
-func (t *Turn) recoverItem(it appserver.Item, final bool) {
-	if it.Type == "agentMessage" && !final {
-		t.recoverPartial(it)
-		return
-	}
-	t.itemCompleted(it)
-}
-
-// recoverPartial relays the part of an assistant message the client has not
-// seen. Later deltas of the item are suppressed; item/completed (or the end
-// of the turn) completes it.
-func (t *Turn) recoverPartial(it appserver.Item) {
-	st := t.item(it.ID, it.Type)
-	if st.completed {
-		return
-	}
-	if rel := st.relayed.String(); strings.HasPrefix(it.Text, rel) && len(it.Text) > len(rel) {
-		t.emit(adapter.Event{Type: adapter.EventPartial, Partial: &adapter.Partial{ItemID: it.ID, Delta: it.Text[len(rel):]}})
-		st.relayed.WriteString(it.Text[len(rel):])
-	}
-	st.provisional = true
-	st.startGen = -1
-}
-
-// completeProvisional completes, at the end of the turn, the assistant
-// messages recovered while running whose completion was not seen: the turn
-// ended, so their text is final.
-func (t *Turn) completeProvisional() {
-	for _, id := range t.order {
-		if st := t.items[id]; st.provisional && !st.completed {
-			t.itemCompleted(appserver.Item{Type: "agentMessage", ID: id, Text: st.relayed.String()})
-		}
 	}
 }
 

@@ -76,7 +76,6 @@ type Turn struct {
 	warnings []string
 
 	items      map[string]*itemState
-	order      []string // item ids, first seen first
 	texts      []string // completed assistant messages
 	plans      []string
 	planSteps  string // rendered last turn/plan/updated
@@ -106,11 +105,10 @@ type Turn struct {
 
 // itemState is what the relay remembers about one item.
 type itemState struct {
-	typ         string
-	startGen    int  // connection generation that delivered item/started (-1: none)
-	completed   bool // item/completed relayed
-	provisional bool // recovered while running; completes later
-	relayed     strings.Builder
+	typ       string
+	startGen  int  // connection generation that delivered item/started (-1: none)
+	completed bool // item/completed relayed
+	relayed   strings.Builder
 }
 
 // hostCall is one host tool call, shared by duplicate deliveries of the
@@ -595,10 +593,15 @@ func (t *Turn) Reattach(ctx context.Context, c *appserver.Client) error {
 	t.c, t.th, t.at, t.turnID = c, th, at, turnID
 	t.publicID.Store(turnID)
 	t.connGen++
-	finished := listed.Status != appserver.TurnInProgress && listed.Status != ""
+	// Codex lists an item only once it is done — an assistant message
+	// still streaming is not listed (TestReattachDeliversTheAnswerOnce) — so
+	// every listed item is completed now, in list order, before any event
+	// this connection buffered is relayed; those events of a listed item
+	// then change nothing.
 	for _, it := range listed.Items {
-		t.recoverItem(it, finished)
+		t.itemCompleted(it)
 	}
+	finished := listed.Status != appserver.TurnInProgress && listed.Status != ""
 	if finished {
 		t.pending = &appserver.TurnCompletedEvent{
 			EventMeta: appserver.EventMeta{Method: appserver.MethodTurnCompleted, ThreadID: t.threadID, TurnID: turnID},
@@ -694,10 +697,9 @@ func (t *Turn) finish(done appserver.TurnCompletedEvent) *adapter.TurnResult {
 	// are in the completion's item summary.
 	for _, it := range done.Turn.Items {
 		if it.Type == "agentMessage" {
-			t.recoverItem(it, true)
+			t.itemCompleted(it)
 		}
 	}
-	t.completeProvisional()
 	term := adapter.Terminal{Kind: adapter.TerminalOK}
 	switch done.Turn.Status {
 	case appserver.TurnCompleted:
