@@ -87,6 +87,21 @@ func (j *Journal) unindexRunLocked(key runKey) {
 	}
 }
 
+// Admit returns the *RetentionLimitError Begin would refuse a new runId of
+// session with now, or nil: a check the engine can make before it selects a
+// harness and connects to a server. Begin checks again.
+func (j *Journal) Admit(session string) error {
+	if err := ValidateSession(session); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed.Load() {
+		return ErrClosed
+	}
+	return j.admitLocked(session)
+}
+
 // admitLocked refuses a new runId in a namespace that holds
 // Options.MaxNamespaceRuns runs; j.mu must be held.
 func (j *Journal) admitLocked(session string) error {

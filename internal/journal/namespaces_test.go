@@ -20,6 +20,10 @@ func limitRefusal(t *testing.T, j *Journal, session, runID string) RetentionLimi
 	if _, err := os.Stat(runFile(j, session, runID)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused Begin left a run file: %v", err)
 	}
+	var admit *RetentionLimitError
+	if err := j.Admit(session); !errors.As(err, &admit) || *admit != *le {
+		t.Fatalf("Admit(%s) = %v, want Begin's refusal %v", session, err, le)
+	}
 	return *le
 }
 
@@ -75,6 +79,9 @@ func TestFullNamespaceRefusesNewRunIDsAndNeverForgetsOldOnes(t *testing.T) {
 	// Deleting a session frees its runs' room.
 	if err := j.DeleteSession(other); err != nil {
 		t.Fatal(err)
+	}
+	if err := j.Admit(sess); err != nil {
+		t.Fatalf("Admit with room: %v", err)
 	}
 	begin(t, j, sess, "run-4", "body", BeginNew)
 }
