@@ -10,7 +10,9 @@
 // --probe-bind-address by every replica (plain HTTP, for the kubelet; a
 // failed check answers 500, as controller-runtime's probes do). /metrics
 // includes the engine's turn metrics (harness_dispatcher_*: turns,
-// fail-closed decisions, time to first partial, duration, tokens).
+// fail-closed decisions, time to first partial, duration, tokens) and the
+// journal's (harness_dispatcher_journal_*: retention passes, what they
+// pruned, each namespace's runs and bytes against its caps).
 //
 // The API's TLS certificate comes from one of three places:
 //   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
@@ -99,6 +101,7 @@ type options struct {
 	leaderElect      bool
 	leaderElectionNS string
 	journalDir       string
+	retention        retentionOptions
 	tokenAudience    string
 	shutdownGrace    time.Duration
 	tls              tlsOptions
@@ -115,6 +118,7 @@ func main() {
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
+	bindRetentionFlags(flag.CommandLine, &opts.retention)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
 	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM), with --tls-key-file; reloaded when the files change (e.g. a cert-manager Secret volume). Without it and --tls-secret-name: an ephemeral CA and certificate generated at every start (local development only: clients must trust a new CA after each restart).")
@@ -160,6 +164,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if opts.shutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
 	}
+	if err := opts.retention.validate(); err != nil {
+		return err
+	}
 	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
@@ -174,7 +181,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	defer serving.close()
 
-	jrnl, err := journal.Open(opts.journalDir, journal.Options{})
+	jrnl, err := journal.Open(opts.journalDir, opts.retention.journalOptions())
 	if err != nil {
 		return fmt.Errorf("open the journal (--journal-dir %s): %w", opts.journalDir, err)
 	}
@@ -223,6 +230,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	if err := serving.addTo(mgr, opts.leaderElect, rotatorName); err != nil {
 		return err
+	}
+
+	if err := mgr.Add(opts.retention.runnable(jrnl, ctrl.Log.WithName("retention"))); err != nil {
+		return fmt.Errorf("add journal retention: %w", err)
 	}
 
 	reader := secretsUncached{Reader: mgr.GetCache(), api: mgr.GetAPIReader()}
