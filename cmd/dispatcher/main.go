@@ -10,7 +10,9 @@
 // --probe-bind-address by every replica (plain HTTP, for the kubelet; a
 // failed check answers 500, as controller-runtime's probes do). /metrics
 // includes the engine's turn metrics (harness_dispatcher_*: turns,
-// fail-closed decisions, time to first partial, duration, tokens).
+// fail-closed decisions, time to first partial, duration, tokens) and the
+// journal's (harness_dispatcher_journal_*: retention passes, what they
+// pruned, each namespace's runs and bytes against its caps).
 //
 // The API's TLS certificate comes from one of three places:
 //   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
@@ -101,6 +103,7 @@ type options struct {
 	leaderElect      bool
 	leaderElectionNS string
 	journalDir       string
+	retention        retentionOptions
 	tokenAudience    string
 	shutdownGrace    time.Duration
 	gcInterval       time.Duration
@@ -118,6 +121,7 @@ func main() {
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
+	bindRetentionFlags(flag.CommandLine, &opts.retention)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", dispatch.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
@@ -179,6 +183,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if opts.shutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
 	}
+	if err := opts.retention.validate(); err != nil {
+		return err
+	}
 	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
@@ -197,7 +204,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create the Kubernetes client: %w", err)
 	}
-	jrnl, err := journal.Open(opts.journalDir, journal.Options{ResolveLegacy: sessionUIDs(ctx, direct)})
+	jopts := opts.retention.journalOptions()
+	jopts.ResolveLegacy = sessionUIDs(ctx, direct)
+	jrnl, err := journal.Open(opts.journalDir, jopts)
 	if err != nil {
 		return fmt.Errorf("open the journal (--journal-dir %s): %w", opts.journalDir, err)
 	}
@@ -249,6 +258,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	if err := serving.addTo(mgr, opts.leaderElect, rotatorName); err != nil {
 		return err
+	}
+
+	if err := mgr.Add(opts.retention.runnable(jrnl, ctrl.Log.WithName("retention"))); err != nil {
+		return fmt.Errorf("add journal retention: %w", err)
 	}
 
 	reader := secretsUncached{Reader: mgr.GetCache(), api: mgr.GetAPIReader()}

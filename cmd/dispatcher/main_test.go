@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,6 +125,7 @@ func TestDispatcher(t *testing.T) {
 
 	dir := t.TempDir()
 	opts := testOptions(t, filepath.Join(dir, "journal"), filepath.Join(dir, "ca.pem"))
+	passesBefore := promtestutil.ToFloat64(retentionPasses.WithLabelValues("ok"))
 	leader := start(ctx, env.Config, opts)
 	defer leader.stop(t)
 	probe := "http://" + opts.probeAddr
@@ -159,6 +161,12 @@ func TestDispatcher(t *testing.T) {
 		if st != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
 			t.Fatalf("/metrics: %d %.300s", st, body)
 		}
+		// Journal retention runs periodically while the dispatcher is up
+		// (this process's passes, counted from before it started).
+		eventually(t, "two retention passes", func() bool {
+			return promtestutil.ToFloat64(retentionPasses.WithLabelValues("ok")) >= passesBefore+2
+		})
+		waitStatusBody(t, leader, probe+"/metrics", http.StatusOK, `harness_dispatcher_journal_retention_passes_total{result="ok"}`, 20*time.Second)
 	})
 
 	t.Run("the CA file verifies the served certificate; an untrusting client is refused", func(t *testing.T) {
@@ -506,7 +514,8 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 		bindAddr: freeAddr(t), probeAddr: freeAddr(t),
 		leaderElect: true, leaderElectionNS: "default",
 		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
-		tls: tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
+		retention: retentionOptions{interval: 100 * time.Millisecond},
+		tls:       tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
 		// Several dispatchers run in this one process.
 		skipControllerNameValidation: true,
 	}

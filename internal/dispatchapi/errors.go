@@ -66,6 +66,8 @@ func toAPIError(err error) *Error {
 		se  *selection.Error
 		fe  *selection.FieldError
 		mbe *http.MaxBytesError
+		pe  *journal.RunPrunedError
+		le  *journal.RetentionLimitError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -83,6 +85,10 @@ func toAPIError(err error) *Error {
 		return apiError(http.StatusBadRequest, CodeBadRequest, "invalid request body: "+fe.Error())
 	case errors.Is(err, dispatch.ErrSessionNotFound):
 		return apiError(http.StatusNotFound, CodeSessionNotFound, err.Error())
+	case errors.As(err, &pe):
+		return codeError(selection.CodeRunPayloadPruned, pe)
+	case errors.As(err, &le):
+		return codeError(selection.CodeRetentionLimitReached, le)
 	case errors.Is(err, journal.ErrNotFound):
 		return apiError(http.StatusNotFound, CodeRunNotFound, err.Error())
 	case errors.Is(err, journal.ErrInvalidSession), errors.Is(err, journal.ErrInvalidRunID):
@@ -94,20 +100,34 @@ func toAPIError(err error) *Error {
 	}
 }
 
-// writeError answers err as JSON; a 503 gets Retry-After.
+// codeError answers a journal refusal with its DESIGN.md §7 code.
+func codeError(code selection.ErrorCode, err error) *Error {
+	return &Error{Code: string(code), Message: err.Error(), Retryable: code.Retryable(), status: code.HTTPStatus()}
+}
+
+// writeError answers err as JSON; a 503 gets Retry-After, and so does a
+// RetentionLimitReached whose wait is known.
 func writeError(w http.ResponseWriter, err error, retryAfter time.Duration) {
 	ae := toAPIError(err)
 	status := ae.status
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(retryAfter.Round(time.Second)/time.Second))))
+	var le *journal.RetentionLimitError
+	switch {
+	case status == http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
+	case errors.As(err, &le) && le.RetryAfter > 0:
+		w.Header().Set("Retry-After", retryAfterSeconds(le.RetryAfter))
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="harness-dispatcher"`)
 	}
 	writeJSON(w, status, ae)
+}
+
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -10,9 +10,14 @@
 //	        line 1:  {"rec":"begin","v":1,"session":"ns/uid","runId":"…","digest":"<hex>","at":"…"}
 //	        then:    {"rec":"event","seq":N,"type":"partial","at":"…","payload":{…}}   (N = 1, 2, …)
 //	        last:    {"rec":"end","state":"finished|failed","lastSeq":N,"at":"…","result":{…},"reason":"…"}
+//	        or, once retention pruned the payload, the tombstone: the begin record and
+//	                 {"rec":"end","state":"…","lastSeq":N,"at":"…","reason":"…","pruned":true}
 //	<dir>/by-uid/<namespace>/<uid>/transcript.jsonl
 //	        the caller's records, one compact JSON object a line, and reset markers
-//	        {"type":"reset","generation":N,"at":"…"}
+//	        {"type":"reset","generation":N,"at":"…"}; a transcript that retention
+//	        pruned starts with {"type":"pruned","bytes":N,"at":"…"} (N: the bytes removed)
+//	<file>.tmp  the replacement of a run file or transcript being written (renamed
+//	        over it; a leftover is removed by Open)
 //
 // Sessions are keyed by the AgentSession's "namespace/uid" (SessionKey): the
 // UID is the session's identity, so a session deleted and created again under
@@ -39,6 +44,21 @@
 // never decides to. A run found running at Open stays running — its events can
 // still be read — until the engine calls MarkFailed for it (Running lists
 // them). A failed run is replayed as failed; a retry needs a new runId. The
-// guarantee lasts as long as retention keeps the run (Options.MaxRuns,
-// Options.MaxAge): a runId pruned from the journal is forgotten.
+// guarantee lasts for the whole retention (Options.MaxAge): only then is a run
+// forgotten and its runId free again.
+//
+// Retention (retention.go, tombstone.go, caps.go, namespaces.go): Prune runs
+// at Open and periodically (RunRetention, for as long as the dispatcher is
+// up). It forgets runs that ended more than Options.MaxAge ago. Everything
+// else it may prune is payload, never a runId: Options.MaxRuns (across all
+// sessions) and Options.MaxNamespaceBytes (per namespace: run files and
+// transcripts) reduce the oldest ended runs to their tombstone — runId,
+// request digest, final state, finish time — which Begin and Lookup answer
+// with a *RunPrunedError; a namespace still over its bytes then loses the
+// transcripts of its idle sessions, least recently active first. Running runs
+// and the transcripts of sessions with a running run are never pruned.
+// Tombstones have their own bound, Options.MaxNamespaceRuns runs per
+// namespace: at the bound, Begin refuses new runIds of the namespace with a
+// *RetentionLimitError until runs age out (or sessions are deleted), rather
+// than forget a runId early.
 package journal

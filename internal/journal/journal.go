@@ -21,6 +21,8 @@ const (
 	DefaultMaxRuns                  = 10000
 	DefaultMaxAge                   = 7 * 24 * time.Hour
 	DefaultMaxTranscriptBytes int64 = 64 << 20
+	DefaultMaxNamespaceRuns         = 20000
+	DefaultMaxNamespaceBytes  int64 = 1 << 30
 )
 
 // MaxRunIDBytes is the longest runId Begin accepts.
@@ -40,14 +42,29 @@ const (
 
 // Options tunes a Journal. The zero value is the documented defaults.
 type Options struct {
-	// MaxRuns is how many finished (or failed) runs Prune keeps across all
-	// sessions, the most recently finished ones. Zero means DefaultMaxRuns
-	// (10 000); negative means no count limit. Running runs are never pruned
-	// and do not count.
+	// MaxRuns is how many ended runs keep their payload (events and
+	// result) across all sessions, the most recently finished ones; Prune
+	// reduces older ones to their tombstone (tombstone.go). Zero means
+	// DefaultMaxRuns (10 000); negative means no count limit. Running runs
+	// are never pruned and do not count.
 	MaxRuns int
-	// MaxAge prunes runs that finished longer ago than this. Zero means
-	// DefaultMaxAge (7 days); negative means no age limit.
+	// MaxAge is the retention: Prune forgets runs — tombstone and all — that
+	// finished longer ago than this, and only then is their runId free
+	// again. Zero means DefaultMaxAge (7 days); negative means no age limit.
 	MaxAge time.Duration
+	// MaxNamespaceRuns bounds the runs one namespace's sessions may hold:
+	// running, ended and tombstones. While a namespace holds this many, Begin
+	// refuses new runIds in it with a *RetentionLimitError; known runIds are
+	// answered as always. Zero means DefaultMaxNamespaceRuns (20 000);
+	// negative means no bound.
+	MaxNamespaceRuns int
+	// MaxNamespaceBytes caps the payload one namespace's sessions keep: run
+	// files with their events and results, and transcripts (tombstones do
+	// not count; MaxNamespaceRuns bounds them). Prune brings a namespace
+	// over the cap back under it by pruning the payloads of its oldest ended
+	// runs, then the transcripts of its idle sessions (caps.go). Zero means
+	// DefaultMaxNamespaceBytes (1 GiB); negative means no cap.
+	MaxNamespaceBytes int64
 	// MaxTranscriptBytes is the size limit of one session's transcript file.
 	// Zero means DefaultMaxTranscriptBytes (64 MiB); negative means no limit.
 	MaxTranscriptBytes int64
@@ -72,6 +89,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxTranscriptBytes == 0 {
 		o.MaxTranscriptBytes = DefaultMaxTranscriptBytes
 	}
+	if o.MaxNamespaceRuns == 0 {
+		o.MaxNamespaceRuns = DefaultMaxNamespaceRuns
+	}
+	if o.MaxNamespaceBytes == 0 {
+		o.MaxNamespaceBytes = DefaultMaxNamespaceBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -90,7 +113,7 @@ type RecoveryReport struct {
 	// beyond a torn last line. A damaged run file keeps its valid prefix; one
 	// whose begin record is unreadable is moved aside entirely.
 	Corrupt []string
-	Pruned  int // finished runs removed by retention at Open
+	Pruned  PruneReport // what retention did at Open
 	// Migrated is what Open did to a journal kept by AgentSession name.
 	Migrated LegacyMigration
 }
@@ -106,6 +129,7 @@ type Journal struct {
 	mu       sync.Mutex
 	runs     map[runKey]*runState
 	sessions map[string]*sessionState
+	spaces   map[string]*namespaceState // by namespace; see indexRunLocked
 	recovery RecoveryReport
 }
 
@@ -155,12 +179,12 @@ func Open(dir string, opts Options) (*Journal, error) {
 		j.releaseLock()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}
-	n, err := j.Prune()
+	pruned, err := j.Prune()
 	if err != nil {
 		j.releaseLock()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}
-	j.recovery.Pruned = n
+	j.recovery.Pruned = pruned
 	return j, nil
 }
 

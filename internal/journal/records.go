@@ -35,6 +35,9 @@ type fileRecord struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Reason  string          `json:"reason,omitempty"`
+	// Pruned marks the end record of a tombstone: the events before it and
+	// the result were pruned, LastSeq is the run's last event all the same.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 // encodeLine renders r as one JSON line (HTML characters are not escaped, so
@@ -77,7 +80,7 @@ type parsedRun struct {
 	header  fileRecord
 	digest  [32]byte
 	events  []Event
-	lastSeq int64
+	lastSeq int64 // the last event's; a tombstone's end record gives it
 	end     *fileRecord
 	good    int64 // offset just past the last valid record
 	torn    bool  // what follows good is one incomplete or unreadable last line
@@ -147,9 +150,14 @@ func (p *parsedRun) accept(line []byte, keepEvents bool) bool {
 		}
 		return true
 	case recEnd:
-		if (r.State != StateFinished && r.State != StateFailed) || r.LastSeq != p.lastSeq {
+		if r.State != StateFinished && r.State != StateFailed {
 			return false
 		}
+		// A tombstone keeps no event; any other end record follows them all.
+		if r.Pruned && (p.lastSeq != 0 || r.LastSeq < 0 || len(r.Result) > 0) || !r.Pruned && r.LastSeq != p.lastSeq {
+			return false
+		}
+		p.lastSeq = r.LastSeq
 		p.end = &r
 		return true
 	}

@@ -57,6 +57,7 @@ func (j *Journal) loadSession(session string) error {
 	if torn {
 		j.recovery.TornTails++
 	}
+	removeTemp(filepath.Join(s.dir, transcriptFileName))
 	runsDir := filepath.Join(s.dir, runsDirName)
 	entries, err := os.ReadDir(runsDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -66,6 +67,10 @@ func (j *Journal) loadSession(session string) error {
 		return fmt.Errorf("session %s: read runs: %w", session, err)
 	}
 	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), tmpExt); ok && isRunFileName(name) {
+			removeTemp(filepath.Join(runsDir, name))
+			continue
+		}
 		if !e.Type().IsRegular() || !isRunFileName(e.Name()) {
 			continue // *.corrupt copies and strangers
 		}
@@ -89,7 +94,7 @@ func isRunFileName(name string) bool {
 func (j *Journal) loadRun(session, path string) error {
 	if rs, ok, err := j.indexEnded(session, path); err != nil || ok {
 		if ok {
-			j.runs[rs.key] = rs
+			j.indexRunLocked(rs)
 			j.recovery.Runs++
 		}
 		return err
@@ -130,11 +135,12 @@ func (j *Journal) loadRun(session, path string) error {
 	}
 	if p.end != nil {
 		rs.state, rs.finishedAt, rs.reason, rs.done = p.end.State, p.end.At.UTC(), p.end.Reason, closedChan
+		rs.pruned = p.end.Pruned
 	} else {
 		rs.state, rs.events, rs.recovered, rs.done = StateRunning, p.events, true, make(chan struct{})
 		j.recovery.Running++
 	}
-	j.runs[rs.key] = rs
+	j.indexRunLocked(rs)
 	j.recovery.Runs++
 	return nil
 }
@@ -181,7 +187,7 @@ func (j *Journal) indexEnded(session, path string) (rs *runState, ok bool, err e
 	return &runState{
 		key: runKey{session, p.header.RunID}, path: path, digest: p.digest,
 		startedAt: p.header.At.UTC(), state: end.State, lastSeq: end.LastSeq,
-		finishedAt: end.At.UTC(), reason: end.Reason, size: size, done: closedChan,
+		finishedAt: end.At.UTC(), reason: end.Reason, size: size, pruned: end.Pruned, done: closedChan,
 	}, true, nil
 }
 
@@ -204,6 +210,15 @@ func (j *Journal) corruptPath(path string) string {
 }
 
 func (j *Journal) writeFileSync(path string, data []byte) error {
+	if err := j.writeFile(path, data); err != nil {
+		return err
+	}
+	return j.syncDir(filepath.Dir(path))
+}
+
+// writeFile creates or truncates path with data and fsyncs the file, not its
+// directory entry.
+func (j *Journal) writeFile(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
 		return err
@@ -214,9 +229,6 @@ func (j *Journal) writeFileSync(path string, data []byte) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = j.syncDir(filepath.Dir(path))
 	}
 	return err
 }

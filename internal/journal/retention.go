@@ -1,29 +1,139 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 )
 
-// Prune applies retention and returns how many runs it removed: ended runs
-// that finished more than Options.MaxAge ago, then the oldest ended runs
-// beyond Options.MaxRuns (oldest by finish time). Running runs are never
-// pruned. Open prunes once; the dispatcher calls Prune periodically. A pruned
-// runId is forgotten: Begin treats it as new.
-func (j *Journal) Prune() (int, error) {
+// PruneReport says what one retention pass did.
+type PruneReport struct {
+	// Forgotten counts runs removed with their tombstones: they ended more
+	// than Options.MaxAge ago, and their runIds are free again.
+	Forgotten int
+	// PayloadsPruned counts ended runs reduced to their tombstones
+	// (Options.MaxRuns, Options.MaxNamespaceBytes).
+	PayloadsPruned int
+	// TranscriptsPruned counts transcripts of idle sessions replaced by a
+	// "pruned" marker (Options.MaxNamespaceBytes).
+	TranscriptsPruned int
+}
+
+// Prune applies retention. It forgets ended runs that finished more than
+// Options.MaxAge ago — only then is a runId free again, and a tombstone
+// goes no earlier than its run would have. Then it reduces to their
+// tombstones the oldest ended runs beyond Options.MaxRuns and those of
+// every namespace over Options.MaxNamespaceBytes, and last, for a namespace
+// still over, prunes the transcripts of its idle sessions (caps.go).
+// Running runs are never pruned. Open prunes once; RunRetention prunes
+// periodically.
+func (j *Journal) Prune() (PruneReport, error) {
+	var rep PruneReport
+	n, err := j.forgetAged()
+	rep.Forgotten = n
+	if errors.Is(err, ErrClosed) {
+		return rep, err
+	}
+	errs := []error{err}
+	n, _, err = j.prunePayloads(j.beyondMaxRuns())
+	rep.PayloadsPruned += n
+	errs = append(errs, err, j.applyByteCaps(&rep))
+	if err := errors.Join(errs...); err != nil {
+		return rep, fmt.Errorf("journal: prune: %w", err)
+	}
+	return rep, nil
+}
+
+// RunRetention prunes (Prune) every interval until ctx ends or the Journal
+// is closed, and hands each pass's outcome to report (may be nil). The
+// dispatcher runs it for as long as it is up, so the age limit and the caps
+// hold while it runs, not only at start-up.
+func (j *Journal) RunRetention(ctx context.Context, interval time.Duration, report func(PruneReport, error)) error {
+	if interval <= 0 {
+		return fmt.Errorf("journal: retention interval must be positive, got %s", interval)
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-j.closing:
+			return nil
+		case <-tick.C:
+			rep, err := j.Prune()
+			if report != nil {
+				report(rep, err)
+			}
+		}
+	}
+}
+
+// forgetAged removes the runs, tombstones included, that ended more than
+// Options.MaxAge ago, and notes each namespace's oldest remaining run.
+func (j *Journal) forgetAged() (int, error) {
 	now := j.now()
 	j.mu.Lock()
 	if j.closed.Load() {
 		j.mu.Unlock()
 		return 0, ErrClosed
 	}
+	ended := j.endedLocked(false)
+	cut := 0 // ended[:cut] go
+	if j.opts.MaxAge > 0 {
+		limit := now.Add(-j.opts.MaxAge)
+		for cut < len(ended) && ended[cut].finishedAt.Before(limit) {
+			cut++
+		}
+	}
+	// Files go while j.mu is held: a Begin that reuses a forgotten runId must
+	// not create its file before the old one is removed.
+	dirs := map[string]bool{}
+	var errs []error
+	for _, rs := range ended[:cut] {
+		j.unindexRunLocked(rs.key)
+		if err := os.Remove(rs.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		dirs[filepath.Dir(rs.path)] = true
+	}
+	j.noteOldestLocked(ended[cut:])
+	j.mu.Unlock()
+	for d := range dirs {
+		if err := j.syncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return cut, errors.Join(errs...)
+}
+
+// beyondMaxRuns lists the ended runs that keep their payload beyond the
+// newest Options.MaxRuns, oldest first.
+func (j *Journal) beyondMaxRuns() []*runState {
+	if j.opts.MaxRuns <= 0 {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	kept := j.endedLocked(true)
+	if len(kept) <= j.opts.MaxRuns {
+		return nil
+	}
+	return kept[:len(kept)-j.opts.MaxRuns]
+}
+
+// endedLocked lists the ended runs, oldest finish first (ties by session and
+// runId), only those that keep their payload when withPayload; j.mu must be
+// held.
+func (j *Journal) endedLocked(withPayload bool) []*runState {
 	var ended []*runState
 	for _, rs := range j.runs {
-		if !rs.creating() && rs.currentState() != StateRunning {
+		if !rs.creating() && rs.currentState() != StateRunning && (!withPayload || !rs.pruned) {
 			ended = append(ended, rs)
 		}
 	}
@@ -37,43 +147,15 @@ func (j *Journal) Prune() (int, error) {
 		}
 		return x.key.runID < y.key.runID
 	})
-	cut := 0 // ended[:cut] go
-	if j.opts.MaxAge > 0 {
-		limit := now.Add(-j.opts.MaxAge)
-		for cut < len(ended) && ended[cut].finishedAt.Before(limit) {
-			cut++
-		}
-	}
-	if j.opts.MaxRuns > 0 && len(ended)-cut > j.opts.MaxRuns {
-		cut = len(ended) - j.opts.MaxRuns
-	}
-	// Files go while j.mu is held: a Begin that reuses a pruned runId must not
-	// create its file before the old one is removed.
-	dirs := map[string]bool{}
-	var errs []error
-	for _, rs := range ended[:cut] {
-		delete(j.runs, rs.key)
-		if err := os.Remove(rs.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-		dirs[filepath.Dir(rs.path)] = true
-	}
-	j.mu.Unlock()
-	for d := range dirs {
-		if err := j.syncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return cut, fmt.Errorf("journal: prune: %w", err)
-	}
-	return cut, nil
+	return ended
 }
 
-// DeleteSession removes every run and the transcript of a session, for the
-// AgentSession finalizer. It fails with ErrSessionBusy while one of the
-// session's runs is running (the engine ends it first; the finalizer retries).
-// Deleting a session the journal has nothing for is not an error.
+// DeleteSession removes every run (tombstones included) and the transcript
+// of a session, for the AgentSession finalizer; its runs no longer count
+// against the namespace's Options.MaxNamespaceRuns. It fails with
+// ErrSessionBusy while one of the session's runs is running (the engine ends
+// it first; the finalizer retries). Deleting a session the journal has
+// nothing for is not an error.
 func (j *Journal) DeleteSession(session string) error {
 	if err := ValidateSession(session); err != nil {
 		return err
@@ -100,7 +182,7 @@ func (j *Journal) DeleteSession(session string) error {
 		return fmt.Errorf("journal: delete session %s: %w", session, err)
 	}
 	for _, key := range keys {
-		delete(j.runs, key)
+		j.unindexRunLocked(key)
 	}
 	s.deleted = true
 	delete(j.sessions, session)

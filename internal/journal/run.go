@@ -109,6 +109,7 @@ type runState struct {
 	digest    [32]byte
 	startedAt time.Time
 	recovered bool
+	pruned    bool          // the file holds only the run's tombstone (tombstone.go)
 	ready     chan struct{} // non-nil while Begin creates the file; closed when done
 
 	wmu    sync.Mutex
@@ -150,16 +151,18 @@ func (rs *runState) currentState() State {
 // metaCopy is the ended run as the index keeps it; rs.mu must be held.
 func (rs *runState) metaCopy() *runState {
 	return &runState{
-		key: rs.key, path: rs.path, digest: rs.digest, startedAt: rs.startedAt,
+		key: rs.key, path: rs.path, digest: rs.digest, startedAt: rs.startedAt, size: rs.size,
 		state: rs.state, lastSeq: rs.lastSeq, finishedAt: rs.finishedAt, reason: rs.reason,
-		done: closedChan,
+		pruned: rs.pruned, done: closedChan,
 	}
 }
 
 // Begin records runID of session as running for the request with this digest,
 // or reports what is already recorded for it (BeginOutcome). A runId recorded
 // with another digest is refused with a *RunConflictError (ErrRunConflict);
-// nothing is recorded then. BeginNew returns only after the begin record is
+// one whose payload retention pruned, with a *RunPrunedError; a new runId in
+// a namespace at Options.MaxNamespaceRuns, with a *RetentionLimitError.
+// Nothing is recorded then. BeginNew returns only after the begin record is
 // fsynced. Begin never returns BeginNew for a runId the journal knows.
 func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutcome, error) {
 	if err := ValidateSession(session); err != nil {
@@ -177,18 +180,22 @@ func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutc
 		}
 		rs, ok := j.runs[key]
 		if !ok {
+			if err := j.admitLocked(session); err != nil {
+				j.mu.Unlock()
+				return nil, 0, err
+			}
 			rs = &runState{
 				key: key, path: j.runPath(session, runID), digest: digest,
 				startedAt: j.now(), ready: make(chan struct{}),
 				state: StateRunning, done: make(chan struct{}),
 			}
-			j.runs[key] = rs
+			j.indexRunLocked(rs)
 			sess := j.sessionLocked(session)
 			j.mu.Unlock()
 			if err := j.create(sess, rs); err != nil {
 				j.mu.Lock()
 				if j.runs[key] == rs {
-					delete(j.runs, key)
+					j.unindexRunLocked(key)
 				}
 				j.mu.Unlock()
 				close(rs.ready)
@@ -207,6 +214,10 @@ func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutc
 			j.mu.Unlock()
 			return nil, 0, &RunConflictError{Session: session, RunID: runID, Recorded: rs.digest, Requested: digest}
 		}
+		if rs.pruned {
+			j.mu.Unlock()
+			return nil, 0, j.prunedError(rs)
+		}
 		r, err := j.handleLocked(rs) // unlocks j.mu
 		if err != nil {
 			return nil, 0, fmt.Errorf("journal: begin run %q of session %s: %w", runID, session, err)
@@ -219,7 +230,8 @@ func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutc
 }
 
 // Lookup returns a read-only handle on a known run (for a reconnect that
-// carries only the runId and Last-Event-ID), or ErrNotFound.
+// carries only the runId and Last-Event-ID), ErrNotFound, or a
+// *RunPrunedError for a run of which only the tombstone is kept.
 func (j *Journal) Lookup(session, runID string) (*Run, error) {
 	if err := ValidateSession(session); err != nil {
 		return nil, err
@@ -240,6 +252,10 @@ func (j *Journal) Lookup(session, runID string) (*Run, error) {
 			j.mu.Unlock()
 			<-rs.ready
 			continue
+		}
+		if rs.pruned {
+			j.mu.Unlock()
+			return nil, j.prunedError(rs)
 		}
 		r, err := j.handleLocked(rs)
 		if err != nil {
@@ -281,10 +297,7 @@ func (j *Journal) create(s *sessionState, rs *runState) error {
 	if err != nil {
 		return err
 	}
-	line, err := encodeLine(fileRecord{
-		Rec: recBegin, V: formatVersion, Session: rs.key.session, RunID: rs.key.runID,
-		Digest: hex.EncodeToString(rs.digest[:]), At: rs.startedAt,
-	})
+	line, err := beginLine(rs)
 	if err != nil {
 		return err
 	}
@@ -319,6 +332,14 @@ func (j *Journal) create(s *sessionState, rs *runState) error {
 	}
 	rs.f, rs.size = f, int64(len(line))
 	return nil
+}
+
+// beginLine is the first record of a run's file (and of its tombstone).
+func beginLine(rs *runState) ([]byte, error) {
+	return encodeLine(fileRecord{
+		Rec: recBegin, V: formatVersion, Session: rs.key.session, RunID: rs.key.runID,
+		Digest: hex.EncodeToString(rs.digest[:]), At: rs.startedAt,
+	})
 }
 
 // Ref names the run.

@@ -70,10 +70,10 @@ func (j *Journal) ResetTranscript(session string, generation int64) error {
 }
 
 // TranscriptFull reports whether an append to the session's transcript was
-// refused for the size limit since its last reset: a turn started now could
-// not mirror its records, so the engine refuses it before it starts. The fact
-// lives in this process; after a restart the first refused append learns it
-// again.
+// refused for the size limit since its last reset, or since retention pruned
+// it (which makes room: caps.go): a turn started now could not mirror its
+// records, so the engine refuses it before it starts. The fact lives in this
+// process; after a restart the first refused append learns it again.
 func (j *Journal) TranscriptFull(session string) (bool, error) {
 	full := false
 	err := j.withSession(session, func(s *sessionState) error {

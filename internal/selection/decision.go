@@ -184,6 +184,13 @@ const (
 	CodeRunIDConflict ErrorCode = "RunIdConflict"
 	// CodeTranscriptLimitExceeded: the session's transcript is full.
 	CodeTranscriptLimitExceeded ErrorCode = "TranscriptLimitExceeded"
+	// CodeRunPayloadPruned: the runId is known and ended, but retention
+	// pruned its events and result; it is never run again.
+	CodeRunPayloadPruned ErrorCode = "RunPayloadPruned"
+	// CodeRetentionLimitReached: the session's namespace holds as many runs
+	// as the journal keeps for one namespace; new runIds wait until old ones
+	// age out.
+	CodeRetentionLimitReached ErrorCode = "RetentionLimitReached"
 	// CodeHarnessUnavailable: registered but not ready now.
 	CodeHarnessUnavailable ErrorCode = "HarnessUnavailable"
 	// CodeHarnessAtCapacity: every ready server is full.
@@ -208,6 +215,11 @@ var errorCodes = [...]struct {
 	{CodeEmbeddedRuntimeSelected, http.StatusConflict, false},
 	{CodeRunIDConflict, http.StatusConflict, false},
 	{CodeTranscriptLimitExceeded, http.StatusRequestEntityTooLarge, false},
+	// 410: the run existed and its record is gone for good; 429: the
+	// namespace ran more turns than the retention window can remember, and
+	// the same request succeeds once old runs age out (Retry-After).
+	{CodeRunPayloadPruned, http.StatusGone, false},
+	{CodeRetentionLimitReached, http.StatusTooManyRequests, true},
 	{CodeHarnessUnavailable, http.StatusServiceUnavailable, true},
 	{CodeHarnessAtCapacity, http.StatusServiceUnavailable, true},
 }

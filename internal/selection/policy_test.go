@@ -94,8 +94,8 @@ func TestErrorCodeTable(t *testing.T) {
 		CodeHarnessNotRegistered: {422, false}, CodeHarnessUnsupported: {422, false}, CodeVersionBelowFloor: {422, false},
 		CodeToolPolicyUnenforceable: {422, false}, CodeOverrideDenied: {422, false}, CodeArtifactMismatch: {422, false},
 		CodeNativeThreadLost: {422, false}, CodeSessionMismatch: {422, false}, CodeEmbeddedRuntimeSelected: {409, false},
-		CodeRunIDConflict: {409, false}, CodeTranscriptLimitExceeded: {413, false}, CodeHarnessUnavailable: {503, true},
-		CodeHarnessAtCapacity: {503, true},
+		CodeRunIDConflict: {409, false}, CodeTranscriptLimitExceeded: {413, false}, CodeRunPayloadPruned: {410, false},
+		CodeRetentionLimitReached: {429, true}, CodeHarnessUnavailable: {503, true}, CodeHarnessAtCapacity: {503, true},
 	}
 	codes := ErrorCodes()
 	if len(codes) != len(want) {

@@ -1,0 +1,46 @@
+package dispatchapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/journal"
+)
+
+func TestJournalRetentionRefusalsHaveTheirCodes(t *testing.T) {
+	pruned := &journal.RunPrunedError{Session: "team-a/uid-1", RunID: "gw-1", State: journal.StateFinished,
+		FinishedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	for _, tc := range []struct {
+		name       string
+		err        error
+		status     int
+		code       string
+		retryable  bool
+		retryAfter string
+	}{
+		// As the handler's Lookup and the engine's Begin (wrapped) return them.
+		{"pruned run", pruned, 410, "RunPayloadPruned", false, ""},
+		{"pruned run from the engine", fmt.Errorf("dispatch: journal: %w", pruned), 410, "RunPayloadPruned", false, ""},
+		{"full namespace", fmt.Errorf("dispatch: journal: %w",
+			&journal.RetentionLimitError{Namespace: "team-a", Runs: 3, Limit: 3, RetryAfter: 57*time.Minute + 400*time.Millisecond}),
+			429, "RetentionLimitReached", true, "3420"},
+		{"full namespace, wait unknown", &journal.RetentionLimitError{Namespace: "team-a", Runs: 3, Limit: 3},
+			429, "RetentionLimitReached", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			writeError(w, tc.err, time.Second)
+			var body Error
+			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if w.Code != tc.status || body.Code != tc.code || body.Retryable != tc.retryable || w.Header().Get("Retry-After") != tc.retryAfter {
+				t.Fatalf("answer %d %+v, Retry-After %q; want %d %s retryable=%v, Retry-After %q",
+					w.Code, body, w.Header().Get("Retry-After"), tc.status, tc.code, tc.retryable, tc.retryAfter)
+			}
+		})
+	}
+}

@@ -1,0 +1,132 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrRetentionLimitReached is what a *RetentionLimitError matches with
+// errors.Is. The dispatcher maps it to RetentionLimitReached (429).
+var ErrRetentionLimitReached = errors.New("journal: the namespace's run limit is reached")
+
+// RetentionLimitError reports a Begin of a new runId refused because its
+// namespace holds Options.MaxNamespaceRuns runs. Nothing was recorded. Runs
+// leave the bound only when they age out (Options.MaxAge) or their session
+// is deleted: retention never forgets a runId early to make room, so every
+// runId the namespace used is still answered (replayed, or refused as
+// pruned) and none runs twice.
+type RetentionLimitError struct {
+	Namespace string
+	Runs      int // runs the namespace holds: running, ended and tombstones
+	Limit     int // Options.MaxNamespaceRuns
+	// RetryAfter is how long until the namespace's oldest ended run ages out
+	// (as of the last Prune); zero when unknown: no age limit, or no run of
+	// the namespace had ended then.
+	RetryAfter time.Duration
+}
+
+// Error implements error.
+func (e *RetentionLimitError) Error() string {
+	msg := fmt.Sprintf("journal: namespace %s holds %d runs in the turn journal, its limit of %d: new runIds are refused until its oldest runs age out of the journal's retention",
+		e.Namespace, e.Runs, e.Limit)
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (the oldest in %s)", e.RetryAfter.Round(time.Second))
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrRetentionLimitReached) true.
+func (e *RetentionLimitError) Unwrap() error { return ErrRetentionLimitReached }
+
+// namespaceState is what the index keeps per namespace; j.mu guards it.
+type namespaceState struct {
+	runs int // runs in the index: running, ended and tombstones
+	// oldestEnd is the finish time of the namespace's oldest ended run at
+	// the last Prune (zero: none), for RetentionLimitError.RetryAfter
+	// without a scan of the index at every refusal.
+	oldestEnd time.Time
+}
+
+func namespaceOf(session string) string {
+	ns, _, _ := strings.Cut(session, "/")
+	return ns
+}
+
+// indexRunLocked puts rs in the index, counting a new key for its
+// namespace; j.mu must be held. Every insertion of a key goes through it.
+func (j *Journal) indexRunLocked(rs *runState) {
+	if _, ok := j.runs[rs.key]; !ok {
+		if j.spaces == nil {
+			j.spaces = map[string]*namespaceState{}
+		}
+		ns := namespaceOf(rs.key.session)
+		st := j.spaces[ns]
+		if st == nil {
+			st = &namespaceState{}
+			j.spaces[ns] = st
+		}
+		st.runs++
+	}
+	j.runs[rs.key] = rs
+}
+
+// unindexRunLocked removes a key from the index and its namespace's count;
+// j.mu must be held. Every deletion of a key goes through it.
+func (j *Journal) unindexRunLocked(key runKey) {
+	if _, ok := j.runs[key]; !ok {
+		return
+	}
+	delete(j.runs, key)
+	ns := namespaceOf(key.session)
+	if st := j.spaces[ns]; st != nil {
+		if st.runs--; st.runs <= 0 {
+			delete(j.spaces, ns)
+		}
+	}
+}
+
+// Admit returns the *RetentionLimitError Begin would refuse a new runId of
+// session with now, or nil: a check the engine can make before it selects a
+// harness and connects to a server. Begin checks again.
+func (j *Journal) Admit(session string) error {
+	if err := ValidateSession(session); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed.Load() {
+		return ErrClosed
+	}
+	return j.admitLocked(session)
+}
+
+// admitLocked refuses a new runId in a namespace that holds
+// Options.MaxNamespaceRuns runs; j.mu must be held.
+func (j *Journal) admitLocked(session string) error {
+	ns := namespaceOf(session)
+	st := j.spaces[ns]
+	limit := j.opts.MaxNamespaceRuns
+	if limit <= 0 || st == nil || st.runs < limit {
+		return nil
+	}
+	e := &RetentionLimitError{Namespace: ns, Runs: st.runs, Limit: limit}
+	if j.opts.MaxAge > 0 && !st.oldestEnd.IsZero() {
+		e.RetryAfter = max(0, st.oldestEnd.Add(j.opts.MaxAge).Sub(j.now()))
+	}
+	return e
+}
+
+// noteOldestLocked records each namespace's oldest ended run from ended
+// (oldest first); j.mu must be held.
+func (j *Journal) noteOldestLocked(ended []*runState) {
+	for _, st := range j.spaces {
+		st.oldestEnd = time.Time{}
+	}
+	for _, rs := range ended {
+		if st := j.spaces[namespaceOf(rs.key.session)]; st != nil && st.oldestEnd.IsZero() {
+			st.oldestEnd = rs.finishedAt
+		}
+	}
+}
