@@ -266,7 +266,10 @@ func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *TurnReq
 // completed turn (whatever its terminal kind), a *TurnError for a turn that
 // failed or was refused (after emitting it as the `error` event, except for
 // SessionMismatch and RunIdConflict, which are request errors answered
-// before any event), and other errors for failed lookups and writes.
+// before any event), the journal's *RunPrunedError (a known runId whose
+// payload retention pruned) and *RetentionLimitError (the namespace's
+// journal remembers as many runs as it may; nothing runs) before any event,
+// and other errors for failed lookups and writes.
 func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, sink Sink) error {
 	if sink == nil {
 		sink = func(string, json.RawMessage) {}
@@ -289,8 +292,17 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 	if err != nil {
 		return err
 	}
-	if _, err := e.journal.Lookup(session, req.RunID); err == nil {
+	switch _, err := e.journal.Lookup(session, req.RunID); {
+	case err == nil:
 		return e.follow(ctx, session, req.RunID, digest, sink)
+	case errors.Is(err, journal.ErrRunPayloadPruned):
+		return err // known and ended; retention kept only its tombstone: never run again
+	}
+	if err := e.journal.Admit(session); err != nil {
+		// The namespace's journal holds as many runs as it may remember:
+		// a new runId could not be remembered, so nothing runs.
+		recordRefused(labelsOf(ns, selection.Decision{}), selection.CodeRetentionLimitReached)
+		return err
 	}
 
 	lockCtx, stopWaiting := queueContext(ctx)

@@ -581,3 +581,32 @@ var _ = Describe("Tool surface", func() {
 		Expect(req.AdditionalTools()).To(BeEmpty())
 	})
 })
+
+var _ = Describe("A namespace whose journal holds as many runs as retention may remember", func() {
+	It("refuses a new runId before anything runs (RetentionLimitReached) and still answers the runIds it remembers", func() {
+		ns := newNamespace()
+		registerCodex(ns, codexSrv.URL, true)
+		newSession(ns, "bounded", testModel)
+		one, err := journal.Open(suiteT.TempDir(), journal.Options{MaxNamespaceRuns: 1})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(one.Close)
+		bounded := New(k8sClient, k8sClient, one, Options{})
+		DeferCleanup(bounded.Close)
+
+		stub.When("rl-1", stubmodel.Text("remembered"))
+		Expect(bounded.Turn(ctx, ns, "bounded", textReq("run-rl1", "rl-1 first"), nil)).To(Succeed())
+		before := len(stub.Requests())
+		c := &collector{}
+		err = bounded.Turn(ctx, ns, "bounded", textReq("run-rl2", "rl-2 one too many"), c.sink)
+		var limit *journal.RetentionLimitError
+		Expect(errors.As(err, &limit)).To(BeTrue(), "%v", err)
+		Expect(limit.Namespace).To(Equal(ns))
+		Expect(c.events()).To(BeEmpty(), "a refused turn streamed events")
+		Expect(stub.Requests()).To(HaveLen(before), "the refused turn reached the model")
+
+		c = &collector{}
+		Expect(bounded.Turn(ctx, ns, "bounded", textReq("run-rl1", "rl-1 first"), c.sink)).To(Succeed())
+		Expect(resultOf(c.events()).AssistantTexts).To(Equal([]string{"remembered"}), "the remembered runId is replayed")
+		Expect(stub.Requests()).To(HaveLen(before))
+	})
+})
