@@ -23,6 +23,9 @@ import (
 const (
 	recoverAttempts = 5
 	recoverBackoff  = 2 * time.Second
+	// streamsAfterDrain is how long the streams of turns interrupted at the
+	// end of the grace period get to deliver their end.
+	streamsAfterDrain = 15 * time.Second
 )
 
 // apiServer is the HTTPS API as a manager runnable. It needs leader election
@@ -83,10 +86,20 @@ func (s *apiServer) Start(ctx context.Context) error {
 	}
 	s.serving.Store(false)
 	s.log.Info("shutting down the API: no new requests; running turns get the grace period", "grace", s.grace.String())
-	sctx, cancel := context.WithTimeout(context.Background(), s.grace)
+	// The listener closes now; the streams end with their runs. Turns still
+	// running when the grace is over are interrupted on their app-servers
+	// (Drain) and record their end, which their streams deliver.
+	sctx, cancel := context.WithTimeout(context.Background(), s.grace+streamsAfterDrain)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		s.log.Info("grace period over: closing the remaining connections", "reason", err.Error())
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- srv.Shutdown(sctx) }()
+	gctx, gcancel := context.WithTimeout(context.Background(), s.grace)
+	defer gcancel()
+	if !s.engine.Drain(gctx) {
+		s.log.Info("grace period over: the running turns were interrupted")
+	}
+	if err := <-shutdown; err != nil {
+		s.log.Info("closing the remaining connections", "reason", err.Error())
 		_ = srv.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -57,31 +57,3 @@ func (l *sessionLocks) release(session string, sl *sessionLock) {
 		delete(l.locks, session)
 	}
 }
-
-// queueKey carries the context a queued turn waits with (GiveUpWaitingWith).
-type queueKey struct{}
-
-// GiveUpWaitingWith returns ctx carrying waitCtx: a turn that has to wait for
-// its session's lock stops waiting when waitCtx ends — nothing has run and
-// nothing is journaled, so the same runId may be sent again — while a turn
-// that got the lock runs on ctx alone. The HTTP API passes the request's
-// context here, so a turn queued behind another is dropped when its client
-// leaves, and a started turn survives a disconnect (the client reconnects).
-func GiveUpWaitingWith(ctx, waitCtx context.Context) context.Context {
-	return context.WithValue(ctx, queueKey{}, waitCtx)
-}
-
-// queueContext is the context to wait for the session lock with: ctx, ended
-// early by the waitCtx GiveUpWaitingWith put there. Call stop once waited.
-func queueContext(ctx context.Context) (context.Context, func()) {
-	waitCtx, ok := ctx.Value(queueKey{}).(context.Context)
-	if !ok {
-		return ctx, func() {}
-	}
-	lockCtx, cancel := context.WithCancelCause(ctx)
-	stopAfter := context.AfterFunc(waitCtx, func() { cancel(context.Cause(waitCtx)) })
-	return lockCtx, func() {
-		stopAfter()
-		cancel(nil)
-	}
-}

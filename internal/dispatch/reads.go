@@ -21,12 +21,7 @@ func (e *Engine) session(ctx context.Context, ns, name string) (*v1alpha1.AgentS
 		}
 		return nil, fmt.Errorf("dispatch: read AgentSession %s/%s: %w", ns, name, err)
 	}
-	e.mu.Lock()
-	st := e.applied[s.UID]
-	e.mu.Unlock()
-	if st != nil {
-		st.into(&s.Status)
-	}
+	e.current(s).into(&s.Status)
 	return s, nil
 }
 

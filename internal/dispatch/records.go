@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
@@ -81,10 +82,18 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-func newRunID() string {
+// NewRunID is the runId of a request that has none: "run-" and 32 random
+// hex digits.
+func NewRunID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// namespaceOf is the namespace of a session key.
+func namespaceOf(session string) string {
+	ns, _, _ := strings.Cut(session, "/")
+	return ns
 }
 
 // mustJSON marshals engine-built values, which always marshal.

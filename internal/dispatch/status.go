@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,15 +50,24 @@ func (d *dispatcherStatus) deepCopy() *dispatcherStatus {
 	return dispatcherPart(s)
 }
 
+// statusCache remembers the last status the engine applied per AgentSession
+// UID, so a lagging informer cache never rolls counters back (one
+// dispatcher writes these fields, DESIGN.md §4). Its lock guards only the
+// map.
+type statusCache struct {
+	mu      sync.Mutex
+	applied map[k8stypes.UID]*dispatcherStatus
+}
+
 // current is the dispatcher's part of sess's status as this engine last
 // knows it. What the engine remembers is keyed by the object's UID: a session
 // deleted and created again under its name is another session, which starts
 // from its own (empty) status, never from its predecessor's thread and
 // counters.
 func (e *Engine) current(sess *v1alpha1.AgentSession) *dispatcherStatus {
-	e.mu.Lock()
-	st := e.applied[sess.UID]
-	e.mu.Unlock()
+	e.status.mu.Lock()
+	st := e.status.applied[sess.UID]
+	e.status.mu.Unlock()
 	if st != nil {
 		return st.deepCopy()
 	}
@@ -88,26 +98,29 @@ func (e *Engine) apply(ctx context.Context, sess *v1alpha1.AgentSession, st *dis
 		client.FieldOwner(e.opts.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("dispatch: apply status of AgentSession %s/%s: %w", ns, name, err)
 	}
-	e.mu.Lock()
-	e.applied[sess.UID] = st
-	e.mu.Unlock()
+	e.status.mu.Lock()
+	if e.status.applied == nil {
+		e.status.applied = map[k8stypes.UID]*dispatcherStatus{}
+	}
+	e.status.applied[sess.UID] = st
+	e.status.mu.Unlock()
 	return nil
 }
 
 // forget drops what the engine remembers of the session with UID uid (its
 // finalizer ran).
 func (e *Engine) forget(uid k8stypes.UID) {
-	e.mu.Lock()
-	delete(e.applied, uid)
-	e.mu.Unlock()
+	e.status.mu.Lock()
+	delete(e.status.applied, uid)
+	e.status.mu.Unlock()
 }
 
 // rememberedUIDs lists the UIDs of the sessions the engine remembers.
 func (e *Engine) rememberedUIDs() []k8stypes.UID {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	uids := make([]k8stypes.UID, 0, len(e.applied))
-	for uid := range e.applied {
+	e.status.mu.Lock()
+	defer e.status.mu.Unlock()
+	uids := make([]k8stypes.UID, 0, len(e.status.applied))
+	for uid := range e.status.applied {
 		uids = append(uids, uid)
 	}
 	return uids

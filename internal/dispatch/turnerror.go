@@ -19,6 +19,9 @@ type TurnError struct {
 	// ReplaySafe is set once a runtime was touched: false when the turn may
 	// have run (it must never be sent to another runtime or server).
 	ReplaySafe *bool `json:"replaySafe,omitempty"`
+	// Decision is the selection decision of a turn refused after selection
+	// (Start); it is streamed as the `selected` event, not in the error.
+	Decision *selection.Decision `json:"-"`
 }
 
 // Error implements error.
@@ -39,6 +42,13 @@ func newTurnError(code selection.ErrorCode, scope selection.Scope, format string
 // session.
 func RunIDConflict(session, runID string) *TurnError {
 	return newTurnError(selection.CodeRunIDConflict, "", "runId %q of AgentSession %s was used for a different request", runID, session)
+}
+
+// OutcomeUnknown is the error of a run that ended without a result or error
+// of its own: the dispatcher running it stopped (reason says how). The turn
+// may have run; it must not be replayed elsewhere.
+func OutcomeUnknown(reason string) *TurnError {
+	return newTurnError(selection.CodeHarnessUnavailable, "", "the turn's outcome is unknown: %s", reason).touched(false)
 }
 
 func (e *TurnError) touched(replaySafe bool) *TurnError {

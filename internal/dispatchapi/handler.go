@@ -2,12 +2,10 @@ package dispatchapi
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -38,12 +35,6 @@ const (
 	TurnTokenHeader = "X-Harness-Turn-Token"
 	// RunIDHeader names the run of a turn stream.
 	RunIDHeader = "X-Harness-Run-Id"
-	// journalPoll is how often a fresh turn's handler looks for its run in
-	// the journal while the engine selects and connects.
-	journalPoll = 10 * time.Millisecond
-	// interruptWait bounds how long an interrupt waits for a journaled turn
-	// to become interruptible (started on its app-server).
-	interruptWait = 10 * time.Second
 )
 
 // Config configures a Handler.
@@ -241,123 +232,64 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ns, name := r.PathValue("ns"), r.PathValue("name")
-	session, ok := h.sessionKey(w, r)
+	afterSeq, reconnect, ok := h.lastEventID(w, r, req)
 	if !ok {
 		return
 	}
-	hadRunID := req.RunID != ""
-	var afterSeq int64
-	hasLast := false
-	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
+	var run *journal.Run
+	var err error
+	if reconnect {
+		// A reconnect never runs a turn: the run must be journaled.
+		session, ok := h.sessionKey(w, r)
+		if !ok {
 			return
 		}
-		afterSeq, hasLast = n, true
+		run, err = h.reconnect(r, session, req)
+	} else {
+		// Start returns once the run is journaled (or refused); the turn
+		// runs on the engine's context, not this request's: the client may
+		// leave and reconnect. While it waits for the session it is
+		// dropped with this request: nothing ran, its runId stays free.
+		run, err = h.eng.Start(r.Context(), r.PathValue("ns"), r.PathValue("name"), req)
 	}
-	if req.RunID == "" {
-		req.RunID = newRunID()
-	}
-	runID := req.RunID
-	digest, err := req.Digest()
 	if err != nil {
 		writeError(w, err, h.retryAfter)
 		return
 	}
-	_, err = h.ownRun(session, runID, digest)
-	if err != nil && !errors.Is(err, journal.ErrNotFound) {
-		writeError(w, err, h.retryAfter) // a RunIdConflict: another body owns runID
-		return
-	}
-	resume := err == nil
-	if hasLast && !resume {
-		if !hadRunID {
-			writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
-		} else {
-			writeError(w, apiError(http.StatusNotFound, CodeRunNotFound,
-				fmt.Sprintf("run %q of AgentSession %s is not in the journal; a reconnect does not run a turn again", req.RunID, session)), h.retryAfter)
-		}
-		return
-	}
-
-	// Engine.Turn runs the turn (fresh) or checks the body against the
-	// run's digest and follows it (resume). A fresh turn is not tied to
-	// this request: the client may leave and reconnect.
-	turnCtx, cancelTurn := context.WithCancel(r.Context())
-	defer cancelTurn()
-	if !resume {
-		// Queued behind another turn of the session, it is dropped if the
-		// client leaves before it starts: nothing has run yet.
-		turnCtx = dispatch.GiveUpWaitingWith(context.WithoutCancel(r.Context()), r.Context())
-	}
-	var (
-		once     sync.Once
-		gotEvent = make(chan struct{})
-		done     = make(chan error, 1)
-	)
-	sink := func(string, json.RawMessage) { once.Do(func() { close(gotEvent) }) }
-	go func() { done <- h.eng.Turn(turnCtx, ns, name, req, sink) }()
-
-	poll := time.NewTicker(journalPoll)
-	defer poll.Stop()
-	sawEvent := false
-	var run *journal.Run
-wait:
-	for {
-		select {
-		case err := <-done:
-			select {
-			case <-gotEvent:
-				sawEvent = true
-			default:
-			}
-			rr, lerr := h.ownRun(session, runID, digest)
-			if lerr == nil && (err == nil || sawEvent) {
-				run = rr
-				break wait
-			}
-			if err == nil && !errors.Is(lerr, journal.ErrNotFound) {
-				err = lerr
-			}
-			if err == nil {
-				err = fmt.Errorf("turn %q ended without a journaled run", runID)
-			}
-			writeError(w, err, h.retryAfter)
-			return
-		case <-gotEvent:
-			gotEvent = nil
-			sawEvent = true
-			if resume {
-				rr, err := h.ownRun(session, runID, digest)
-				if err != nil {
-					writeError(w, err, h.retryAfter)
-					return
-				}
-				run = rr
-				break wait
-			}
-		case <-poll.C:
-			if resume {
-				continue
-			}
-			rr, err := h.ownRun(session, runID, digest)
-			if err == nil {
-				run = rr
-				break wait
-			}
-			if !errors.Is(err, journal.ErrNotFound) {
-				// Another request with this runId got the session first:
-				// its run, stream and turn token are not this request's.
-				writeError(w, err, h.retryAfter)
-				return
-			}
-		case <-r.Context().Done():
-			return
-		}
-	}
 	h.stream(w, r, run, afterSeq)
+}
+
+// lastEventID reads a reconnect's Last-Event-ID; a reconnect must name the
+// turn's runId.
+func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *dispatch.TurnRequest) (afterSeq int64, reconnect, ok bool) {
+	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if v == "" {
+		return 0, false, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
+		return 0, false, false
+	}
+	if req.RunID == "" {
+		writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
+		return 0, false, false
+	}
+	return n, true, true
+}
+
+// reconnect is the journaled run a reconnect follows again.
+func (h *Handler) reconnect(r *http.Request, session string, req *dispatch.TurnRequest) (*journal.Run, error) {
+	digest, err := req.Digest()
+	if err != nil {
+		return nil, err
+	}
+	run, err := h.ownRun(session, req.RunID, digest)
+	if errors.Is(err, journal.ErrNotFound) {
+		return nil, apiError(http.StatusNotFound, CodeRunNotFound,
+			fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name")))
+	}
+	return run, err
 }
 
 // ownRun is the journaled run runID of session if it was begun for a request
@@ -448,12 +380,6 @@ func withTurnFields(payload json.RawMessage, runID, token string) json.RawMessag
 	return out
 }
 
-func newRunID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return "run-" + hex.EncodeToString(b)
-}
-
 // TurnState is the answer of GET …/turns/{runId}.
 type TurnState struct {
 	RunID      string     `json:"runId"`
@@ -506,9 +432,7 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 	case journal.StateFailed:
 		st.Error = info.Result
 		if len(st.Error) == 0 {
-			f := false
-			st.Error, _ = json.Marshal(&dispatch.TurnError{Code: selection.CodeHarnessUnavailable,
-				Message: "the turn's outcome is unknown: " + info.Reason, Retryable: true, ReplaySafe: &f})
+			st.Error, _ = json.Marshal(dispatch.OutcomeUnknown(info.Reason))
 		}
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -575,40 +499,12 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !h.interruptRun(r.Context(), run, session, runID) {
+	if run.Info().State != journal.StateRunning || !h.eng.Interrupt(session, runID) {
 		writeError(w, apiError(http.StatusConflict, CodeTurnNotRunning,
 			fmt.Sprintf("run %q of AgentSession %s/%s is not running", runID, ns, name)), h.retryAfter)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "interrupted": true})
-}
-
-// interruptRun interrupts a running run. Engine.Interrupt reaches a turn
-// only once it started on its app-server; a run journaled but still
-// starting is retried until it is interruptible, ends, or
-// interruptWait passes.
-func (h *Handler) interruptRun(ctx context.Context, run *journal.Run, session, runID string) bool {
-	deadline := time.NewTimer(interruptWait)
-	defer deadline.Stop()
-	tick := time.NewTicker(journalPoll)
-	defer tick.Stop()
-	for {
-		if h.eng.Interrupt(session, runID) {
-			return true
-		}
-		if run.Info().State != journal.StateRunning {
-			return false
-		}
-		select {
-		case <-tick.C:
-		case <-run.Done():
-			return false
-		case <-deadline.C:
-			return false
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,109 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// drive runs the native turn to its end on the engine's context,
+// reattaching across dropped connections. A nil *TurnError comes with a
+// result.
+func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *TurnError) {
+	ctx := t.e.ctx
+	hooks := adapter.Hooks{
+		Emit: t.relay,
+		AnswerTool: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+			return t.e.live.awaitTool(ctx, toolKey{t.session, t.req.RunID, call.CallID}, call.Tool)
+		},
+	}
+	nt, err := codex.Start(ctx, t.p.client, in, hooks)
+	var detached *codex.DetachedError
+	if err != nil && (nt == nil || !errors.As(err, &detached)) {
+		return nil, t.notStarted(err, in.ThreadID)
+	}
+	t.native = nt
+	if t.e.live.started(t.live, nt) {
+		nt.Interrupt()
+	}
+	for {
+		if err == nil {
+			var res *adapter.TurnResult
+			if res, err = nt.Wait(ctx); err == nil {
+				return res, nil
+			}
+		}
+		if !errors.As(err, &detached) {
+			nt.Abandon()
+			if ctx.Err() != nil {
+				return nil, newTurnError(selection.CodeHarnessUnavailable, "",
+					"the dispatcher shut down before the turn ended (its grace period was over); the native turn was interrupted").touched(false)
+			}
+			return nil, newTurnError(selection.CodeHarnessUnavailable, "",
+				"the turn on app-server %s ended without a result: %v", t.p.server.Name, err).touched(false)
+		}
+		t.e.log.Info("app-server connection lost during a turn; reattaching", "session", t.session, "runId", t.req.RunID, "server", t.p.server.Name)
+		err = t.reattach(ctx)
+		if errors.Is(err, codex.ErrTurnNotStarted) {
+			return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
+				"the connection to app-server %s dropped before the turn started; nothing ran", t.p.server.Name).touched(true)
+		}
+		if err != nil {
+			nt.Abandon()
+			return nil, newTurnError(selection.CodeHarnessUnavailable, "",
+				"app-server %s is gone while the turn was running; the turn is not replayed (the next turn resumes the thread once the server is back): %v",
+				t.p.server.Name, err).touched(false)
+		}
+	}
+}
+
+// notStarted is the error of a native turn that codex.Start refused or could
+// not start.
+func (t *runningTurn) notStarted(err error, threadID string) *TurnError {
+	var se *selection.Error
+	switch {
+	case errors.As(err, &se):
+		// The adapter refused the turn before it started: a fail-closed
+		// decision (its turn is counted when finish records it).
+		recordFailClosed(t.labels, se.Code)
+		return turnError(se).touched(true)
+	case errors.Is(err, adapter.ErrInvalidInput):
+		return newTurnError(selection.CodeHarnessUnsupported, selection.ScopeHarness, "%v", err).touched(true)
+	case errors.Is(err, codex.ErrThreadNotFound):
+		// Retrying cannot help: the server will never have the thread.
+		return newTurnError(selection.CodeNativeThreadLost, "",
+			"app-server %s does not have this session's native thread %s (it was lost, or the server's native home was replaced); reset the session (/reset bumps spec.resetGeneration) to start a new thread",
+			t.p.server.Name, threadID).touched(true)
+	}
+	return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
+		"start the turn on app-server %s: %v", t.p.server.Name, err).touched(true)
+}
+
+// reattach reconnects to the turn's server and reattaches the native turn,
+// retrying until Options.ReattachTimeout.
+func (t *runningTurn) reattach(ctx context.Context) error {
+	deadline := time.Now().Add(t.e.opts.ReattachTimeout)
+	backoff := 200 * time.Millisecond
+	for {
+		c, err := t.e.open(ctx, t.p.conn)
+		if err == nil {
+			err = t.native.Reattach(ctx, c)
+			if err == nil || errors.Is(err, codex.ErrTurnNotStarted) {
+				return err
+			}
+		}
+		if time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}

@@ -1,0 +1,47 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/adapter"
+)
+
+// relay records one adapter event of the turn: the transcript mirror for
+// transcript records, a waiter for host tool calls, then the run's journal,
+// which every stream of the run reads. A record the transcript refuses, or
+// an event the journal refuses, interrupts the native turn: the turn then
+// fails visibly (finish) instead of running on unrecorded.
+func (t *runningTurn) relay(ev adapter.Event) {
+	if ev.Type == adapter.EventPartial && !t.partialSeen {
+		t.partialSeen = true
+		recordFirstPartial(t.labels, time.Since(t.started.Time))
+	}
+	payload := mustJSON(ev.Payload())
+	if ev.Type == adapter.EventTranscript && t.transcriptErr == nil {
+		if err := t.e.journal.AppendTranscript(t.session, payload); err != nil {
+			t.transcriptErr = err
+			t.interruptNative()
+		}
+	}
+	if ev.Type == adapter.EventToolCall && ev.ToolCall != nil {
+		t.e.live.expectTool(toolKey{t.session, t.req.RunID, ev.ToolCall.CallID})
+	}
+	if err := t.emit(string(ev.Type), payload); err != nil && t.writeErr == nil {
+		t.writeErr = err
+		t.e.log.Error(err, "journal append failed; interrupting the turn", "session", t.session, "runId", t.req.RunID, "event", ev.Type)
+		t.interruptNative()
+	}
+}
+
+// emit appends one event to the run's journal.
+func (t *runningTurn) emit(typ string, payload json.RawMessage) error {
+	_, err := t.run.Append(typ, payload)
+	return err
+}
+
+func (t *runningTurn) interruptNative() {
+	if t.native != nil {
+		t.native.Interrupt()
+	}
+}

@@ -1,0 +1,214 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// statusWriteTimeout bounds one status apply of a running turn.
+const statusWriteTimeout = 30 * time.Second
+
+// runningTurn is one journaled turn while it runs (Start returned its run): it
+// owns the run's journal writes, its native turn, and its status writes.
+// Only its own goroutine touches it, except through liveTurns.
+type runningTurn struct {
+	e       *Engine
+	session string
+	sess    *v1alpha1.AgentSession
+	req     *TurnRequest
+	p       *prepared
+	run     *journal.Run
+	live    *liveRun
+	labels  turnLabels // the turn's metric labels
+	started metav1.Time
+
+	native        *codex.Turn // nil until started
+	partialSeen   bool        // the time to the first partial is recorded
+	transcriptErr error       // the transcript mirror refused a record
+	writeErr      error       // the journal refused an event: the turn fails
+}
+
+func (e *Engine) newTurn(session string, sess *v1alpha1.AgentSession, req *TurnRequest, p *prepared, run *journal.Run) *runningTurn {
+	return &runningTurn{
+		e: e, session: session, sess: sess, req: req, p: p, run: run,
+		live:    e.live.add(session, req.RunID),
+		labels:  labelsOf(sess.Namespace, p.decision),
+		started: metav1.Now(),
+	}
+}
+
+// execute runs the turn to its end on the engine's context and releases the
+// session's lock (unlock) once its end and status are recorded. A panic is
+// recovered and fails this turn only.
+func (t *runningTurn) execute(unlock func()) {
+	defer unlock()
+	defer t.e.live.remove(t.session, t.live)
+	var (
+		res  *adapter.TurnResult
+		terr *TurnError
+	)
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.e.log.Error(fmt.Errorf("panic: %v", v), "a turn panicked; it fails", "session", t.session, "runId", t.req.RunID, "stack", string(debug.Stack()))
+				if t.native != nil {
+					t.native.Interrupt()
+				}
+				res, terr = nil, newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").touched(false)
+			}
+		}()
+		t.markActive()
+		res, terr = t.drive(t.input())
+	}()
+	t.finish(res, terr)
+}
+
+// deadline is when the turn must end.
+func (t *runningTurn) deadline() time.Time {
+	timeout := t.e.opts.DefaultTurnTimeout
+	if t.req.TimeoutMs > 0 {
+		timeout = time.Duration(t.req.TimeoutMs) * time.Millisecond
+	}
+	return t.started.Add(timeout)
+}
+
+// markActive applies status.activeTurn and, on a reset, writes the
+// transcript's reset marker.
+func (t *runningTurn) markActive() {
+	st := t.e.current(t.sess)
+	st.LastSelection = lastSelection(t.p.decision, t.req.RunID)
+	st.ActiveTurn = &v1alpha1.ActiveTurn{RunID: t.req.RunID, StartedAt: t.started, Deadline: metav1.NewTime(t.deadline())}
+	t.applyStatus(st, "apply activeTurn failed")
+	if t.p.rebind && t.sess.Status.NativeBinding != nil {
+		if err := t.e.journal.ResetTranscript(t.session, t.sess.Spec.ResetGeneration); err != nil {
+			t.e.log.Error(err, "transcript reset marker failed", "session", t.session)
+		}
+	}
+}
+
+// input is the adapter's view of the turn.
+func (t *runningTurn) input() adapter.TurnInput {
+	_, model := selection.SplitModel("", t.sess.Spec.Model)
+	in := adapter.TurnInput{
+		Model:                 model,
+		Cwd:                   workDir(t.e.workspaceRoot(t.p.client), t.sess),
+		DeveloperInstructions: t.req.ExtraSystemPrompt,
+		ThinkLevel:            t.req.ThinkLevel,
+		Prompt:                t.req.Prompt,
+		Images:                t.req.Images,
+		Tools:                 t.req.hostTools(),
+		DisableTools:          t.req.DisableTools,
+		ToolTimeout:           time.Duration(t.req.ToolTimeoutMs) * time.Millisecond,
+		Deadline:              t.deadline(),
+	}
+	if b := t.sess.Status.NativeBinding; !t.p.rebind && b != nil {
+		in.ThreadID = b.ThreadID
+	}
+	if t.p.pod {
+		in.Sandbox = t.e.opts.PodSandbox
+	}
+	if tp := t.p.decision.ToolPolicy; tp != nil {
+		in.Restricted = tp.Restricted
+		in.SafeDeniedTools = tp.SafeDeniedTools
+	}
+	return in
+}
+
+// finish records the turn's end: the metrics, the dispatcher's part of the
+// status (pin, lastSelection, nativeBinding, lastTurn, counters, activeTurn
+// cleared), the `result` or `error` event, the run's end and the
+// transcript's fsync.
+func (t *runningTurn) finish(res *adapter.TurnResult, terr *TurnError) {
+	finished := metav1.Now()
+	if terr == nil && t.writeErr != nil {
+		terr = newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).touched(false)
+	}
+	if terr == nil && t.transcriptErr != nil {
+		terr = newTurnError(selection.CodeTranscriptLimitExceeded, "", "%v", t.transcriptErr).touched(false)
+	}
+	recordFinished(t.labels, res, terr, finished.Sub(t.started.Time))
+	// The status first: a client that reads the session after the run's
+	// end finds the turn recorded there.
+	t.applyStatus(t.endStatus(res, terr, finished), "apply turn status failed")
+	state, payload, typ := journal.StateFinished, t.resultPayload(res), EventResult
+	if terr != nil {
+		state, payload, typ = journal.StateFailed, mustJSON(terr), EventError
+	}
+	if err := t.emit(typ, payload); err != nil {
+		t.e.log.Error(err, "journal append failed", "session", t.session, "runId", t.req.RunID, "event", typ)
+	}
+	if err := t.run.Finish(state, payload); err != nil {
+		t.e.log.Error(err, "journal finish failed", "session", t.session, "runId", t.req.RunID)
+	}
+	if err := t.e.journal.SyncTranscript(t.session); err != nil {
+		t.e.log.Error(err, "transcript sync failed", "session", t.session)
+	}
+}
+
+// resultPayload is the `result` event of a turn that completed.
+func (t *runningTurn) resultPayload(res *adapter.TurnResult) []byte {
+	if res == nil {
+		return nil
+	}
+	d := t.p.decision
+	out := ResultEvent{RunID: t.req.RunID, TurnResult: *res, AgentHarnessID: d.HarnessID}
+	if t.req.CaptureRuntimeArtifact && checkArtifact(t.p.harness, t.p.server, &ExpectedRuntimeArtifact{}, d.HarnessID) == nil {
+		out.RuntimeArtifact = t.p.harness.Status.RuntimeArtifact.DeepCopy()
+	}
+	return mustJSON(out)
+}
+
+// endStatus is the dispatcher's part of the status after the turn.
+func (t *runningTurn) endStatus(res *adapter.TurnResult, terr *TurnError, finished metav1.Time) *dispatcherStatus {
+	d := t.p.decision
+	st := t.e.current(t.sess)
+	st.ActiveTurn = nil
+	st.LastSelection = lastSelection(d, t.req.RunID)
+	counters := st.Counters
+	if counters == nil {
+		counters = &v1alpha1.SessionCounters{}
+	}
+	counters.Turns++
+	last := &v1alpha1.LastTurn{RunID: t.req.RunID, StartedAt: t.started, FinishedAt: finished}
+	if t.native != nil && t.native.ThreadID() != "" {
+		st.AgentHarnessID = d.HarnessID
+		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: t.native.ThreadID(), Pod: t.p.server.Name, Generation: t.sess.Spec.ResetGeneration,
+			SessionUID: string(t.sess.UID), HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name}
+	}
+	switch {
+	case terr != nil:
+		last.Outcome, last.ErrorCode = v1alpha1.TurnFailed, string(terr.Code)
+		counters.FailedTurns++
+	default:
+		last.Outcome = outcomeOf(res.Terminal.Kind)
+		last.Classification = v1alpha1.TerminalClassification(res.Classification)
+		if last.Outcome != v1alpha1.TurnSucceeded {
+			counters.FailedTurns++
+		}
+	}
+	if res != nil {
+		addUsage(counters, res.Usage)
+	}
+	st.LastTurn, st.Counters = last, counters
+	return st
+}
+
+// applyStatus writes the status on a context of its own: a turn's status
+// must not be lost to a shutdown that ended the turn.
+func (t *runningTurn) applyStatus(st *dispatcherStatus, failure string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.e.ctx), statusWriteTimeout)
+	defer cancel()
+	if err := t.e.apply(ctx, t.sess, st); err != nil {
+		t.e.log.Error(err, failure, "session", t.session, "runId", t.req.RunID)
+	}
+}

@@ -1,0 +1,212 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/selection"
+)
+
+// Start begins one prepared turn of the session ns/name and returns its
+// journaled run as soon as the run is recorded (its first event is
+// `selected`); the rest of the turn runs on the engine's own context, so the
+// caller streams the run's events (journal.Run.Events) and may leave and come
+// back (a request with the same runId and body returns the same run). The
+// caller's ctx bounds only the admission: a caller that leaves while its turn
+// waits for the session or is being placed leaves nothing behind, and its
+// runId stays free.
+//
+// The steps, in order:
+//
+//  1. the request is validated and the AgentSession is fetched; it is
+//     authoritative: a contradicting attempt is SessionMismatch;
+//  2. a runId the journal knows returns its run (running or ended) and runs
+//     nothing; with another body it is RunIdConflict; one whose payload
+//     retention pruned is the journal's *RunPrunedError; a namespace whose
+//     journal holds as many runs as it may remember is the journal's
+//     *RetentionLimitError;
+//  3. one turn at a time per session: the turn waits for the session's lock
+//     in arrival order (harness_dispatcher_turns_waiting counts it);
+//  4. placement (prepare): selection, the embedded runtime, the expected
+//     runtime artifact, the server, the connection — a refusal here is a
+//     *TurnError that carries the decision (TurnError.Decision); nothing is
+//     journaled;
+//  5. the run is journaled with its `selected` event and registered, so
+//     Interrupt reaches it from the moment Start returns; the turn then runs
+//     (run.go).
+//
+// A request without runId gets a generated one (req.RunID is set).
+func (e *Engine) Start(ctx context.Context, ns, name string, req *TurnRequest) (*journal.Run, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		req.RunID = NewRunID()
+	}
+	sess, err := e.session(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateAgainstSession(ns, sess, req); err != nil {
+		return nil, err
+	}
+	session := SessionKey(sess)
+	digest, err := req.Digest()
+	if err != nil {
+		return nil, err
+	}
+	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
+		return run, err
+	}
+	if err := e.journal.Admit(session); err != nil {
+		// A new runId could not be remembered: nothing runs.
+		recordRefused(labelsOf(ns, selection.Decision{}), selection.CodeRetentionLimitReached)
+		return nil, err
+	}
+	waiting := turnsWaiting.WithLabelValues(ns)
+	waiting.Inc()
+	unlock, err := e.locks.lock(ctx, session)
+	waiting.Dec()
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: wait for the session lock of %s: %w", session, err)
+	}
+	run, t, err := e.begin(ctx, ns, name, session, req, digest)
+	if t == nil {
+		unlock()
+		return run, err
+	}
+	go t.execute(unlock)
+	return run, nil
+}
+
+// known returns the journaled run of runID when it was begun for a request
+// with this digest; nil, nil when the journal does not know runID.
+func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, error) {
+	run, err := e.journal.Lookup(session, runID)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err // a tombstone (RunPrunedError) among them: never run again
+	case run.Info().Digest != digest:
+		recordRefused(labelsOf(namespaceOf(session), selection.Decision{}), selection.CodeRunIDConflict)
+		return nil, RunIDConflict(session, runID)
+	}
+	return run, nil
+}
+
+// begin is steps 4 and 5 of Start, under the session's lock. It returns the
+// turn to execute when a new run was journaled; otherwise the known run or
+// the refusal.
+func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnRequest, digest [32]byte) (*journal.Run, *runningTurn, error) {
+	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
+		return run, nil, err // the same runId ran while this request waited
+	}
+	// The session may have changed while this turn waited for the lock —
+	// or been deleted and created again under its name.
+	sess, err := e.session(ctx, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if SessionKey(sess) != session || !sess.DeletionTimestamp.IsZero() {
+		// Its journal is being deleted (FinalizerReconciler): nothing may
+		// start on it any more.
+		return nil, nil, fmt.Errorf("%w: %s/%s is being deleted", ErrSessionNotFound, ns, name)
+	}
+	if err := validateAgainstSession(ns, sess, req); err != nil {
+		return nil, nil, err
+	}
+	p, terr := e.prepare(ctx, sess, req)
+	if terr != nil {
+		return nil, nil, terr
+	}
+	run, outcome, err := e.journal.Begin(session, req.RunID, digest)
+	if err != nil {
+		var conflict *journal.RunConflictError
+		if errors.As(err, &conflict) {
+			recordRefused(labelsOf(ns, p.decision), selection.CodeRunIDConflict)
+			return nil, nil, RunIDConflict(session, req.RunID)
+		}
+		return nil, nil, fmt.Errorf("dispatch: journal: %w", err)
+	}
+	if outcome != journal.BeginNew { // not reachable under the session lock
+		return run, nil, nil
+	}
+	t := e.newTurn(session, sess, req, p, run)
+	if err := t.emit(EventSelected, mustJSON(p.decision)); err != nil {
+		t.writeErr = err // the turn fails visibly (run.go)
+	}
+	return run, t, nil
+}
+
+// validateAgainstSession refuses a turn whose attempt contradicts the
+// session (SessionMismatch), counting the refusal.
+func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *TurnRequest) error {
+	err := selection.ValidateAgainstSession(sess, &req.Attempt)
+	var se *selection.Error
+	if errors.As(err, &se) {
+		recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
+		return turnError(se)
+	}
+	return err
+}
+
+// Sink receives the stream events of a turn, in order, from one goroutine at
+// a time.
+type Sink func(eventType string, payload json.RawMessage)
+
+// Turn is Start followed until the run ends: its events go to sink, and
+// cancelling ctx interrupts the turn (terminal aborted). A refusal after
+// selection is given to sink as the `selected` and `error` events it would
+// have streamed. Turn returns nil for a completed turn (whatever its terminal
+// kind), the *TurnError of a turn that failed or was refused, and Start's
+// other errors.
+func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, sink Sink) error {
+	if sink == nil {
+		sink = func(string, json.RawMessage) {}
+	}
+	run, err := e.Start(ctx, ns, name, req)
+	if err != nil {
+		var te *TurnError
+		if errors.As(err, &te) && te.Decision != nil {
+			sink(EventSelected, mustJSON(te.Decision))
+			sink(EventError, mustJSON(te))
+		}
+		return err
+	}
+	info := run.Info()
+	stop := context.AfterFunc(ctx, func() { e.Interrupt(info.Session, info.RunID) })
+	defer stop()
+	return Follow(context.WithoutCancel(ctx), run, sink)
+}
+
+// Follow gives a run's events to sink until the run ends and returns its
+// outcome: nil for a finished run, the *TurnError of its `error` event, or
+// OutcomeUnknown for a run that failed without one (its dispatcher stopped).
+func Follow(ctx context.Context, run *journal.Run, sink Sink) error {
+	var failed *TurnError
+	for ev, err := range run.Events(ctx, 0) {
+		if err != nil {
+			return fmt.Errorf("dispatch: follow run %q: %w", run.Info().RunID, err)
+		}
+		sink(ev.Type, ev.Payload)
+		if ev.Type == EventError {
+			failed = &TurnError{}
+			if json.Unmarshal(ev.Payload, failed) != nil {
+				failed = OutcomeUnknown("its error event is unreadable")
+			}
+		}
+	}
+	if info := run.Info(); info.State == journal.StateFailed && failed == nil {
+		failed = OutcomeUnknown(info.Reason)
+		sink(EventError, mustJSON(failed))
+	}
+	if failed != nil {
+		return failed
+	}
+	return nil
+}
