@@ -66,6 +66,14 @@ func toolCall(id int, threadID, turnID, tool string) string {
 		id, threadID, turnID, id, tool)
 }
 
+// describe prints an event's method and params.
+func describe(ev appserver.Event) string {
+	if ev == nil {
+		return "no event"
+	}
+	return ev.Meta().Method + " " + string(ev.Meta().Params)
+}
+
 // next is Turn.Next bounded for a test step.
 func next(t *testing.T, turn *appserver.Turn) (appserver.Event, error) {
 	t.Helper()
@@ -275,7 +283,7 @@ func TestNotificationsOfUnopenedThreadsAreDroppedAndCounted(t *testing.T) {
 		t.Helper()
 		m.send(delta(turn.ThreadID, turn.ID, "marker"))
 		if ev, err := next(t, turn); err != nil || ev.Meta().Method != "item/agentMessage/delta" {
-			t.Fatalf("marker: %v %v", ev, err)
+			t.Fatalf("marker: %s %v", describe(ev), err)
 		}
 	}
 	for i := range 100 {
@@ -305,7 +313,7 @@ func TestNotificationsOfUnopenedThreadsAreDroppedAndCounted(t *testing.T) {
 		turn := tc.th.AttachTurn(tc.turn)
 		m.send(completed(tc.th.ID, tc.turn))
 		if ev, err := next(t, turn); err != nil || ev.Meta().Method != "turn/completed" {
-			t.Fatalf("first event of %s/%s once opened: %v %v; want turn/completed (the earlier deltas dropped)", tc.th.ID, tc.turn, ev, err)
+			t.Fatalf("first event of %s/%s once opened: %s %v; want turn/completed (the earlier deltas dropped)", tc.th.ID, tc.turn, describe(ev), err)
 		}
 	}
 	if got := c.Stats().UnknownThreadNotifications; got != 101 {
@@ -354,7 +362,7 @@ func TestTurnFloodingItsConsumerFailsAloneAndIsInterrupted(t *testing.T) {
 			}
 			m.send(delta("thr_1", "turn_2", "still here"))
 			if ev, err := next(t, other); err != nil || ev.Meta().Method != "item/agentMessage/delta" || !strings.Contains(string(ev.Meta().Params), "still here") {
-				t.Fatalf("another turn on the connection: %v %v", ev, err)
+				t.Fatalf("another turn on the connection: %s %v", describe(ev), err)
 			}
 			_, err := next(t, slow)
 			var se *appserver.TurnStreamError
@@ -379,7 +387,10 @@ func TestServerRequestsOverTheLimitAreRefused(t *testing.T) {
 	c, m := connectMem(t, appserver.Options{MaxServerRequests: 2, Handlers: appserver.Handlers{
 		ToolCall: func(ctx context.Context, call appserver.ToolCall) appserver.ToolResult {
 			started <- call.CallID
-			<-release
+			select {
+			case <-release:
+			case <-ctx.Done(): // the client closed (a failed test)
+			}
 			return appserver.ToolText("ok", true)
 		},
 	}})
@@ -399,7 +410,7 @@ func TestServerRequestsOverTheLimitAreRefused(t *testing.T) {
 	}
 	ev, err := next(t, turn)
 	if h, ok := ev.(appserver.ServerRequestHandled); err != nil || !ok || !h.Declined || h.Kind != appserver.KindToolCall {
-		t.Fatalf("the turn's first event %#v %v; want the refused tool call recorded as declined", ev, err)
+		t.Fatalf("the turn's first event %s %v; want the refused tool call recorded as declined", describe(ev), err)
 	}
 
 	close(release)
@@ -470,7 +481,7 @@ func TestPanickingHandlerFailsOnlyItsTurn(t *testing.T) {
 		t.Fatalf("another turn's request: id %s error %+v", a.ID, a.Error)
 	}
 	if ev, err := next(t, other); err != nil || ev.Meta().Method != "item/tool/call" || !strings.Contains(string(ev.Meta().Params), `"callId":"c202"`) {
-		t.Fatalf("another turn's event %#v %v", ev, err)
+		t.Fatalf("another turn's event %s %v", describe(ev), err)
 	}
 	if c.Err() != nil {
 		t.Fatalf("the connection ended: %v", c.Err())
