@@ -45,9 +45,11 @@
 //     Stats.RefusedServerRequests. Closing the connection instead would fail
 //     every turn sharing it (the dispatcher pools one connection per
 //     server); an error fails only the refused request, which Codex reports
-//     to the model as a failed call. The limit is per connection because
-//     handlers of host tools legitimately wait for a gateway, one per turn
-//     that called a tool.
+//     to the model as a failed call ("dynamic tool request failed";
+//     TestRefusedToolCallReachesTheModelAsAFailedCall pins it). The default
+//     is high because a host tool's handler legitimately waits for the
+//     gateway, and every turn on a server shares its connection. The answer
+//     is written on the read loop, so a server that floods waits for it.
 //
 // # Panics
 //
