@@ -1,13 +1,3 @@
-// Package appserver is a client for the JSON-RPC protocol of `codex
-// app-server` (Codex's native agent server), over WebSocket or stdio.
-//
-// Connect performs the handshake (initialize with experimentalApi, the
-// version floor check, initialized). A Client then starts or resumes
-// threads; a Thread starts turns; a Turn delivers its notifications as typed
-// events (Next, Run, Wait). Server-initiated requests (dynamic tool calls,
-// approvals, user input) go to the Handlers of their thread. A dropped
-// connection surfaces as a *ConnectionLostError that says whether a turn may
-// have had side effects. All methods are safe for concurrent use.
 package appserver
 
 import (
@@ -20,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
 // DefaultClientName is the clientInfo.name sent in initialize. Codex echoes
@@ -29,10 +21,6 @@ const DefaultClientName = "harness-operator"
 
 // DefaultRequestTimeout bounds a request whose context has no deadline.
 const DefaultRequestTimeout = 2 * time.Minute
-
-// maxUnclaimedTurns bounds the buffered event streams of turns nobody has
-// attached to, per thread.
-const maxUnclaimedTurns = 32
 
 // Options configure Connect.
 type Options struct {
@@ -51,6 +39,55 @@ type Options struct {
 	// Handlers answer server requests of threads without their own
 	// handlers. Nil functions decline.
 	Handlers Handlers
+
+	// The limits against a misbehaving app-server (package doc); zero
+	// means the default.
+	//
+	// MaxMessageBytes is the largest message the server may send
+	// (DefaultMaxMessageBytes); a larger one ends the connection.
+	MaxMessageBytes int64
+	// MaxUnreadEvents and MaxUnreadBytes (raw params) bound one turn's
+	// events that its consumer has not read (DefaultMaxUnreadEvents,
+	// DefaultMaxUnreadBytes); beyond either, that turn's stream fails.
+	MaxUnreadEvents int
+	MaxUnreadBytes  int64
+	// MaxServerRequests bounds the server requests handled at once
+	// (DefaultMaxServerRequests); one beyond is refused with an error.
+	MaxServerRequests int
+	// Logger records recovered panics (with their stack), failed turn
+	// streams and, at most once a minute, dropped notifications and
+	// refused requests. When unset, the logger in Connect's context is used
+	// (logr.FromContextOrDiscard).
+	Logger logr.Logger
+}
+
+// withDefaults fills the zero options with their defaults.
+func (o Options) withDefaults(ctx context.Context) Options {
+	if o.ClientName == "" {
+		o.ClientName = DefaultClientName
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "0.0.0"
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxUnreadEvents <= 0 {
+		o.MaxUnreadEvents = DefaultMaxUnreadEvents
+	}
+	if o.MaxUnreadBytes <= 0 {
+		o.MaxUnreadBytes = DefaultMaxUnreadBytes
+	}
+	if o.MaxServerRequests <= 0 {
+		o.MaxServerRequests = DefaultMaxServerRequests
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.FromContextOrDiscard(ctx)
+	}
+	return o
 }
 
 // ServerInfo is what the server reported in the handshake.
@@ -69,15 +106,22 @@ type Client struct {
 	opts    Options
 	info    ServerInfo
 	nextID  atomic.Int64
-	done    chan struct{} // closed when the connection ends
-	loopEnd chan struct{} // closed when the read loop has returned
-	reqs    sync.WaitGroup
+	done    chan struct{}   // closed when the connection ends
+	loopEnd chan struct{}   // closed when the read loop has returned
+	reqs    sync.WaitGroup  // goroutines started with goLocked
 	reqCtx  context.Context // cancelled when the connection ends
 	cancel  context.CancelFunc
+
+	log logr.Logger
+	// What was dropped or refused (Stats), and the rate limits of their
+	// log records.
+	unknownDropped, refused atomic.Uint64
+	unknownLog, refusedLog  logEvery
 
 	mu        sync.Mutex
 	pending   map[int64]*pendingCall
 	threads   map[string]*threadState
+	serving   int   // server requests being handled
 	lostErr   error // cause once the connection ended
 	closeOnce sync.Once
 }
@@ -112,26 +156,22 @@ type envelope struct {
 // unparsable or below the floor is refused with a *VersionError before any
 // thread exists, and t is closed. On success the Client owns t.
 func Connect(ctx context.Context, t Transport, opts Options) (*Client, error) {
-	if opts.ClientName == "" {
-		opts.ClientName = DefaultClientName
-	}
+	opts = opts.withDefaults(ctx)
 	if strings.Contains(opts.ClientName, "/") {
 		_ = t.Close()
 		return nil, fmt.Errorf("appserver: clientInfo.name %q must not contain '/'", opts.ClientName)
-	}
-	if opts.ClientVersion == "" {
-		opts.ClientVersion = "0.0.0"
-	}
-	if opts.RequestTimeout <= 0 {
-		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	if _, err := Floor(opts.MinVersion); err != nil {
 		_ = t.Close()
 		return nil, err
 	}
+	if rl, ok := t.(readLimiter); ok {
+		rl.setReadLimit(opts.MaxMessageBytes)
+	}
 	c := &Client{
 		t:       t,
 		opts:    opts,
+		log:     opts.Logger,
 		done:    make(chan struct{}),
 		loopEnd: make(chan struct{}),
 		pending: map[int64]*pendingCall{},
@@ -184,8 +224,9 @@ func (c *Client) Err() error {
 }
 
 // Close closes the connection and waits for the client's goroutines (the
-// reader and running server-request handlers, whose contexts are cancelled)
-// to finish. Turns keep running on the server; see ResumeThread.
+// reader, running server-request handlers, whose contexts are cancelled,
+// and interrupts of failed turn streams) to finish. Turns keep running on
+// the server; see ResumeThread.
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
@@ -215,11 +256,33 @@ func (c *Client) shutdown(cause error) {
 	c.cancel()
 }
 
+// readLoop reads and dispatches the server's messages until the connection
+// ends. It never waits for a consumer: events are buffered per turn, server
+// requests run on their own goroutines.
 func (c *Client) readLoop() {
 	defer close(c.loopEnd)
+	defer func() {
+		// A panic here (a caller's Transport, or a bug in dispatching) ends
+		// this connection only.
+		if pe := recovered("the app-server client's read loop", recover()); pe != nil {
+			c.logPanic(pe)
+			c.shutdown(pe)
+			_ = c.t.Close()
+		}
+	}()
 	for {
 		msg, err := c.t.ReadMessage()
+		if err == nil && int64(len(msg)) > c.opts.MaxMessageBytes {
+			// The package's transports stop at the limit themselves; this
+			// holds it for any other Transport.
+			err = &MessageTooLargeError{Limit: c.opts.MaxMessageBytes, Size: int64(len(msg))}
+		}
 		if err != nil {
+			var tooLarge *MessageTooLargeError
+			if errors.As(err, &tooLarge) {
+				c.log.Error(err, "closing the app-server connection")
+				_ = c.t.Close()
+			}
 			c.shutdown(err)
 			return
 		}
@@ -412,288 +475,7 @@ func (c *Client) route(method string, params json.RawMessage) {
 	ev := decodeEvent(EventMeta{Method: method, ThreadID: threadID, TurnID: turnID, Params: params})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.streamLocked(threadID, turnID).pushLocked(ev)
-}
-
-// threadState holds a thread's handlers and the event streams of its turns.
-type threadState struct {
-	handlers *Handlers
-	turns    map[string]*turnStream
-	order    []string // turn ids in creation order
-}
-
-func (c *Client) threadLocked(threadID string) *threadState {
-	th := c.threads[threadID]
-	if th == nil {
-		th = &threadState{turns: map[string]*turnStream{}}
-		c.threads[threadID] = th
-	}
-	return th
-}
-
-func (c *Client) streamLocked(threadID, turnID string) *turnStream {
-	th := c.threadLocked(threadID)
-	s := th.turns[turnID]
-	if s == nil {
-		s = &turnStream{notify: make(chan struct{})}
-		th.turns[turnID] = s
-		th.order = append(th.order, turnID)
-		c.pruneLocked(th)
-	}
-	return s
-}
-
-// pruneLocked drops the oldest unattached streams beyond the bound.
-func (c *Client) pruneLocked(th *threadState) {
-	unclaimed := 0
-	for _, id := range th.order {
-		if s := th.turns[id]; s != nil && !s.attached {
-			unclaimed++
-		}
-	}
-	for i := 0; unclaimed > maxUnclaimedTurns && i < len(th.order); i++ {
-		id := th.order[i]
-		if s := th.turns[id]; s != nil && !s.attached {
-			delete(th.turns, id)
-			unclaimed--
-		}
-	}
-	kept := th.order[:0]
-	for _, id := range th.order {
-		if th.turns[id] != nil {
-			kept = append(kept, id)
-		}
-	}
-	th.order = kept
-}
-
-func (c *Client) dropStreamLocked(threadID, turnID string) {
-	if th := c.threads[threadID]; th != nil {
-		delete(th.turns, turnID)
-	}
-}
-
-// turnStream buffers a turn's events until its Turn consumes them.
-type turnStream struct {
-	events    []Event
-	completed bool // turn/completed was received
-	attached  bool
-	notify    chan struct{} // closed and replaced on every change
-}
-
-func (s *turnStream) pushLocked(ev Event) {
-	if _, ok := ev.(TurnCompletedEvent); ok {
-		s.completed = true
-	}
-	s.events = append(s.events, ev)
-	s.wakeLocked()
-}
-
-func (s *turnStream) wakeLocked() {
-	close(s.notify)
-	s.notify = make(chan struct{})
-}
-
-// Handlers answer server-initiated requests. A nil function declines:
-// tool calls fail (success false), approvals are declined, user input gets
-// no answers. Every handled request is also delivered to the turn as a
-// ServerRequestHandled event, so a decline is visible (DESIGN.md §5 rule 9).
-type Handlers struct {
-	// ToolCall runs a dynamic tool (item/tool/call). The adapter must
-	// refuse tools not offered in this turn.
-	ToolCall func(ctx context.Context, call ToolCall) ToolResult
-	// Approval decides command, file-change, permission and MCP
-	// elicitation requests.
-	Approval func(ctx context.Context, req ApprovalRequest) ApprovalDecision
-	// UserInput answers request_user_input; return nil to decline.
-	UserInput func(ctx context.Context, req UserInputRequest) map[string][]string
-}
-
-// ToolCall is an item/tool/call request.
-type ToolCall struct {
-	ThreadID  string          `json:"threadId"`
-	TurnID    string          `json:"turnId"`
-	CallID    string          `json:"callId"`
-	Namespace *string         `json:"namespace"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-// ToolResult answers a ToolCall: what the model is told the tool returned.
-type ToolResult struct {
-	ContentItems []ContentItem `json:"contentItems"`
-	Success      bool          `json:"success"`
-}
-
-// ToolText is a ToolResult with one text item.
-func ToolText(text string, success bool) ToolResult {
-	return ToolResult{ContentItems: []ContentItem{TextContent(text)}, Success: success}
-}
-
-// ApprovalRequest is an approval request from the runtime.
-type ApprovalRequest struct {
-	// Method is the request method (e.g. item/commandExecution/requestApproval).
-	Method   string
-	ThreadID string
-	TurnID   string
-	ItemID   string
-	// Command is set for command approvals.
-	Command string
-	// Params is the raw request.
-	Params json.RawMessage
-}
-
-// ApprovalDecision answers an ApprovalRequest.
-type ApprovalDecision string
-
-// Approval decisions.
-const (
-	ApprovalDecline ApprovalDecision = "decline"
-	ApprovalCancel  ApprovalDecision = "cancel"
-	ApprovalAccept  ApprovalDecision = "accept"
-)
-
-// UserInputRequest is an item/tool/requestUserInput request.
-type UserInputRequest struct {
-	ThreadID string
-	TurnID   string
-	ItemID   string
-	Params   json.RawMessage
-}
-
-func (c *Client) handlersFor(threadID string) Handlers {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if th := c.threads[threadID]; th != nil && th.handlers != nil {
-		return *th.handlers
-	}
-	return c.opts.Handlers
-}
-
-func (c *Client) startServerRequest(env envelope) {
-	c.mu.Lock()
-	if c.lostErr != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.reqs.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.reqs.Done()
-		c.handleServerRequest(env)
-	}()
-}
-
-func (c *Client) handleServerRequest(env envelope) {
-	threadID, turnID := routingIDs(env.Params)
-	h := c.handlersFor(threadID)
-	ctx := c.reqCtx
-	var (
-		kind     ServerRequestKind
-		result   any
-		rpcErr   *rpcErrorBody
-		declined bool
-	)
-	var common struct {
-		ItemID  string `json:"itemId"`
-		Command string `json:"command"`
-	}
-	_ = json.Unmarshal(env.Params, &common)
-
-	switch env.Method {
-	case MethodToolCall:
-		kind = KindToolCall
-		var call ToolCall
-		if err := json.Unmarshal(env.Params, &call); err != nil {
-			rpcErr = &rpcErrorBody{Code: -32602, Message: "invalid item/tool/call params"}
-			break
-		}
-		res := ToolText(fmt.Sprintf("tool %q is not available in this turn", call.Tool), false)
-		if h.ToolCall != nil {
-			res = h.ToolCall(ctx, call)
-		}
-		if res.ContentItems == nil {
-			res.ContentItems = []ContentItem{}
-		}
-		result, declined = res, !res.Success
-	case MethodCommandApproval, MethodFileApproval, MethodPermissions, MethodApplyPatchApproval,
-		MethodExecCommandApproval, MethodElicitation:
-		kind = KindApproval
-		if env.Method == MethodElicitation {
-			kind = KindElicitation
-		}
-		d := ApprovalDecline
-		if h.Approval != nil {
-			d = h.Approval(ctx, ApprovalRequest{Method: env.Method, ThreadID: threadID, TurnID: turnID,
-				ItemID: common.ItemID, Command: common.Command, Params: env.Params})
-		}
-		result, declined = approvalResponse(env.Method, d, env.Params), d != ApprovalAccept
-	case MethodUserInput:
-		kind = KindUserInput
-		var answers map[string][]string
-		if h.UserInput != nil {
-			answers = h.UserInput(ctx, UserInputRequest{ThreadID: threadID, TurnID: turnID,
-				ItemID: common.ItemID, Params: env.Params})
-		}
-		declined = answers == nil
-		out := map[string]any{}
-		for q, a := range answers {
-			out[q] = map[string]any{"answers": a}
-		}
-		result = map[string]any{"answers": out}
-	default:
-		kind = KindUnsupported
-		declined = true
-		rpcErr = &rpcErrorBody{Code: -32601, Message: "harness-operator does not support " + env.Method}
-	}
-
-	// Record the request in the turn's stream before answering, so that
-	// it precedes everything the answer causes (e.g. turn/completed).
-	if threadID != "" && turnID != "" {
-		var raw json.RawMessage
-		if rpcErr == nil {
-			raw, _ = json.Marshal(result)
-		}
-		ev := ServerRequestHandled{
-			EventMeta: EventMeta{Method: env.Method, ThreadID: threadID, TurnID: turnID, Params: env.Params},
-			Kind:      kind, Response: raw, Declined: declined,
-		}
-		c.mu.Lock()
-		if c.lostErr == nil {
-			c.streamLocked(threadID, turnID).pushLocked(ev)
-		}
-		c.mu.Unlock()
-	}
-	_ = c.respond(env.ID, result, rpcErr)
-}
-
-// approvalResponse maps a decision onto the response shape of each
-// approval method.
-func approvalResponse(method string, d ApprovalDecision, params json.RawMessage) any {
-	switch method {
-	case MethodPermissions:
-		if d == ApprovalAccept {
-			var p struct {
-				Permissions json.RawMessage `json:"permissions"`
-			}
-			_ = json.Unmarshal(params, &p)
-			return map[string]any{"permissions": p.Permissions, "scope": "turn"}
-		}
-		return map[string]any{"permissions": map[string]any{}, "scope": "turn"}
-	case MethodApplyPatchApproval, MethodExecCommandApproval:
-		switch d {
-		case ApprovalAccept:
-			return map[string]any{"decision": "approved"}
-		case ApprovalCancel:
-			return map[string]any{"decision": "abort"}
-		default:
-			return map[string]any{"decision": map[string]any{"denied": map[string]any{"rejection": "declined by harness-operator"}}}
-		}
-	case MethodElicitation:
-		return map[string]any{"action": string(d), "content": nil, "_meta": nil}
-	default: // command and file-change approvals
-		return map[string]any{"decision": string(d)}
-	}
+	c.deliverLocked(ev)
 }
 
 var errNoThread = errors.New("appserver: empty thread id")

@@ -115,13 +115,20 @@ func (m *memTransport) handshake(t *testing.T) {
 func connectMem(t *testing.T, opts appserver.Options) (*appserver.Client, *memTransport) {
 	t.Helper()
 	m := newMem()
+	return connectPeer(t, m, m, opts), m
+}
+
+// connectPeer connects a client over tr to the scripted peer m (tr is m
+// itself, or a real transport whose far end is bridged to m).
+func connectPeer(t *testing.T, tr appserver.Transport, m *memTransport, opts appserver.Options) *appserver.Client {
+	t.Helper()
 	type res struct {
 		c   *appserver.Client
 		err error
 	}
 	ch := make(chan res, 1)
 	go func() {
-		c, err := appserver.Connect(context.Background(), m, opts)
+		c, err := appserver.Connect(context.Background(), tr, opts)
 		ch <- res{c, err}
 	}()
 	m.handshake(t)
@@ -130,7 +137,7 @@ func connectMem(t *testing.T, opts appserver.Options) (*appserver.Client, *memTr
 		t.Fatal(r.err)
 	}
 	t.Cleanup(func() { _ = r.c.Close() })
-	return r.c, m
+	return r.c
 }
 
 func TestConnectRefusesNameWithSlash(t *testing.T) {

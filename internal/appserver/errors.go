@@ -76,7 +76,8 @@ func (e *ConnectionLostError) Unwrap() error { return e.Err }
 
 // MayHaveSideEffects reports whether err says a turn may have run (or be
 // running) with side effects despite the error: a ConnectionLostError with
-// AfterTurnStarted, or a turn/start whose answer did not arrive in time.
+// AfterTurnStarted, a turn/start whose answer did not arrive in time, or a
+// TurnStreamError.
 func MayHaveSideEffects(err error) bool {
 	var cl *ConnectionLostError
 	if errors.As(err, &cl) {
@@ -86,7 +87,8 @@ func MayHaveSideEffects(err error) bool {
 	if errors.As(err, &te) {
 		return te.AfterTurnStarted
 	}
-	return false
+	var se *TurnStreamError
+	return errors.As(err, &se)
 }
 
 // TimeoutError reports a request whose answer did not arrive before its
@@ -128,4 +130,59 @@ func (e *HandshakeError) Error() string {
 // Is makes errors.Is(err, ErrUnauthorized) true for a 401.
 func (e *HandshakeError) Is(target error) bool {
 	return target == ErrUnauthorized && e.StatusCode == 401
+}
+
+// MessageTooLargeError reports a message from the app-server over the
+// connection's read limit (Options.MaxMessageBytes). The client closed the
+// connection; this is the cause (Err) of the ConnectionLostErrors that
+// follow.
+type MessageTooLargeError struct {
+	// Limit is the read limit in bytes.
+	Limit int64
+	// Size is how much of the message had arrived when reading stopped:
+	// the message was at least this large.
+	Size int64
+}
+
+// Error implements error.
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("appserver: the app-server sent a message of at least %d bytes, over the read limit of %d bytes "+
+		"(Options.MaxMessageBytes); the connection was closed", e.Size, e.Limit)
+}
+
+// TurnStreamError reports that the client stopped delivering a turn's
+// events: the app-server sent more than its consumer had read
+// (Options.MaxUnreadEvents, MaxUnreadBytes), or a handler of one of the
+// turn's server requests panicked (Err is then a *PanicError). The
+// connection and other turns are unaffected. The client sent turn/interrupt
+// for the turn, but it may have run and had side effects: do not replay it.
+type TurnStreamError struct {
+	ThreadID, TurnID string
+	// Err is the reason.
+	Err error
+}
+
+// Error implements error.
+func (e *TurnStreamError) Error() string {
+	return fmt.Sprintf("appserver: turn %s of thread %s is no longer delivered (it was interrupted): %v", e.TurnID, e.ThreadID, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *TurnStreamError) Unwrap() error { return e.Err }
+
+// PanicError is a panic the client recovered: in one of its goroutines, a
+// caller's Handlers function or Transport.
+type PanicError struct {
+	// Where names the goroutine or handler that panicked.
+	Where string
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack (it is logged, not printed
+	// by Error).
+	Stack []byte
+}
+
+// Error implements error.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("appserver: panic in %s: %v", e.Where, e.Value)
 }

@@ -47,10 +47,10 @@ func (c *Client) ResumeThread(ctx context.Context, p ThreadResumeParams, opts Th
 }
 
 func (c *Client) openThread(ctx context.Context, method string, params any, threadID string, opts ThreadOptions) (*Thread, error) {
-	if threadID != "" && opts.Handlers != nil {
-		// Register before the request: a resumed running turn may call a
-		// tool right away.
-		c.setHandlers(threadID, opts.Handlers)
+	if threadID != "" {
+		// Open before the request: a resumed running turn may send events
+		// or call a tool right away.
+		c.openThreadState(threadID, opts.Handlers)
 	}
 	var info ThreadInfo
 	if err := c.call(ctx, method, params, &info, threadID, ""); err != nil {
@@ -60,22 +60,26 @@ func (c *Client) openThread(ctx context.Context, method string, params any, thre
 	if info.ID == "" {
 		return nil, fmt.Errorf("appserver: %s: answer without thread id", method)
 	}
-	if opts.Handlers != nil {
-		c.setHandlers(info.ID, opts.Handlers)
-	}
+	c.openThreadState(info.ID, opts.Handlers)
 	return &Thread{ID: info.ID, Info: info, c: c}, nil
 }
 
-func (c *Client) setHandlers(threadID string, h *Handlers) {
-	cp := *h
+// openThreadState makes the client deliver the thread's events (events of
+// threads it has not opened are dropped) and sets its handlers, if h is not
+// nil.
+func (c *Client) openThreadState(threadID string, h *Handlers) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.threadLocked(threadID).handlers = &cp
+	th := c.threadLocked(threadID)
+	if h != nil {
+		cp := *h
+		th.handlers = &cp
+	}
 }
 
 // SetHandlers replaces the thread's server-request handlers, e.g. before a
 // turn that offers different tools.
-func (th *Thread) SetHandlers(h Handlers) { th.c.setHandlers(th.ID, &h) }
+func (th *Thread) SetHandlers(h Handlers) { th.c.openThreadState(th.ID, &h) }
 
 // StartTurn sends turn/start and returns the running turn. An error that
 // satisfies MayHaveSideEffects means the turn may have started anyway.
@@ -108,7 +112,8 @@ func (th *Thread) AttachTurn(turnID string) *Turn {
 	return &Turn{ID: turnID, ThreadID: th.ID, c: th.c, s: s}
 }
 
-// Release forgets the thread's buffered events and handlers on this client.
+// Release forgets the thread's buffered events and handlers on this client;
+// its later events are dropped (until it is opened or attached again).
 func (th *Thread) Release() {
 	th.c.mu.Lock()
 	defer th.c.mu.Unlock()
@@ -128,7 +133,9 @@ type Turn struct {
 // Next returns the turn's next event. After the TurnCompletedEvent it
 // returns ErrTurnDone. When the connection ends first it returns a
 // *ConnectionLostError with AfterTurnStarted set: the turn may still be
-// running on the server.
+// running on the server. When the client stopped delivering the turn's
+// events (an unread limit, a panicking handler) it returns a
+// *TurnStreamError.
 func (t *Turn) Next(ctx context.Context) (Event, error) {
 	for {
 		t.c.mu.Lock()
@@ -137,15 +144,17 @@ func (t *Turn) Next(ctx context.Context) (Event, error) {
 			return nil, ErrTurnDone
 		}
 		if len(t.s.events) > 0 {
-			ev := t.s.events[0]
-			t.s.events[0] = nil
-			t.s.events = t.s.events[1:]
+			ev := t.s.popLocked()
 			if _, ok := ev.(TurnCompletedEvent); ok {
 				t.finished = true
 				t.c.dropStreamLocked(t.ThreadID, t.ID)
 			}
 			t.c.mu.Unlock()
 			return ev, nil
+		}
+		if err := t.s.err; err != nil {
+			t.c.mu.Unlock()
+			return nil, err
 		}
 		if cause := t.c.lostErr; cause != nil {
 			t.c.mu.Unlock()

@@ -30,15 +30,18 @@ type Transport interface {
 	Close() error
 }
 
-// maxMessageBytes bounds one incoming message. Codex announces a 16 MiB
-// limit for unfragmented WebSocket messages; thread/resume answers with full
-// history can be large.
-const maxMessageBytes = 64 << 20
+// readLimiter is a transport that stops reading a message at a limit
+// (Options.MaxMessageBytes, which Connect applies) and then fails with a
+// *MessageTooLargeError.
+type readLimiter interface {
+	setReadLimit(n int64)
+}
 
 // stdioTransport speaks newline-delimited JSON over a process's pipes.
 type stdioTransport struct {
 	r      *bufio.Reader
 	rc     io.Closer
+	limit  atomic.Int64
 	wmu    sync.Mutex
 	w      io.WriteCloser
 	closed sync.Once
@@ -48,15 +51,16 @@ type stdioTransport struct {
 // per line) over the server process's stdout and stdin. Close closes both;
 // closing stdin makes `codex app-server` exit.
 func NewStdioTransport(stdout io.ReadCloser, stdin io.WriteCloser) Transport {
-	return &stdioTransport{r: bufio.NewReaderSize(stdout, 64<<10), rc: stdout, w: stdin}
+	t := &stdioTransport{r: bufio.NewReaderSize(stdout, 64<<10), rc: stdout, w: stdin}
+	t.limit.Store(DefaultMaxMessageBytes)
+	return t
 }
+
+func (t *stdioTransport) setReadLimit(n int64) { t.limit.Store(n) }
 
 func (t *stdioTransport) ReadMessage() ([]byte, error) {
 	for {
-		line, err := t.r.ReadBytes('\n')
-		if len(line) > maxMessageBytes {
-			return nil, fmt.Errorf("stdio: message of %d bytes exceeds the limit", len(line))
-		}
+		line, err := t.readLine()
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 {
 			// A final line without newline is still a message.
@@ -64,6 +68,25 @@ func (t *stdioTransport) ReadMessage() ([]byte, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("stdio: %w", err)
+		}
+	}
+}
+
+// readLine reads up to and including the next newline, but stops with a
+// *MessageTooLargeError (and no line) once the line without its newline is
+// over the limit: the rest is never buffered, however long the server goes
+// on.
+func (t *stdioTransport) readLine() ([]byte, error) {
+	limit := t.limit.Load()
+	var line []byte
+	for {
+		frag, err := t.r.ReadSlice('\n')
+		line = append(line, frag...)
+		if n := int64(len(bytes.TrimSuffix(line, []byte("\n")))); n > limit {
+			return nil, &MessageTooLargeError{Limit: limit, Size: n}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
 		}
 	}
 }
@@ -140,8 +163,20 @@ type wsTransport struct {
 	ctx    context.Context // ends when the transport is closed
 	cancel context.CancelFunc
 	closed sync.Once
+	limit  atomic.Int64
 	pinged chan struct{} // closed when the keepalive goroutine has ended
-	lost   atomic.Bool   // a ping went unanswered
+	// broken is why the keepalive closed the connection: an unanswered
+	// ping or a *PanicError.
+	broken atomic.Pointer[error]
+}
+
+// errPingUnanswered is why the keepalive closes a connection whose peer did
+// not answer a ping.
+var errPingUnanswered = errors.New("the peer did not answer a ping")
+
+func (t *wsTransport) setReadLimit(n int64) {
+	t.limit.Store(n)
+	t.c.SetReadLimit(n)
 }
 
 // DialWebSocket connects to a `codex app-server --listen ws://…` endpoint.
@@ -185,9 +220,9 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 		}
 		return nil, fmt.Errorf("appserver: dial %s: %s", u.Redacted(), redact(err.Error(), opts.Token))
 	}
-	c.SetReadLimit(maxMessageBytes)
 	tctx, cancel := context.WithCancel(context.Background())
 	t := &wsTransport{c: c, ctx: tctx, cancel: cancel, pinged: make(chan struct{})}
+	t.setReadLimit(DefaultMaxMessageBytes)
 	interval, timeout := opts.PingInterval, opts.PingTimeout
 	if interval == 0 {
 		interval = DefaultPingInterval
@@ -209,6 +244,13 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 // read by the Client's read loop, which always runs.
 func (t *wsTransport) keepalive(interval, timeout time.Duration) {
 	defer close(t.pinged)
+	defer func() {
+		// A panic ends this connection (the read loop reports it), not the
+		// process.
+		if pe := recovered("the WebSocket keepalive", recover()); pe != nil {
+			t.breakWith(pe)
+		}
+	}()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -221,11 +263,17 @@ func (t *wsTransport) keepalive(interval, timeout time.Duration) {
 		err := t.c.Ping(pctx)
 		cancel()
 		if err != nil && t.ctx.Err() == nil {
-			t.lost.Store(true)
-			_ = t.c.CloseNow()
+			t.breakWith(errPingUnanswered)
 			return
 		}
 	}
+}
+
+// breakWith closes the connection for cause, which the pending read then
+// reports.
+func (t *wsTransport) breakWith(cause error) {
+	t.broken.Store(&cause)
+	_ = t.c.CloseNow()
 }
 
 func redact(s, token string) string {
@@ -241,8 +289,14 @@ func (t *wsTransport) ReadMessage() ([]byte, error) {
 		// The connection is over: stop the keepalive even if nobody
 		// closes the transport.
 		t.cancel()
-		if t.lost.Load() {
-			return nil, fmt.Errorf("websocket: the peer did not answer a ping: %w", err)
+		if cause := t.broken.Load(); cause != nil {
+			return nil, fmt.Errorf("websocket: %w: %w", *cause, err)
+		}
+		if errors.Is(err, websocket.ErrMessageTooBig) {
+			// The library read one byte over the limit before it stopped
+			// (and closed the connection with StatusMessageTooBig).
+			limit := t.limit.Load()
+			return nil, &MessageTooLargeError{Limit: limit, Size: limit + 1}
 		}
 		return nil, fmt.Errorf("websocket: %w", err)
 	}
