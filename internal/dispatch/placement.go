@@ -184,6 +184,7 @@ func (e *Engine) serverConn(ctx context.Context, h *v1alpha1.AgentHarness, srv S
 		return serverConn{}, err
 	}
 	minVersion, url := h.Spec.MinVersion, srv.URL
+	log := e.log.WithValues("appServer", h.Namespace+"/"+h.Name+"/"+srv.Name)
 	return serverConn{
 		poolKey: h.Namespace + "/" + h.Name + "/" + srv.Name + "|" + srv.URL,
 		dial: func(ctx context.Context) (*appserver.Client, error) {
@@ -193,7 +194,7 @@ func (e *Engine) serverConn(ctx context.Context, h *v1alpha1.AgentHarness, srv S
 			if err != nil {
 				return nil, err
 			}
-			return appserver.Connect(ctx, t, appserver.Options{MinVersion: minVersion})
+			return appserver.Connect(ctx, t, appserver.Options{MinVersion: minVersion, Logger: log})
 		},
 	}, nil
 }
