@@ -291,6 +291,40 @@ type ActiveTurn struct {
 	// deadline is when the turn is stale; admission ignores a stale active turn.
 	// +required
 	Deadline metav1.Time `json:"deadline"`
+
+	// native locates the turn on its app-server once it started there: a
+	// dispatcher that restarts interrupts it (it would otherwise keep
+	// running, and spending, with nobody following it).
+	// +optional
+	Native *NativeTurn `json:"native,omitempty"`
+}
+
+// NativeTurn locates a running turn on its app-server.
+type NativeTurn struct {
+	// threadId is the native thread.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	ThreadID string `json:"threadId"`
+
+	// turnId is the native turn; empty while its start was not confirmed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	TurnID string `json:"turnId,omitempty"`
+
+	// pod is the server pod, or `external`.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod"`
+
+	// harnessNamespace and harnessName name the AgentHarness of the server.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	HarnessNamespace string `json:"harnessNamespace"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	HarnessName string `json:"harnessName"`
 }
 
 // LastTurn is the outcome of the last finished turn (dispatcher).

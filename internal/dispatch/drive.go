@@ -30,6 +30,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *TurnErr
 	if t.e.live.started(t.live, nt) {
 		nt.Interrupt()
 	}
+	t.markActive()
 	for {
 		if err == nil {
 			var res *adapter.TurnResult
@@ -73,6 +74,12 @@ func (t *runningTurn) notStarted(err error, threadID string) *TurnError {
 		return turnError(se).touched(true)
 	case errors.Is(err, adapter.ErrInvalidInput):
 		return newTurnError(selection.CodeHarnessUnsupported, selection.ScopeHarness, "%v", err).touched(true)
+	case errors.Is(err, codex.ErrThreadBusy):
+		// An earlier turn outlived its dispatcher on the thread; it was
+		// interrupted, and the next attempt finds the thread idle.
+		return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
+			"app-server %s still ran an earlier turn of this session's thread, left by a dispatcher that stopped; it was interrupted and this turn did not start: retry (%v)",
+			t.p.server.Name, err).touched(true)
 	case errors.Is(err, codex.ErrThreadNotFound):
 		// Retrying cannot help: the server will never have the thread.
 		return newTurnError(selection.CodeNativeThreadLost, "",

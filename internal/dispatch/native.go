@@ -79,9 +79,44 @@ func (e *Engine) forgetNative(ctx context.Context, s *v1alpha1.AgentSession) err
 	if b == nil || b.HarnessName == "" {
 		return nil // never bound, or bound before bindings named their harness
 	}
+	srv, err := e.serverOf(ctx, b.HarnessNamespace, b.HarnessName, b.Pod)
+	if srv == nil || err != nil {
+		return err
+	}
+	return e.forgetOn(ctx, *srv, workDir(srv.root, s))
+}
+
+// interruptNative interrupts a turn left running on its app-server by a
+// dispatcher that stopped (Recover). A server that is gone took the turn
+// with it.
+func (e *Engine) interruptNative(ctx context.Context, n *v1alpha1.NativeTurn) error {
+	if n.TurnID == "" {
+		return nil // its start was never confirmed; the next turn's check finds it (codex.ErrThreadBusy)
+	}
+	srv, err := e.serverOf(ctx, n.HarnessNamespace, n.HarnessName, n.Pod)
+	if srv == nil || err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, nativeCleanupTimeout)
+	defer cancel()
+	err = srv.client.Call(ctx, appserver.MethodTurnInterrupt, map[string]any{"threadId": n.ThreadID, "turnId": n.TurnID}, nil)
+	var rpcErr *appserver.RPCError
+	if errors.As(err, &rpcErr) {
+		return nil // the server answered: the turn is not running (any more)
+	}
+	if err != nil {
+		return fmt.Errorf("app-server %s: interrupt turn %s of thread %s: %w", srv.name, n.TurnID, n.ThreadID, err)
+	}
+	return nil
+}
+
+// serverOf connects to the app-server pod (or the external server) of a
+// harness. It returns nil, nil when the harness or the pod is gone for good,
+// and an error for one that is coming back.
+func (e *Engine) serverOf(ctx context.Context, ns, name, pod string) (*appServer, error) {
 	h := &v1alpha1.AgentHarness{}
-	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: b.HarnessNamespace, Name: b.HarnessName}, h); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, h); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
 	var srv Server
 	if h.Spec.External != nil {
@@ -89,26 +124,26 @@ func (e *Engine) forgetNative(ctx context.Context, s *v1alpha1.AgentSession) err
 	} else {
 		pods, port, err := e.harnessPods(ctx, h)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var serr *selection.Error
-		if srv, serr = boundServer(h, ServerPods{Pods: pods, Port: port}, b.Pod); serr != nil {
+		if srv, serr = boundServer(h, ServerPods{Pods: pods, Port: port}, pod); serr != nil {
 			if serr.Code == selection.CodeNativeThreadLost {
-				return nil // the pod and its files are gone
+				return nil, nil // the pod and its files are gone
 			}
-			return serr
+			return nil, serr
 		}
 	}
-	name := h.Namespace + "/" + h.Name + "/" + srv.Name
+	label := h.Namespace + "/" + h.Name + "/" + srv.Name
 	conn, err := e.serverConn(ctx, h, srv)
 	if err != nil {
-		return fmt.Errorf("app-server %s: %w", name, err)
+		return nil, fmt.Errorf("app-server %s: %w", label, err)
 	}
 	c, err := e.open(ctx, conn)
 	if err != nil {
-		return fmt.Errorf("app-server %s: %w", name, err)
+		return nil, fmt.Errorf("app-server %s: %w", label, err)
 	}
-	return e.forgetOn(ctx, appServer{name: name, client: c, root: e.workspaceRoot(c)}, workDir(e.workspaceRoot(c), s))
+	return &appServer{name: label, client: c, root: e.workspaceRoot(c)}, nil
 }
 
 // forgetOn removes one session directory and its threads from one server.

@@ -14,9 +14,10 @@ import (
 
 // Recover runs at start-up: every run the journal found running is marked
 // failed (its writer died with the previous process), and every
-// AgentSession activeTurn the journal does not show running is cleared,
-// its turn recorded as lastTurn Failed (errorCode HarnessUnavailable: the
-// outcome is unknown) and counted.
+// AgentSession activeTurn the journal does not show running is cleared —
+// its native turn interrupted on its app-server, its turn recorded as
+// lastTurn Failed (errorCode HarnessUnavailable: the outcome is unknown) and
+// counted.
 func (e *Engine) Recover(ctx context.Context) error {
 	var errs []error
 	for _, ref := range e.journal.Running() {
@@ -37,36 +38,46 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Status.ActiveTurn == nil {
-			continue
+		if s.Status.ActiveTurn != nil && running[SessionKey(s)] != s.Status.ActiveTurn.RunID {
+			errs = append(errs, e.clearStale(ctx, s))
 		}
-		name := s.Namespace + "/" + s.Name
-		if running[SessionKey(s)] == s.Status.ActiveTurn.RunID {
-			continue
-		}
-		// The stale turn ended without a result: record it as failed.
-		st := dispatcherPart(&s.Status)
-		stale := st.ActiveTurn
-		st.ActiveTurn = nil
-		if st.LastTurn == nil || st.LastTurn.RunID != stale.RunID {
-			st.LastTurn = &v1alpha1.LastTurn{
-				RunID: stale.RunID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(selection.CodeHarnessUnavailable),
-				StartedAt: stale.StartedAt, FinishedAt: metav1.Now(),
-			}
-			if st.Counters == nil {
-				st.Counters = &v1alpha1.SessionCounters{}
-			}
-			st.Counters.Turns++
-			st.Counters.FailedTurns++
-		}
-		if err := e.apply(ctx, s, st); err != nil {
-			errs = append(errs, fmt.Errorf("clear activeTurn of %s: %w", name, err))
-			continue
-		}
-		e.log.Info("cleared a stale activeTurn", "session", name, "runId", s.Status.ActiveTurn.RunID)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dispatch: recover: %w", err)
 	}
+	return nil
+}
+
+// clearStale ends an activeTurn that no running run of this dispatcher
+// owns: its native turn is interrupted, and it is recorded as failed.
+func (e *Engine) clearStale(ctx context.Context, s *v1alpha1.AgentSession) error {
+	name := s.Namespace + "/" + s.Name
+	if n := s.Status.ActiveTurn.Native; n != nil {
+		if err := e.interruptNative(ctx, n); err != nil {
+			e.log.Error(err, "a turn left running by the previous dispatcher was not interrupted; the session's next turn interrupts it",
+				"session", name, "runId", s.Status.ActiveTurn.RunID)
+		} else {
+			e.log.Info("interrupted a native turn left running by the previous dispatcher", "session", name,
+				"runId", s.Status.ActiveTurn.RunID, "thread", n.ThreadID, "turn", n.TurnID)
+		}
+	}
+	st := dispatcherPart(&s.Status)
+	stale := st.ActiveTurn
+	st.ActiveTurn = nil
+	if st.LastTurn == nil || st.LastTurn.RunID != stale.RunID {
+		st.LastTurn = &v1alpha1.LastTurn{
+			RunID: stale.RunID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(selection.CodeHarnessUnavailable),
+			StartedAt: stale.StartedAt, FinishedAt: metav1.Now(),
+		}
+		if st.Counters == nil {
+			st.Counters = &v1alpha1.SessionCounters{}
+		}
+		st.Counters.Turns++
+		st.Counters.FailedTurns++
+	}
+	if err := e.apply(ctx, s, st); err != nil {
+		return fmt.Errorf("clear activeTurn of %s: %w", name, err)
+	}
+	e.log.Info("cleared a stale activeTurn", "session", name, "runId", stale.RunID)
 	return nil
 }

@@ -67,7 +67,7 @@ func (t *runningTurn) execute(unlock func()) {
 				res, terr = nil, newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").touched(false)
 			}
 		}()
-		t.markActive()
+		t.resetTranscript()
 		res, terr = t.drive(t.input())
 	}()
 	t.finish(res, terr)
@@ -82,18 +82,25 @@ func (t *runningTurn) deadline() time.Time {
 	return t.started.Add(timeout)
 }
 
-// markActive applies status.activeTurn and, on a reset, writes the
-// transcript's reset marker.
-func (t *runningTurn) markActive() {
-	st := t.e.current(t.sess)
-	st.LastSelection = lastSelection(t.p.decision, t.req.RunID)
-	st.ActiveTurn = &v1alpha1.ActiveTurn{RunID: t.req.RunID, StartedAt: t.started, Deadline: metav1.NewTime(t.deadline())}
-	t.applyStatus(st, "apply activeTurn failed")
+// resetTranscript writes the transcript's reset marker when the turn
+// starts a new thread after a reset.
+func (t *runningTurn) resetTranscript() {
 	if t.p.rebind && t.sess.Status.NativeBinding != nil {
 		if err := t.e.journal.ResetTranscript(t.session, t.sess.Spec.ResetGeneration); err != nil {
 			t.e.log.Error(err, "transcript reset marker failed", "session", t.session)
 		}
 	}
+}
+
+// markActive applies status.activeTurn once the native turn started, with
+// where it runs, so a dispatcher that restarts can interrupt it.
+func (t *runningTurn) markActive() {
+	st := t.e.current(t.sess)
+	st.LastSelection = lastSelection(t.p.decision, t.req.RunID)
+	st.ActiveTurn = &v1alpha1.ActiveTurn{RunID: t.req.RunID, StartedAt: t.started, Deadline: metav1.NewTime(t.deadline()),
+		Native: &v1alpha1.NativeTurn{ThreadID: t.native.ThreadID(), TurnID: t.native.ID(), Pod: t.p.server.Name,
+			HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name}}
+	t.applyStatus(st, "apply activeTurn failed")
 }
 
 // input is the adapter's view of the turn.

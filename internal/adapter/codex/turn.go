@@ -293,6 +293,10 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 	if err != nil {
 		return nil, err
 	}
+	if err := interruptOrphan(ctx, c, th.Info); err != nil {
+		t.release(c, th)
+		return nil, err
+	}
 	if !t.overridesApplied(th.Info) {
 		if t.config != nil {
 			t.release(c, th)
