@@ -38,7 +38,9 @@ import (
 // TLS), a real `codex app-server` registered as an external AgentHarness,
 // and the stub model behind it. The specs drive the dispatcher's API with a
 // plain net/http client that trusts only the CA file the dispatcher wrote.
-// One set of processes serves every spec.
+// One set of processes serves every spec; a Serial spec that needs the
+// dispatcher down stops it (stopDispatcher) and it is started again with the
+// same flags, addresses and journal directory (startDispatcher).
 
 const (
 	// serverToken is the app-server's capability token (the harness's
@@ -66,8 +68,9 @@ var (
 	stub       *stubmodel.Server
 	codex      *codextest.Server
 	manager    *testutil.Process
-	dispatcher *testutil.Process
+	dispatcher *testutil.Process   // the running dispatcher (the latest start)
 	procs      []*testutil.Process // started processes, in start order
+	launch     dispatcherLaunch
 
 	// apiBase is https://127.0.0.1:<port> of the dispatcher's API.
 	apiBase string
@@ -160,29 +163,23 @@ var _ = BeforeSuite(func() {
 		"--webhook-cert-dir-from-secret",
 	)
 	bindAddr, dispatcherProbe := freeAddr(), freeAddr()
-	caFile := filepath.Join(work, "dispatcher-ca.pem")
-	dispatcher = startProcess("dispatcher", filepath.Join(binDir, "dispatcher"), logDir,
-		"--kubeconfig="+kubeconfig,
-		"--bind-address="+bindAddr,
-		"--probe-bind-address="+dispatcherProbe,
-		"--journal-dir="+filepath.Join(work, "journal"),
-		"--tls-ca-out="+caFile,
-		"--token-audience="+audience,
+	launch = dispatcherLaunch{
+		bin: filepath.Join(binDir, "dispatcher"), logDir: logDir, probeAddr: dispatcherProbe,
+		caFile: filepath.Join(work, "dispatcher-ca.pem"), journalDir: filepath.Join(work, "journal"),
+	}
+	launch.args = []string{
+		"--kubeconfig=" + kubeconfig,
+		"--bind-address=" + bindAddr,
+		"--probe-bind-address=" + dispatcherProbe,
+		"--journal-dir=" + launch.journalDir,
+		"--tls-ca-out=" + launch.caFile,
+		"--token-audience=" + audience,
 		"--leader-elect=true",
 		"--leader-election-namespace=default",
 		"--shutdown-grace=5s",
-	)
+	}
+	startDispatcher()
 	Expect(manager.WaitReady("http://"+managerProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
-	Expect(dispatcher.WaitReady("http://"+dispatcherProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
-
-	caPEM, err := os.ReadFile(caFile)
-	Expect(err).NotTo(HaveOccurred())
-	roots := x509.NewCertPool()
-	Expect(roots.AppendCertsFromPEM(caPEM)).To(BeTrue(), "--tls-ca-out holds no certificate: %q", caPEM)
-	hc = &http.Client{Transport: &http.Transport{
-		Proxy:           nil,
-		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-	}}
 	apiBase = "https://" + bindAddr
 	metricsURL = "http://" + dispatcherProbe + "/metrics"
 
@@ -245,6 +242,57 @@ func startProcess(name, bin, logDir string, args ...string) *testutil.Process {
 	procs = append(procs, p)
 	GinkgoWriter.Printf("started %s (pid %d), log %s\n", name, p.Pid(), p.LogPath)
 	return p
+}
+
+// dispatcherLaunch is how BeforeSuite started the dispatcher: a restart
+// uses the same flags, addresses and journal directory.
+type dispatcherLaunch struct {
+	bin, logDir, probeAddr string
+	// caFile is --tls-ca-out; journalDir is --journal-dir.
+	caFile, journalDir string
+	args               []string
+	starts             int
+}
+
+// startDispatcher starts the dispatcher process, waits until it is ready
+// (it leads and serves its API) and points hc at the CA it wrote: the
+// ephemeral CA is new at every start.
+func startDispatcher() {
+	GinkgoHelper()
+	launch.starts++
+	name := "dispatcher"
+	if launch.starts > 1 {
+		// Its own log: an earlier start's is kept for AfterSuite's race check.
+		name = fmt.Sprintf("dispatcher-%d", launch.starts)
+	}
+	dispatcher = startProcess(name, launch.bin, launch.logDir, launch.args...)
+	Expect(dispatcher.WaitReady("http://"+launch.probeAddr+"/readyz?verbose", 90*time.Second)).To(Succeed())
+
+	caPEM, err := os.ReadFile(launch.caFile)
+	Expect(err).NotTo(HaveOccurred())
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(caPEM)).To(BeTrue(), "--tls-ca-out holds no certificate: %q", caPEM)
+	if hc != nil {
+		hc.CloseIdleConnections()
+	}
+	hc = &http.Client{Transport: &http.Transport{
+		Proxy:           nil,
+		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+	}}
+}
+
+// stopDispatcher stops the dispatcher process for a spec that needs it down.
+// Unless the spec starts it again (startDispatcher), the spec's cleanup does,
+// also when the spec fails, so later specs find it serving.
+func stopDispatcher() {
+	GinkgoHelper()
+	stopped := dispatcher
+	GinkgoWriter.Println(stopped.Stop(stopTimeout))
+	DeferCleanup(func() {
+		if dispatcher == stopped {
+			startDispatcher()
+		}
+	})
 }
 
 // dumpLogs writes the tails of the processes' logs (and the app-server's
