@@ -38,6 +38,39 @@ func (j *Journal) Claim(lease store.Lease, runID string, digest [32]byte) (store
 	return r, outcome, nil
 }
 
+// leaseBinding ties a run claimed under a lease to that grant.
+type leaseBinding struct {
+	ls    *leaseState
+	lease store.Lease
+}
+
+// hold checks that the run's grant is current and keeps it so (fence held
+// shared) until the returned function is called.
+func (b *leaseBinding) hold() (func(), error) {
+	b.ls.fence.RLock()
+	b.ls.mu.Lock()
+	ok, rec, deleted := b.ls.currentLocked(b.lease), b.ls.rec, b.ls.deleted
+	b.ls.mu.Unlock()
+	if !ok {
+		b.ls.fence.RUnlock()
+		return nil, fenced(b.lease, rec, deleted)
+	}
+	return b.ls.fence.RUnlock, nil
+}
+
+// holdLease is hold for the run's lease; a run begun without one (Begin)
+// is not fenced.
+func (r *Run) holdLease() (func(), error) {
+	if r.lease == nil {
+		return func() {}, nil
+	}
+	release, err := r.lease.hold()
+	if err != nil {
+		return nil, fmt.Errorf("journal: run %q: %w", r.rs.key.runID, err)
+	}
+	return release, nil
+}
+
 // FindRun implements store.Store with Lookup.
 func (j *Journal) FindRun(session, runID string) (store.Run, error) {
 	r, err := j.Lookup(session, runID)

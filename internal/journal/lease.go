@@ -80,7 +80,7 @@ func (j *Journal) leaseOf(session string) (*leaseState, error) {
 	return ls, nil
 }
 
-// current reports whether lease is the session's current grant; ls.mu must
+// currentLocked reports whether lease is the session's current grant; ls.mu must
 // be held.
 func (ls *leaseState) currentLocked(lease store.Lease) bool {
 	return !ls.deleted && ls.rec.Held && ls.rec.Token == lease.Token && ls.rec.Owner == lease.Owner
@@ -121,11 +121,11 @@ func fenced(lease store.Lease, rec leaseRecord, deleted bool) error {
 		return fmt.Errorf("%w: session %s was deleted (lease token %d of %s)", store.ErrFenced, lease.Session, lease.Token, lease.Owner)
 	case rec.Token == 0:
 		return fmt.Errorf("%w: session %s: no lease was granted (token %d of %s)", store.ErrFenced, lease.Session, lease.Token, lease.Owner)
-	case !rec.Held:
-		return fmt.Errorf("%w: session %s: lease token %d of %s was released", store.ErrFenced, lease.Session, lease.Token, lease.Owner)
+	case rec.Token != lease.Token || rec.Owner != lease.Owner:
+		return fmt.Errorf("%w: session %s: lease token %d of %s was superseded by token %d of %s",
+			store.ErrFenced, lease.Session, lease.Token, lease.Owner, rec.Token, rec.Owner)
 	}
-	return fmt.Errorf("%w: session %s: lease token %d of %s was superseded by token %d of %s",
-		store.ErrFenced, lease.Session, lease.Token, lease.Owner, rec.Token, rec.Owner)
+	return fmt.Errorf("%w: session %s: lease token %d of %s was released", store.ErrFenced, lease.Session, lease.Token, lease.Owner)
 }
 
 func validLease(lease store.Lease) error {
@@ -324,39 +324,6 @@ func (j *Journal) changeLease(lease store.Lease, change func(*leaseRecord, time.
 		return nil
 	})
 	return rec, err
-}
-
-// leaseBinding ties a run claimed under a lease to that grant.
-type leaseBinding struct {
-	ls    *leaseState
-	lease store.Lease
-}
-
-// hold checks that the run's grant is current and keeps it so (fence held
-// shared) until the returned function is called.
-func (b *leaseBinding) hold() (func(), error) {
-	b.ls.fence.RLock()
-	b.ls.mu.Lock()
-	ok, rec, deleted := b.ls.currentLocked(b.lease), b.ls.rec, b.ls.deleted
-	b.ls.mu.Unlock()
-	if !ok {
-		b.ls.fence.RUnlock()
-		return nil, fenced(b.lease, rec, deleted)
-	}
-	return b.ls.fence.RUnlock, nil
-}
-
-// holdLease is hold for the run's lease; a run begun without one (Begin)
-// is not fenced.
-func (r *Run) holdLease() (func(), error) {
-	if r.lease == nil {
-		return func() {}, nil
-	}
-	release, err := r.lease.hold()
-	if err != nil {
-		return nil, fmt.Errorf("journal: run %q: %w", r.rs.key.runID, err)
-	}
-	return release, nil
 }
 
 // writeLease replaces the session's lease.json; s.mu must be held.
