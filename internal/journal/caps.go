@@ -12,15 +12,6 @@ import (
 	"time"
 )
 
-// NamespaceUsage is what one namespace's sessions hold in the journal,
-// measured as Options.MaxNamespaceRuns and Options.MaxNamespaceBytes count.
-type NamespaceUsage struct {
-	Runs int // runs: running, ended and tombstones
-	// Bytes is the size of the run files that keep their payload (running
-	// runs included) and of the transcripts; tombstones do not count.
-	Bytes int64
-}
-
 // Usage returns what each namespace holds now. A namespace with neither runs
 // nor a session is absent.
 func (j *Journal) Usage() (map[string]NamespaceUsage, error) {

@@ -1,7 +1,8 @@
 // Package journal is the dispatcher's turn journal and transcript mirror, kept
 // in one directory on the dispatcher's volume (DESIGN.md §4; issue 6 items 6
-// and 7). One process owns the directory: Open takes an exclusive lock on
-// <dir>/LOCK and a second Open fails with ErrLocked.
+// and 7): the file implementation of store.Store (contract.go; the contract
+// is internal/store's). One process owns the directory: Open takes an
+// exclusive lock on <dir>/LOCK and a second Open fails with ErrLocked.
 //
 // On-disk layout (every file is append-only JSON Lines):
 //
@@ -16,8 +17,12 @@
 //	        the caller's records, one compact JSON object a line, and reset markers
 //	        {"type":"reset","generation":N,"at":"…"}; a transcript that retention
 //	        pruned starts with {"type":"pruned","bytes":N,"at":"…"} (N: the bytes removed)
-//	<file>.tmp  the replacement of a run file or transcript being written (renamed
-//	        over it; a leftover is removed by Open)
+//	<dir>/by-uid/<namespace>/<uid>/lease.json
+//	        the session's lease: {"owner":"…","token":N,"expires":"…","held":true} (lease.go)
+//	<dir>/by-uid/<namespace>/<uid>/reservations.json
+//	        the servers the session holds a capacity place on: {"servers":["…"]} (capacity.go)
+//	<file>.tmp  the replacement of a run file, transcript, lease or reservations
+//	        file being written (renamed over it; a leftover is removed by Open)
 //
 // Sessions are keyed by the AgentSession's "namespace/uid" (SessionKey): the
 // UID is the session's identity, so a session deleted and created again under
@@ -42,10 +47,19 @@
 // Never replay: the journal answers, per runId, "new", "finished — replay the
 // record", "running — attach" or "conflict"; it never re-runs anything and
 // never decides to. A run found running at Open stays running — its events can
-// still be read — until the engine calls MarkFailed for it (Running lists
+// still be read — until Recover (or MarkFailed) ends it (Running lists
 // them). A failed run is replayed as failed; a retry needs a new runId. The
 // guarantee lasts for the whole retention (Options.MaxAge): only then is a run
 // forgotten and its runId free again.
+//
+// Leases and capacity (lease.go, claim.go, capacity.go, sessionfiles.go):
+// each session's lease and capacity reservations are small files in its
+// directory, loaded at Open and replaced whole at every change. Claim is
+// Begin under a lease: the lease is checked, and a BeginNew handle is fenced
+// by it at every Append and Finish; Begin itself checks no lease (callers
+// that do not take leases, and tests). A grant and a fenced write of one
+// session exclude each other (leaseState.fence), which is what makes the
+// fencing exact although one process owns the directory.
 //
 // Retention (retention.go, tombstone.go, caps.go, namespaces.go): Prune runs
 // at Open and periodically (RunRetention, for as long as the dispatcher is

@@ -14,6 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	utilclock "k8s.io/utils/clock"
+
+	"github.com/openclaw/harness-operator/internal/store"
 )
 
 // Defaults applied by Open to zero-valued Options fields.
@@ -26,7 +30,7 @@ const (
 )
 
 // MaxRunIDBytes is the longest runId Begin accepts.
-const MaxRunIDBytes = 512
+const MaxRunIDBytes = store.MaxRunIDBytes
 
 const (
 	lockFileName       = "LOCK"
@@ -68,8 +72,13 @@ type Options struct {
 	// MaxTranscriptBytes is the size limit of one session's transcript file.
 	// Zero means DefaultMaxTranscriptBytes (64 MiB); negative means no limit.
 	MaxTranscriptBytes int64
-	// Now is the clock for timestamps and retention; nil means time.Now.
+	// Now is the clock for timestamps, retention and lease expiry; nil
+	// means Clock.Now.
 	Now func() time.Time
+	// Clock is what Acquire waits on for a held lease to expire (lease.go);
+	// nil means the real clock. Tests pass a fake clock here, which then is
+	// the journal's clock for everything unless Now is set.
+	Clock utilclock.Clock
 	// ResolveLegacy migrates a journal kept by AgentSession name (the layout
 	// before sessions were keyed by UID) at Open: it returns the UID of the
 	// AgentSession namespace/name that exists now, or exists false. Without
@@ -95,8 +104,11 @@ func (o Options) withDefaults() Options {
 	if o.MaxNamespaceBytes == 0 {
 		o.MaxNamespaceBytes = DefaultMaxNamespaceBytes
 	}
+	if o.Clock == nil {
+		o.Clock = utilclock.RealClock{}
+	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.Clock.Now
 	}
 	return o
 }
@@ -131,6 +143,9 @@ type Journal struct {
 	sessions map[string]*sessionState
 	spaces   map[string]*namespaceState // by namespace; see indexRunLocked
 	recovery RecoveryReport
+
+	leases   leaseTable    // per-session leases (lease.go)
+	capacity capacityIndex // reservations per server (capacity.go)
 }
 
 type runKey struct{ session, runID string }
@@ -176,6 +191,10 @@ func Open(dir string, opts Options) (*Journal, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}
 	if err := j.load(); err != nil {
+		j.releaseLock()
+		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
+	}
+	if err := j.loadSessionFiles(); err != nil {
 		j.releaseLock()
 		return nil, fmt.Errorf("journal: open %s: %w", dir, err)
 	}

@@ -1,44 +1,9 @@
 package journal
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
-
-// ErrRetentionLimitReached is what a *RetentionLimitError matches with
-// errors.Is. The dispatcher maps it to RetentionLimitReached (429).
-var ErrRetentionLimitReached = errors.New("journal: the namespace's run limit is reached")
-
-// RetentionLimitError reports a Begin of a new runId refused because its
-// namespace holds Options.MaxNamespaceRuns runs. Nothing was recorded. Runs
-// leave the bound only when they age out (Options.MaxAge) or their session
-// is deleted: retention never forgets a runId early to make room, so every
-// runId the namespace used is still answered (replayed, or refused as
-// pruned) and none runs twice.
-type RetentionLimitError struct {
-	Namespace string
-	Runs      int // runs the namespace holds: running, ended and tombstones
-	Limit     int // Options.MaxNamespaceRuns
-	// RetryAfter is how long until the namespace's oldest ended run ages out
-	// (as of the last Prune); zero when unknown: no age limit, or no run of
-	// the namespace had ended then.
-	RetryAfter time.Duration
-}
-
-// Error implements error.
-func (e *RetentionLimitError) Error() string {
-	msg := fmt.Sprintf("journal: namespace %s holds %d runs in the turn journal, its limit of %d: new runIds are refused until its oldest runs age out of the journal's retention",
-		e.Namespace, e.Runs, e.Limit)
-	if e.RetryAfter > 0 {
-		msg += fmt.Sprintf(" (the oldest in %s)", e.RetryAfter.Round(time.Second))
-	}
-	return msg
-}
-
-// Unwrap makes errors.Is(err, ErrRetentionLimitReached) true.
-func (e *RetentionLimitError) Unwrap() error { return ErrRetentionLimitReached }
 
 // namespaceState is what the index keeps per namespace; j.mu guards it.
 type namespaceState struct {

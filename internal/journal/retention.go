@@ -11,19 +11,6 @@ import (
 	"time"
 )
 
-// PruneReport says what one retention pass did.
-type PruneReport struct {
-	// Forgotten counts runs removed with their tombstones: they ended more
-	// than Options.MaxAge ago, and their runIds are free again.
-	Forgotten int
-	// PayloadsPruned counts ended runs reduced to their tombstones
-	// (Options.MaxRuns, Options.MaxNamespaceBytes).
-	PayloadsPruned int
-	// TranscriptsPruned counts transcripts of idle sessions replaced by a
-	// "pruned" marker (Options.MaxNamespaceBytes).
-	TranscriptsPruned int
-}
-
 // Prune applies retention. It forgets ended runs that finished more than
 // Options.MaxAge ago — only then is a runId free again, and a tombstone
 // goes no earlier than its run would have. Then it reduces to their
@@ -150,11 +137,12 @@ func (j *Journal) endedLocked(withPayload bool) []*runState {
 	return ended
 }
 
-// DeleteSession removes every run (tombstones included) and the transcript
-// of a session, for the AgentSession finalizer; its runs no longer count
-// against the namespace's Options.MaxNamespaceRuns. It fails with
-// ErrSessionBusy while one of the session's runs is running (the engine ends
-// it first; the finalizer retries). Deleting a session the journal has
+// DeleteSession removes every run (tombstones included), the transcript, the
+// lease and the capacity reservations of a session, for the AgentSession
+// finalizer; its runs no longer count against the namespace's
+// Options.MaxNamespaceRuns. It fails with ErrSessionBusy while one of the
+// session's runs is running or its lease is held and has not expired (the
+// engine ends the turn first; the finalizer retries). Deleting a session the journal has
 // nothing for is not an error.
 func (j *Journal) DeleteSession(session string) error {
 	if err := ValidateSession(session); err != nil {
@@ -176,14 +164,19 @@ func (j *Journal) DeleteSession(session string) error {
 		keys = append(keys, key)
 	}
 	s := j.sessionLocked(session)
-	s.mu.Lock() // waits for a transcript operation in flight
+	s.mu.Lock() // waits for a transcript operation, grant or reservation in flight
 	defer s.mu.Unlock()
+	if j.leaseBusyLocked(session) {
+		return fmt.Errorf("journal: delete session %s: its lease is held: %w", session, ErrSessionBusy)
+	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("journal: delete session %s: %w", session, err)
 	}
 	for _, key := range keys {
 		j.unindexRunLocked(key)
 	}
+	j.forgetLease(session)
+	j.forgetReservations(session)
 	s.deleted = true
 	delete(j.sessions, session)
 	// The namespace directory stays: removing it could race with a Begin of

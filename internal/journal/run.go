@@ -12,83 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 )
-
-// State is the state of a run.
-type State string
-
-// The states of a run. A run starts running and ends exactly once.
-const (
-	StateRunning  State = "running"
-	StateFinished State = "finished"
-	StateFailed   State = "failed"
-)
-
-// BeginOutcome tells the caller of Begin what to do with the run.
-type BeginOutcome int
-
-const (
-	// BeginNew: the runId is new and now recorded as running; the caller
-	// executes the turn and writes it through the returned handle.
-	BeginNew BeginOutcome = iota + 1
-	// BeginReplay: the runId already ended (finished or failed) for the same
-	// request; the caller replays the recorded events and result and runs
-	// nothing.
-	BeginReplay
-	// BeginAttach: the runId is running for the same request; the caller
-	// follows its events (Run.Events) and runs nothing.
-	BeginAttach
-)
-
-// String implements fmt.Stringer.
-func (o BeginOutcome) String() string {
-	switch o {
-	case BeginNew:
-		return "new"
-	case BeginReplay:
-		return "replay"
-	case BeginAttach:
-		return "attach"
-	}
-	return "BeginOutcome(" + strconv.Itoa(int(o)) + ")"
-}
 
 // Digest is the request digest Begin expects: sha256 of the canonical request
 // body. Canonicalization is the caller's (the same request must give the same
 // bytes).
 func Digest(canonicalBody []byte) [32]byte { return sha256.Sum256(canonicalBody) }
-
-// Event is one recorded event of a run.
-type Event struct {
-	Seq     int64           `json:"seq"` // 1, 2, … per run; the SSE id
-	Type    string          `json:"type"`
-	At      time.Time       `json:"at"`
-	Payload json.RawMessage `json:"payload,omitempty"` // compact JSON, or nil
-}
-
-// RunRef names a run.
-type RunRef struct {
-	Session   string
-	RunID     string
-	StartedAt time.Time
-	// Recovered is true for a run found running at Open: no handle in this
-	// process writes it, it stays running until MarkFailed.
-	Recovered bool
-}
-
-// RunInfo is a snapshot of a run.
-type RunInfo struct {
-	RunRef
-	Digest     [32]byte
-	State      State
-	LastSeq    int64           // sequence number of the last event; 0 when none
-	FinishedAt time.Time       // zero while running
-	Result     json.RawMessage // the result given to Finish; nil while running and after MarkFailed
-	Reason     string          // the reason given to MarkFailed
-}
 
 // Run is a handle on one run. A handle from BeginNew writes (Append, Finish);
 // every handle reads (Events, Info, Done). Safe for concurrent use.
@@ -96,6 +27,7 @@ type Run struct {
 	j      *Journal
 	rs     *runState
 	writer bool
+	lease  *leaseBinding // the grant a run from Claim writes under; nil from Begin
 }
 
 // runState is one run. The index holds it: in full (events in memory) while
@@ -374,6 +306,11 @@ func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if !validEventType(typ) {
 		return 0, fmt.Errorf("%w: event type %q: want [A-Za-z0-9_.:/-]{1,64}", ErrInvalidRecord, typ)
 	}
+	unfence, err := r.holdLease()
+	if err != nil {
+		return 0, err
+	}
+	defer unfence()
 	rs := r.rs
 	rs.wmu.Lock()
 	defer rs.wmu.Unlock()
@@ -415,6 +352,11 @@ func (r *Run) Finish(state State, result json.RawMessage) error {
 	if state != StateFinished && state != StateFailed {
 		return fmt.Errorf("journal: finish run %q: state %q is not %q or %q", r.rs.key.runID, state, StateFinished, StateFailed)
 	}
+	unfence, err := r.holdLease()
+	if err != nil {
+		return err
+	}
+	defer unfence()
 	r.rs.wmu.Lock()
 	defer r.rs.wmu.Unlock()
 	if err := r.writable(); err != nil {

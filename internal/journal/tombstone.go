@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // A run's tombstone is what retention keeps of it when its payload goes (for
@@ -26,37 +25,6 @@ import (
 
 // tmpExt is the suffix of a file's replacement while it is written.
 const tmpExt = ".tmp"
-
-// ErrRunPayloadPruned is what a *RunPrunedError matches with errors.Is. The
-// dispatcher maps it to RunPayloadPruned (410).
-var ErrRunPayloadPruned = errors.New("journal: the run's events and result were pruned")
-
-// RunPrunedError reports a run of which retention kept only the tombstone:
-// it ended (State, FinishedAt), it will never run again, and its events and
-// result can no longer be replayed.
-type RunPrunedError struct {
-	Session    string
-	RunID      string
-	State      State     // StateFinished or StateFailed
-	FinishedAt time.Time // when the run ended
-	LastSeq    int64     // its last event's sequence number
-	// KeptUntil is when the tombstone ages out and the runId is forgotten;
-	// zero without an age limit.
-	KeptUntil time.Time
-}
-
-// Error implements error.
-func (e *RunPrunedError) Error() string {
-	msg := fmt.Sprintf("journal: run %q of session %s ended %s at %s; its events and result were pruned by the journal's size limits and it is never run again",
-		e.RunID, e.Session, e.State, e.FinishedAt.Format(time.RFC3339))
-	if !e.KeptUntil.IsZero() {
-		msg += fmt.Sprintf(" (its runId stays taken until %s)", e.KeptUntil.Format(time.RFC3339))
-	}
-	return msg
-}
-
-// Unwrap makes errors.Is(err, ErrRunPayloadPruned) true.
-func (e *RunPrunedError) Unwrap() error { return ErrRunPayloadPruned }
 
 // prunedError is the answer for a known run whose payload is gone.
 func (j *Journal) prunedError(rs *runState) error {
