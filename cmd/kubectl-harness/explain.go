@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type explainOptions struct {
@@ -115,7 +116,7 @@ func runExplain(ctx context.Context, o explainOptions, stdin io.Reader, stdout, 
 	snap.AssumeReadyWithoutStatus = o.offline
 
 	decision := selection.Select(snap, attempt)
-	if decision.Error != nil && decision.Error.Code == selection.CodeSessionMismatch {
+	if decision.Error != nil && decision.Error.Code == wire.CodeSessionMismatch {
 		return badInput(errors.New(decision.Error.Message))
 	}
 	if err := printDecision(stdout, o.output, decision, session, namespace); err != nil {

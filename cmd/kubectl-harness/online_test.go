@@ -10,6 +10,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // TestExplainReadsTheCluster runs `explain` without --offline against a real
@@ -41,7 +42,7 @@ func TestExplainReadsTheCluster(t *testing.T) {
 	}
 
 	d, exit := explain()
-	if exit != exitFailClosed || d.Error == nil || d.Error.Code != selection.CodeHarnessUnavailable || !d.Error.Retryable {
+	if exit != exitFailClosed || d.Error == nil || d.Error.Code != wire.CodeHarnessUnavailable || !d.Error.Retryable {
 		t.Fatalf("unobserved harness: exit %d, decision %+v; want exit 3 with retryable HarnessUnavailable", exit, d)
 	}
 

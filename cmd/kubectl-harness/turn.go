@@ -20,6 +20,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type turnOptions struct {
@@ -295,7 +296,7 @@ func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 	case dispatch.EventError:
 		p.spin.halt()
 		p.lineBreak()
-		ae := &apiError{}
+		ae := &wire.Error{}
 		if json.Unmarshal(ev.Data, ae) != nil || ae.Code == "" {
 			_, _ = fmt.Fprintf(p.errOut, "error: %s\n", ev.Data)
 		} else {

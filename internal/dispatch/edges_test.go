@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -52,20 +53,20 @@ var _ = Describe("Version floor (the real 0.148.0 app-server)", func() {
 		newSession(ns, "old", testModel)
 		before := len(stub.Requests())
 		evs, err := turn(ns, "old", textReq("run-v1", "vfloor-1 hello"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeVersionBelowFloor))
+		Expect(te.Code).To(Equal(wire.CodeVersionBelowFloor))
 		Expect(te.Message).To(Equal(want))
-		Expect(te.Scope).To(Equal(selection.ScopeHarness))
+		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.Retryable).To(BeFalse())
 		Expect(te.HTTPStatus()).To(Equal(422))
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeVersionBelowFloor))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeVersionBelowFloor))
 		var d selection.Decision
 		Expect(json.Unmarshal(evs[0].Payload, &d)).To(Succeed())
 		Expect(d.HarnessID).To(Equal("codex"), "no fallback to another harness")
 		Expect(d.Runtime).NotTo(Equal(string(v1alpha1.RuntimeOpenClaw)), "no fallback to the embedded runtime")
 		Expect(d.Error).NotTo(BeNil())
-		Expect(d.Error.Code).To(Equal(selection.CodeVersionBelowFloor))
+		Expect(d.Error.Code).To(Equal(wire.CodeVersionBelowFloor))
 		refusedBeforeAnyThread(ns, "old", "run-v1", evs, before)
 		Expect(stub.RequestsContaining("vfloor-1")).To(BeEmpty())
 	})
@@ -116,11 +117,11 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		req := textReq("run-x1", "xv-1 verified please")
 		req.ExpectedRuntimeArtifact = &ExpectedRuntimeArtifact{HarnessID: "claude", ID: "sha256:abc"}
 		evs, err := turn(ns, "verified", req)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeArtifactMismatch))
+		Expect(te.Code).To(Equal(wire.CodeArtifactMismatch))
 		Expect(te.Message).To(Equal("Verified inference requires agent harness claude, but codex was selected."))
-		Expect(te.Scope).To(Equal(selection.ScopeHarness))
+		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.ReplaySafe).To(BeNil(), "no runtime was touched")
 		refusedBeforeAnyThread(ns, "verified", "run-x1", evs, before)
 	})
@@ -130,9 +131,9 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		req := textReq("run-x2", "xv-2 verified please")
 		req.ExpectedRuntimeArtifact = &ExpectedRuntimeArtifact{HarnessID: "codex", ID: "sha256:abc"}
 		evs, err := turn(ns, "verified", req)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeArtifactMismatch))
+		Expect(te.Code).To(Equal(wire.CodeArtifactMismatch))
 		Expect(te.Message).To(Equal("Verified inference requires an attested runtime artifact, but agent harness codex is an external server, which is not attested."))
 		refusedBeforeAnyThread(ns, "verified", "run-x2", evs, before)
 		Expect(stub.RequestsContaining("xv-2")).To(BeEmpty())
@@ -184,17 +185,17 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		stub.When("tlim-1", stubmodel.Text("a reply that does not fit"))
 		c := &collector{}
 		err = limited.Turn(ctx, ns, "big", textReq("run-tl1", "tlim-1 a prompt longer than the sixty-four byte transcript limit of this session"), c.sink)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 		Expect(te.Message).To(ContainSubstring("would exceed the limit of 64 bytes"), "a clear error naming the limit")
 		Expect(te.ReplaySafe).NotTo(BeNil())
 		Expect(*te.ReplaySafe).To(BeFalse())
-		Expect(errorOf(c.events()).Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(errorOf(c.events()).Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 		Expect(types(c.events())).NotTo(ContainElement(EventResult))
 		s := getSession(ns, "big")
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
-		Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(selection.CodeTranscriptLimitExceeded)))
+		Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(wire.CodeTranscriptLimitExceeded)))
 		Expect(s.Status.ActiveTurn).To(BeNil())
 	})
 })

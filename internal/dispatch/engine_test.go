@@ -17,6 +17,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -141,9 +142,9 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(histogramCount(turnDuration.WithLabelValues(ns, "codex", "ok"))).To(Equal(uint64(3)))
 
 		_, err = turn(ns, "text", textReq("run-a1", "alpha-1: something else"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeRunIDConflict))
+		Expect(te.Code).To(Equal(wire.CodeRunIDConflict))
 		Expect(te.HTTPStatus()).To(Equal(409))
 		Expect(len(stub.Requests())).To(Equal(before))
 	})
@@ -153,9 +154,9 @@ var _ = Describe("Turn engine", Ordered, func() {
 		req := textReq("run-mismatch", "hello")
 		req.ModelID = "openai/gpt-other"
 		evs, err := turn(ns, "text", req)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeSessionMismatch))
+		Expect(te.Code).To(Equal(wire.CodeSessionMismatch))
 		Expect(evs).To(BeEmpty())
 		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "SessionMismatch"))).To(Equal(1.0))
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch"))).To(Equal(1.0))
@@ -252,10 +253,10 @@ var _ = Describe("Turn engine", Ordered, func() {
 		newSession(ns, "embedded", "anthropic/claude-x")
 		before := len(stub.Requests())
 		evs, err := turn(ns, "embedded", textReq("run-e1", "hello"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeEmbeddedRuntimeSelected))
-		Expect(te.Scope).To(Equal(selection.ScopeHarness))
+		Expect(te.Code).To(Equal(wire.CodeEmbeddedRuntimeSelected))
+		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.HTTPStatus()).To(Equal(409))
 		Expect(te.ReplaySafe).To(BeNil(), "no runtime was touched")
 		Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
@@ -283,16 +284,16 @@ var _ = Describe("A session whose transcript mirror is full", func() {
 		// The first turn's records do not fit: it ends with the limit.
 		stub.When("tl-1", stubmodel.Text(strings.Repeat("long answer ", 40)))
 		_, err = run("run-tl1", "tl-1 fill the transcript")
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 
 		// The next one is refused before anything reaches the model, and
 		// is not journaled (its runId stays free).
 		stub.When("tl-2", stubmodel.Text("never"))
 		_, err = run("run-tl2", "tl-2 one more")
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 		Expect(te.HTTPStatus()).To(Equal(413))
 		Expect(te.Message).To(ContainSubstring("reset the session"))
 		Expect(stub.RequestsContaining("tl-2")).To(BeEmpty(), "a turn on a full transcript reached the model")
@@ -328,12 +329,12 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h) }).ShouldNot(Succeed())
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", textReq("run-d1", "delta-1 after"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeHarnessNotRegistered))
+		Expect(te.Code).To(Equal(wire.CodeHarnessNotRegistered))
 		Expect(te.Message).To(Equal(`Requested agent harness "codex" is not registered.`))
 		Expect(te.Retryable).To(BeFalse())
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeHarnessNotRegistered))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeHarnessNotRegistered))
 		Expect(len(stub.Requests())).To(Equal(before), "never a fallback, no model request")
 		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "HarnessNotRegistered"))).To(Equal(1.0))
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "HarnessNotRegistered"))).To(Equal(1.0))
@@ -346,9 +347,9 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		newSession(ns, "s", testModel)
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", textReq("run-u1", "eps-1"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeHarnessUnavailable))
+		Expect(te.Code).To(Equal(wire.CodeHarnessUnavailable))
 		Expect(te.Retryable).To(BeTrue())
 		Expect(te.HTTPStatus()).To(Equal(503))
 		Expect(errorOf(evs).Retryable).To(BeTrue())
@@ -423,7 +424,7 @@ var _ = Describe("A server that goes away mid-turn", func() {
 		srv.Kill()
 		var turnErr error
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(turnErr, &te)).To(BeTrue(), "%v", turnErr)
 		Expect(te.ReplaySafe).NotTo(BeNil())
 		Expect(*te.ReplaySafe).To(BeFalse())
@@ -472,13 +473,13 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
 
 		evs, err := turn(ns, "moved", textReq("run-o1", "omicron-1 hello?"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeNativeThreadLost))
+		Expect(te.Code).To(Equal(wire.CodeNativeThreadLost))
 		Expect(te.Retryable).To(BeFalse())
 		Expect(te.Message).To(ContainSubstring("does not have this session's native thread " + thread))
 		Expect(te.Message).To(ContainSubstring("reset the session"))
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeNativeThreadLost))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeNativeThreadLost))
 		Expect(stub.RequestsContaining("omicron-1")).To(BeEmpty())
 
 		// A reset starts a new thread there.
@@ -563,10 +564,10 @@ var _ = Describe("Tool surface", func() {
 		}
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", restricted("run-n0", "nu-0 restricted"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeToolPolicyUnenforceable))
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeToolPolicyUnenforceable))
+		Expect(te.Code).To(Equal(wire.CodeToolPolicyUnenforceable))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeToolPolicyUnenforceable))
 		Expect(len(stub.Requests())).To(Equal(before))
 
 		updateHarness(h, true, func(h *v1alpha1.AgentHarness) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // histogramCount is the number of observations of one histogram series (0
@@ -37,7 +38,7 @@ func TestMetricsRecordingHelpers(t *testing.T) {
 	}
 
 	// A refused turn: outcome and reason are its §7 code; no duration.
-	recordRefused(labelsOf(ns, selection.Decision{}), selection.CodeSessionMismatch)
+	recordRefused(labelsOf(ns, selection.Decision{}), wire.CodeSessionMismatch)
 	if got := promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch")); got != 1 {
 		t.Errorf("turns_total{outcome=SessionMismatch} = %v, want 1", got)
 	}
@@ -66,7 +67,7 @@ func TestMetricsRecordingHelpers(t *testing.T) {
 
 	// A turn that ran and ended with an error: the outcome is its code, it
 	// is not a fail-closed decision.
-	recordFinished(l, nil, newTurnError(selection.CodeHarnessUnavailable, "", "gone").touched(false), time.Second)
+	recordFinished(l, nil, wire.Errorf(wire.CodeHarnessUnavailable, "", "gone").Touched(false), time.Second)
 	if got := promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex-h", "codex", "HarnessUnavailable")); got != 1 {
 		t.Errorf("turns_total{outcome=HarnessUnavailable} = %v, want 1", got)
 	}

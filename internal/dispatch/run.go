@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // statusWriteTimeout bounds one status apply of a running turn.
@@ -55,7 +56,7 @@ func (t *runningTurn) execute(unlock func()) {
 	defer t.e.live.remove(t.session, t.live)
 	var (
 		res  *adapter.TurnResult
-		terr *TurnError
+		terr *wire.Error
 	)
 	func() {
 		defer func() {
@@ -64,7 +65,7 @@ func (t *runningTurn) execute(unlock func()) {
 				if t.native != nil {
 					t.native.Interrupt()
 				}
-				res, terr = nil, newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").touched(false)
+				res, terr = nil, wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").Touched(false)
 			}
 		}()
 		t.markActive()
@@ -128,13 +129,13 @@ func (t *runningTurn) input() adapter.TurnInput {
 // status (pin, lastSelection, nativeBinding, lastTurn, counters, activeTurn
 // cleared), the `result` or `error` event, the run's end and the
 // transcript's fsync.
-func (t *runningTurn) finish(res *adapter.TurnResult, terr *TurnError) {
+func (t *runningTurn) finish(res *adapter.TurnResult, terr *wire.Error) {
 	finished := metav1.Now()
 	if terr == nil && t.writeErr != nil {
-		terr = newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).touched(false)
+		terr = wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).Touched(false)
 	}
 	if terr == nil && t.transcriptErr != nil {
-		terr = newTurnError(selection.CodeTranscriptLimitExceeded, "", "%v", t.transcriptErr).touched(false)
+		terr = wire.Errorf(wire.CodeTranscriptLimitExceeded, "", "%v", t.transcriptErr).Touched(false)
 	}
 	recordFinished(t.labels, res, terr, finished.Sub(t.started.Time))
 	// The status first: a client that reads the session after the run's
@@ -169,7 +170,7 @@ func (t *runningTurn) resultPayload(res *adapter.TurnResult) []byte {
 }
 
 // endStatus is the dispatcher's part of the status after the turn.
-func (t *runningTurn) endStatus(res *adapter.TurnResult, terr *TurnError, finished metav1.Time) *dispatcherStatus {
+func (t *runningTurn) endStatus(res *adapter.TurnResult, terr *wire.Error, finished metav1.Time) *dispatcherStatus {
 	d := t.p.decision
 	st := t.e.current(t.sess)
 	st.ActiveTurn = nil

@@ -27,6 +27,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -338,11 +339,11 @@ func resultOf(evs []event) ResultEvent {
 	return r
 }
 
-func errorOf(evs []event) TurnError {
+func errorOf(evs []event) wire.Error {
 	GinkgoHelper()
 	raw := lastOf(evs, EventError)
 	Expect(raw).NotTo(BeNil(), "no error event in %v", types(evs))
-	var te TurnError
+	var te wire.Error
 	Expect(json.Unmarshal(raw, &te)).To(Succeed())
 	return te
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Defaults of Config.
@@ -134,11 +135,11 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-			"method "+r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or ")), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeMethodNotAllowed, "",
+			"method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), h.retryAfter)
 		return
 	}
-	writeError(w, apiError(http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path), h.retryAfter)
+	writeError(w, wire.Errorf(wire.CodeNotFound, "", "no such endpoint: %s %s", r.Method, r.URL.Path), h.retryAfter)
 }
 
 // --- turn tokens ---
@@ -159,8 +160,8 @@ func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, session
 		if got != "" {
 			msg = "the " + TurnTokenHeader + " header does not match this turn"
 		}
-		writeError(w, apiError(http.StatusForbidden, CodeTurnTokenInvalid,
-			msg+": present the turnToken of the turn's `selected` event"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeTurnTokenInvalid, "",
+			"%s: present the turnToken of the turn's `selected` event", msg), h.retryAfter)
 		return false
 	}
 	return true
@@ -175,7 +176,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*v1alpha1.Age
 	s := &v1alpha1.AgentSession{}
 	if err := h.sessions.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			err = apiError(http.StatusNotFound, CodeSessionNotFound, fmt.Sprintf("AgentSession %s/%s not found", ns, name))
+			err = wire.Errorf(wire.CodeSessionNotFound, "", "AgentSession %s/%s not found", ns, name)
 		}
 		writeError(w, err, h.retryAfter)
 		return nil, false
@@ -268,11 +269,11 @@ func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *dispa
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeBadRequest, "", "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
 		return 0, false, false
 	}
 	if req.RunID == "" {
-		writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeBadRequest, "", "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
 		return 0, false, false
 	}
 	return n, true, true
@@ -286,8 +287,8 @@ func (h *Handler) reconnect(r *http.Request, session string, req *dispatch.TurnR
 	}
 	run, err := h.ownRun(session, req.RunID, digest)
 	if errors.Is(err, journal.ErrNotFound) {
-		return nil, apiError(http.StatusNotFound, CodeRunNotFound,
-			fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name")))
+		return nil, wire.Errorf(wire.CodeRunNotFound, "",
+			"run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name"))
 	}
 	return run, err
 }
@@ -302,7 +303,7 @@ func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, 
 		return nil, err
 	}
 	if run.Info().Digest != digest {
-		return nil, dispatch.RunIDConflict(session, runID)
+		return nil, wire.RunIDConflict(session, runID)
 	}
 	return run, nil
 }
@@ -340,10 +341,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Ru
 	if info := run.Info(); info.State == journal.StateFailed && len(info.Result) == 0 {
 		// A run found running after a restart: its outcome is unknown. No
 		// id: it is not a journaled event.
-		f := false
-		te := &dispatch.TurnError{Code: selection.CodeHarnessUnavailable, Message: "the turn's outcome is unknown: " + info.Reason,
-			Retryable: selection.CodeHarnessUnavailable.Retryable(), ReplaySafe: &f}
-		b, _ := json.Marshal(te)
+		b, _ := json.Marshal(wire.OutcomeUnknown(info.Reason))
 		buf.Reset()
 		writeEvent(&buf, "", dispatch.EventError, b)
 		_, _ = w.Write(buf.Bytes())
@@ -404,7 +402,7 @@ func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (*journal.Ru
 	run, err := h.jrnl.Lookup(session, runID)
 	if err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
-			err = apiError(http.StatusNotFound, CodeRunNotFound, fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal", runID, ns, name))
+			err = wire.Errorf(wire.CodeRunNotFound, "", "run %q of AgentSession %s/%s is not in the journal", runID, ns, name)
 		}
 		writeError(w, err, h.retryAfter)
 		return nil, false
@@ -432,7 +430,7 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 	case journal.StateFailed:
 		st.Error = info.Result
 		if len(st.Error) == 0 {
-			st.Error, _ = json.Marshal(dispatch.OutcomeUnknown(info.Reason))
+			st.Error, _ = json.Marshal(wire.OutcomeUnknown(info.Reason))
 		}
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -500,8 +498,8 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if run.Info().State != journal.StateRunning || !h.eng.Interrupt(session, runID) {
-		writeError(w, apiError(http.StatusConflict, CodeTurnNotRunning,
-			fmt.Sprintf("run %q of AgentSession %s/%s is not running", runID, ns, name)), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeTurnNotRunning, "",
+			"run %q of AgentSession %s/%s is not running", runID, ns, name), h.retryAfter)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "interrupted": true})

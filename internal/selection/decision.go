@@ -1,9 +1,8 @@
 package selection
 
 import (
-	"net/http"
-
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Decision is the outcome of Select for one attempt: which runtime runs the
@@ -43,7 +42,7 @@ type Decision struct {
 	// agent and model: the deciding policy first, then the others oldest first.
 	MatchedPolicies []string `json:"matchedPolicies,omitempty"`
 	// Error is set when the attempt fails closed or contradicts its session.
-	Error *Error `json:"error,omitempty"`
+	Error *wire.Error `json:"error,omitempty"`
 }
 
 // HarnessRef names an AgentHarness object.
@@ -85,7 +84,7 @@ type RouteDecision struct {
 	// Reason is this route's selection reason; empty on an error.
 	Reason Reason `json:"reason,omitempty"`
 	// Error is this route's fail-closed error.
-	Error *Error `json:"error,omitempty"`
+	Error *wire.Error `json:"error,omitempty"`
 }
 
 // ToolPolicyDecision is the tool-policy verdict for the selected harness.
@@ -125,132 +124,3 @@ const (
 	// for the provider; the gateway runs it on the embedded runtime.
 	ReasonCLIRuntimePassthroughOpenClaw Reason = "cli_runtime_passthrough_openclaw"
 )
-
-// Scope says how far a fallback chain may go after an error.
-type Scope string
-
-// ScopeHarness marks an error local to the selected harness: the gateway's
-// fallback chain skips only candidates of the same harness. An error without
-// scope ends the whole chain.
-const ScopeHarness Scope = "harness"
-
-// Error is a typed error of DESIGN.md §7.
-type Error struct {
-	// Code is the error code.
-	Code ErrorCode `json:"code"`
-	// Message is the human-readable message.
-	Message string `json:"message"`
-	// Scope is `harness` where a fallback chain may try another harness.
-	Scope Scope `json:"scope,omitempty"`
-	// Retryable says whether the same request may succeed later.
-	Retryable bool `json:"retryable"`
-}
-
-// Error implements error.
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
-
-// newError builds an Error whose retryability comes from the code table.
-func newError(code ErrorCode, scope Scope, msg string) *Error {
-	return &Error{Code: code, Message: msg, Scope: scope, Retryable: code.Retryable()}
-}
-
-// ErrorCode is a machine-readable error code shared by the selection engine,
-// the dispatcher and the CLI (DESIGN.md §7).
-type ErrorCode string
-
-// Error codes. Select produces HarnessNotRegistered, HarnessUnsupported,
-// VersionBelowFloor, ToolPolicyUnenforceable, OverrideDenied,
-// HarnessUnavailable and SessionMismatch; the others belong to the dispatcher.
-const (
-	// CodeHarnessNotRegistered: an explicit id with no visible AgentHarness.
-	CodeHarnessNotRegistered ErrorCode = "HarnessNotRegistered"
-	// CodeHarnessUnsupported: the harness's support facts reject the route.
-	CodeHarnessUnsupported ErrorCode = "HarnessUnsupported"
-	// CodeVersionBelowFloor: the server is older than the version floor.
-	CodeVersionBelowFloor ErrorCode = "VersionBelowFloor"
-	// CodeToolPolicyUnenforceable: a restricted turn on a harness that cannot enforce it.
-	CodeToolPolicyUnenforceable ErrorCode = "ToolPolicyUnenforceable"
-	// CodeOverrideDenied: an override or pin contradicts a Deny policy.
-	CodeOverrideDenied ErrorCode = "OverrideDenied"
-	// CodeArtifactMismatch: the expected runtime artifact differs or is unattested.
-	CodeArtifactMismatch ErrorCode = "ArtifactMismatch"
-	// CodeNativeThreadLost: the bound server is gone; reset the session.
-	CodeNativeThreadLost ErrorCode = "NativeThreadLost"
-	// CodeSessionMismatch: the attempt contradicts its AgentSession.
-	CodeSessionMismatch ErrorCode = "SessionMismatch"
-	// CodeEmbeddedRuntimeSelected: the decision is `openclaw`; run it on the gateway.
-	CodeEmbeddedRuntimeSelected ErrorCode = "EmbeddedRuntimeSelected"
-	// CodeRunIDConflict: a runId reused with a different body.
-	CodeRunIDConflict ErrorCode = "RunIdConflict"
-	// CodeTranscriptLimitExceeded: the session's transcript is full.
-	CodeTranscriptLimitExceeded ErrorCode = "TranscriptLimitExceeded"
-	// CodeRunPayloadPruned: the runId is known and ended, but retention
-	// pruned its events and result; it is never run again.
-	CodeRunPayloadPruned ErrorCode = "RunPayloadPruned"
-	// CodeRetentionLimitReached: the session's namespace holds as many runs
-	// as the journal keeps for one namespace; new runIds wait until old ones
-	// age out.
-	CodeRetentionLimitReached ErrorCode = "RetentionLimitReached"
-	// CodeHarnessUnavailable: registered but not ready now.
-	CodeHarnessUnavailable ErrorCode = "HarnessUnavailable"
-	// CodeHarnessAtCapacity: every ready server is full.
-	CodeHarnessAtCapacity ErrorCode = "HarnessAtCapacity"
-)
-
-// errorCodes is the one table of HTTP status and retryability per code
-// (DESIGN.md §7). It is read-only.
-var errorCodes = [...]struct {
-	code      ErrorCode
-	status    int
-	retryable bool
-}{
-	{CodeHarnessNotRegistered, http.StatusUnprocessableEntity, false},
-	{CodeHarnessUnsupported, http.StatusUnprocessableEntity, false},
-	{CodeVersionBelowFloor, http.StatusUnprocessableEntity, false},
-	{CodeToolPolicyUnenforceable, http.StatusUnprocessableEntity, false},
-	{CodeOverrideDenied, http.StatusUnprocessableEntity, false},
-	{CodeArtifactMismatch, http.StatusUnprocessableEntity, false},
-	{CodeNativeThreadLost, http.StatusUnprocessableEntity, false},
-	{CodeSessionMismatch, http.StatusUnprocessableEntity, false},
-	{CodeEmbeddedRuntimeSelected, http.StatusConflict, false},
-	{CodeRunIDConflict, http.StatusConflict, false},
-	{CodeTranscriptLimitExceeded, http.StatusRequestEntityTooLarge, false},
-	// 410: the run existed and its record is gone for good; 429: the
-	// namespace ran more turns than the retention window can remember, and
-	// the same request succeeds once old runs age out (Retry-After).
-	{CodeRunPayloadPruned, http.StatusGone, false},
-	{CodeRetentionLimitReached, http.StatusTooManyRequests, true},
-	{CodeHarnessUnavailable, http.StatusServiceUnavailable, true},
-	{CodeHarnessAtCapacity, http.StatusServiceUnavailable, true},
-}
-
-// ErrorCodes returns every error code of DESIGN.md §7 in table order.
-func ErrorCodes() []ErrorCode {
-	out := make([]ErrorCode, len(errorCodes))
-	for i, e := range errorCodes {
-		out[i] = e.code
-	}
-	return out
-}
-
-// HTTPStatus is the HTTP status the dispatcher answers the code with; an
-// unknown code is 500.
-func (c ErrorCode) HTTPStatus() int {
-	for _, e := range errorCodes {
-		if e.code == c {
-			return e.status
-		}
-	}
-	return http.StatusInternalServerError
-}
-
-// Retryable says whether a request that failed with the code may succeed when
-// repeated unchanged; an unknown code is not retryable.
-func (c ErrorCode) Retryable() bool {
-	for _, e := range errorCodes {
-		if e.code == c {
-			return e.retryable
-		}
-	}
-	return false
-}

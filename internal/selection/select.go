@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Snapshot is everything Select reads besides the attempt. The caller filters:
@@ -54,7 +55,7 @@ const (
 type outcome struct {
 	harness int
 	reason  Reason
-	err     *Error
+	err     *wire.Error
 }
 
 type engine struct {
@@ -210,7 +211,7 @@ func (e *engine) decide() Decision {
 	target := e.lookup(rt)
 	if target < 0 {
 		d.HarnessID = rt
-		d.Error = newError(CodeHarnessNotRegistered, "", fmt.Sprintf("Requested agent harness %q is not registered.", rt))
+		d.Error = wire.Errorf(wire.CodeHarnessNotRegistered, "", "Requested agent harness %q is not registered.", rt)
 		d.Candidates, _ = e.evaluate(modeList, -1)
 		return d
 	}
@@ -236,7 +237,7 @@ func (e *engine) autoMode() int {
 // harness itself (the pin then records auto's own choice); any override other
 // than `auto` contradicts it. Both are checked: a session that carries a
 // contradicting override fails even when its pin agrees.
-func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *Error) {
+func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Error) {
 	model := modelLabel(e.provider, e.model)
 	if e.pin != "" && e.pin != pol.Runtime {
 		contradicts := true
@@ -246,15 +247,15 @@ func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *Error) 
 			contradicts = err != nil || h < 0 || e.views[h].id != e.pin
 		}
 		if contradicts {
-			return v1alpha1.RuntimeSourceSession, newError(CodeOverrideDenied, "", fmt.Sprintf(
+			return v1alpha1.RuntimeSourceSession, wire.Errorf(wire.CodeOverrideDenied, "",
 				"Session is pinned to agent harness %q, but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. Reset the session to clear the pin.",
-				e.pin, pol.Policy, pol.Runtime, model))
+				e.pin, pol.Policy, pol.Runtime, model)
 		}
 	}
 	if e.override != "" && e.override != pol.Runtime {
-		return v1alpha1.RuntimeSourceOverride, newError(CodeOverrideDenied, "", fmt.Sprintf(
+		return v1alpha1.RuntimeSourceOverride, wire.Errorf(wire.CodeOverrideDenied, "",
 			"Runtime override %q contradicts RuntimePolicy %q (sessionOverrides: Deny), which requires runtime %q for %s.",
-			e.override, pol.Policy, pol.Runtime, model))
+			e.override, pol.Policy, pol.Runtime, model)
 	}
 	return "", nil
 }
@@ -301,18 +302,18 @@ func (e *engine) finish(d Decision, mode, target int) Decision {
 		if msg == "" {
 			msg = fmt.Sprintf("Agent harness %q runs a version below its floor.", v.id)
 		}
-		d.Error = newError(CodeVersionBelowFloor, ScopeHarness, msg)
+		d.Error = wire.Errorf(wire.CodeVersionBelowFloor, wire.ScopeHarness, "%s", msg)
 		return d
 	}
 	verdict := e.toolVerdict(v)
 	d.ToolPolicy = &ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
 	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
-		d.Error = newError(CodeToolPolicyUnenforceable, ScopeHarness,
-			v.label+" cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.")
+		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
+			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label)
 		return d
 	}
 	if state == unavailable {
-		d.Error = newError(CodeHarnessUnavailable, ScopeHarness, unavailableMessage(v.id, condType, cond))
+		d.Error = wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "%s", unavailableMessage(v.id, condType, cond))
 		return d
 	}
 	d.Runtime, d.Reason = v.id, reason
@@ -439,7 +440,7 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 			case res.fallback:
 				o.reason = ReasonPluginDeclaredFallbackOpenClaw
 			default:
-				o.err = newError(CodeHarnessUnsupported, ScopeHarness, e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
+				o.err = wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness, "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
 			}
 		}
 	}
@@ -450,7 +451,7 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 // fail-closed route fails the set; routes that agree run on their runtime;
 // routes that disagree run the set on openclaw, with the reason of the first
 // route that chose openclaw (auto_openclaw when none did).
-func combine(outs []outcome) (int, Reason, *Error) {
+func combine(outs []outcome) (int, Reason, *wire.Error) {
 	for _, o := range outs {
 		if o.err != nil {
 			return -1, "", o.err
@@ -564,7 +565,7 @@ func ValidateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) error {
 	return nil
 }
 
-func validateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) *Error {
+func validateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) *wire.Error {
 	if sess == nil || a == nil {
 		return nil
 	}
@@ -599,6 +600,6 @@ func validateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) *Error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return newError(CodeSessionMismatch, "", fmt.Sprintf("The attempt contradicts AgentSession %s/%s: %s.",
-		sess.Namespace, sess.Name, strings.Join(problems, "; ")))
+	return wire.Errorf(wire.CodeSessionMismatch, "", "The attempt contradicts AgentSession %s/%s: %s.",
+		sess.Namespace, sess.Name, strings.Join(problems, "; "))
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type selectCase struct {
@@ -26,7 +27,7 @@ type selectCase struct {
 	runtime string
 	reason  Reason
 	source  v1alpha1.RuntimeSource
-	code    ErrorCode
+	code    wire.ErrorCode
 	msg     string // exact error message, when set
 	cli     string
 	check   func(t *testing.T, d Decision)
@@ -120,10 +121,10 @@ func all(checks ...func(*testing.T, Decision)) func(*testing.T, Decision) {
 	}
 }
 
-func wantScope(code ErrorCode) Scope {
+func wantScope(code wire.ErrorCode) wire.Scope {
 	switch code {
-	case CodeHarnessUnsupported, CodeHarnessUnavailable, CodeVersionBelowFloor, CodeToolPolicyUnenforceable:
-		return ScopeHarness
+	case wire.CodeHarnessUnsupported, wire.CodeHarnessUnavailable, wire.CodeVersionBelowFloor, wire.CodeToolPolicyUnenforceable:
+		return wire.ScopeHarness
 	}
 	return ""
 }
@@ -200,7 +201,7 @@ func runSelectCase(t *testing.T, tc selectCase) {
 	if d.CLIBackend != tc.cli {
 		t.Errorf("cliBackend = %q, want %q", d.CLIBackend, tc.cli)
 	}
-	if tc.code != CodeSessionMismatch {
+	if tc.code != wire.CodeSessionMismatch {
 		// issue 3: every visible harness appears among the candidates.
 		if len(d.Candidates) != len(tc.hs) {
 			t.Errorf("%d candidates for %d harnesses", len(d.Candidates), len(tc.hs))
@@ -550,7 +551,7 @@ func denyCases() []selectCase {
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, override("openclaw")),
 			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Runtime override "openclaw" contradicts RuntimePolicy "codex-only" (sessionOverrides: Deny), which requires runtime "codex" for openai/gpt-5.5.`,
 		},
 		{
@@ -559,7 +560,7 @@ func denyCases() []selectCase {
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("other")),
 			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
 			msg: `Session is pinned to agent harness "other", but RuntimePolicy "codex-only" (sessionOverrides: Deny) requires runtime "codex" for openai/gpt-5.5. Reset the session to clear the pin.`,
 		},
 		{
@@ -600,7 +601,7 @@ func denyCases() []selectCase {
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "auto"), deny())},
 			sess: session("acme/m1", pinned("h1")),
 			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "decision: a contradicting override fails closed even when the pin agrees",
@@ -608,21 +609,21 @@ func denyCases() []selectCase {
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
 			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §3: a CLI backend override contradicting a Deny policy is OverrideDenied",
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("anthropic", "openclaw"), deny())},
 			sess: session("anthropic/claude-opus-5", override("claude-cli")),
 			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §5 rule 1: a what-if override contradicting a Deny policy is OverrideDenied",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			a:    attempt("openai", gpt, whatIfOverride("openclaw")),
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:        "Done-when: the codex-only sample selects codex for an openai attempt",
@@ -641,7 +642,7 @@ func denyCases() []selectCase {
 			sess:        sampleSession(override("openclaw")),
 			assumeReady: true,
 			a:           sampleAttempt(),
-			code:        CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code:        wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 	}
 }
@@ -757,7 +758,7 @@ func autoCases() []selectCase {
 				acme("h2", 1),
 			},
 			a:    attempt("acme", "m1"),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: `Agent harness "h1" is unavailable: WorkloadReady is False (NoReadyPods: 0/1 server pods are Ready). Retry later.`,
 			check: func(t *testing.T, d Decision) {
 				if d.HarnessID != "h1" {
@@ -769,7 +770,7 @@ func autoCases() []selectCase {
 			name: "DESIGN §5 rule 3: an auto winner below the version floor fails closed",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5, belowFloorCond("codex-cli 0.140.0 is below the version floor 0.149.0"))},
 			a:    attempt("acme", "m1"),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex-cli 0.140.0 is below the version floor 0.149.0",
 		},
 		{
@@ -816,7 +817,7 @@ func autoCases() []selectCase {
 			name: "DESIGN §3: a harness whose id is the alias codex-app-server does not register codex",
 			hs:   []*v1alpha1.AgentHarness{harness("codex-app-server")},
 			a:    attempt("openai", gpt, whatIfOverride("codex")),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §3: omitted support providers mean any provider",
@@ -937,14 +938,14 @@ func implicitCases() []selectCase {
 			name: "DESIGN §5 rule 3: implicit codex below the floor fails closed: a claimed route never degrades",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex 0.148.2 is older than 0.149.0"))},
 			a:    attempt("openai", gpt),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex 0.148.2 is older than 0.149.0",
 		},
 		{
 			name: "DESIGN §5 rule 3: implicit codex that is unavailable is HarnessUnavailable, never a fallback",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionUnknown, "HandshakePending", ""))},
 			a:    attempt("openai", gpt),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: `Agent harness "codex" is unavailable: VersionSupported is Unknown (HandshakePending). Retry later.`,
 		},
 		{
@@ -1008,7 +1009,7 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", opt)},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider, msg: msg,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider, msg: msg,
 		}
 	}
 	return []selectCase{
@@ -1016,7 +1017,7 @@ func explicitCases() []selectCase {
 			name: "issue: an explicit harness that is not registered fails closed with the exact text",
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "ghost"))},
 			a:    attempt("openai", gpt),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "ghost" is not registered.`,
 			check: func(t *testing.T, d Decision) {
 				if d.HarnessID != "ghost" || d.HarnessRef != nil || d.RequestedRuntime != "ghost" {
@@ -1029,14 +1030,14 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex-pool")},
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			a:    attempt("openai", gpt),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "issue: an unsupported explicit harness fails closed with the exact text and reason",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("other", "h1"))},
 			a:    attempt("other", "m1"),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg:   `Requested agent harness "h1" does not support other/m1 (provider is not supported).`,
 			check: wantRef("agents", "h1"),
 		},
@@ -1044,7 +1045,7 @@ func explicitCases() []selectCase {
 			name: "issue: without a model the unsupported text names just the provider",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:    attempt("other", "", whatIfOverride("h1")),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Requested agent harness "h1" does not support other (provider is not supported).`,
 		},
 		{
@@ -1067,7 +1068,7 @@ func explicitCases() []selectCase {
 			hs:   codex,
 			ps:   pol,
 			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy is not declared).`,
 		},
 		{
@@ -1075,7 +1076,7 @@ func explicitCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "codex"))},
 			a:    attempt("anthropic", "claude-opus-5"),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: claude-cli for anthropic passes through to openclaw",
@@ -1097,7 +1098,7 @@ func explicitCases() []selectCase {
 		{
 			name: "issue: a CLI backend alias for another provider is an ordinary harness id",
 			a:    attempt("openai", gpt, whatIfOverride("claude-cli")),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Requested agent harness "claude-cli" is not registered.`,
 		},
 		{
@@ -1113,14 +1114,14 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			sess: session("other/m1", pinned("h1")),
 			a:    &Attempt{ModelProvider: &ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: TransportOverridesNone}},
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "seed: Explicit selection does not make an incompatible route compatible",
 			hs:   codex,
 			ps:   pol,
 			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, "https://proxy.example/v1", compat("openclaw")))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy does not list the harness).`,
 		},
 		{
@@ -1150,7 +1151,7 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex-cli 0.140.0 is below the version floor 0.149.0"))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
 			msg: "codex-cli 0.140.0 is below the version floor 0.149.0",
 		},
 		{
@@ -1158,7 +1159,7 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond(""))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Agent harness "codex" runs a version below its floor.`,
 		},
 		{
@@ -1175,7 +1176,7 @@ func explicitCases() []selectCase {
 			ps:          pol,
 			assumeReady: true,
 			a:           attempt("openai", gpt),
-			code:        CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
+			code:        wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "decision: readiness is not checked when the harness does not claim the route (lossless fallback)",
@@ -1194,7 +1195,7 @@ func explicitCases() []selectCase {
 			name: "DESIGN §5 rule 3: registered means an AgentHarness with that harness id, not that object name",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", objName("agents", "pool-a"))},
 			a:    attempt("openai", gpt, whatIfOverride("pool-a")),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "decision: a pin of openclaw pins nothing",
@@ -1224,7 +1225,7 @@ func supportCases() []selectCase {
 		}
 		return []*v1alpha1.AgentHarness{harness("h1", written(s))}
 	}
-	explicitAcme := func(name string, hs []*v1alpha1.AgentHarness, r ModelProvider, code ErrorCode) selectCase {
+	explicitAcme := func(name string, hs []*v1alpha1.AgentHarness, r ModelProvider, code wire.ErrorCode) selectCase {
 		tc := selectCase{
 			name: name, hs: hs,
 			a:      attempt("acme", "m1", whatIfOverride("h1"), withRoute(r)),
@@ -1246,7 +1247,7 @@ func supportCases() []selectCase {
 		if ok {
 			tc.runtime, tc.reason = "codex", ReasonForcedPlugin
 		} else {
-			tc.code = CodeHarnessUnsupported
+			tc.code = wire.CodeHarnessUnsupported
 		}
 		return tc
 	}
@@ -1256,7 +1257,7 @@ func supportCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: nativeProviders are exempt from the route policy when none is declared",
@@ -1270,17 +1271,17 @@ func supportCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("codex", "codex"))},
 			a:    attempt("codex", gpt, withRoute(rt("codex-native", chatgptURL, compat("other")))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support codex/gpt-5.5 (route runtime policy does not list the harness).`,
 		},
 		explicitAcme("DESIGN §3: MustBeDeclared accepts a declared route policy that does not list the harness",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(compat()), ""),
 		explicitAcme("DESIGN §3: MustBeDeclared refuses an undeclared route policy",
-			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(), CodeHarnessUnsupported),
+			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(), wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: routePolicy Any accepts an undeclared route policy",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(), ""),
 		explicitAcme("decision: an empty routePolicy is the CRD default MustListHarness",
-			acmeBlock(v1alpha1.HarnessSupport{}), acmeRoute(compat("other")), CodeHarnessUnsupported),
+			acmeBlock(v1alpha1.HarnessSupport{}), acmeRoute(compat("other")), wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: MustListHarness accepts a route policy listing the harness",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustListHarness}), acmeRoute(compat("other", "h1")), ""),
 		explicitAcme("decision: route compatible ids are normalized runtime ids",
@@ -1290,21 +1291,21 @@ func supportCases() []selectCase {
 			acmeRoute(overrides()), ""),
 		explicitAcme("DESIGN §3: requestTransportOverrides Unsupported fails closed without a fallback",
 			acmeBlock(v1alpha1.HarnessSupport{RequestTransportOverrides: v1alpha1.RequestTransportOverridesUnsupported, RoutePolicy: v1alpha1.RoutePolicyAny}),
-			acmeRoute(overrides()), CodeHarnessUnsupported),
+			acmeRoute(overrides()), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: an empty requestTransportOverrides declaration is the CRD default Unsupported",
-			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(overrides()), CodeHarnessUnsupported),
+			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(overrides()), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: a route whose overrides fact is missing counts as overrides present",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
-			ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, CodeHarnessUnsupported),
+			ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: preparedAuth absent in the support block means no auth check",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
 			acmeRoute(auth(AuthSourceNone, "", AuthRequirementSubscription)), ""),
 		explicitAcme("decision: an unknown prepared-auth requirement (an attempt that skipped Validate) fails closed",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny, PreparedAuth: &v1alpha1.PreparedAuthSupport{APIKeyModes: []string{"api-key"}}}),
-			acmeRoute(auth(AuthSourceProfile, "api-key", "bogus")), CodeHarnessUnsupported),
+			acmeRoute(auth(AuthSourceProfile, "api-key", "bogus")), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: an adapter without defaults and no support block supports nothing",
 			[]*v1alpha1.AgentHarness{harness("h1", func(h *v1alpha1.AgentHarness) { h.Spec.Adapter = "future-adapter" })},
-			acmeRoute(), CodeHarnessUnsupported),
+			acmeRoute(), wire.CodeHarnessUnsupported),
 		codexAuth("DESIGN §3: a subscription requirement accepts source profile with a subscription mode", AuthSourceProfile, "oauth", AuthRequirementSubscription, true),
 		codexAuth("DESIGN §3: a subscription requirement refuses source direct", AuthSourceDirect, "oauth", AuthRequirementSubscription, false),
 		codexAuth("DESIGN §3: a subscription requirement refuses a mode outside subscriptionModes", AuthSourceProfile, "api-key", AuthRequirementSubscription, false),
@@ -1319,7 +1320,7 @@ func supportCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "codex"))},
 			a:    attempt("acme", "m1", withRoute(acmeRoute(overrides()))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support acme/m1 (provider is not supported).`,
 		},
 		{
@@ -1334,7 +1335,7 @@ func supportCases() []selectCase {
 			hs:   codex,
 			ps:   pol,
 			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, auth(AuthSourceDirect, "x", AuthRequirementSubscription)))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy is not declared).`,
 		},
 	}
@@ -1359,7 +1360,7 @@ func retrySetCases() []selectCase {
 			name: "DESIGN §5 rule 4: any fail-closed route fails the set",
 			hs:   codex, ps: pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(), rt(apiPlatform, platformURL))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg:   `Requested agent harness "codex" does not support openai/gpt-5.5 (modelProviders[1]: route runtime policy is not declared).`,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=HarnessUnsupported"),
 		},
@@ -1374,7 +1375,7 @@ func retrySetCases() []selectCase {
 			name: "seed: an explicit plugin selection of a retry set fails closed unless the plugin declares the lossless fallback",
 			hs:   codex, ps: pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(overrides()), rt(apiPlatform, platformURL))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "seed: Implicit selection uses OpenClaw if no plugin can own the full set",
@@ -1426,14 +1427,14 @@ func retrySetCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", ""))},
 			ps:   pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "seed: one undeclared candidate makes native compatibility empty (a pinned set)",
 			hs:   codex,
 			sess: session(openaiGPT, pinned("codex")),
 			a:    &Attempt{ModelProviders: []ModelProvider{codexRoute(), rt(apiChatGPT, chatgptURL)}},
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
 		},
 	}
 }
@@ -1445,7 +1446,7 @@ func toolPolicyCases() []selectCase {
 		return selectCase{
 			name: name, hs: labelled, ps: pol,
 			a:    attempt("openai", gpt, opts...),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "Codex" + toolMsg,
 			check: func(t *testing.T, d Decision) {
 				wantTools(true)(t, d)
@@ -1470,7 +1471,7 @@ func toolPolicyCases() []selectCase {
 			name: "issue: the tool-policy message names the harness id when it has no label",
 			hs:   []*v1alpha1.AgentHarness{harness("codex")}, ps: pol,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "codex" + toolMsg,
 		},
 		runs("DESIGN §5 rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"browser"}}}})),
@@ -1505,13 +1506,13 @@ func toolPolicyCases() []selectCase {
 			name: "DESIGN §5 rule 6: implicit codex is gated too",
 			hs:   labelled,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "DESIGN §5 rule 6: an auto_plugin selection is gated too",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5, label("Acme Agent"))},
 			a:    attempt("acme", "m1", tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "Acme Agent" + toolMsg,
 		},
 		{
@@ -1519,14 +1520,14 @@ func toolPolicyCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", ""))},
 			ps:   pol,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "decision: VersionBelowFloor is reported before ToolPolicyUnenforceable",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("too old"))},
 			ps:   pol,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider, msg: "too old",
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider, msg: "too old",
 		},
 	}
 }
@@ -1538,7 +1539,7 @@ func sessionCases() []selectCase {
 		if sess == nil {
 			sess = session(openaiGPT)
 		}
-		return selectCase{name: name, hs: codex, ps: pol, sess: sess, a: a, code: CodeSessionMismatch, msg: msg,
+		return selectCase{name: name, hs: codex, ps: pol, sess: sess, a: a, code: wire.CodeSessionMismatch, msg: msg,
 			check: func(t *testing.T, d Decision) {
 				if len(d.Candidates) != 0 || d.Runtime != "" || d.RuntimeSource != "" {
 					t.Errorf("a SessionMismatch decision carries more than the error: %+v", d)
@@ -1611,8 +1612,8 @@ func TestValidateAgainstSession(t *testing.T) {
 		t.Fatalf("no session: %v", err)
 	}
 	err := ValidateAgainstSession(sess, &Attempt{AgentID: "x"})
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeSessionMismatch || e.Retryable || e.Code.HTTPStatus() != 422 {
+	var e *wire.Error
+	if !errors.As(err, &e) || e.Code != wire.CodeSessionMismatch || e.Retryable || e.Code.HTTPStatus() != 422 {
 		t.Fatalf("err = %#v", err)
 	}
 	if !strings.Contains(err.Error(), "SessionMismatch: ") {

@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -42,7 +43,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		decodeJSON(post(sessionURL(ns, "text")+"/decide", gateway, `{"runId":"run-a1","prompt":"ignored","tools":[{"name":"x"}],"timeoutMs":5}`, nil), http.StatusOK, &decided)
 		Expect(stub.Requests()).To(HaveLen(before), "decide reached the model")
 		Expect(decided).To(HaveKeyWithValue("runtime", "codex"))
-		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 
 		rep := post(sessionURL(ns, "text")+"/turns", gateway, `{"runId":"run-a1","prompt":"alpha-1: what is the answer?"}`, nil)
 		evs := readSSE(rep)
@@ -128,12 +129,12 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 				// None, garbage, the token of another run of this session
 				// and the token of another session's run.
 				for _, bad := range []string{"", "not-the-token", warmSel.TurnToken, textToken} {
-					expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: bad}), http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
+					expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: bad}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
 				}
 				var ok map[string]any
 				decodeJSON(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusAccepted, &ok)
 				// Answered already: nothing is pending any more.
-				expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, dispatchapi.CodeNoPendingToolCall)
+				expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, wire.CodeNoPendingToolCall)
 				answered = true
 			}
 		})
@@ -183,7 +184,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		checkIDs(all, 0)
 		Expect(all[len(all)-1].ID).To(Equal(evs[len(evs)-1].ID))
 		expectError(post(url, gateway, `{"runId":"run-l-unknown","prompt":"lambda-1 go"}`, map[string]string{"Last-Event-ID": "3"}),
-			http.StatusNotFound, dispatchapi.CodeRunNotFound)
+			http.StatusNotFound, wire.CodeRunNotFound)
 		Expect(stub.RequestsContaining("lambda-1")).To(HaveLen(1))
 	})
 
@@ -203,9 +204,9 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(err).NotTo(HaveOccurred())
 
 		url := sessionURL(ns, "stop") + "/turns/run-k1/interrupt"
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: "wrong"}), http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: textToken}), http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
-		expectError(post(url, nobody, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusForbidden, dispatchapi.CodeForbidden)
+		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: "wrong"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: textToken}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+		expectError(post(url, nobody, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusForbidden, wire.CodeForbidden)
 		var out map[string]any
 		decodeJSON(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusAccepted, &out)
 		var rest []sseEvent
@@ -222,7 +223,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(json.Unmarshal(rest[len(rest)-1].Data, &res)).To(Succeed())
 		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalAborted), "terminal %+v", res.Terminal)
 		// Ended: not running any more.
-		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, dispatchapi.CodeTurnNotRunning)
+		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, wire.CodeTurnNotRunning)
 	})
 
 	It("drops a turn queued behind another when its client leaves before it starts", func() {
@@ -257,7 +258,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(typesOf(evs)).To(ContainElement(dispatch.EventResult))
 		// Nothing of the dropped turn ran or was journaled; its runId is free.
 		Consistently(func() int { return len(stub.RequestsContaining("mu-2")) }, 2*time.Second).Should(BeZero())
-		expectError(get(sessionURL(ns, "queue")+"/turns/run-m2", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		expectError(get(sessionURL(ns, "queue")+"/turns/run-m2", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 		again := readSSE(post(sessionURL(ns, "queue")+"/turns", gateway, `{"runId":"run-m2","prompt":"mu-2 queued"}`, nil))
 		Expect(typesOf(again)).To(ContainElement(dispatch.EventResult))
 		Expect(stub.RequestsContaining("mu-2")).To(HaveLen(1))
@@ -306,7 +307,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		var res dispatch.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed(), "events %v", typesOf(evs))
 		Expect(res.AssistantTexts).To(Equal([]string{ran + " answer"}))
-		e := expectError(got[refused], http.StatusConflict, string(selection.CodeRunIDConflict))
+		e := expectError(got[refused], http.StatusConflict, wire.CodeRunIDConflict)
 		Expect(e.Message).To(ContainSubstring("run-n1"))
 		Expect(string(got[refused].Body)).NotTo(ContainSubstring("turnToken"))
 		Expect(stub.RequestsContaining("nu-"+refused)).To(BeEmpty(), "the refused body reached the model")
@@ -315,24 +316,24 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 
 	It("answers 401 without a token or with one the API server does not accept", func() {
 		url := sessionURL(ns, "text") + "/decide"
-		e := expectError(post(url, "", `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		e := expectError(post(url, "", `{}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
 		Expect(e.Message).To(ContainSubstring("bearer token is required"))
-		e = expectError(post(url, "not-a-kubernetes-token", `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		e = expectError(post(url, "not-a-kubernetes-token", `{}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
 		Expect(e.Message).To(ContainSubstring("not accepted"))
-		expectError(post(sessionURL(ns, "text")+"/turns", "", `{"runId":"r0","prompt":"x"}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
-		expectError(get(sessionURL(ns, "text")+"/transcript", ""), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		expectError(post(sessionURL(ns, "text")+"/turns", "", `{"runId":"r0","prompt":"x"}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
+		expectError(get(sessionURL(ns, "text")+"/transcript", ""), http.StatusUnauthorized, wire.CodeUnauthorized)
 	})
 
 	It("answers 403 to a ServiceAccount without the RBAC grant, and outside the granted namespace", func() {
 		before := len(stub.Requests())
 		for _, path := range []string{"/turns", "/decide"} {
-			e := expectError(post(sessionURL(ns, "text")+path, nobody, `{"prompt":"alpha-1"}`, nil), http.StatusForbidden, dispatchapi.CodeForbidden)
+			e := expectError(post(sessionURL(ns, "text")+path, nobody, `{"prompt":"alpha-1"}`, nil), http.StatusForbidden, wire.CodeForbidden)
 			Expect(e.Message).To(ContainSubstring("system:serviceaccount:" + ns + ":nobody"))
 			Expect(e.Message).To(ContainSubstring("create agentsessions/turns"))
 		}
-		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", nobody), http.StatusForbidden, dispatchapi.CodeForbidden)
+		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", nobody), http.StatusForbidden, wire.CodeForbidden)
 		// The grant is per namespace.
-		expectError(post(sessionURL("default", "text")+"/turns", gateway, `{}`, nil), http.StatusForbidden, dispatchapi.CodeForbidden)
+		expectError(post(sessionURL("default", "text")+"/turns", gateway, `{}`, nil), http.StatusForbidden, wire.CodeForbidden)
 		Expect(stub.Requests()).To(HaveLen(before), "a refused request reached the model")
 	})
 
@@ -341,14 +342,14 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		decodeJSON(post(sessionURL(ns, "text")+"/decide", audToken, `{}`, nil), http.StatusOK, &d)
 		Expect(d.Runtime).To(Equal("codex"))
 		other := serviceAccountToken(ns, "gateway", []string{"someone-else"})
-		expectError(post(sessionURL(ns, "text")+"/decide", other, `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		expectError(post(sessionURL(ns, "text")+"/decide", other, `{}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
 	})
 
 	It("answers 400, 405 and 413 to malformed requests", func() {
 		url := sessionURL(ns, "text") + "/turns"
-		e := expectError(post(url, gateway, `{"prompt":"x","bogus":1}`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+		e := expectError(post(url, gateway, `{"prompt":"x","bogus":1}`, nil), http.StatusBadRequest, wire.CodeBadRequest)
 		Expect(e.Message).To(ContainSubstring("bogus"))
-		e = expectError(post(url, gateway, `{"tools":[{"name":""}]}`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+		e = expectError(post(url, gateway, `{"tools":[{"name":""}]}`, nil), http.StatusBadRequest, wire.CodeBadRequest)
 		Expect(e.Message).To(ContainSubstring("tools[0].name"))
 		for body, field := range map[string]string{
 			`{"prompt":"x","timeoutMs":-1}`:                  "timeoutMs",
@@ -356,46 +357,46 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			`{"prompt":"x","timeoutMs":9223372036854775808}`: "timeoutMs",
 			`{"prompt":"x","toolTimeoutMs":3600001}`:         "toolTimeoutMs",
 		} {
-			e = expectError(post(url, gateway, body, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+			e = expectError(post(url, gateway, body, nil), http.StatusBadRequest, wire.CodeBadRequest)
 			Expect(e.Message).To(ContainSubstring(field), body)
 		}
-		expectError(post(url, gateway, `not json`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+		expectError(post(url, gateway, `not json`, nil), http.StatusBadRequest, wire.CodeBadRequest)
 		big := `{"prompt":"` + strings.Repeat("a", dispatchapi.DefaultMaxBodyBytes) + `"}`
-		expectError(post(url, gateway, big, nil), http.StatusRequestEntityTooLarge, dispatchapi.CodeRequestTooLarge)
-		expectError(post(url, gateway, `{}`, map[string]string{"Last-Event-ID": "x"}), http.StatusBadRequest, dispatchapi.CodeBadRequest)
-		expectError(get(sessionURL(ns, "text")+"/decide", gateway), http.StatusMethodNotAllowed, dispatchapi.CodeMethodNotAllowed)
+		expectError(post(url, gateway, big, nil), http.StatusRequestEntityTooLarge, wire.CodeRequestTooLarge)
+		expectError(post(url, gateway, `{}`, map[string]string{"Last-Event-ID": "x"}), http.StatusBadRequest, wire.CodeBadRequest)
+		expectError(get(sessionURL(ns, "text")+"/decide", gateway), http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed)
 	})
 
 	It("answers 404 for an unknown session, run and endpoint", func() {
 		for _, path := range []string{"/turns", "/decide"} {
-			expectError(post(sessionURL(ns, "missing")+path, gateway, `{"prompt":"x"}`, nil), http.StatusNotFound, dispatchapi.CodeSessionNotFound)
+			expectError(post(sessionURL(ns, "missing")+path, gateway, `{"prompt":"x"}`, nil), http.StatusNotFound, wire.CodeSessionNotFound)
 		}
-		expectError(get(sessionURL(ns, "missing")+"/transcript", gateway), http.StatusNotFound, dispatchapi.CodeSessionNotFound)
-		expectError(get(sessionURL(ns, "text")+"/turns/run-nope", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
-		expectError(get(apiBase+"/v1/nothing", gateway), http.StatusNotFound, dispatchapi.CodeNotFound)
+		expectError(get(sessionURL(ns, "missing")+"/transcript", gateway), http.StatusNotFound, wire.CodeSessionNotFound)
+		expectError(get(sessionURL(ns, "text")+"/turns/run-nope", gateway), http.StatusNotFound, wire.CodeRunNotFound)
+		expectError(get(apiBase+"/v1/nothing", gateway), http.StatusNotFound, wire.CodeNotFound)
 	})
 
 	It("answers 409 RunIdConflict and EmbeddedRuntimeSelected", func() {
 		before := len(stub.Requests())
 		e := expectError(post(sessionURL(ns, "text")+"/turns", gateway, `{"runId":"run-a1","prompt":"something else"}`, nil),
-			http.StatusConflict, string(selection.CodeRunIDConflict))
+			http.StatusConflict, wire.CodeRunIDConflict)
 		Expect(e.Retryable).To(BeFalse())
 		newSession(ns, "embedded", "anthropic/claude-x")
 		e = expectError(post(sessionURL(ns, "embedded")+"/turns", gateway, `{"runId":"run-e1","prompt":"hello"}`, nil),
-			http.StatusConflict, string(selection.CodeEmbeddedRuntimeSelected))
-		Expect(e.Scope).To(Equal(string(selection.ScopeHarness)))
+			http.StatusConflict, wire.CodeEmbeddedRuntimeSelected)
+		Expect(e.Scope).To(Equal(string(wire.ScopeHarness)))
 		Expect(e.ReplaySafe).To(BeNil())
 		Expect(stub.Requests()).To(HaveLen(before), "a refused turn reached the model")
 	})
 
 	It("answers 422 SessionMismatch and HarnessNotRegistered", func() {
 		e := expectError(post(sessionURL(ns, "text")+"/turns", gateway, `{"agentId":"someone-else","prompt":"x"}`, nil),
-			http.StatusUnprocessableEntity, string(selection.CodeSessionMismatch))
+			http.StatusUnprocessableEntity, wire.CodeSessionMismatch)
 		Expect(e.Retryable).To(BeFalse())
 		empty := newNamespace("api-noharness")
 		newSession(empty, "s", testModel)
 		e = expectError(post(sessionURL(empty, "s")+"/turns", gateway, `{"prompt":"x"}`, nil),
-			http.StatusUnprocessableEntity, string(selection.CodeHarnessNotRegistered))
+			http.StatusUnprocessableEntity, wire.CodeHarnessNotRegistered)
 		Expect(e.Retryable).To(BeFalse())
 	})
 
@@ -404,11 +405,11 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		registerCodex(down, "ws://127.0.0.1:1", false)
 		newSession(down, "s", testModel)
 		rep := post(sessionURL(down, "s")+"/turns", gateway, `{"runId":"run-u1","prompt":"x"}`, nil)
-		e := expectError(rep, http.StatusServiceUnavailable, string(selection.CodeHarnessUnavailable))
+		e := expectError(rep, http.StatusServiceUnavailable, wire.CodeHarnessUnavailable)
 		Expect(e.Retryable).To(BeTrue())
-		Expect(e.Scope).To(Equal(string(selection.ScopeHarness)))
+		Expect(e.Scope).To(Equal(string(wire.ScopeHarness)))
 		// Nothing was journaled: the same runId may be retried.
-		expectError(get(sessionURL(down, "s")+"/turns/run-u1", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		expectError(get(sessionURL(down, "s")+"/turns/run-u1", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 	})
 })
 
@@ -480,14 +481,14 @@ func decodeJSON(rep reply, status int, v any) {
 
 // expectError checks an error answer: its status, its code, a message, every
 // field of the error shape, Retry-After on 503 and WWW-Authenticate on 401.
-func expectError(rep reply, status int, code string) dispatchapi.Error {
+func expectError(rep reply, status int, code wire.ErrorCode) wire.Error {
 	GinkgoHelper()
 	var raw map[string]json.RawMessage
 	decodeJSON(rep, status, &raw)
 	for _, k := range []string{"code", "message", "scope", "retryable"} {
 		Expect(raw).To(HaveKey(k), "error body %s", rep.Body)
 	}
-	var e dispatchapi.Error
+	var e wire.Error
 	Expect(json.Unmarshal(rep.Body, &e)).To(Succeed())
 	Expect(e.Code).To(Equal(code), "error body %s", rep.Body)
 	Expect(e.Message).NotTo(BeEmpty())

@@ -1,0 +1,13 @@
+// Package wire is the dispatcher API's contract: what crosses the API
+// between the gateway (or kubectl-harness) and the dispatcher, in one
+// package below both sides. It owns
+//
+//   - the error shape of DESIGN.md §7 (Error, Scope) and the one code table
+//     (ErrorCode: the §7 codes and the API's own, with HTTP status and
+//     retryability), with the constructors of the errors more than one
+//     package returns (RunIDConflict, OutcomeUnknown).
+//
+// It holds data and the checks that are purely about the wire shape;
+// deciding (selection), running (adapter, dispatch) and serving
+// (dispatchapi) stay in their packages.
+package wire
