@@ -129,7 +129,7 @@ func runExplain(ctx context.Context, o explainOptions, stdin io.Reader, stdout, 
 }
 
 // readAttempt decodes the attempt strictly; every problem names its field.
-func readAttempt(path string, stdin io.Reader) (*selection.Attempt, error) {
+func readAttempt(path string, stdin io.Reader) (*wire.Attempt, error) {
 	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -139,7 +139,7 @@ func readAttempt(path string, stdin io.Reader) (*selection.Attempt, error) {
 		defer func() { _ = f.Close() }()
 		r = f
 	}
-	a, err := selection.DecodeAttempt(r)
+	a, err := wire.DecodeAttempt(r)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("attempt: %w", err))
 	}

@@ -113,8 +113,8 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdout, stderr io.
 	if !ok {
 		return badInput(fmt.Errorf("model %q: want provider/model", model))
 	}
-	req := dispatch.TurnRequest{
-		Attempt: selection.Attempt{
+	req := wire.TurnRequest{
+		Attempt: wire.Attempt{
 			RunID: o.runID, AgentID: sess.Spec.AgentID, SessionKey: sess.Spec.SessionKey, SessionID: sess.Spec.SessionID,
 			Provider: provider, ModelID: modelID,
 		},

@@ -207,7 +207,7 @@ func reconcileReadiness(s *scope) {
 		return
 	}
 	if s.resolution.Enforced && s.session.Status.AgentHarnessID != "" {
-		d := selection.Select(s.snap, &selection.Attempt{})
+		d := selection.Select(s.snap, &wire.Attempt{})
 		if d.Error != nil && d.Error.Code == wire.CodeOverrideDenied && d.RuntimeSource == harnessv1alpha1.RuntimeSourceSession {
 			s.setCondition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, harnessv1alpha1.SessionReasonOverrideDenied,
 				d.Error.Message+" Turns fail closed (OverrideDenied).")

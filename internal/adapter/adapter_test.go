@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 func TestClassify(t *testing.T) {
@@ -36,8 +38,8 @@ func TestClassify(t *testing.T) {
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	ok := TurnInput{Model: "m", Cwd: "/home/codex/sessions/s1", Prompt: "hi",
-		Images: []Image{{URL: "data:image/png;base64,AAAA"}, {Path: "/tmp/x.png", Detail: "high"}},
-		Tools:  []HostTool{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "b"}}}
+		Images: []wire.Image{{URL: "data:image/png;base64,AAAA"}, {Path: "/tmp/x.png", Detail: "high"}},
+		Tools:  []wire.HostTool{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "b"}}}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid input: %v", err)
 	}
@@ -53,20 +55,20 @@ func TestValidate(t *testing.T) {
 		func(in *TurnInput) { in.Cwd = "" },
 		func(in *TurnInput) { in.Cwd = "rel" },
 		func(in *TurnInput) { in.Prompt, in.Images = "", nil },
-		func(in *TurnInput) { in.Images = []Image{{}} },
-		func(in *TurnInput) { in.Images = []Image{{URL: "data:image/png;base64,A", Path: "/a"}} },
-		func(in *TurnInput) { in.Images = []Image{{Path: "rel.png"}} },
-		func(in *TurnInput) { in.Images = []Image{{URL: "ftp://x/y.png"}} },
-		func(in *TurnInput) { in.Images = []Image{{URL: "https://x/y.png", Detail: "tiny"}} },
-		func(in *TurnInput) { in.Tools = []HostTool{{Name: ""}} },
-		func(in *TurnInput) { in.Tools = []HostTool{{Name: "a"}, {Name: "a"}} },
-		func(in *TurnInput) { in.Tools = []HostTool{{Name: "a", Parameters: json.RawMessage(`[1]`)}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{URL: "data:image/png;base64,A", Path: "/a"}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{Path: "rel.png"}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{URL: "ftp://x/y.png"}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{URL: "https://x/y.png", Detail: "tiny"}} },
+		func(in *TurnInput) { in.Tools = []wire.HostTool{{Name: ""}} },
+		func(in *TurnInput) { in.Tools = []wire.HostTool{{Name: "a"}, {Name: "a"}} },
+		func(in *TurnInput) { in.Tools = []wire.HostTool{{Name: "a", Parameters: json.RawMessage(`[1]`)}} },
 		func(in *TurnInput) { in.ToolTimeout = -1 },
 	}
 	for i, mutate := range bad {
 		in := ok
-		in.Images = append([]Image(nil), ok.Images...)
-		in.Tools = append([]HostTool(nil), ok.Tools...)
+		in.Images = append([]wire.Image(nil), ok.Images...)
+		in.Tools = append([]wire.HostTool(nil), ok.Tools...)
 		mutate(&in)
 		if err := in.Validate(); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("case %d: %v, want ErrInvalidInput", i, err)

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // DefaultToolTimeout bounds one host tool call when TurnInput.ToolTimeout is
@@ -37,10 +39,10 @@ type TurnInput struct {
 	// Prompt is the user's text.
 	Prompt string `json:"prompt"`
 	// Images are attached to the prompt.
-	Images []Image `json:"images,omitempty"`
+	Images []wire.Image `json:"images,omitempty"`
 	// Tools are the host tools offered in this turn (the attempt's tools[]),
 	// answered by the client through Hooks.AnswerTool.
-	Tools []HostTool `json:"tools,omitempty"`
+	Tools []wire.HostTool `json:"tools,omitempty"`
 	// Restricted is the decision's toolPolicy.restricted (the stricter of
 	// the host's pluginHarnessToolPolicyRestricted and the operator's
 	// verdict): the native tool surface must be isolated, or the turn fails
@@ -71,30 +73,6 @@ func (in TurnInput) EffectiveToolTimeout() time.Duration {
 		return in.ToolTimeout
 	}
 	return DefaultToolTimeout
-}
-
-// Image is an image attached to the prompt: exactly one of URL and Path.
-type Image struct {
-	// URL is a data: URL (data:image/png;base64,…) or an http(s) URL the
-	// model fetches itself.
-	URL string `json:"url,omitempty"`
-	// Path is an absolute path on the runtime's filesystem (the app-server
-	// pod's, not the dispatcher's); the runtime reads the file.
-	Path string `json:"path,omitempty"`
-	// Detail is the optional image detail: auto, low, high or original.
-	Detail string `json:"detail,omitempty"`
-}
-
-// HostTool is a tool the client (the gateway) implements and offers in this
-// turn.
-type HostTool struct {
-	// Name is the tool name the model calls.
-	Name string `json:"name"`
-	// Description tells the model what the tool does.
-	Description string `json:"description,omitempty"`
-	// Parameters is the JSON schema of the arguments (an object schema);
-	// nil means no arguments.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
 // Hooks connect a running turn to the engine.

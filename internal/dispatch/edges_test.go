@@ -115,7 +115,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		newSession(ns, "verified", testModel)
 		before := len(stub.Requests())
 		req := textReq("run-x1", "xv-1 verified please")
-		req.ExpectedRuntimeArtifact = &ExpectedRuntimeArtifact{HarnessID: "claude", ID: "sha256:abc"}
+		req.ExpectedRuntimeArtifact = &wire.ExpectedRuntimeArtifact{HarnessID: "claude", ID: "sha256:abc"}
 		evs, err := turn(ns, "verified", req)
 		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
@@ -129,7 +129,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 	It("refuses an expected artifact on the external (unattested) server before any thread (ArtifactMismatch)", func() {
 		before := len(stub.Requests())
 		req := textReq("run-x2", "xv-2 verified please")
-		req.ExpectedRuntimeArtifact = &ExpectedRuntimeArtifact{HarnessID: "codex", ID: "sha256:abc"}
+		req.ExpectedRuntimeArtifact = &wire.ExpectedRuntimeArtifact{HarnessID: "codex", ID: "sha256:abc"}
 		evs, err := turn(ns, "verified", req)
 		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
@@ -156,7 +156,7 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		stub.When("tto-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Bergen"}))
 		req := textReq("run-tt1", "tto-1: weather in Bergen?")
 		req.ToolTimeoutMs = 300
-		req.Tools = []HostTool{{Name: "lookup_weather", Description: "Weather by city",
+		req.Tools = []wire.HostTool{{Name: "lookup_weather", Description: "Weather by city",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
 		evs, err := turn(ns, "slowtool", req)
 		Expect(err).NotTo(HaveOccurred())

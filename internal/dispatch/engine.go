@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Defaults of Options.
@@ -156,7 +157,7 @@ var ErrNoPendingToolCall = errors.New("dispatch: no pending host tool call")
 // Decide returns the selection decision for req on the session without side
 // effects (turn-only fields are ignored). A SessionMismatch is the decision's
 // error; the returned error is for lookups that failed.
-func (e *Engine) Decide(ctx context.Context, ns, name string, req *TurnRequest) (selection.Decision, error) {
+func (e *Engine) Decide(ctx context.Context, ns, name string, req *wire.TurnRequest) (selection.Decision, error) {
 	sess, err := e.session(ctx, ns, name)
 	if err != nil {
 		return selection.Decision{}, err

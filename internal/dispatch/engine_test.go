@@ -232,7 +232,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 			Expect(eng.SubmitToolResult(session, "run-t1", call.CallID, adapter.TextAnswer("sunny, 21C"))).To(Succeed())
 		}
 		req := textReq("run-t1", "tool-1: weather in Oslo?")
-		req.Tools = []HostTool{{Name: "lookup_weather", Description: "Weather by city",
+		req.Tools = []wire.HostTool{{Name: "lookup_weather", Description: "Weather by city",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
 		Expect(eng.Turn(ctx, ns, "tools", req, c.sink)).To(Succeed())
 		evs := c.events()
@@ -555,11 +555,11 @@ var _ = Describe("Tool surface", func() {
 		ns := newNamespace()
 		h := registerCodex(ns, codexSrv.URL, true)
 		newSession(ns, "s", testModel)
-		restricted := func(runID, prompt string) *TurnRequest {
+		restricted := func(runID, prompt string) *wire.TurnRequest {
 			req := textReq(runID, prompt)
 			req.PluginHarnessToolPolicyRestricted = true
-			req.ToolsAllow = selection.ToolList{"lookup"}
-			req.Tools = []HostTool{{Name: "lookup", Description: "Look something up", Parameters: json.RawMessage(`{"type":"object"}`)}}
+			req.ToolsAllow = wire.ToolList{"lookup"}
+			req.Tools = []wire.HostTool{{Name: "lookup", Description: "Look something up", Parameters: json.RawMessage(`{"type":"object"}`)}}
 			return req
 		}
 		before := len(stub.Requests())

@@ -30,7 +30,7 @@ type prepared struct {
 
 // prepare is step 4 of Start: nothing it does starts a thread or a turn. A
 // refusal after selection is a *refusal that carries the decision.
-func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest) (*prepared, error) {
+func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest) (*prepared, error) {
 	p, terr := e.decide(ctx, sess, req)
 	if terr == nil {
 		terr = e.place(ctx, sess, req, p)
@@ -62,7 +62,7 @@ func (r *refusal) Unwrap() error { return r.err }
 // decide selects the turn's harness and checks what needs no server: the
 // embedded runtime, the expected harness, the adapter, the binding, the
 // transcript.
-func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest) (*prepared, *wire.Error) {
+func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest) (*prepared, *wire.Error) {
 	snap, err := snapshot.For(ctx, e.reader, sess)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "read the selection inputs: %v", err)
@@ -120,7 +120,7 @@ func (e *Engine) checkTranscript(sess *v1alpha1.AgentSession) *wire.Error {
 
 // place chooses the turn's server (PickServer), checks the expected runtime
 // artifact against it and opens the pooled connection.
-func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest, p *prepared) *wire.Error {
+func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared) *wire.Error {
 	h, binding := p.harness, sess.Status.NativeBinding
 	pods, err := e.serverPods(ctx, h, p.decision.HarnessID)
 	if err != nil {
@@ -156,7 +156,7 @@ func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *Tu
 
 // checkArtifact refuses a turn that expects a runtime artifact unless the
 // chosen server is attested and runs exactly that artifact.
-func checkArtifact(h *v1alpha1.AgentHarness, srv Server, exp *ExpectedRuntimeArtifact, harnessID string) *wire.Error {
+func checkArtifact(h *v1alpha1.AgentHarness, srv Server, exp *wire.ExpectedRuntimeArtifact, harnessID string) *wire.Error {
 	if exp == nil {
 		return nil
 	}

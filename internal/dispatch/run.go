@@ -26,7 +26,7 @@ type runningTurn struct {
 	e       *Engine
 	session string
 	sess    *v1alpha1.AgentSession
-	req     *TurnRequest
+	req     *wire.TurnRequest
 	p       *prepared
 	run     *journal.Run
 	live    *liveRun
@@ -39,7 +39,7 @@ type runningTurn struct {
 	writeErr      error       // the journal refused an event: the turn fails
 }
 
-func (e *Engine) newTurn(session string, sess *v1alpha1.AgentSession, req *TurnRequest, p *prepared, run *journal.Run) *runningTurn {
+func (e *Engine) newTurn(session string, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, run *journal.Run) *runningTurn {
 	return &runningTurn{
 		e: e, session: session, sess: sess, req: req, p: p, run: run,
 		live:    e.live.add(session, req.RunID),
@@ -107,7 +107,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		ThinkLevel:            t.req.ThinkLevel,
 		Prompt:                t.req.Prompt,
 		Images:                t.req.Images,
-		Tools:                 t.req.hostTools(),
+		Tools:                 t.req.Tools,
 		DisableTools:          t.req.DisableTools,
 		ToolTimeout:           time.Duration(t.req.ToolTimeoutMs) * time.Millisecond,
 		Deadline:              t.deadline(),
@@ -163,7 +163,7 @@ func (t *runningTurn) resultPayload(res *adapter.TurnResult) []byte {
 	}
 	d := t.p.decision
 	out := ResultEvent{RunID: t.req.RunID, TurnResult: *res, AgentHarnessID: d.HarnessID}
-	if t.req.CaptureRuntimeArtifact && checkArtifact(t.p.harness, t.p.server, &ExpectedRuntimeArtifact{}, d.HarnessID) == nil {
+	if t.req.CaptureRuntimeArtifact && checkArtifact(t.p.harness, t.p.server, &wire.ExpectedRuntimeArtifact{}, d.HarnessID) == nil {
 		out.RuntimeArtifact = t.p.harness.Status.RuntimeArtifact.DeepCopy()
 	}
 	return mustJSON(out)

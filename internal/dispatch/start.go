@@ -41,7 +41,7 @@ import (
 //     (run.go).
 //
 // A request without runId gets a generated one (req.RunID is set).
-func (e *Engine) Start(ctx context.Context, ns, name string, req *TurnRequest) (*journal.Run, error) {
+func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest) (*journal.Run, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, er
 // begin is steps 4 and 5 of Start, under the session's lock. It returns the
 // turn to execute when a new run was journaled; otherwise the known run or
 // the refusal.
-func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnRequest, digest [32]byte) (*journal.Run, *runningTurn, error) {
+func (e *Engine) begin(ctx context.Context, ns, name, session string, req *wire.TurnRequest, digest [32]byte) (*journal.Run, *runningTurn, error) {
 	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
 		return run, nil, err // the same runId ran while this request waited
 	}
@@ -146,7 +146,7 @@ func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnR
 
 // validateAgainstSession refuses a turn whose attempt contradicts the
 // session (SessionMismatch), counting the refusal.
-func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *TurnRequest) error {
+func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *wire.TurnRequest) error {
 	err := selection.ValidateAgainstSession(sess, &req.Attempt)
 	var se *wire.Error
 	if errors.As(err, &se) {
@@ -166,7 +166,7 @@ type Sink func(eventType string, payload json.RawMessage)
 // have streamed. Turn returns nil for a completed turn (whatever its terminal
 // kind), the *wire.Error of a turn that failed or was refused, and Start's
 // other errors.
-func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, sink Sink) error {
+func (e *Engine) Turn(ctx context.Context, ns, name string, req *wire.TurnRequest, sink Sink) error {
 	if sink == nil {
 		sink = func(string, json.RawMessage) {}
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -318,17 +317,17 @@ func (c *collector) events() []event {
 }
 
 // turn runs one turn and returns its events and error.
-func turn(ns, name string, req *TurnRequest) ([]event, error) {
+func turn(ns, name string, req *wire.TurnRequest) ([]event, error) {
 	c := &collector{}
 	err := eng.Turn(ctx, ns, name, req, c.sink)
 	return c.events(), err
 }
 
-func textReq(runID, prompt string) *TurnRequest {
-	return &TurnRequest{Attempt: attempt(runID), Prompt: prompt}
+func textReq(runID, prompt string) *wire.TurnRequest {
+	return &wire.TurnRequest{Attempt: attempt(runID), Prompt: prompt}
 }
 
-func attempt(runID string) selection.Attempt { return selection.Attempt{RunID: runID} }
+func attempt(runID string) wire.Attempt { return wire.Attempt{RunID: runID} }
 
 func resultOf(evs []event) ResultEvent {
 	GinkgoHelper()

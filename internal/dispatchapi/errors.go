@@ -9,7 +9,6 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -18,7 +17,7 @@ import (
 func toAPIError(err error) *wire.Error {
 	var (
 		we  *wire.Error
-		fe  *selection.FieldError
+		fe  *wire.FieldError
 		mbe *http.MaxBytesError
 		pe  *journal.RunPrunedError
 		le  *journal.RetentionLimitError

@@ -22,7 +22,6 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -199,8 +198,8 @@ func attrs(r *http.Request, verb string) Attributes {
 	return Attributes{Verb: verb, Namespace: r.PathValue("ns"), Name: r.PathValue("name"), Subresource: SubresourceTurns}
 }
 
-func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*dispatch.TurnRequest, bool) {
-	req, err := dispatch.DecodeTurnRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
+func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*wire.TurnRequest, bool) {
+	req, err := wire.DecodeTurnRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		writeError(w, err, h.retryAfter)
 		return nil, false
@@ -262,7 +261,7 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 
 // lastEventID reads a reconnect's Last-Event-ID; a reconnect must name the
 // turn's runId.
-func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *dispatch.TurnRequest) (afterSeq int64, reconnect, ok bool) {
+func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *wire.TurnRequest) (afterSeq int64, reconnect, ok bool) {
 	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
 	if v == "" {
 		return 0, false, true
@@ -280,7 +279,7 @@ func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *dispa
 }
 
 // reconnect is the journaled run a reconnect follows again.
-func (h *Handler) reconnect(r *http.Request, session string, req *dispatch.TurnRequest) (*journal.Run, error) {
+func (h *Handler) reconnect(r *http.Request, session string, req *wire.TurnRequest) (*journal.Run, error) {
 	digest, err := req.Digest()
 	if err != nil {
 		return nil, err
@@ -454,12 +453,12 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body ToolResultRequest
-	if err := selection.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
+	if err := wire.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
 		writeError(w, err, h.retryAfter)
 		return
 	}
 	if body.CallID == "" {
-		writeError(w, &selection.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
+		writeError(w, &wire.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
 		return
 	}
 	if _, ok := h.lookupRun(w, r); !ok {
@@ -488,7 +487,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		var empty struct{}
-		if err := selection.DecodeStrict(bytes.NewReader(body), &empty); err != nil {
+		if err := wire.DecodeStrict(bytes.NewReader(body), &empty); err != nil {
 			writeError(w, err, h.retryAfter)
 			return
 		}

@@ -29,9 +29,9 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -165,7 +165,7 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 		var res time.Duration
 		var got dispatch.ResultEvent
 		start := time.Now()
-		err := eng.Turn(ctx, benchNS, "direct", &dispatch.TurnRequest{Attempt: selection.Attempt{RunID: runID}, Prompt: prompt},
+		err := eng.Turn(ctx, benchNS, "direct", &wire.TurnRequest{Attempt: wire.Attempt{RunID: runID}, Prompt: prompt},
 			func(typ string, payload json.RawMessage) {
 				if typ == dispatch.EventResult {
 					res = time.Since(start)

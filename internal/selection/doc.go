@@ -1,6 +1,6 @@
 // Package selection is the runtime-selection engine: a pure function from a
 // snapshot (visible AgentHarnesses with their conditions, the RuntimePolicies
-// selecting the namespace, the AgentSession) and a prepared Attempt to a
+// selecting the namespace, the AgentSession) and a prepared wire.Attempt to a
 // Decision — which runtime runs the turn and why, or the typed error that fails
 // it closed (DESIGN.md §5, §7; the seed's "Selection policy").
 //

@@ -37,7 +37,7 @@ type Snapshot struct {
 // compat holds the route's compatible ids, normalized once.
 type route struct {
 	name   string
-	mp     *ModelProvider
+	mp     *wire.ModelProvider
 	compat []string
 }
 
@@ -59,7 +59,7 @@ type outcome struct {
 }
 
 type engine struct {
-	a        *Attempt
+	a        *wire.Attempt
 	snap     *Snapshot
 	agentID  string
 	provider string
@@ -77,9 +77,9 @@ type engine struct {
 // A non-nil Session is checked first with ValidateAgainstSession; a mismatch is
 // returned as a Decision with a SessionMismatch error and nothing else. A nil
 // attempt is an empty one.
-func Select(s Snapshot, a *Attempt) Decision {
+func Select(s Snapshot, a *wire.Attempt) Decision {
 	if a == nil {
-		a = &Attempt{}
+		a = &wire.Attempt{}
 	}
 	if s.Session != nil {
 		if err := validateAgainstSession(s.Session, a); err != nil {
@@ -149,7 +149,7 @@ func (e *engine) facts() {
 	}
 }
 
-func newRoute(name string, mp *ModelProvider) route {
+func newRoute(name string, mp *wire.ModelProvider) route {
 	r := route{name: name, mp: mp}
 	if mp.RuntimePolicy != nil {
 		r.compat = make([]string, len(mp.RuntimePolicy.CompatibleIDs))
@@ -538,7 +538,7 @@ func toolIDs(ids []v1alpha1.ToolID) []string {
 }
 
 // sameRoute reports whether two routes carry the same facts.
-func sameRoute(a, b *ModelProvider) bool {
+func sameRoute(a, b *wire.ModelProvider) bool {
 	if a.API != b.API || a.BaseURL != b.BaseURL || a.RequestTransportOverrides != b.RequestTransportOverrides {
 		return false
 	}
@@ -558,14 +558,14 @@ func sameRoute(a, b *ModelProvider) bool {
 // against spec.runtimeOverride after runtime-id normalization. Empty attempt
 // fields are not compared. The error, when not nil, is an *Error with code
 // SessionMismatch listing every mismatching field. Select runs it first.
-func ValidateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) error {
+func ValidateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) error {
 	if err := validateAgainstSession(sess, a); err != nil {
 		return err
 	}
 	return nil
 }
 
-func validateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) *wire.Error {
+func validateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) *wire.Error {
 	if sess == nil || a == nil {
 		return nil
 	}

@@ -21,7 +21,7 @@ type selectCase struct {
 	ps          []*v1alpha1.RuntimePolicy
 	sess        *v1alpha1.AgentSession
 	assumeReady bool
-	a           *Attempt
+	a           *wire.Attempt
 
 	// Expected outcome: runtime+reason, or code (then runtime and reason are empty).
 	runtime string
@@ -40,7 +40,7 @@ const (
 )
 
 var (
-	denyExec = ToolPolicy{Layers: []ToolPolicyLayer{{Name: "agent", Deny: []string{"exec"}}}}
+	denyExec = wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Name: "agent", Deny: []string{"exec"}}}}
 	codexPol = func() *v1alpha1.RuntimePolicy { return policy("openai-codex", 0, prov("openai", "codex")) }
 )
 
@@ -148,7 +148,7 @@ func TestSelect(t *testing.T) {
 func runSelectCase(t *testing.T, tc selectCase) {
 	snap := Snapshot{Harnesses: tc.hs, Policies: tc.ps, Session: tc.sess, AssumeReadyWithoutStatus: tc.assumeReady}
 	before := deepCopySnapshot(snap)
-	var attemptBefore Attempt
+	var attemptBefore wire.Attempt
 	if tc.a != nil {
 		attemptBefore = deepCopyAttempt(tc.a)
 	}
@@ -233,12 +233,12 @@ func deepCopySnapshot(s Snapshot) Snapshot {
 	return out
 }
 
-func deepCopyAttempt(a *Attempt) Attempt {
+func deepCopyAttempt(a *wire.Attempt) wire.Attempt {
 	data, err := json.Marshal(a)
 	if err != nil {
 		panic(err)
 	}
-	var out Attempt
+	var out wire.Attempt
 	if err := json.Unmarshal(data, &out); err != nil {
 		panic(err)
 	}
@@ -322,7 +322,7 @@ func precedenceCases() []selectCase {
 			name:    "DESIGN §5 rule 1: the session pin beats the session override",
 			hs:      codex,
 			sess:    session(openaiGPT, override("openclaw"), pinned("codex")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
@@ -330,7 +330,7 @@ func precedenceCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			sess:    session(openaiGPT, override("openclaw")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
@@ -506,7 +506,7 @@ func precedenceCases() []selectCase {
 				policy("p", 1, prov("openai", "codex")),
 			},
 			sess:    session(openaiGPT, override("openclaw")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
@@ -514,7 +514,7 @@ func precedenceCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, agent("other", "openai/*", "codex"), deny())},
 			sess:    session(openaiGPT, override("openclaw")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
@@ -541,8 +541,8 @@ func denyCases() []selectCase {
 		s.Spec.SessionKey, s.Spec.SessionID = "agent:main:demo", "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0"
 		return s
 	}
-	sampleAttempt := func() *Attempt {
-		return &Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0", Provider: "openai", ModelID: gpt}
+	sampleAttempt := func() *wire.Attempt {
+		return &wire.Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0", Provider: "openai", ModelID: gpt}
 	}
 	return []selectCase{
 		{
@@ -550,7 +550,7 @@ func denyCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, override("openclaw")),
-			a:    &Attempt{},
+			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Runtime override "openclaw" contradicts RuntimePolicy "codex-only" (sessionOverrides: Deny), which requires runtime "codex" for openai/gpt-5.5.`,
 		},
@@ -559,7 +559,7 @@ func denyCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("other")),
-			a:    &Attempt{},
+			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
 			msg: `Session is pinned to agent harness "other", but RuntimePolicy "codex-only" (sessionOverrides: Deny) requires runtime "codex" for openai/gpt-5.5. Reset the session to clear the pin.`,
 		},
@@ -568,7 +568,7 @@ func denyCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("codex")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
@@ -576,7 +576,7 @@ func denyCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, pinned("codex")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
@@ -584,7 +584,7 @@ func denyCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("auto")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
@@ -592,7 +592,7 @@ func denyCases() []selectCase {
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "auto"), deny())},
 			sess:    session("acme/m1", pinned("h1")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
@@ -600,7 +600,7 @@ func denyCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5), acme("h2", 9)},
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "auto"), deny())},
 			sess: session("acme/m1", pinned("h1")),
-			a:    &Attempt{},
+			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
@@ -608,14 +608,14 @@ func denyCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
-			a:    &Attempt{},
+			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §3: a CLI backend override contradicting a Deny policy is OverrideDenied",
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("anthropic", "openclaw"), deny())},
 			sess: session("anthropic/claude-opus-5", override("claude-cli")),
-			a:    &Attempt{},
+			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
@@ -913,7 +913,7 @@ func implicitCases() []selectCase {
 		{
 			name:    "decision: an unknown requestTransportOverrides fact is not an official route",
 			hs:      codex,
-			a:       attempt("openai", gpt, withRoute(ModelProvider{API: apiPlatform, BaseURL: platformURL, RuntimePolicy: &RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}})),
+			a:       attempt("openai", gpt, withRoute(wire.ModelProvider{API: apiPlatform, BaseURL: platformURL, RuntimePolicy: &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}})),
 			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
@@ -994,7 +994,7 @@ func implicitCases() []selectCase {
 		{
 			name:    "issue: implicit codex is checked against prepared auth too",
 			hs:      codex,
-			a:       attempt("openai", gpt, withRoute(codexRoute(auth(AuthSourceDirect, "api-key", AuthRequirementSubscription)))),
+			a:       attempt("openai", gpt, withRoute(codexRoute(auth(wire.AuthSourceDirect, "api-key", wire.AuthRequirementSubscription)))),
 			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 	}
@@ -1105,7 +1105,7 @@ func explicitCases() []selectCase {
 			name:    "issue: a pin skips the support check without route facts",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			sess:    session("other/m1", pinned("h1")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 			check: wantCand("h1", true, reasonPinUnchecked),
 		},
@@ -1113,7 +1113,7 @@ func explicitCases() []selectCase {
 			name: "seed: once prepared facts exist, the pinned harness must support them or the run fails closed",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			sess: session("other/m1", pinned("h1")),
-			a:    &Attempt{ModelProvider: &ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: TransportOverridesNone}},
+			a:    &wire.Attempt{ModelProvider: &wire.ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: wire.TransportOverridesNone}},
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
@@ -1202,7 +1202,7 @@ func explicitCases() []selectCase {
 			hs:      codex,
 			ps:      pol,
 			sess:    session(openaiGPT, pinned("openclaw")),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
@@ -1210,7 +1210,7 @@ func explicitCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			sess:    session(openaiGPT),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 	}
@@ -1225,7 +1225,7 @@ func supportCases() []selectCase {
 		}
 		return []*v1alpha1.AgentHarness{harness("h1", written(s))}
 	}
-	explicitAcme := func(name string, hs []*v1alpha1.AgentHarness, r ModelProvider, code wire.ErrorCode) selectCase {
+	explicitAcme := func(name string, hs []*v1alpha1.AgentHarness, r wire.ModelProvider, code wire.ErrorCode) selectCase {
 		tc := selectCase{
 			name: name, hs: hs,
 			a:      attempt("acme", "m1", whatIfOverride("h1"), withRoute(r)),
@@ -1238,7 +1238,7 @@ func supportCases() []selectCase {
 		}
 		return tc
 	}
-	codexAuth := func(name string, src AuthSource, mode string, req AuthRequirement, ok bool) selectCase {
+	codexAuth := func(name string, src wire.AuthSource, mode string, req wire.AuthRequirement, ok bool) selectCase {
 		tc := selectCase{
 			name: name, hs: codex, ps: pol,
 			a:      attempt("openai", gpt, withRoute(codexRoute(auth(src, mode, req)))),
@@ -1296,25 +1296,25 @@ func supportCases() []selectCase {
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(overrides()), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: a route whose overrides fact is missing counts as overrides present",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
-			ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, wire.CodeHarnessUnsupported),
+			wire.ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: preparedAuth absent in the support block means no auth check",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
-			acmeRoute(auth(AuthSourceNone, "", AuthRequirementSubscription)), ""),
+			acmeRoute(auth(wire.AuthSourceNone, "", wire.AuthRequirementSubscription)), ""),
 		explicitAcme("decision: an unknown prepared-auth requirement (an attempt that skipped Validate) fails closed",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny, PreparedAuth: &v1alpha1.PreparedAuthSupport{APIKeyModes: []string{"api-key"}}}),
-			acmeRoute(auth(AuthSourceProfile, "api-key", "bogus")), wire.CodeHarnessUnsupported),
+			acmeRoute(auth(wire.AuthSourceProfile, "api-key", "bogus")), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: an adapter without defaults and no support block supports nothing",
 			[]*v1alpha1.AgentHarness{harness("h1", func(h *v1alpha1.AgentHarness) { h.Spec.Adapter = "future-adapter" })},
 			acmeRoute(), wire.CodeHarnessUnsupported),
-		codexAuth("DESIGN §3: a subscription requirement accepts source profile with a subscription mode", AuthSourceProfile, "oauth", AuthRequirementSubscription, true),
-		codexAuth("DESIGN §3: a subscription requirement refuses source direct", AuthSourceDirect, "oauth", AuthRequirementSubscription, false),
-		codexAuth("DESIGN §3: a subscription requirement refuses a mode outside subscriptionModes", AuthSourceProfile, "api-key", AuthRequirementSubscription, false),
-		codexAuth("DESIGN §3: an api-key requirement accepts source direct with an api-key mode", AuthSourceDirect, "api_key", AuthRequirementAPIKey, true),
-		codexAuth("DESIGN §3: an api-key requirement accepts source profile with an api-key mode", AuthSourceProfile, "api-key", AuthRequirementAPIKey, true),
-		codexAuth("seed: preparedAuth.source harness is an auth owner, not permission to infer route support", AuthSourceHarness, "api-key", AuthRequirementAPIKey, false),
-		codexAuth("DESIGN §3: an api-key requirement refuses a mode outside apiKeyModes", AuthSourceProfile, "oauth", AuthRequirementAPIKey, false),
-		codexAuth("issue: the prepared-auth check runs only when the route carries a requirement", AuthSourceNone, "", "", true),
-		codexAuth("decision: auth modes compare case-insensitively", AuthSourceProfile, " OAuth ", AuthRequirementSubscription, true),
+		codexAuth("DESIGN §3: a subscription requirement accepts source profile with a subscription mode", wire.AuthSourceProfile, "oauth", wire.AuthRequirementSubscription, true),
+		codexAuth("DESIGN §3: a subscription requirement refuses source direct", wire.AuthSourceDirect, "oauth", wire.AuthRequirementSubscription, false),
+		codexAuth("DESIGN §3: a subscription requirement refuses a mode outside subscriptionModes", wire.AuthSourceProfile, "api-key", wire.AuthRequirementSubscription, false),
+		codexAuth("DESIGN §3: an api-key requirement accepts source direct with an api-key mode", wire.AuthSourceDirect, "api_key", wire.AuthRequirementAPIKey, true),
+		codexAuth("DESIGN §3: an api-key requirement accepts source profile with an api-key mode", wire.AuthSourceProfile, "api-key", wire.AuthRequirementAPIKey, true),
+		codexAuth("seed: preparedAuth.source harness is an auth owner, not permission to infer route support", wire.AuthSourceHarness, "api-key", wire.AuthRequirementAPIKey, false),
+		codexAuth("DESIGN §3: an api-key requirement refuses a mode outside apiKeyModes", wire.AuthSourceProfile, "oauth", wire.AuthRequirementAPIKey, false),
+		codexAuth("issue: the prepared-auth check runs only when the route carries a requirement", wire.AuthSourceNone, "", "", true),
+		codexAuth("decision: auth modes compare case-insensitively", wire.AuthSourceProfile, " OAuth ", wire.AuthRequirementSubscription, true),
 		{
 			name: "issue: support is checked in order: provider membership before transport overrides",
 			hs:   codex,
@@ -1334,7 +1334,7 @@ func supportCases() []selectCase {
 			name: "issue: support is checked in order: route policy before prepared auth",
 			hs:   codex,
 			ps:   pol,
-			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, auth(AuthSourceDirect, "x", AuthRequirementSubscription)))),
+			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, auth(wire.AuthSourceDirect, "x", wire.AuthRequirementSubscription)))),
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy is not declared).`,
 		},
@@ -1433,7 +1433,7 @@ func retrySetCases() []selectCase {
 			name: "seed: one undeclared candidate makes native compatibility empty (a pinned set)",
 			hs:   codex,
 			sess: session(openaiGPT, pinned("codex")),
-			a:    &Attempt{ModelProviders: []ModelProvider{codexRoute(), rt(apiChatGPT, chatgptURL)}},
+			a:    &wire.Attempt{ModelProviders: []wire.ModelProvider{codexRoute(), rt(apiChatGPT, chatgptURL)}},
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
 		},
 	}
@@ -1474,23 +1474,23 @@ func toolPolicyCases() []selectCase {
 			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "codex" + toolMsg,
 		},
-		runs("DESIGN §5 rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"browser"}}}})),
+		runs("DESIGN §5 rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"browser"}}}})),
 		gated("seed: Core passes pluginHarnessToolPolicyRestricted as the prepared decision (the stricter verdict wins)",
-			func(a *Attempt) { a.PluginHarnessToolPolicyRestricted = true }),
-		gated("issue: disableTools denies everything and restricts", func(a *Attempt) { a.DisableTools = true }),
-		gated("issue: toolsAllow [] denies everything and restricts", func(a *Attempt) { a.ToolsAllow = ToolList{} }),
+			func(a *wire.Attempt) { a.PluginHarnessToolPolicyRestricted = true }),
+		gated("issue: disableTools denies everything and restricts", func(a *wire.Attempt) { a.DisableTools = true }),
+		gated("issue: toolsAllow [] denies everything and restricts", func(a *wire.Attempt) { a.ToolsAllow = wire.ToolList{} }),
 		runs("issue: an absent toolsAllow restricts nothing", labelled, false, nil),
 		runs("seed: Core preserves the native surface only when every expanded deny is a known core tool in the audited safe list",
-			exactCodex, false, []string{"exec", "web_search"}, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"web_search", "bash"}}}})),
+			exactCodex, false, []string{"exec", "web_search"}, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"web_search", "bash"}}}})),
 		runs("seed: wildcards remain native-surface restrictions even with a safe list",
-			exactCodex, true, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"*"}}}})),
-		gated("issue: declared native tools the messaging profile does not allow restrict Codex", tools(ToolPolicy{Profile: "messaging"})),
+			exactCodex, true, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"*"}}}})),
+		gated("issue: declared native tools the messaging profile does not allow restrict Codex", tools(wire.ToolPolicy{Profile: "messaging"})),
 		runs("seed: Default tool-profile narrowing does not set this flag (coding allows Codex's native tools)", labelled, false, nil,
-			tools(ToolPolicy{Profile: "coding"})),
-		gated("issue: a finite allowlist in a layer restricts", tools(ToolPolicy{Layers: []ToolPolicyLayer{{Allow: ToolList{"read"}}}})),
-		runs("issue: an allowlist containing * does not restrict", labelled, false, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Allow: ToolList{"*"}}}})),
+			tools(wire.ToolPolicy{Profile: "coding"})),
+		gated("issue: a finite allowlist in a layer restricts", tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Allow: wire.ToolList{"read"}}}})),
+		runs("issue: an allowlist containing * does not restrict", labelled, false, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Allow: wire.ToolList{"*"}}}})),
 		runs("DESIGN §3: declared native tools replace the adapter default", []*v1alpha1.AgentHarness{harness("codex", nativeTools("read"))}, false, nil,
-			tools(ToolPolicy{Profile: "coding"})),
+			tools(wire.ToolPolicy{Profile: "coding"})),
 		{
 			name: "DESIGN §5 rule 6: the gate does not apply to the embedded runtime",
 			hs:   labelled, ps: pol,
@@ -1535,7 +1535,7 @@ func toolPolicyCases() []selectCase {
 func sessionCases() []selectCase {
 	codex := []*v1alpha1.AgentHarness{harness("codex")}
 	pol := []*v1alpha1.RuntimePolicy{codexPol()}
-	mismatch := func(name string, a *Attempt, sess *v1alpha1.AgentSession, msg string) selectCase {
+	mismatch := func(name string, a *wire.Attempt, sess *v1alpha1.AgentSession, msg string) selectCase {
 		if sess == nil {
 			sess = session(openaiGPT)
 		}
@@ -1547,31 +1547,31 @@ func sessionCases() []selectCase {
 			}}
 	}
 	return []selectCase{
-		mismatch("DESIGN §4: an attempt whose agentId contradicts the session is SessionMismatch", &Attempt{AgentID: "other"}, nil,
+		mismatch("DESIGN §4: an attempt whose agentId contradicts the session is SessionMismatch", &wire.Attempt{AgentID: "other"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "other" does not match spec.agentId "main".`),
-		mismatch("DESIGN §4: an attempt whose sessionKey contradicts the session is SessionMismatch", &Attempt{SessionKey: "agent:main:other"}, nil, ""),
-		mismatch("DESIGN §4: an attempt whose sessionId contradicts the session is SessionMismatch", &Attempt{SessionID: "s-2"}, nil, ""),
-		mismatch("DESIGN §4: an attempt whose provider contradicts spec.model is SessionMismatch", &Attempt{Provider: "anthropic"}, nil,
+		mismatch("DESIGN §4: an attempt whose sessionKey contradicts the session is SessionMismatch", &wire.Attempt{SessionKey: "agent:main:other"}, nil, ""),
+		mismatch("DESIGN §4: an attempt whose sessionId contradicts the session is SessionMismatch", &wire.Attempt{SessionID: "s-2"}, nil, ""),
+		mismatch("DESIGN §4: an attempt whose provider contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "anthropic"}, nil,
 			`The attempt contradicts AgentSession agents/demo: provider "anthropic" does not match spec.model "openai/gpt-5.5".`),
-		mismatch("DESIGN §4: an attempt whose modelId contradicts spec.model is SessionMismatch", &Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
-		mismatch("DESIGN §4: a provider/model modelId naming another provider is SessionMismatch", &Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
-		mismatch("DESIGN §4: an attempt pin the session does not have is SessionMismatch", &Attempt{AgentHarnessID: "codex"}, nil,
+		mismatch("DESIGN §4: an attempt whose modelId contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
+		mismatch("DESIGN §4: a provider/model modelId naming another provider is SessionMismatch", &wire.Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
+		mismatch("DESIGN §4: an attempt pin the session does not have is SessionMismatch", &wire.Attempt{AgentHarnessID: "codex"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentHarnessId "codex" does not match status.agentHarnessId "".`),
 		mismatch("DESIGN §4: an attempt override that contradicts spec.runtimeOverride is SessionMismatch",
-			&Attempt{AgentHarnessRuntimeOverride: "codex"}, session(openaiGPT, override("openclaw")), ""),
-		mismatch("DESIGN §4: every mismatching field is reported at once", &Attempt{AgentID: "x", SessionID: "y"}, nil,
+			&wire.Attempt{AgentHarnessRuntimeOverride: "codex"}, session(openaiGPT, override("openclaw")), ""),
+		mismatch("DESIGN §4: every mismatching field is reported at once", &wire.Attempt{AgentID: "x", SessionID: "y"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "x" does not match spec.agentId "main"; sessionId "y" does not match spec.sessionId "s-1".`),
 		{
 			name: "DESIGN §4: empty attempt fields are not compared",
 			hs:   codex, ps: pol, sess: session(openaiGPT),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §4: repeated fields that match are accepted (provider case, provider prefix, runtime aliases)",
 			hs:   codex, ps: pol,
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
-			a: &Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "s-1", Provider: "OpenAI", ModelID: openaiGPT,
+			a: &wire.Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "s-1", Provider: "OpenAI", ModelID: openaiGPT,
 				AgentHarnessID: "codex-app-server", AgentHarnessRuntimeOverride: "pi"},
 			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
@@ -1592,7 +1592,7 @@ func sessionCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "openclaw"))},
 			sess:    session("anthropic/claude-opus-5"),
-			a:       &Attempt{},
+			a:       &wire.Attempt{},
 			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
@@ -1605,13 +1605,13 @@ func sessionCases() []selectCase {
 
 func TestValidateAgainstSession(t *testing.T) {
 	sess := session(openaiGPT)
-	if err := ValidateAgainstSession(sess, &Attempt{AgentID: "main"}); err != nil {
+	if err := ValidateAgainstSession(sess, &wire.Attempt{AgentID: "main"}); err != nil {
 		t.Fatalf("matching attempt: %v", err)
 	}
-	if err := ValidateAgainstSession(nil, &Attempt{AgentID: "x"}); err != nil {
+	if err := ValidateAgainstSession(nil, &wire.Attempt{AgentID: "x"}); err != nil {
 		t.Fatalf("no session: %v", err)
 	}
-	err := ValidateAgainstSession(sess, &Attempt{AgentID: "x"})
+	err := ValidateAgainstSession(sess, &wire.Attempt{AgentID: "x"})
 	var e *wire.Error
 	if !errors.As(err, &e) || e.Code != wire.CodeSessionMismatch || e.Retryable || e.Code.HTTPStatus() != 422 {
 		t.Fatalf("err = %#v", err)

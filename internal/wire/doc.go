@@ -5,9 +5,16 @@
 //   - the error shape of DESIGN.md §7 (Error, Scope) and the one code table
 //     (ErrorCode: the §7 codes and the API's own, with HTTP status and
 //     retryability), with the constructors of the errors more than one
-//     package returns (RunIDConflict, OutcomeUnknown).
+//     package returns (RunIDConflict, OutcomeUnknown);
+//   - the turn request (TurnRequest: the Attempt, flat, plus the turn-only
+//     fields, its Images and HostTools) with its limits (MaxRunIDLength,
+//     MaxTurnTimeout, MaxToolTimeout), its strict decoder (DecodeStrict,
+//     DecodeTurnRequest, DecodeAttempt: every refusal a FieldError naming
+//     the JSON path), its shape checks (Validate) and the journal's request
+//     Digest.
 //
 // It holds data and the checks that are purely about the wire shape;
 // deciding (selection), running (adapter, dispatch) and serving
-// (dispatchapi) stay in their packages.
+// (dispatchapi) stay in their packages. It imports nothing of this module
+// but api/v1alpha1.
 package wire

@@ -15,13 +15,14 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 var weatherSchema = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 
-func hostTools() []adapter.HostTool {
-	return []adapter.HostTool{
+func hostTools() []wire.HostTool {
+	return []wire.HostTool{
 		{Name: "lookup_weather", Description: "Look up the weather for a city.", Parameters: weatherSchema},
 		{Name: "kb_search", Description: "Search the knowledge base."},
 	}
@@ -42,7 +43,7 @@ func TestTextTurn(t *testing.T) {
 	in := r.input("GREET me")
 	in.DeveloperInstructions = "DEV-INSTRUCTIONS-7731"
 	in.ThinkLevel = "high"
-	in.Images = []adapter.Image{{URL: "data:image/png;base64," + onePixelPNG, Detail: "high"}, {Path: imgPath}}
+	in.Images = []wire.Image{{URL: "data:image/png;base64," + onePixelPNG, Detail: "high"}, {Path: imgPath}}
 	if exists(in.Cwd) {
 		t.Fatal("the session directory exists before the turn")
 	}
@@ -213,7 +214,7 @@ func TestLastToolError(t *testing.T) {
 func TestToolsNotOfferedAreRefused(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, codextest.Options{})
-	all := append(hostTools(), adapter.HostTool{Name: "web_fetch", Description: "Fetch a URL."})
+	all := append(hostTools(), wire.HostTool{Name: "web_fetch", Description: "Fetch a URL."})
 	in := r.input("FIRST with every tool")
 	in.Tools = all
 	first := run(t, r, in, &recorder{})
@@ -524,9 +525,9 @@ func TestStartRefusesBadInput(t *testing.T) {
 	bad := []func(*adapter.TurnInput){
 		func(in *adapter.TurnInput) { in.Cwd = "relative/dir" },
 		func(in *adapter.TurnInput) { in.ThinkLevel = "ludicrous" },
-		func(in *adapter.TurnInput) { in.Tools = []adapter.HostTool{{Name: "has space"}} },
-		func(in *adapter.TurnInput) { in.Tools = []adapter.HostTool{{Name: "a"}, {Name: "a"}} },
-		func(in *adapter.TurnInput) { in.Images = []adapter.Image{{URL: "file:///etc/passwd"}} },
+		func(in *adapter.TurnInput) { in.Tools = []wire.HostTool{{Name: "has space"}} },
+		func(in *adapter.TurnInput) { in.Tools = []wire.HostTool{{Name: "a"}, {Name: "a"}} },
+		func(in *adapter.TurnInput) { in.Images = []wire.Image{{URL: "file:///etc/passwd"}} },
 		func(in *adapter.TurnInput) { in.Prompt = "" },
 		func(in *adapter.TurnInput) { in.Sandbox = "yolo" },
 	}
