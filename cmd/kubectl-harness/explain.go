@@ -146,7 +146,7 @@ func readAttempt(path string, stdin io.Reader) (*wire.Attempt, error) {
 	return a, nil
 }
 
-func printDecision(w io.Writer, format string, d selection.Decision, session *v1alpha1.AgentSession, namespace string) error {
+func printDecision(w io.Writer, format string, d wire.Decision, session *v1alpha1.AgentSession, namespace string) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -163,7 +163,7 @@ func printDecision(w io.Writer, format string, d selection.Decision, session *v1
 	return printText(w, d, session, namespace)
 }
 
-func printText(w io.Writer, d selection.Decision, session *v1alpha1.AgentSession, namespace string) error {
+func printText(w io.Writer, d wire.Decision, session *v1alpha1.AgentSession, namespace string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	line := func(k, v string) { _, _ = fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	if session != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -30,11 +29,11 @@ func TestExplainReadsTheCluster(t *testing.T) {
 		}
 	}
 
-	explain := func() (selection.Decision, int) {
+	explain := func() (wire.Decision, int) {
 		t.Helper()
 		stdout, stderr, exit := runCLI(t, nil, "explain", "--kubeconfig", kubeconfigPath, "-n", "agents",
 			"--attempt", attempts+"/openai-demo.json", "-o", "json")
-		var d selection.Decision
+		var d wire.Decision
 		if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 			t.Fatalf("decode decision (exit %d, stderr %s): %v\n%s", exit, stderr, err, stdout)
 		}

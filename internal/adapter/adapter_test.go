@@ -13,20 +13,20 @@ func TestClassify(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name      string
-		kind      TerminalKind
+		kind      wire.TerminalKind
 		texts     []string
 		plan, rsn string
-		want      Classification
+		want      wire.Classification
 	}{
-		{"visible text", TerminalOK, []string{"hello"}, "plan", "why", ""},
-		{"NO_REPLY is visible", TerminalOK, []string{"NO_REPLY"}, "", "", ""},
-		{"empty", TerminalOK, nil, "", "", ClassEmpty},
-		{"blank text is not visible", TerminalOK, []string{"", "  \n"}, "", "", ClassEmpty},
-		{"reasoning only", TerminalOK, nil, "", "thinking", ClassReasoningOnly},
-		{"plan wins over reasoning", TerminalOK, []string{""}, "# Plan", "thinking", ClassPlanningOnly},
-		{"failed turns are not classified", TerminalFailed, nil, "", "", ""},
-		{"aborted turns are not classified", TerminalAborted, nil, "# Plan", "", ""},
-		{"timed-out turns are not classified", TerminalTimeout, nil, "", "x", ""},
+		{"visible text", wire.TerminalOK, []string{"hello"}, "plan", "why", ""},
+		{"NO_REPLY is visible", wire.TerminalOK, []string{"NO_REPLY"}, "", "", ""},
+		{"empty", wire.TerminalOK, nil, "", "", wire.ClassEmpty},
+		{"blank text is not visible", wire.TerminalOK, []string{"", "  \n"}, "", "", wire.ClassEmpty},
+		{"reasoning only", wire.TerminalOK, nil, "", "thinking", wire.ClassReasoningOnly},
+		{"plan wins over reasoning", wire.TerminalOK, []string{""}, "# Plan", "thinking", wire.ClassPlanningOnly},
+		{"failed turns are not classified", wire.TerminalFailed, nil, "", "", ""},
+		{"aborted turns are not classified", wire.TerminalAborted, nil, "# Plan", "", ""},
+		{"timed-out turns are not classified", wire.TerminalTimeout, nil, "", "x", ""},
 	}
 	for _, tc := range cases {
 		if got := Classify(tc.kind, tc.texts, tc.plan, tc.rsn); got != tc.want {
@@ -78,11 +78,11 @@ func TestValidate(t *testing.T) {
 
 func TestEventPayloadAndRecordJSON(t *testing.T) {
 	t.Parallel()
-	p := &Partial{ItemID: "m", Delta: "x"}
-	if (Event{Type: EventPartial, Partial: p}).Payload() != any(p) {
+	p := &wire.Partial{ItemID: "m", Delta: "x"}
+	if (Event{Type: wire.EventPartial, Partial: p}).Payload() != any(p) {
 		t.Fatal("payload")
 	}
-	rec := TranscriptRecord{Type: RecordToolCall, Role: RoleAssistant, CallID: "c1", Tool: "t", Arguments: json.RawMessage(`{"a":1}`)}
+	rec := wire.TranscriptRecord{Type: wire.RecordToolCall, Role: wire.RoleAssistant, CallID: "c1", Tool: "t", Arguments: json.RawMessage(`{"a":1}`)}
 	want := `{"type":"tool_call","role":"assistant","callId":"c1","tool":"t","arguments":{"a":1}}`
 	if got := string(rec.JSON()); got != want {
 		t.Fatalf("record %s\nwant   %s", got, want)

@@ -88,43 +88,7 @@ type Hooks struct {
 	// tool timeout, or when the turn ends first; the call then fails with
 	// executionStarted true. Nil fails every host tool call before it
 	// starts.
-	AnswerTool func(ctx context.Context, call ToolCall) (ToolAnswer, error)
-}
-
-// ToolAnswer is the client's result of a host tool call.
-type ToolAnswer struct {
-	// Content is what the model is told the tool returned.
-	Content []ToolContent `json:"content"`
-	// IsError marks a failed tool; Content (or ErrorMessage) explains it.
-	IsError bool `json:"isError,omitempty"`
-	// ErrorMessage is the structured failure detail of a failed tool, for
-	// tool_terminal and lastToolError; it is also told to the model when
-	// Content is empty.
-	ErrorMessage string `json:"errorMessage,omitempty"`
-	// MediaURLs are media the tool produced for delivery to the channel
-	// (they end up in TurnResult.ToolMediaURLs, never in
-	// HostOwnedToolMediaURLs).
-	MediaURLs []string `json:"mediaUrls,omitempty"`
-}
-
-// ToolContent is one part of a tool result: text, or an image URL.
-type ToolContent struct {
-	// Type is "text" or "image".
-	Type string `json:"type"`
-	// Text of a text part.
-	Text string `json:"text,omitempty"`
-	// ImageURL of an image part: a data: or http(s) URL.
-	ImageURL string `json:"imageUrl,omitempty"`
-}
-
-// TextAnswer is a ToolAnswer with one text part.
-func TextAnswer(text string) ToolAnswer {
-	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: text}}}
-}
-
-// ErrorAnswer is a failed ToolAnswer whose message is told to the model.
-func ErrorAnswer(message string) ToolAnswer {
-	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: message}}, IsError: true, ErrorMessage: message}
+	AnswerTool func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error)
 }
 
 // ErrInvalidInput is wrapped by errors for a TurnInput the adapter refuses

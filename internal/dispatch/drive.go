@@ -13,11 +13,11 @@ import (
 // drive runs the native turn to its end on the engine's context,
 // reattaching across dropped connections. A nil *wire.Error comes with a
 // result.
-func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *wire.Error) {
+func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error) {
 	ctx := t.e.ctx
 	hooks := adapter.Hooks{
 		Emit: t.relay,
-		AnswerTool: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+		AnswerTool: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 			return t.e.live.awaitTool(ctx, toolKey{t.session, t.req.RunID, call.CallID}, call.Tool)
 		},
 	}
@@ -32,7 +32,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *wire.Er
 	}
 	for {
 		if err == nil {
-			var res *adapter.TurnResult
+			var res *wire.TurnResult
 			if res, err = nt.Wait(ctx); err == nil {
 				return res, nil
 			}

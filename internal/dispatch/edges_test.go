@@ -11,10 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -24,7 +22,7 @@ import (
 // no thread bound.
 func refusedBeforeAnyThread(ns, name, runID string, evs []event, requestsBefore int) {
 	GinkgoHelper()
-	Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
+	Expect(types(evs)).To(Equal([]string{wire.EventSelected, wire.EventError}))
 	Expect(len(stub.Requests())).To(Equal(requestsBefore), "nothing reached the model")
 	_, err := jrnl.Lookup(keyOf(ns, name), runID)
 	Expect(err).To(MatchError(journal.ErrNotFound), "a refused turn is not journaled")
@@ -61,7 +59,7 @@ var _ = Describe("Version floor (the real 0.148.0 app-server)", func() {
 		Expect(te.Retryable).To(BeFalse())
 		Expect(te.HTTPStatus()).To(Equal(422))
 		Expect(errorOf(evs).Code).To(Equal(wire.CodeVersionBelowFloor))
-		var d selection.Decision
+		var d wire.Decision
 		Expect(json.Unmarshal(evs[0].Payload, &d)).To(Succeed())
 		Expect(d.HarnessID).To(Equal("codex"), "no fallback to another harness")
 		Expect(d.Runtime).NotTo(Equal(string(v1alpha1.RuntimeOpenClaw)), "no fallback to the embedded runtime")
@@ -99,7 +97,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
 		Expect(turnErr).NotTo(HaveOccurred())
 		res := resultOf(c.events())
-		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalAborted))
+		Expect(res.Terminal.Kind).To(Equal(wire.TerminalAborted))
 		Expect(res.AssistantTexts).NotTo(ContainElement(ContainSubstring("never said")))
 		s := getSession(ns, "intr")
 		Expect(s.Status.ActiveTurn).To(BeNil())
@@ -160,15 +158,15 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
 		evs, err := turn(ns, "slowtool", req)
 		Expect(err).NotTo(HaveOccurred())
-		var call adapter.ToolCall
-		Expect(json.Unmarshal(lastOf(evs, string(adapter.EventToolCall)), &call)).To(Succeed())
-		var term adapter.ToolTerminal
-		Expect(json.Unmarshal(lastOf(evs, string(adapter.EventToolTerminal)), &term)).To(Succeed())
+		var call wire.ToolCall
+		Expect(json.Unmarshal(lastOf(evs, wire.EventToolCall), &call)).To(Succeed())
+		var term wire.ToolTerminal
+		Expect(json.Unmarshal(lastOf(evs, wire.EventToolTerminal), &term)).To(Succeed())
 		Expect(term.CallID).To(Equal(call.CallID))
 		Expect(term.Tool).To(Equal("lookup_weather"))
-		Expect(term.Outcome).To(Equal(adapter.OutcomeFailure))
+		Expect(term.Outcome).To(Equal(wire.OutcomeFailure))
 		Expect(term.ExecutionStarted).To(BeTrue(), "the client may have started it")
-		Expect(eng.SubmitToolResult(keyOf(ns, "slowtool"), "run-tt1", call.CallID, adapter.TextAnswer("late"))).
+		Expect(eng.SubmitToolResult(keyOf(ns, "slowtool"), "run-tt1", call.CallID, wire.TextAnswer("late"))).
 			To(MatchError(ErrNoPendingToolCall), "a timed-out call takes no answer")
 		Expect(stub.FunctionCallOutputs()).NotTo(ContainElement(HaveField("Output", ContainSubstring("late"))))
 	})
@@ -192,7 +190,7 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		Expect(te.ReplaySafe).NotTo(BeNil())
 		Expect(*te.ReplaySafe).To(BeFalse())
 		Expect(errorOf(c.events()).Code).To(Equal(wire.CodeTranscriptLimitExceeded))
-		Expect(types(c.events())).NotTo(ContainElement(EventResult))
+		Expect(types(c.events())).NotTo(ContainElement(wire.EventResult))
 		s := getSession(ns, "big")
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
 		Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(wire.CodeTranscriptLimitExceeded)))

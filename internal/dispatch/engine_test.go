@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -35,27 +33,27 @@ var _ = Describe("Turn engine", Ordered, func() {
 		evs, err := turn(ns, "text", textReq("run-a1", "alpha-1: what is the answer?"))
 		Expect(err).NotTo(HaveOccurred())
 		ts := types(evs)
-		Expect(ts[0]).To(Equal(EventSelected))
-		Expect(ts).To(ContainElement(string(adapter.EventPartial)))
-		Expect(ts).To(ContainElement(string(adapter.EventTranscript)))
-		Expect(ts[len(ts)-1]).To(Equal(EventResult))
+		Expect(ts[0]).To(Equal(wire.EventSelected))
+		Expect(ts).To(ContainElement(wire.EventPartial))
+		Expect(ts).To(ContainElement(wire.EventTranscript))
+		Expect(ts[len(ts)-1]).To(Equal(wire.EventResult))
 
-		var d selection.Decision
+		var d wire.Decision
 		Expect(json.Unmarshal(evs[0].Payload, &d)).To(Succeed())
 		Expect(d.Runtime).To(Equal("codex"))
-		Expect(d.Reason).To(Equal(selection.ReasonForcedPlugin))
+		Expect(d.Reason).To(Equal(wire.ReasonForcedPlugin))
 		Expect(d.RuntimeSource).To(Equal(v1alpha1.RuntimeSourceProvider), "the Codex-only policy's provider entry decided")
 
 		var partial strings.Builder
-		for _, p := range ofType(evs, string(adapter.EventPartial)) {
-			var pp adapter.Partial
+		for _, p := range ofType(evs, wire.EventPartial) {
+			var pp wire.Partial
 			Expect(json.Unmarshal(p, &pp)).To(Succeed())
 			partial.WriteString(pp.Delta)
 		}
 		Expect(partial.String()).To(Equal("The answer is forty-two."))
 		res := resultOf(evs)
 		Expect(res.AssistantTexts).To(Equal([]string{"The answer is forty-two."}))
-		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(res.Terminal.Kind).To(Equal(wire.TerminalOK))
 		Expect(res.AgentHarnessID).To(Equal("codex"))
 		Expect(res.RunID).To(Equal("run-a1"))
 
@@ -135,7 +133,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		evs, err := turn(ns, "text", body)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{"The answer is forty-two."}))
-		Expect(evs[0].Type).To(Equal(EventSelected))
+		Expect(evs[0].Type).To(Equal(wire.EventSelected))
 		Consistently(func() int { return len(stub.Requests()) }, 500*time.Millisecond).Should(Equal(before), "no model request for a replay")
 		Expect(getSession(ns, "text").Status.Counters.Turns).To(Equal(int64(3)), "a replay is not a turn")
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex", "codex", "ok"))).To(Equal(3.0), "a replay is not counted")
@@ -223,30 +221,30 @@ var _ = Describe("Turn engine", Ordered, func() {
 		session := keyOf(ns, "tools")
 		c := &collector{}
 		c.onEvent = func(typ string, payload json.RawMessage) {
-			if typ != string(adapter.EventToolCall) {
+			if typ != wire.EventToolCall {
 				return
 			}
-			var call adapter.ToolCall
+			var call wire.ToolCall
 			Expect(json.Unmarshal(payload, &call)).To(Succeed())
 			Expect(call.Tool).To(Equal("lookup_weather"))
-			Expect(eng.SubmitToolResult(session, "run-t1", call.CallID, adapter.TextAnswer("sunny, 21C"))).To(Succeed())
+			Expect(eng.SubmitToolResult(session, "run-t1", call.CallID, wire.TextAnswer("sunny, 21C"))).To(Succeed())
 		}
 		req := textReq("run-t1", "tool-1: weather in Oslo?")
 		req.Tools = []wire.HostTool{{Name: "lookup_weather", Description: "Weather by city",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
 		Expect(eng.Turn(ctx, ns, "tools", req, c.sink)).To(Succeed())
 		evs := c.events()
-		Expect(types(evs)).To(ContainElement(string(adapter.EventToolCall)))
-		var term adapter.ToolTerminal
-		Expect(json.Unmarshal(lastOf(evs, string(adapter.EventToolTerminal)), &term)).To(Succeed())
-		Expect(term.Outcome).To(Equal(adapter.OutcomeSuccess))
+		Expect(types(evs)).To(ContainElement(wire.EventToolCall))
+		var term wire.ToolTerminal
+		Expect(json.Unmarshal(lastOf(evs, wire.EventToolTerminal), &term)).To(Succeed())
+		Expect(term.Outcome).To(Equal(wire.OutcomeSuccess))
 		Expect(term.ExecutionStarted).To(BeTrue())
 		Expect(stub.FunctionCallOutputs()).To(ContainElement(HaveField("Output", ContainSubstring("sunny, 21C"))))
 		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{stubmodel.ToolOutputPrefix + "sunny, 21C"}))
 		tr := transcript(ns, "tools")
 		Expect(tr).To(ContainSubstring("lookup_weather"))
 		Expect(tr).To(ContainSubstring("sunny, 21C"))
-		Expect(eng.SubmitToolResult(session, "run-t1", term.CallID, adapter.TextAnswer("late"))).To(MatchError(ErrNoPendingToolCall))
+		Expect(eng.SubmitToolResult(session, "run-t1", term.CallID, wire.TextAnswer("late"))).To(MatchError(ErrNoPendingToolCall))
 	})
 
 	It("refuses a turn whose decision is the embedded openclaw runtime (EmbeddedRuntimeSelected, scope harness)", func() {
@@ -259,7 +257,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.HTTPStatus()).To(Equal(409))
 		Expect(te.ReplaySafe).To(BeNil(), "no runtime was touched")
-		Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
+		Expect(types(evs)).To(Equal([]string{wire.EventSelected, wire.EventError}))
 		Expect(len(stub.Requests())).To(Equal(before))
 	})
 })
@@ -360,7 +358,7 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		updateHarness(h, true, func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = codexSrv.URL })
 		evs, err = turn(ns, "s", textReq("run-u1", "eps-1"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
 	})
 })
 
@@ -431,7 +429,7 @@ var _ = Describe("A server that goes away mid-turn", func() {
 		ev := errorOf(c.events())
 		Expect(ev.ReplaySafe).NotTo(BeNil())
 		Expect(*ev.ReplaySafe).To(BeFalse())
-		Expect(types(c.events())).NotTo(ContainElement(EventResult))
+		Expect(types(c.events())).NotTo(ContainElement(wire.EventResult))
 		s := getSession(ns, "doomed")
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
 		Expect(s.Status.ActiveTurn).To(BeNil())
@@ -526,8 +524,8 @@ var _ = Describe("A WebSocket cut mid-turn", func() {
 		evs := c.events()
 		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{"all of the answer arrives"}))
 		var partial strings.Builder
-		for _, p := range ofType(evs, string(adapter.EventPartial)) {
-			var pp adapter.Partial
+		for _, p := range ofType(evs, wire.EventPartial) {
+			var pp wire.Partial
 			Expect(json.Unmarshal(p, &pp)).To(Succeed())
 			partial.WriteString(pp.Delta)
 		}
@@ -546,8 +544,8 @@ var _ = Describe("Tool surface", func() {
 		stub.When("mu-1", stubmodel.CallJSON("secret_tool", map[string]any{"x": 1}))
 		evs, err := turn(ns, "s", textReq("run-m1", "mu-1 try it"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(types(evs)).NotTo(ContainElement(string(adapter.EventToolCall)))
-		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(types(evs)).NotTo(ContainElement(wire.EventToolCall))
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
 		Expect(stub.FunctionCallOutputs()).To(ContainElement(HaveField("Output", ContainSubstring("unsupported call"))))
 	})
 
@@ -575,7 +573,7 @@ var _ = Describe("Tool surface", func() {
 		})
 		evs, err = turn(ns, "s", restricted("run-n1", "nu-1 restricted"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
 		req, err := stub.WaitMarker(ctx, "nu-1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(req.ToolNames()).To(ConsistOf("lookup"))

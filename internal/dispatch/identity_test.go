@@ -25,7 +25,7 @@ const listing = "ls -A; echo END-OF-LISTING"
 
 // listWorkDir runs a turn whose model lists the session's working directory
 // through Codex's shell tool, and returns the listing.
-func listWorkDir(ns, name, runID, marker string) (ResultEvent, string) {
+func listWorkDir(ns, name, runID, marker string) (wire.ResultEvent, string) {
 	GinkgoHelper()
 	stub.When(marker, stubmodel.CallJSON("exec_command", map[string]string{"cmd": listing}))
 	evs, err := turn(ns, name, textReq(runID, marker+": what is in your directory?"))

@@ -6,8 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -93,7 +91,7 @@ type turnLabels struct {
 
 // labelsOf returns the labels of a turn on a session of namespace ns with
 // decision d (the zero Decision when there was none).
-func labelsOf(ns string, d selection.Decision) turnLabels {
+func labelsOf(ns string, d wire.Decision) turnLabels {
 	l := turnLabels{namespace: ns, runtime: d.Runtime}
 	if d.HarnessRef != nil {
 		l.harness = d.HarnessRef.Name
@@ -121,8 +119,8 @@ func recordFirstPartial(l turnLabels, d time.Duration) {
 
 // recordFinished records a turn that ran: res is its result (nil when it
 // ended with terr), usage counts whenever there is a result.
-func recordFinished(l turnLabels, res *adapter.TurnResult, terr *wire.Error, d time.Duration) {
-	outcome := string(adapter.TerminalFailed)
+func recordFinished(l turnLabels, res *wire.TurnResult, terr *wire.Error, d time.Duration) {
+	outcome := string(wire.TerminalFailed)
 	switch {
 	case terr != nil:
 		outcome = string(terr.Code)

@@ -19,7 +19,7 @@ import (
 // prepared is a turn ready to run: its decision, harness, server and
 // connection.
 type prepared struct {
-	decision selection.Decision
+	decision wire.Decision
 	harness  *v1alpha1.AgentHarness
 	server   Server
 	conn     serverConn
@@ -39,7 +39,7 @@ func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *
 	case terr == nil:
 		return p, nil
 	case p == nil:
-		recordRefused(labelsOf(sess.Namespace, selection.Decision{}), terr.Code)
+		recordRefused(labelsOf(sess.Namespace, wire.Decision{}), terr.Code)
 		return nil, terr
 	}
 	recordRefused(labelsOf(sess.Namespace, p.decision), terr.Code)
@@ -52,7 +52,7 @@ func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *
 // the error's JSON.
 type refusal struct {
 	err      *wire.Error
-	decision *selection.Decision
+	decision *wire.Decision
 }
 
 func (r *refusal) Error() string { return r.err.Error() }

@@ -55,7 +55,7 @@ func (t *runningTurn) execute(unlock func()) {
 	defer unlock()
 	defer t.e.live.remove(t.session, t.live)
 	var (
-		res  *adapter.TurnResult
+		res  *wire.TurnResult
 		terr *wire.Error
 	)
 	func() {
@@ -129,7 +129,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 // status (pin, lastSelection, nativeBinding, lastTurn, counters, activeTurn
 // cleared), the `result` or `error` event, the run's end and the
 // transcript's fsync.
-func (t *runningTurn) finish(res *adapter.TurnResult, terr *wire.Error) {
+func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	finished := metav1.Now()
 	if terr == nil && t.writeErr != nil {
 		terr = wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).Touched(false)
@@ -141,9 +141,9 @@ func (t *runningTurn) finish(res *adapter.TurnResult, terr *wire.Error) {
 	// The status first: a client that reads the session after the run's
 	// end finds the turn recorded there.
 	t.applyStatus(t.endStatus(res, terr, finished), "apply turn status failed")
-	state, payload, typ := journal.StateFinished, t.resultPayload(res), EventResult
+	state, payload, typ := journal.StateFinished, t.resultPayload(res), wire.EventResult
 	if terr != nil {
-		state, payload, typ = journal.StateFailed, mustJSON(terr), EventError
+		state, payload, typ = journal.StateFailed, mustJSON(terr), wire.EventError
 	}
 	if err := t.emit(typ, payload); err != nil {
 		t.e.log.Error(err, "journal append failed", "session", t.session, "runId", t.req.RunID, "event", typ)
@@ -157,12 +157,12 @@ func (t *runningTurn) finish(res *adapter.TurnResult, terr *wire.Error) {
 }
 
 // resultPayload is the `result` event of a turn that completed.
-func (t *runningTurn) resultPayload(res *adapter.TurnResult) []byte {
+func (t *runningTurn) resultPayload(res *wire.TurnResult) []byte {
 	if res == nil {
 		return nil
 	}
 	d := t.p.decision
-	out := ResultEvent{RunID: t.req.RunID, TurnResult: *res, AgentHarnessID: d.HarnessID}
+	out := wire.ResultEvent{RunID: t.req.RunID, TurnResult: *res, AgentHarnessID: d.HarnessID}
 	if t.req.CaptureRuntimeArtifact && checkArtifact(t.p.harness, t.p.server, &wire.ExpectedRuntimeArtifact{}, d.HarnessID) == nil {
 		out.RuntimeArtifact = t.p.harness.Status.RuntimeArtifact.DeepCopy()
 	}
@@ -170,7 +170,7 @@ func (t *runningTurn) resultPayload(res *adapter.TurnResult) []byte {
 }
 
 // endStatus is the dispatcher's part of the status after the turn.
-func (t *runningTurn) endStatus(res *adapter.TurnResult, terr *wire.Error, finished metav1.Time) *dispatcherStatus {
+func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished metav1.Time) *dispatcherStatus {
 	d := t.p.decision
 	st := t.e.current(t.sess)
 	st.ActiveTurn = nil

@@ -65,7 +65,7 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnReque
 	}
 	if err := e.journal.Admit(session); err != nil {
 		// A new runId could not be remembered: nothing runs.
-		recordRefused(labelsOf(ns, selection.Decision{}), wire.CodeRetentionLimitReached)
+		recordRefused(labelsOf(ns, wire.Decision{}), wire.CodeRetentionLimitReached)
 		return nil, err
 	}
 	waiting := turnsWaiting.WithLabelValues(ns)
@@ -94,7 +94,7 @@ func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, er
 	case err != nil:
 		return nil, err // a tombstone (RunPrunedError) among them: never run again
 	case run.Info().Digest != digest:
-		recordRefused(labelsOf(namespaceOf(session), selection.Decision{}), wire.CodeRunIDConflict)
+		recordRefused(labelsOf(namespaceOf(session), wire.Decision{}), wire.CodeRunIDConflict)
 		return nil, wire.RunIDConflict(session, runID)
 	}
 	return run, nil
@@ -138,7 +138,7 @@ func (e *Engine) begin(ctx context.Context, ns, name, session string, req *wire.
 		return run, nil, nil
 	}
 	t := e.newTurn(session, sess, req, p, run)
-	if err := t.emit(EventSelected, mustJSON(p.decision)); err != nil {
+	if err := t.emit(wire.EventSelected, mustJSON(p.decision)); err != nil {
 		t.writeErr = err // the turn fails visibly (run.go)
 	}
 	return run, t, nil
@@ -150,7 +150,7 @@ func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *wire.Tu
 	err := selection.ValidateAgainstSession(sess, &req.Attempt)
 	var se *wire.Error
 	if errors.As(err, &se) {
-		recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
+		recordRefused(labelsOf(ns, wire.Decision{}), se.Code)
 		return se
 	}
 	return err
@@ -174,8 +174,8 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *wire.TurnReques
 	if err != nil {
 		var r *refusal
 		if errors.As(err, &r) {
-			sink(EventSelected, mustJSON(r.decision))
-			sink(EventError, mustJSON(r.err))
+			sink(wire.EventSelected, mustJSON(r.decision))
+			sink(wire.EventError, mustJSON(r.err))
 		}
 		return err
 	}
@@ -195,7 +195,7 @@ func Follow(ctx context.Context, run *journal.Run, sink Sink) error {
 			return fmt.Errorf("dispatch: follow run %q: %w", run.Info().RunID, err)
 		}
 		sink(ev.Type, ev.Payload)
-		if ev.Type == EventError {
+		if ev.Type == wire.EventError {
 			failed = &wire.Error{}
 			if json.Unmarshal(ev.Payload, failed) != nil {
 				failed = wire.OutcomeUnknown("its error event is unreadable")
@@ -204,7 +204,7 @@ func Follow(ctx context.Context, run *journal.Run, sink Sink) error {
 	}
 	if info := run.Info(); info.State == journal.StateFailed && failed == nil {
 		failed = wire.OutcomeUnknown(info.Reason)
-		sink(EventError, mustJSON(failed))
+		sink(wire.EventError, mustJSON(failed))
 	}
 	if failed != nil {
 		return failed

@@ -329,18 +329,18 @@ func textReq(runID, prompt string) *wire.TurnRequest {
 
 func attempt(runID string) wire.Attempt { return wire.Attempt{RunID: runID} }
 
-func resultOf(evs []event) ResultEvent {
+func resultOf(evs []event) wire.ResultEvent {
 	GinkgoHelper()
-	raw := lastOf(evs, EventResult)
+	raw := lastOf(evs, wire.EventResult)
 	Expect(raw).NotTo(BeNil(), "no result event in %v", types(evs))
-	var r ResultEvent
+	var r wire.ResultEvent
 	Expect(json.Unmarshal(raw, &r)).To(Succeed())
 	return r
 }
 
 func errorOf(evs []event) wire.Error {
 	GinkgoHelper()
-	raw := lastOf(evs, EventError)
+	raw := lastOf(evs, wire.EventError)
 	Expect(raw).NotTo(BeNil(), "no error event in %v", types(evs))
 	var te wire.Error
 	Expect(json.Unmarshal(raw, &te)).To(Succeed())

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -327,7 +326,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Ru
 			return // the client left, or the journal closed
 		}
 		payload := ev.Payload
-		if ev.Type == dispatch.EventSelected {
+		if ev.Type == wire.EventSelected {
 			payload = withTurnFields(payload, runID, token)
 		}
 		buf.Reset()
@@ -342,7 +341,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Ru
 		// id: it is not a journaled event.
 		b, _ := json.Marshal(wire.OutcomeUnknown(info.Reason))
 		buf.Reset()
-		writeEvent(&buf, "", dispatch.EventError, b)
+		writeEvent(&buf, "", wire.EventError, b)
 		_, _ = w.Write(buf.Bytes())
 		_ = rc.Flush()
 	}
@@ -362,7 +361,10 @@ func writeEvent(b *bytes.Buffer, id, typ string, payload json.RawMessage) {
 	b.WriteString("\n\n")
 }
 
-// withTurnFields adds runId and turnToken to the `selected` decision.
+// withTurnFields adds runId and turnToken to the `selected` decision
+// (wire.SelectedEvent). It merges into the journaled JSON rather than
+// re-encoding a struct, so the payload's bytes stay what they always were
+// (its keys in sorted order).
 func withTurnFields(payload json.RawMessage, runID, token string) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(payload, &m) != nil || m == nil {
@@ -435,14 +437,6 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// ToolResultRequest is the body of …/tool-results: the answer to one host
-// tool call.
-type ToolResultRequest struct {
-	// CallID is the tool_call event's callId.
-	CallID string `json:"callId"`
-	adapter.ToolAnswer
-}
-
 func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, attrs(r, VerbCreate)) {
 		return
@@ -452,7 +446,7 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 	if !ok || !h.checkTurnToken(w, r, session, runID) {
 		return
 	}
-	var body ToolResultRequest
+	var body wire.ToolResultRequest
 	if err := wire.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
 		writeError(w, err, h.retryAfter)
 		return

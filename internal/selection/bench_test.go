@@ -64,7 +64,7 @@ func benchSnapshot(n int) (Snapshot, *wire.Attempt) {
 
 func BenchmarkSelect(b *testing.B) {
 	s, a := benchSnapshot(64)
-	if d := Select(s, a); d.Error != nil || d.Reason != ReasonAutoPlugin || len(d.Candidates) != 64 || len(d.Routes) != 3 ||
+	if d := Select(s, a); d.Error != nil || d.Reason != wire.ReasonAutoPlugin || len(d.Candidates) != 64 || len(d.Routes) != 3 ||
 		d.ToolPolicy == nil || len(d.ToolPolicy.SafeDeniedTools) != 1 {
 		b.Fatalf("unexpected decision %+v", d)
 	}

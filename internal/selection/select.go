@@ -54,7 +54,7 @@ const (
 // openclaw (-1), with its reason, or an error.
 type outcome struct {
 	harness int
-	reason  Reason
+	reason  wire.Reason
 	err     *wire.Error
 }
 
@@ -77,13 +77,13 @@ type engine struct {
 // A non-nil Session is checked first with ValidateAgainstSession; a mismatch is
 // returned as a Decision with a SessionMismatch error and nothing else. A nil
 // attempt is an empty one.
-func Select(s Snapshot, a *wire.Attempt) Decision {
+func Select(s Snapshot, a *wire.Attempt) wire.Decision {
 	if a == nil {
 		a = &wire.Attempt{}
 	}
 	if s.Session != nil {
 		if err := validateAgainstSession(s.Session, a); err != nil {
-			return Decision{Error: err}
+			return wire.Decision{Error: err}
 		}
 	}
 	e := engine{a: a, snap: &s}
@@ -170,9 +170,9 @@ func (e *engine) lookup(id string) int {
 	return e.byID[k]
 }
 
-func (e *engine) decide() Decision {
+func (e *engine) decide() wire.Decision {
 	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
-	d := Decision{MatchedPolicies: pol.MatchedPolicies}
+	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies}
 
 	// Precedence: session pin > session override > policy > auto.
 	switch {
@@ -197,14 +197,14 @@ func (e *engine) decide() Decision {
 	case rt == string(v1alpha1.RuntimeAuto):
 		return e.finish(d, e.autoMode(), -1)
 	case rt == string(v1alpha1.RuntimeOpenClaw):
-		d.Runtime, d.Reason = rt, ReasonForcedOpenClaw
+		d.Runtime, d.Reason = rt, wire.ReasonForcedOpenClaw
 		d.Candidates, _ = e.evaluate(modeList, -1)
 		return d
 	}
 	if p, ok := CLIBackendProvider(rt); ok && p == e.provider {
 		// A CLI backend alias for the provider passes through to the embedded
 		// runtime, whether or not a harness has that id.
-		d.Runtime, d.Reason, d.CLIBackend = string(v1alpha1.RuntimeOpenClaw), ReasonCLIRuntimePassthroughOpenClaw, rt
+		d.Runtime, d.Reason, d.CLIBackend = string(v1alpha1.RuntimeOpenClaw), wire.ReasonCLIRuntimePassthroughOpenClaw, rt
 		d.Candidates, _ = e.evaluate(modeList, -1)
 		return d
 	}
@@ -262,14 +262,14 @@ func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Er
 
 // finish decides every route, combines them, and applies the checks that
 // belong to the harness that runs the set.
-func (e *engine) finish(d Decision, mode, target int) Decision {
+func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
 	var outs []outcome
 	d.Candidates, outs = e.evaluate(mode, target)
 	h, reason, err := combine(outs)
 	if len(e.routes) > 1 {
-		d.Routes = make([]RouteDecision, len(outs))
+		d.Routes = make([]wire.RouteDecision, len(outs))
 		for i, o := range outs {
-			rd := RouteDecision{Route: e.routes[i].name, Reason: o.reason, Error: o.err}
+			rd := wire.RouteDecision{Route: e.routes[i].name, Reason: o.reason, Error: o.err}
 			if o.err == nil {
 				rd.Runtime = string(v1alpha1.RuntimeOpenClaw)
 				if o.harness >= 0 {
@@ -306,7 +306,7 @@ func (e *engine) finish(d Decision, mode, target int) Decision {
 		return d
 	}
 	verdict := e.toolVerdict(v)
-	d.ToolPolicy = &ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
+	d.ToolPolicy = &wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
 	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
 		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
 			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label)
@@ -320,7 +320,7 @@ func (e *engine) finish(d Decision, mode, target int) Decision {
 	return d
 }
 
-func (e *engine) setHarness(d *Decision, i int) {
+func (e *engine) setHarness(d *wire.Decision, i int) {
 	if i < 0 {
 		return
 	}
@@ -331,7 +331,7 @@ func (e *engine) setHarness(d *Decision, i int) {
 // evaluate lists every visible harness as a candidate and decides each route
 // for the mode. target is the requested harness (explicit, pin); in implicit
 // mode it is looked up as `codex`.
-func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
+func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 	if mode == modeImplicit {
 		target = e.lookup(string(v1alpha1.RuntimeCodex))
 	}
@@ -344,11 +344,11 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 	targetAdmitted := false
 	noFacts := e.routes[0].mp == nil
 
-	cands := make([]Candidate, len(e.order))
+	cands := make([]wire.Candidate, len(e.order))
 	for k, hi := range e.order {
 		v := &e.views[hi]
 		c := &cands[k]
-		*c = Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
+		*c = wire.Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
 		switch {
 		case v.shadowed:
 			c.Reason = reasonShadowed
@@ -413,20 +413,20 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 		switch mode {
 		case modeAuto:
 			if o.harness = best[ri]; o.harness >= 0 {
-				o.reason = ReasonAutoPlugin
+				o.reason = wire.ReasonAutoPlugin
 			} else {
-				o.reason = ReasonAutoOpenClaw
+				o.reason = wire.ReasonAutoOpenClaw
 			}
 		case modeImplicit:
 			switch {
 			case !officialOpenAIRoute(e.routes[ri].mp):
-				o.reason = ReasonAutoOpenClaw
+				o.reason = wire.ReasonAutoOpenClaw
 			case target < 0:
-				o.reason = ReasonImplicitPluginUnavailableOpenClaw
+				o.reason = wire.ReasonImplicitPluginUnavailableOpenClaw
 			case !targetAdmitted || !targetRes[ri].ok:
-				o.reason = ReasonImplicitPluginUnsupportedOpenClaw
+				o.reason = wire.ReasonImplicitPluginUnsupportedOpenClaw
 			default:
-				o.harness, o.reason = target, ReasonForcedPlugin
+				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			}
 		case modeExplicit, modePin:
 			res := targetRes[ri]
@@ -436,9 +436,9 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 			}
 			switch {
 			case res.ok:
-				o.harness, o.reason = target, ReasonForcedPlugin
+				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			case res.fallback:
-				o.reason = ReasonPluginDeclaredFallbackOpenClaw
+				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
 			default:
 				o.err = wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness, "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
 			}
@@ -451,7 +451,7 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 // fail-closed route fails the set; routes that agree run on their runtime;
 // routes that disagree run the set on openclaw, with the reason of the first
 // route that chose openclaw (auto_openclaw when none did).
-func combine(outs []outcome) (int, Reason, *wire.Error) {
+func combine(outs []outcome) (int, wire.Reason, *wire.Error) {
 	for _, o := range outs {
 		if o.err != nil {
 			return -1, "", o.err
@@ -465,7 +465,7 @@ func combine(outs []outcome) (int, Reason, *wire.Error) {
 					return -1, o.reason, nil
 				}
 			}
-			return -1, ReasonAutoOpenClaw, nil
+			return -1, wire.ReasonAutoOpenClaw, nil
 		}
 	}
 	return first.harness, first.reason, nil

@@ -25,12 +25,12 @@ type selectCase struct {
 
 	// Expected outcome: runtime+reason, or code (then runtime and reason are empty).
 	runtime string
-	reason  Reason
+	reason  wire.Reason
 	source  v1alpha1.RuntimeSource
 	code    wire.ErrorCode
 	msg     string // exact error message, when set
 	cli     string
-	check   func(t *testing.T, d Decision)
+	check   func(t *testing.T, d wire.Decision)
 }
 
 const (
@@ -44,7 +44,7 @@ var (
 	codexPol = func() *v1alpha1.RuntimePolicy { return policy("openai-codex", 0, prov("openai", "codex")) }
 )
 
-func cand(t *testing.T, d Decision, id string) Candidate {
+func cand(t *testing.T, d wire.Decision, id string) wire.Candidate {
 	t.Helper()
 	for _, c := range d.Candidates {
 		if c.HarnessID == id {
@@ -52,11 +52,11 @@ func cand(t *testing.T, d Decision, id string) Candidate {
 		}
 	}
 	t.Fatalf("no candidate %q in %+v", id, d.Candidates)
-	return Candidate{}
+	return wire.Candidate{}
 }
 
-func wantCand(id string, supported bool, reason string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantCand(id string, supported bool, reason string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		c := cand(t, d, id)
 		if c.Supported != supported || c.Reason != reason {
@@ -65,8 +65,8 @@ func wantCand(id string, supported bool, reason string) func(*testing.T, Decisio
 	}
 }
 
-func wantMatched(names ...string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantMatched(names ...string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		if !slices.Equal(d.MatchedPolicies, names) {
 			t.Errorf("matchedPolicies = %v, want %v", d.MatchedPolicies, names)
@@ -74,17 +74,17 @@ func wantMatched(names ...string) func(*testing.T, Decision) {
 	}
 }
 
-func wantRef(ns, name string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantRef(ns, name string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
-		if d.HarnessRef == nil || *d.HarnessRef != (HarnessRef{Namespace: ns, Name: name}) {
+		if d.HarnessRef == nil || *d.HarnessRef != (wire.HarnessRef{Namespace: ns, Name: name}) {
 			t.Errorf("harnessRef = %+v, want %s/%s", d.HarnessRef, ns, name)
 		}
 	}
 }
 
-func wantRoutes(want ...string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantRoutes(want ...string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		var got []string
 		for _, r := range d.Routes {
@@ -100,8 +100,8 @@ func wantRoutes(want ...string) func(*testing.T, Decision) {
 	}
 }
 
-func wantTools(restricted bool, safe ...string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantTools(restricted bool, safe ...string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		if d.ToolPolicy == nil {
 			t.Fatalf("toolPolicy is nil")
@@ -112,8 +112,8 @@ func wantTools(restricted bool, safe ...string) func(*testing.T, Decision) {
 	}
 }
 
-func all(checks ...func(*testing.T, Decision)) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func all(checks ...func(*testing.T, wire.Decision)) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		for _, c := range checks {
 			c(t, d)
@@ -209,7 +209,7 @@ func runSelectCase(t *testing.T, tc selectCase) {
 		for _, h := range tc.hs {
 			found := false
 			for _, c := range d.Candidates {
-				found = found || c.HarnessRef == (HarnessRef{Namespace: h.Namespace, Name: h.Name})
+				found = found || c.HarnessRef == (wire.HarnessRef{Namespace: h.Namespace, Name: h.Name})
 			}
 			if !found {
 				t.Errorf("harness %s/%s is not a candidate", h.Namespace, h.Name)
@@ -251,32 +251,32 @@ func normalizationCases() []selectCase {
 			name:    "issue: runtime ids are trimmed and lowercased",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("openai", gpt, whatIfOverride(" Codex ")),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "issue: pi is an alias of openclaw",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("openai", gpt, whatIfOverride("pi")),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "issue: codex-app-server is an alias of codex",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("openai", gpt, whatIfOverride("codex-app-server")),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "issue: default means auto, so an override of default overrides nothing",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			a:       attempt("openai", gpt, whatIfOverride("default")),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: an empty runtime id means auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				if d.RequestedRuntime != "auto" {
 					t.Errorf("requestedRuntime = %q", d.RequestedRuntime)
 				}
@@ -286,31 +286,31 @@ func normalizationCases() []selectCase {
 			name:    "issue: provider ids compare case-insensitively in policies",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			a:       attempt(" OpenAI ", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: provider ids compare case-insensitively in support facts",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("ACME", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: an empty provider takes the provider from a provider/model model id",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "openclaw"))},
 			a:       attempt("", "anthropic/claude-opus-5"),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "decision: a model id that repeats its provider as prefix names the same model",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", openaiGPT),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "decision: model ids compare case-insensitively so spelling cannot dodge a model entry",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", "GPT-5.5"),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 	}
 }
@@ -323,7 +323,7 @@ func precedenceCases() []selectCase {
 			hs:      codex,
 			sess:    session(openaiGPT, override("openclaw"), pinned("codex")),
 			a:       &wire.Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name:    "DESIGN §5 rule 1: the session override beats policy",
@@ -331,76 +331,76 @@ func precedenceCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			sess:    session(openaiGPT, override("openclaw")),
 			a:       &wire.Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §5 rule 1: policy beats auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "openclaw"))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: an agent entry beats an exact model ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", openaiGPT, "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: agent entries apply only to their own agent",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("other", openaiGPT, "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: an exact model ref beats a catalog row",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"), prov("openai", "", row{gpt, "codex"}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: a catalog row beats provider/*",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "", row{gpt, "openclaw"}), model("openai/*", "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: provider/* beats the provider-wide runtime",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("openai/*", "openclaw"), prov("openai", "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: the provider-wide runtime applies when nothing more specific matches",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw", row{"gpt-4.1", "codex"}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: an exact provider/model ref beats a bare model ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(gpt, "codex"), model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: a bare model ref matches that model of any provider",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(gpt, "openclaw"))},
 			a:       attempt("azure", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: an agent's provider/* entry still beats a top-level exact ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "openai/*", "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name: "issue: a bare model id matching entries of two providers when the provider is unknown yields no model-scoped policy",
@@ -410,8 +410,8 @@ func precedenceCases() []selectCase {
 				policy("p2", 1, model("azure/"+gpt, "openclaw")),
 			},
 			a:       attempt("", gpt),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
 					t.Errorf("requested %q matched %v", d.RequestedRuntime, d.MatchedPolicies)
 				}
@@ -421,13 +421,13 @@ func precedenceCases() []selectCase {
 			name:    "issue: a bare model id matching one provider's entry keeps its model-scoped policy",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p1", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "issue: catalog rows of two providers make a bare model id ambiguous too",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p1", 0, prov("openai", "", row{gpt, "codex"}), prov("azure", "", row{gpt, "openclaw"}))},
 			a:       attempt("", gpt),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "seed: Model-scoped runtime policy takes precedence (over another policy's provider entry)",
@@ -437,7 +437,7 @@ func precedenceCases() []selectCase {
 				policy("new", 1, model(openaiGPT, "codex")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 			check: wantMatched("new", "old"),
 		},
 		{
@@ -445,14 +445,14 @@ func precedenceCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: a policy entry of auto asks the harnesses and keeps the policy as runtime source",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "auto"))},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §3: two policies giving one key different runtimes: the older policy wins",
@@ -462,7 +462,7 @@ func precedenceCases() []selectCase {
 				policy("old", 1, prov("openai", "codex")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("old", "new"),
 		},
 		{
@@ -473,7 +473,7 @@ func precedenceCases() []selectCase {
 				policy("a", 0, prov("openai", "openclaw")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("a", "b"),
 		},
 		{
@@ -484,7 +484,7 @@ func precedenceCases() []selectCase {
 				policy("enforcer", 5, prov("openai", "codex"), deny()),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("enforcer", "old"),
 		},
 		{
@@ -495,7 +495,7 @@ func precedenceCases() []selectCase {
 				policy("d1", 1, prov("openai", "codex"), deny()),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("d1", "d2"),
 		},
 		{
@@ -507,7 +507,7 @@ func precedenceCases() []selectCase {
 			},
 			sess:    session(openaiGPT, override("openclaw")),
 			a:       &wire.Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §3: a Deny policy's agent entry governs only that agent",
@@ -515,7 +515,7 @@ func precedenceCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, agent("other", "openai/*", "codex"), deny())},
 			sess:    session(openaiGPT, override("openclaw")),
 			a:       &wire.Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §3: matchedPolicies lists the deciding policy first, then the others oldest first",
@@ -527,7 +527,7 @@ func precedenceCases() []selectCase {
 				policy("p1", 1, prov("openai", "openclaw")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 			check: wantMatched("p3", "p1", "p2"),
 		},
 	}
@@ -569,7 +569,7 @@ func denyCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("codex")),
 			a:       &wire.Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §3: a pin that agrees with a Deny policy runs",
@@ -577,7 +577,7 @@ func denyCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, pinned("codex")),
 			a:       &wire.Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name:    "decision: an override of auto under a Deny policy overrides nothing",
@@ -585,7 +585,7 @@ func denyCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("auto")),
 			a:       &wire.Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "decision: under an enforced auto a pin that auto would select itself is kept",
@@ -593,7 +593,7 @@ func denyCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "auto"), deny())},
 			sess:    session("acme/m1", pinned("h1")),
 			a:       &wire.Attempt{},
-			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "decision: under an enforced auto a pin that auto would not select is OverrideDenied",
@@ -632,7 +632,7 @@ func denyCases() []selectCase {
 			sess:        sampleSession(),
 			assumeReady: true,
 			a:           sampleAttempt(),
-			runtime:     "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime:     "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: all(wantRef("agents", "codex"), wantMatched("codex-only"), wantTools(false)),
 		},
 		{
@@ -653,21 +653,21 @@ func autoCases() []selectCase {
 			name:    "seed: auto asks registered harnesses whether they support the resolved effective route",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: all(wantRef("agents", "h1"), wantCand("h1", true, "")),
 		},
 		{
 			name:    "seed: If no registered harness matches, OpenClaw falls back to its embedded runtime",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonProvider),
 		},
 		{
 			name:    "DESIGN §5 rule 2: the highest priority wins",
 			hs:      []*v1alpha1.AgentHarness{acme("a", 1), acme("b", 50), acme("c", 10)},
 			a:       attempt("acme", "m1"),
-			runtime: "b", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "b", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "DESIGN §5 rule 2: a missing priority counts as 0",
@@ -676,53 +676,53 @@ func autoCases() []selectCase {
 				acme("b", -1),
 			},
 			a:       attempt("acme", "m1"),
-			runtime: "a", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "a", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: priority ties go to the lower harness id",
 			hs:      []*v1alpha1.AgentHarness{acme("zeta", 5), acme("alpha", 5)},
 			a:       attempt("acme", "m1"),
-			runtime: "alpha", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "alpha", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: an ExplicitOnly harness is a candidate with reason harness is explicit-only",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionExplicitOnly)), acme("h2", 1)},
 			a:       attempt("acme", "m1"),
-			runtime: "h2", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h2", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, "harness is explicit-only"),
 		},
 		{
 			name:    "DESIGN §3: autoSelection is separate from support: an ExplicitOnly harness serves an explicit runtime id",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5, autoSel(v1alpha1.AutoSelectionExplicitOnly))},
 			a:       attempt("acme", "m1", whatIfOverride("h1")),
-			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 			check: wantCand("h1", true, ""),
 		},
 		{
 			name:    "issue: a Listed harness without the provider is a candidate with reason provider is not auto-selectable",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionListed, "other"))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, "provider is not auto-selectable"),
 		},
 		{
 			name:    "issue: a Listed harness is asked about its listed providers",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionListed, "acme"))},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: an AllProviders harness is asked about every provider",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionAllProviders))},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: every visible harness appears among the candidates with its result, by priority then id",
 			hs:      []*v1alpha1.AgentHarness{acme("a", 1), acme("b", 2, autoSel(v1alpha1.AutoSelectionExplicitOnly)), harness("codex"), acme("c", 1)},
 			a:       attempt("acme", "m1"),
-			runtime: "a", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "a", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				var got []string
 				for _, c := range d.Candidates {
 					got = append(got, c.HarnessID+":"+boolStr(c.Supported)+":"+c.Reason)
@@ -740,7 +740,7 @@ func autoCases() []selectCase {
 			name:    "seed: Provider/model prefixes alone never select a harness",
 			hs:      []*v1alpha1.AgentHarness{harness("acme", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"other"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("", "acme/m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "seed: in auto mode embedded fallback applies only when no registered plugin harness supports the provider/model",
@@ -749,7 +749,7 @@ func autoCases() []selectCase {
 				acme("small", 1),
 			},
 			a:       attempt("acme", "m1"),
-			runtime: "small", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "small", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "DESIGN §5 rule 3: an unavailable auto winner is HarnessUnavailable, never a fallback",
@@ -760,7 +760,7 @@ func autoCases() []selectCase {
 			a:    attempt("acme", "m1"),
 			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: `Agent harness "h1" is unavailable: WorkloadReady is False (NoReadyPods: 0/1 server pods are Ready). Retry later.`,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				if d.HarnessID != "h1" {
 					t.Errorf("harnessId = %q", d.HarnessID)
 				}
@@ -777,8 +777,8 @@ func autoCases() []selectCase {
 			name:    "DESIGN §3: an omitted support block means the adapter defaults (codex: providers codex, openai; priority 100)",
 			hs:      []*v1alpha1.AgentHarness{harness("pool")},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				if c := cand(t, d, "pool"); c.Supported || c.Reason != reasonProvider || c.Priority != 100 {
 					t.Errorf("candidate = %+v", c)
 				}
@@ -788,7 +788,7 @@ func autoCases() []selectCase {
 			name:    "decision: an unknown autoSelection mode keeps the harness out of auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5, autoSel("Sometimes"))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, reasonUnknownAutoMode),
 		},
 		{
@@ -798,8 +798,8 @@ func autoCases() []selectCase {
 				acme("h1", 5, objName("team-a", "h1-old"), created(1)),
 			},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				wantRef("team-a", "h1-old")(t, d)
 				if d.Candidates[1].HarnessRef.Name != "h1" || d.Candidates[1].Reason != reasonShadowed {
 					t.Errorf("shadowed candidate = %+v", d.Candidates[1])
@@ -810,7 +810,7 @@ func autoCases() []selectCase {
 			name:    "DESIGN §3: openclaw and its aliases are reserved: a harness using one is never selected by auto",
 			hs:      []*v1alpha1.AgentHarness{harness("pi", written(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("pi", false, reasonReserved),
 		},
 		{
@@ -823,19 +823,19 @@ func autoCases() []selectCase {
 			name:    "DESIGN §3: omitted support providers mean any provider",
 			hs:      []*v1alpha1.AgentHarness{harness("any", written(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("acme", "m1"),
-			runtime: "any", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "any", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "seed: auto checks the route facts: a route policy listing the harness is supported",
 			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness}))},
 			a:       attempt("acme", "m1", withRoute(acmeRoute(compat("h1")))),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "seed: An absent policy means the provider did not declare route-level compatibility; it is not permission (auto)",
 			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness}))},
 			a:       attempt("acme", "m1", withRoute(acmeRoute())),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, reasonRouteUndeclared),
 		},
 	}
@@ -855,7 +855,7 @@ func implicitCases() []selectCase {
 			name:    "issue: implicit codex on the official route " + api + " " + url,
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(rt(api, url, compat("codex")))),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		}
 	}
 	notOfficial := func(name, api, url string, opts ...ropt) selectCase {
@@ -863,7 +863,7 @@ func implicitCases() []selectCase {
 			name:    name + " (" + api + " " + url + ")",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(rt(api, url, append([]ropt{compat("codex")}, opts...)...))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		}
 	}
 	return []selectCase{
@@ -871,7 +871,7 @@ func implicitCases() []selectCase {
 			name:    "DESIGN §5 rule 2: an openai attempt without route facts means the default official route: implicit codex",
 			hs:      codex,
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantRef("agents", "codex"),
 		},
 		official(apiPlatform, "https://api.openai.com"),
@@ -914,24 +914,24 @@ func implicitCases() []selectCase {
 			name:    "decision: an unknown requestTransportOverrides fact is not an official route",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(wire.ModelProvider{API: apiPlatform, BaseURL: platformURL, RuntimePolicy: &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}})),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: implicit codex that is not registered falls back to openclaw",
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: implicit codex that does not support the route falls back to openclaw",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"codex"}}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "seed: OpenAI may select Codex only when its route contract declares codex compatible",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL))),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonRouteUndeclared),
 		},
 		{
@@ -955,47 +955,47 @@ func implicitCases() []selectCase {
 				harness("big", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"openai"}, Priority: ptr.To[int32](900), RoutePolicy: v1alpha1.RoutePolicyAny})),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("big", false, reasonOpenAIImplicit),
 		},
 		{
 			name:    "issue: for provider openai auto asks no plugin even when codex is not registered",
 			hs:      []*v1alpha1.AgentHarness{harness("big", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"openai"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "decision: implicit codex respects autoSelection ExplicitOnly",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", autoSel(v1alpha1.AutoSelectionExplicitOnly))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonExplicitOnly),
 		},
 		{
 			name:    "DESIGN §3: implicit Codex means the harness whose harnessId is codex, not any codex-app-server harness",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool")},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: implicit codex selected under a policy entry of auto has runtime source implicit",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: a custom openai endpoint under a policy entry of auto keeps the policy's runtime source",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, "https://proxy.example/v1", compat("codex")))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: implicit codex is checked against prepared auth too",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(codexRoute(auth(wire.AuthSourceDirect, "api-key", wire.AuthRequirementSubscription)))),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 	}
 }
@@ -1019,7 +1019,7 @@ func explicitCases() []selectCase {
 			a:    attempt("openai", gpt),
 			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "ghost" is not registered.`,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				if d.HarnessID != "ghost" || d.HarnessRef != nil || d.RequestedRuntime != "ghost" {
 					t.Errorf("harnessId %q ref %v requested %q", d.HarnessID, d.HarnessRef, d.RequestedRuntime)
 				}
@@ -1053,8 +1053,8 @@ func explicitCases() []selectCase {
 			hs:      codex,
 			ps:      pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			check: func(t *testing.T, d wire.Decision) {
 				if c := cand(t, d, "codex"); c.FallbackRuntime != "openclaw" || c.Reason != reasonTransportOverrides {
 					t.Errorf("candidate = %+v", c)
 				}
@@ -1082,18 +1082,18 @@ func explicitCases() []selectCase {
 			name:    "issue: claude-cli for anthropic passes through to openclaw",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("anthropic/claude-opus-5", "claude-cli"))},
 			a:       attempt("anthropic", "claude-opus-5"),
-			runtime: "openclaw", reason: ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceModel, cli: "claude-cli",
+			runtime: "openclaw", reason: wire.ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceModel, cli: "claude-cli",
 		},
 		{
 			name:    "issue: google-gemini-cli for google passes through to openclaw",
 			a:       attempt("google", "gemini-3-pro", whatIfOverride("google-gemini-cli")),
-			runtime: "openclaw", reason: ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "google-gemini-cli",
+			runtime: "openclaw", reason: wire.ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "google-gemini-cli",
 		},
 		{
 			name:    "issue: a CLI backend alias passes through whether or not a harness has that id",
 			hs:      []*v1alpha1.AgentHarness{harness("claude-cli", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"anthropic"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("anthropic", "claude-opus-5", whatIfOverride("claude-cli")),
-			runtime: "openclaw", reason: ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "claude-cli",
+			runtime: "openclaw", reason: wire.ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "claude-cli",
 		},
 		{
 			name: "issue: a CLI backend alias for another provider is an ordinary harness id",
@@ -1106,7 +1106,7 @@ func explicitCases() []selectCase {
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			sess:    session("other/m1", pinned("h1")),
 			a:       &wire.Attempt{},
-			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 			check: wantCand("h1", true, reasonPinUnchecked),
 		},
 		{
@@ -1129,7 +1129,7 @@ func explicitCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 			check: wantCand("codex", true, ""),
 		},
 		unavailable("DESIGN §5 rule 3: WorkloadReady False is HarnessUnavailable (retryable)",
@@ -1168,7 +1168,7 @@ func explicitCases() []selectCase {
 			ps:          pol,
 			assumeReady: true,
 			a:           attempt("openai", gpt),
-			runtime:     "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime:     "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:        "decision: AssumeReadyWithoutStatus does not override reported conditions",
@@ -1183,13 +1183,13 @@ func explicitCases() []selectCase {
 			hs:      []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("old"))},
 			ps:      pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: the harness id defaults to metadata.name",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool", noHarnessID())},
 			a:       attempt("openai", gpt, whatIfOverride("codex-pool")),
-			runtime: "codex-pool", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex-pool", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §5 rule 3: registered means an AgentHarness with that harness id, not that object name",
@@ -1203,7 +1203,7 @@ func explicitCases() []selectCase {
 			ps:      pol,
 			sess:    session(openaiGPT, pinned("openclaw")),
 			a:       &wire.Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §5 rule 1: legacy whole-agent pins are ignored (only the session's own pin counts)",
@@ -1211,7 +1211,7 @@ func explicitCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			sess:    session(openaiGPT),
 			a:       &wire.Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 	}
 }
@@ -1234,7 +1234,7 @@ func supportCases() []selectCase {
 		if code != "" {
 			tc.code = code
 		} else {
-			tc.runtime, tc.reason = "h1", ReasonForcedPlugin
+			tc.runtime, tc.reason = "h1", wire.ReasonForcedPlugin
 		}
 		return tc
 	}
@@ -1245,7 +1245,7 @@ func supportCases() []selectCase {
 			source: v1alpha1.RuntimeSourceProvider,
 		}
 		if ok {
-			tc.runtime, tc.reason = "codex", ReasonForcedPlugin
+			tc.runtime, tc.reason = "codex", wire.ReasonForcedPlugin
 		} else {
 			tc.code = wire.CodeHarnessUnsupported
 		}
@@ -1264,7 +1264,7 @@ func supportCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("codex", "codex"))},
 			a:       attempt("codex", gpt, withRoute(rt("codex-native", chatgptURL))),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §3: nativeProviders are not exempt when a declared route policy omits the harness",
@@ -1328,7 +1328,7 @@ func supportCases() []selectCase {
 			hs:      codex,
 			ps:      pol,
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "issue: support is checked in order: route policy before prepared auth",
@@ -1353,7 +1353,7 @@ func retrySetCases() []selectCase {
 			name: "DESIGN §5 rule 4: routes that agree run the set on their runtime",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=codex/forced_plugin"),
 		},
 		{
@@ -1368,7 +1368,7 @@ func retrySetCases() []selectCase {
 			name: "DESIGN §5 rule 4: routes that disagree run the set on openclaw",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), codexRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=openclaw/plugin_declared_fallback_openclaw"),
 		},
 		{
@@ -1381,14 +1381,14 @@ func retrySetCases() []selectCase {
 			name:    "seed: Implicit selection uses OpenClaw if no plugin can own the full set",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("acme", "m1", withRetrySet(acmeRoute(), acmeRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantRoutes("modelProviders[0]=h1/auto_plugin", "modelProviders[1]=openclaw/auto_openclaw"),
 		},
 		{
 			name:    "DESIGN §5 rule 4: auto routes that choose different harnesses run the set on openclaw",
 			hs:      []*v1alpha1.AgentHarness{mustList("h1", 9), mustList("h2", 1)},
 			a:       attempt("acme", "m1", withRetrySet(acmeRoute(compat("h1", "h2")), acmeRoute(compat("h2")))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: all(wantRoutes("modelProviders[0]=h1/auto_plugin", "modelProviders[1]=h2/auto_plugin"),
 				wantCand("h1", false, "modelProviders[1]: "+reasonRouteNotListed), wantCand("h2", true, "")),
 		},
@@ -1396,20 +1396,20 @@ func retrySetCases() []selectCase {
 			name:    "DESIGN §5 rule 4: a set with one custom openai route runs on openclaw",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), rt(apiPlatform, "https://proxy.example/v1", compat("codex")))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 4: implicit codex on a set of official routes is selected for the set",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "decision: the selected route repeated in its retry set is one route",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute()), withRetrySet(codexRoute())),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
-			check: func(t *testing.T, d Decision) {
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			check: func(t *testing.T, d wire.Decision) {
 				if len(d.Routes) != 0 {
 					t.Errorf("routes = %+v", d.Routes)
 				}
@@ -1419,7 +1419,7 @@ func retrySetCases() []selectCase {
 			name: "decision: modelProvider and a different retry set are decided together",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute()), withRetrySet(chatgpt)),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProvider=codex/forced_plugin", "modelProviders[0]=codex/forced_plugin"),
 		},
 		{
@@ -1448,7 +1448,7 @@ func toolPolicyCases() []selectCase {
 			a:    attempt("openai", gpt, opts...),
 			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "Codex" + toolMsg,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				wantTools(true)(t, d)
 				if d.HarnessID != "codex" || len(d.ToolPolicy.Reasons) == 0 {
 					t.Errorf("harnessId %q reasons %v", d.HarnessID, d.ToolPolicy.Reasons)
@@ -1460,7 +1460,7 @@ func toolPolicyCases() []selectCase {
 		return selectCase{
 			name: name, hs: hs, ps: pol,
 			a:       attempt("openai", gpt, opts...),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantTools(restricted, safe...),
 		}
 	}
@@ -1495,8 +1495,8 @@ func toolPolicyCases() []selectCase {
 			name: "DESIGN §5 rule 6: the gate does not apply to the embedded runtime",
 			hs:   labelled, ps: pol,
 			a:       attempt("openai", gpt, whatIfOverride("openclaw"), tools(denyExec)),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			check: func(t *testing.T, d wire.Decision) {
 				if d.ToolPolicy != nil {
 					t.Errorf("toolPolicy = %+v", d.ToolPolicy)
 				}
@@ -1540,7 +1540,7 @@ func sessionCases() []selectCase {
 			sess = session(openaiGPT)
 		}
 		return selectCase{name: name, hs: codex, ps: pol, sess: sess, a: a, code: wire.CodeSessionMismatch, msg: msg,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				if len(d.Candidates) != 0 || d.Runtime != "" || d.RuntimeSource != "" {
 					t.Errorf("a SessionMismatch decision carries more than the error: %+v", d)
 				}
@@ -1565,7 +1565,7 @@ func sessionCases() []selectCase {
 			name: "DESIGN §4: empty attempt fields are not compared",
 			hs:   codex, ps: pol, sess: session(openaiGPT),
 			a:       &wire.Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §4: repeated fields that match are accepted (provider case, provider prefix, runtime aliases)",
@@ -1573,19 +1573,19 @@ func sessionCases() []selectCase {
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
 			a: &wire.Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "s-1", Provider: "OpenAI", ModelID: openaiGPT,
 				AgentHarnessID: "codex-app-server", AgentHarnessRuntimeOverride: "pi"},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name:    "issue item 3: without a session the attempt's pin is evaluated (what if)",
 			hs:      codex,
 			a:       attempt("openai", gpt, whatIfPin("codex")),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "issue item 3: without a session the attempt's override is evaluated (what if)",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, whatIfOverride("openclaw")),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §4: the session's model is authoritative for policy",
@@ -1593,12 +1593,12 @@ func sessionCases() []selectCase {
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "openclaw"))},
 			sess:    session("anthropic/claude-opus-5"),
 			a:       &wire.Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "decision: a nil attempt is an empty attempt",
 			hs:   codex, ps: pol, sess: session(openaiGPT),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 	}
 }

@@ -78,7 +78,9 @@ func harnessID(h *v1alpha1.AgentHarness) (string, bool) {
 	return id, n != id || n == string(v1alpha1.RuntimeAuto) || n == string(v1alpha1.RuntimeOpenClaw)
 }
 
-func (v *hview) ref() HarnessRef { return HarnessRef{Namespace: v.h.Namespace, Name: v.h.Name} }
+func (v *hview) ref() wire.HarnessRef {
+	return wire.HarnessRef{Namespace: v.h.Namespace, Name: v.h.Name}
+}
 
 // compareViews orders by harness id, then age (creationTimestamp, namespace,
 // name), so the first view of an id is the one that counts.

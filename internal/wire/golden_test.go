@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"testing"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // The JSON on the wire is what gateways and kubectl-harness parse; these
@@ -76,6 +78,44 @@ func TestTurnRequestJSONAndDigestAreStable(t *testing.T) {
 		}
 		if got := hex.EncodeToString(d[:]); got != tc.hash {
 			t.Errorf("digest of %s = %s, want %s", tc.json, got, tc.hash)
+		}
+	}
+}
+
+func TestEventPayloadJSONIsStable(t *testing.T) {
+	exit := 2
+	for name, tc := range map[string]struct {
+		v    any
+		want string
+	}{
+		// A route's unscoped error carries "scope":"" since its type is the
+		// one Error (selection.Error omitted an empty scope; DESIGN.md §7:
+		// every error carries it). Nothing else changed.
+		"selected": {Decision{
+			RequestedRuntime: "codex", HarnessID: "codex", HarnessRef: &HarnessRef{Namespace: "ns", Name: "codex-h"},
+			RuntimeSource: v1alpha1.RuntimeSourceSession,
+			Candidates:    []Candidate{{HarnessID: "codex", HarnessRef: HarnessRef{Namespace: "ns", Name: "codex-h"}, Label: "Codex", Priority: 1, Reason: "why"}},
+			Routes: []RouteDecision{{Route: "modelProviders[0]", Runtime: "codex", HarnessID: "codex", Reason: ReasonForcedPlugin},
+				{Route: "modelProviders[1]", Error: &Error{Code: CodeHarnessUnsupported, Message: "no"}}},
+			ToolPolicy:      &ToolPolicyDecision{Restricted: true, SafeDeniedTools: []string{"exec"}, Reasons: []string{"r"}},
+			MatchedPolicies: []string{"p1"},
+			Error:           &Error{Code: CodeHarnessUnsupported, Message: "no", Scope: ScopeHarness},
+		}, `{"requestedRuntime":"codex","harnessId":"codex","harnessRef":{"namespace":"ns","name":"codex-h"},"runtimeSource":"session","candidates":[{"harnessId":"codex","harnessRef":{"namespace":"ns","name":"codex-h"},"label":"Codex","supported":false,"priority":1,"reason":"why"}],"routes":[{"route":"modelProviders[0]","runtime":"codex","harnessId":"codex","reason":"forced_plugin"},{"route":"modelProviders[1]","error":{"code":"HarnessUnsupported","message":"no","scope":"","retryable":false}}],"toolPolicy":{"restricted":true,"safeDeniedTools":["exec"],"reasons":["r"]},"matchedPolicies":["p1"],"error":{"code":"HarnessUnsupported","message":"no","scope":"harness","retryable":false}}`},
+		"result": {ResultEvent{RunID: "run-1", AgentHarnessID: "codex",
+			TurnResult: TurnResult{ThreadID: "th", TurnID: "tu", AssistantTexts: []string{"a"}, Terminal: Terminal{Kind: TerminalFailed, Message: "m", ErrorInfo: "e"},
+				Classification: ClassEmpty, PlanText: "p", ReasoningText: "r", Usage: Usage{Input: 1, CachedInput: 2, Output: 3, Reasoning: 4, Total: 10},
+				LastToolError: &ToolError{CallID: "c", Tool: "t", Arguments: json.RawMessage(`{}`), ExecutionStarted: true, Reason: FailureToolError, Message: "m", Native: true},
+				ToolMediaURLs: []string{"u"}, HostOwnedToolMediaURLs: []string{"u"}},
+			RuntimeArtifact: &v1alpha1.RuntimeArtifact{ID: "a", Fingerprint: "f"},
+		}, `{"runId":"run-1","threadId":"th","turnId":"tu","assistantTexts":["a"],"terminal":{"kind":"failed","message":"m","errorInfo":"e"},"classification":"empty","planText":"p","reasoningText":"r","usage":{"input":1,"cachedInput":2,"output":3,"reasoning":4,"total":10},"lastToolError":{"callId":"c","tool":"t","arguments":{},"executionStarted":true,"reason":"tool_error","message":"m","native":true},"toolMediaUrls":["u"],"hostOwnedToolMediaUrls":["u"],"agentHarnessId":"codex","runtimeArtifact":{"id":"a","fingerprint":"f"}}`},
+		"tool_terminal": {ToolTerminal{CallID: "c", Tool: "t", Arguments: json.RawMessage(`{}`), ExecutionStarted: true, Outcome: OutcomeFailure,
+			Failure: &ToolFailure{Reason: FailureNative, Message: "m", ExitCode: &exit}, Native: true},
+			`{"callId":"c","tool":"t","arguments":{},"executionStarted":true,"outcome":"failure","failure":{"reason":"native_failed","message":"m","exitCode":2},"native":true}`},
+		"tool result body": {ToolResultRequest{CallID: "c", ToolAnswer: ToolAnswer{Content: []ToolContent{{Type: "image", ImageURL: "data:x"}}, IsError: true, ErrorMessage: "m", MediaURLs: []string{"u"}}},
+			`{"callId":"c","content":[{"type":"image","imageUrl":"data:x"}],"isError":true,"errorMessage":"m","mediaUrls":["u"]}`},
+	} {
+		if got := mustMarshal(t, tc.v); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, tc.want)
 		}
 	}
 }

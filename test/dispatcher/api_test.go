@@ -18,10 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -50,10 +48,10 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(rep.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 		Expect(rep.Header.Get(dispatchapi.RunIDHeader)).To(Equal("run-a1"))
 		checkIDs(evs, 0)
-		Expect(evs[0].Type).To(Equal(dispatch.EventSelected), "events %v", typesOf(evs))
-		Expect(evs[len(evs)-1].Type).To(Equal(dispatch.EventResult), "events %v", typesOf(evs))
+		Expect(evs[0].Type).To(Equal(wire.EventSelected), "events %v", typesOf(evs))
+		Expect(evs[len(evs)-1].Type).To(Equal(wire.EventResult), "events %v", typesOf(evs))
 		Expect(partials(evs)).To(Equal("The answer is forty-two."), "events %v", typesOf(evs))
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed())
 		Expect(res.AssistantTexts).To(Equal([]string{"The answer is forty-two."}))
 		Expect(res.RunID).To(Equal("run-a1"))
@@ -106,7 +104,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		// first turn (internal/adapter/codex/doc.go).
 		stub.When("tool-0", stubmodel.Text("warm-up done"))
 		warm := readSSE(post(sessionURL(ns, "tools")+"/turns", gateway, `{"runId":"run-t0","prompt":"tool-0 warm up",`+tools+`}`, nil))
-		var warmSel struct{ TurnToken string }
+		var warmSel wire.SelectedEvent
 		Expect(json.Unmarshal(warm[0].Data, &warmSel)).To(Succeed())
 		Expect(warmSel.TurnToken).NotTo(BeEmpty())
 		stub.When("tool-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))
@@ -117,12 +115,12 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		answered := false
 		evs := scanSSE(resp.Body, func(e sseEvent) {
 			switch e.Type {
-			case dispatch.EventSelected:
-				var sel struct{ TurnToken string }
+			case wire.EventSelected:
+				var sel wire.SelectedEvent
 				Expect(json.Unmarshal(e.Data, &sel)).To(Succeed())
 				token = sel.TurnToken
-			case string(adapter.EventToolCall):
-				var call adapter.ToolCall
+			case wire.EventToolCall:
+				var call wire.ToolCall
 				Expect(json.Unmarshal(e.Data, &call)).To(Succeed())
 				url := sessionURL(ns, "tools") + "/turns/run-t1/tool-results"
 				answer := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"sunny, 21C"}]}`, call.CallID)
@@ -140,16 +138,16 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		})
 		checkIDs(evs, 0)
 		Expect(answered).To(BeTrue(), "no tool_call in %v", typesOf(evs))
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed())
 		Expect(res.AssistantTexts).To(Equal([]string{stubmodel.ToolOutputPrefix + "sunny, 21C"}), "events %v", typesOf(evs))
-		var term adapter.ToolTerminal
+		var term wire.ToolTerminal
 		for _, e := range evs {
-			if e.Type == string(adapter.EventToolTerminal) {
+			if e.Type == wire.EventToolTerminal {
 				Expect(json.Unmarshal(e.Data, &term)).To(Succeed())
 			}
 		}
-		Expect(term.Outcome).To(Equal(adapter.OutcomeSuccess), "tool terminal %+v", term)
+		Expect(term.Outcome).To(Equal(wire.OutcomeSuccess), "tool terminal %+v", term)
 	})
 
 	It("resumes a turn after a reconnect with Last-Event-ID; the model sees one request", func() {
@@ -165,7 +163,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		first, ok := nextEvent(sse.NewScanner(resp.Body))
 		_ = resp.Body.Close()
 		Expect(ok).To(BeTrue())
-		Expect(first.Type).To(Equal(dispatch.EventSelected))
+		Expect(first.Type).To(Equal(wire.EventSelected))
 		Expect(first.ID).To(Equal(int64(1)))
 		_, err := stub.WaitMarker(ctx, "lambda-1")
 		Expect(err).NotTo(HaveOccurred())
@@ -173,8 +171,8 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 
 		evs := readSSE(post(url, gateway, body, map[string]string{"Last-Event-ID": strconv.FormatInt(first.ID, 10)}))
 		checkIDs(evs, first.ID)
-		Expect(evs[len(evs)-1].Type).To(Equal(dispatch.EventResult), "events after reconnect %v", typesOf(evs))
-		Expect(typesOf(evs)).NotTo(ContainElement(dispatch.EventSelected), "selected replayed after Last-Event-ID %d", first.ID)
+		Expect(evs[len(evs)-1].Type).To(Equal(wire.EventResult), "events after reconnect %v", typesOf(evs))
+		Expect(typesOf(evs)).NotTo(ContainElement(wire.EventSelected), "selected replayed after Last-Event-ID %d", first.ID)
 		Expect(partials(evs)).To(Equal("all of the answer arrives"))
 		Expect(stub.RequestsContaining("lambda-1")).To(HaveLen(1), "the model saw the turn more than once")
 
@@ -198,7 +196,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		sc := sse.NewScanner(resp.Body)
 		first, ok := nextEvent(sc)
 		Expect(ok).To(BeTrue())
-		var sel struct{ TurnToken string }
+		var sel wire.SelectedEvent
 		Expect(json.Unmarshal(first.Data, &sel)).To(Succeed())
 		_, err := stub.WaitMarker(ctx, "kappa-1")
 		Expect(err).NotTo(HaveOccurred())
@@ -218,10 +216,10 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			rest = append(rest, e)
 		}
 		Expect(rest).NotTo(BeEmpty())
-		Expect(rest[len(rest)-1].Type).To(Equal(dispatch.EventResult), "after interrupt %v", typesOf(rest))
-		var res dispatch.ResultEvent
+		Expect(rest[len(rest)-1].Type).To(Equal(wire.EventResult), "after interrupt %v", typesOf(rest))
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(rest[len(rest)-1].Data, &res)).To(Succeed())
-		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalAborted), "terminal %+v", res.Terminal)
+		Expect(res.Terminal.Kind).To(Equal(wire.TerminalAborted), "terminal %+v", res.Terminal)
 		// Ended: not running any more.
 		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, wire.CodeTurnNotRunning)
 	})
@@ -255,12 +253,12 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 
 		gate.Release()
 		evs := scanSSE(first.Body, nil)
-		Expect(typesOf(evs)).To(ContainElement(dispatch.EventResult))
+		Expect(typesOf(evs)).To(ContainElement(wire.EventResult))
 		// Nothing of the dropped turn ran or was journaled; its runId is free.
 		Consistently(func() int { return len(stub.RequestsContaining("mu-2")) }, 2*time.Second).Should(BeZero())
 		expectError(get(sessionURL(ns, "queue")+"/turns/run-m2", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 		again := readSSE(post(sessionURL(ns, "queue")+"/turns", gateway, `{"runId":"run-m2","prompt":"mu-2 queued"}`, nil))
-		Expect(typesOf(again)).To(ContainElement(dispatch.EventResult))
+		Expect(typesOf(again)).To(ContainElement(wire.EventResult))
 		Expect(stub.RequestsContaining("mu-2")).To(HaveLen(1))
 	})
 
@@ -304,7 +302,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			ran, refused = "right", "left"
 		}
 		evs := readSSE(got[ran])
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed(), "events %v", typesOf(evs))
 		Expect(res.AssistantTexts).To(Equal([]string{ran + " answer"}))
 		e := expectError(got[refused], http.StatusConflict, wire.CodeRunIDConflict)
@@ -338,7 +336,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 	})
 
 	It("accepts a token bound to the dispatcher's audience and refuses another audience", func() {
-		var d selection.Decision
+		var d wire.Decision
 		decodeJSON(post(sessionURL(ns, "text")+"/decide", audToken, `{}`, nil), http.StatusOK, &d)
 		Expect(d.Runtime).To(Equal("codex"))
 		other := serviceAccountToken(ns, "gateway", []string{"someone-else"})
@@ -571,8 +569,8 @@ func partials(evs []sseEvent) string {
 	GinkgoHelper()
 	var b strings.Builder
 	for _, e := range evs {
-		if e.Type == string(adapter.EventPartial) {
-			var p adapter.Partial
+		if e.Type == wire.EventPartial {
+			var p wire.Partial
 			Expect(json.Unmarshal(e.Data, &p)).To(Succeed())
 			b.WriteString(p.Delta)
 		}

@@ -197,7 +197,7 @@ var nativeTools = []nativeTool{
 // rest of the surface). A safe-denied tool whose native equivalent cannot be
 // removed for this model — apply_patch, write, edit and exec on a catalog
 // model — makes the turn unenforceable: the error is a
-// ToolPolicyUnenforceable *selection.Error.
+// ToolPolicyUnenforceable *wire.Error.
 func SafeDenyConfig(model string, cat *ModelCatalog, safeDenied []string) (map[string]any, error) {
 	if len(safeDenied) == 0 {
 		return nil, nil

@@ -1,14 +1,11 @@
-package selection
+package wire
 
-import (
-	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/wire"
-)
+import "github.com/openclaw/harness-operator/api/v1alpha1"
 
-// Decision is the outcome of Select for one attempt: which runtime runs the
-// turn and why, or the typed error that fails it closed. It is the `selected`
-// event, the body of `explain` and of the dispatcher's /decide, and the source
-// of status.lastSelection.
+// Decision is the outcome of selection.Select for one attempt: which runtime
+// runs the turn and why, or the typed error that fails it closed. It is the
+// `selected` event (SelectedEvent), the body of `explain` and of the
+// dispatcher's /decide, and the source of status.lastSelection.
 type Decision struct {
 	// Runtime is the harness id that runs the turn, or `openclaw` for every
 	// embedded outcome (CLI passthrough included). Empty when Error is set.
@@ -42,7 +39,7 @@ type Decision struct {
 	// agent and model: the deciding policy first, then the others oldest first.
 	MatchedPolicies []string `json:"matchedPolicies,omitempty"`
 	// Error is set when the attempt fails closed or contradicts its session.
-	Error *wire.Error `json:"error,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
 // HarnessRef names an AgentHarness object.
@@ -84,7 +81,7 @@ type RouteDecision struct {
 	// Reason is this route's selection reason; empty on an error.
 	Reason Reason `json:"reason,omitempty"`
 	// Error is this route's fail-closed error.
-	Error *wire.Error `json:"error,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
 // ToolPolicyDecision is the tool-policy verdict for the selected harness.
@@ -124,3 +121,14 @@ const (
 	// for the provider; the gateway runs it on the embedded runtime.
 	ReasonCLIRuntimePassthroughOpenClaw Reason = "cli_runtime_passthrough_openclaw"
 )
+
+// SelectedEvent is the payload of the `selected` event as the API streams
+// it: the decision plus the run's runId and its turnToken (which the
+// tool-results and interrupt endpoints require).
+type SelectedEvent struct {
+	Decision
+	// RunID is the turn's runId.
+	RunID string `json:"runId"`
+	// TurnToken authorizes the run's tool results and interrupt.
+	TurnToken string `json:"turnToken"`
+}
