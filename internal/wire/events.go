@@ -84,7 +84,7 @@ type AgentEvent struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
-// ToolCall is a host tool call the client must answer (Hooks.AnswerTool).
+// ToolCall is a host tool call the client must answer (ToolResultRequest).
 type ToolCall struct {
 	// CallID is the runtime's call id.
 	CallID string `json:"callId"`
