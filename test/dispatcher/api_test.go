@@ -382,7 +382,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		newSession(ns, "embedded", "anthropic/claude-x")
 		e = expectError(post(sessionURL(ns, "embedded")+"/turns", gateway, `{"runId":"run-e1","prompt":"hello"}`, nil),
 			http.StatusConflict, wire.CodeEmbeddedRuntimeSelected)
-		Expect(e.Scope).To(Equal(string(wire.ScopeHarness)))
+		Expect(e.Scope).To(Equal(wire.ScopeHarness))
 		Expect(e.ReplaySafe).To(BeNil())
 		Expect(stub.Requests()).To(HaveLen(before), "a refused turn reached the model")
 	})
@@ -405,7 +405,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		rep := post(sessionURL(down, "s")+"/turns", gateway, `{"runId":"run-u1","prompt":"x"}`, nil)
 		e := expectError(rep, http.StatusServiceUnavailable, wire.CodeHarnessUnavailable)
 		Expect(e.Retryable).To(BeTrue())
-		Expect(e.Scope).To(Equal(string(wire.ScopeHarness)))
+		Expect(e.Scope).To(Equal(wire.ScopeHarness))
 		// Nothing was journaled: the same runId may be retried.
 		expectError(get(sessionURL(down, "s")+"/turns/run-u1", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 	})
