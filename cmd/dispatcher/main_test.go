@@ -32,10 +32,10 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -250,7 +250,7 @@ func TestDispatcher(t *testing.T) {
 		}
 		gate.Release()
 		evs := parseSSE(t, resp.Body)
-		if evs[len(evs)-1].Type != dispatch.EventResult {
+		if evs[len(evs)-1].Type != wire.EventResult {
 			t.Fatalf("drained turn ended with %v", typesOf(evs))
 		}
 		select {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -19,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Environment variables of the dispatcher discovery.
@@ -186,23 +185,6 @@ func (dc *dispatcherClient) do(ctx context.Context, method, u string, body []byt
 	return resp, nil
 }
 
-// apiError is the JSON error body of the API (and the `error` event).
-type apiError struct {
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	Scope      string `json:"scope"`
-	Retryable  bool   `json:"retryable"`
-	ReplaySafe *bool  `json:"replaySafe,omitempty"`
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
-
-// failClosed says whether the code is one of DESIGN.md §7's turn errors (a
-// fail-closed decision or a dispatcher refusal of the turn): exit 3.
-func (e *apiError) failClosed() bool {
-	return slices.Contains(selection.ErrorCodes(), selection.ErrorCode(e.Code))
-}
-
 // responseError turns a non-2xx answer into the exit error: 3 for a §7
 // code, 2 for a bad request or an unknown session, 1 otherwise. The caller
 // prints nothing for exit 3, so the message goes to stderr here.
@@ -211,12 +193,14 @@ func responseError(resp *http.Response, stderr io.Writer) error {
 	if err := apiServerStatus(resp, b); err != nil {
 		return err
 	}
-	ae := &apiError{}
+	ae := &wire.Error{}
 	if json.Unmarshal(b, ae) != nil || ae.Code == "" {
 		return fmt.Errorf("dispatcher answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	switch {
-	case ae.failClosed():
+	case ae.Code.IsTurnError():
+		// A DESIGN.md §7 code: a fail-closed decision or a dispatcher
+		// refusal of the turn.
 		_, _ = fmt.Fprintf(stderr, "error: %s (HTTP %d, retryable %t)\n", ae.Error(), resp.StatusCode, ae.Retryable)
 		return &exitError{code: exitFailClosed}
 	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound:

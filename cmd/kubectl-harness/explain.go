@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type explainOptions struct {
@@ -115,7 +116,7 @@ func runExplain(ctx context.Context, o explainOptions, stdin io.Reader, stdout, 
 	snap.AssumeReadyWithoutStatus = o.offline
 
 	decision := selection.Select(snap, attempt)
-	if decision.Error != nil && decision.Error.Code == selection.CodeSessionMismatch {
+	if decision.Error != nil && decision.Error.Code == wire.CodeSessionMismatch {
 		return badInput(errors.New(decision.Error.Message))
 	}
 	if err := printDecision(stdout, o.output, decision, session, namespace); err != nil {
@@ -128,7 +129,7 @@ func runExplain(ctx context.Context, o explainOptions, stdin io.Reader, stdout, 
 }
 
 // readAttempt decodes the attempt strictly; every problem names its field.
-func readAttempt(path string, stdin io.Reader) (*selection.Attempt, error) {
+func readAttempt(path string, stdin io.Reader) (*wire.Attempt, error) {
 	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -138,14 +139,14 @@ func readAttempt(path string, stdin io.Reader) (*selection.Attempt, error) {
 		defer func() { _ = f.Close() }()
 		r = f
 	}
-	a, err := selection.DecodeAttempt(r)
+	a, err := wire.DecodeAttempt(r)
 	if err != nil {
 		return nil, badInput(fmt.Errorf("attempt: %w", err))
 	}
 	return a, nil
 }
 
-func printDecision(w io.Writer, format string, d selection.Decision, session *v1alpha1.AgentSession, namespace string) error {
+func printDecision(w io.Writer, format string, d wire.Decision, session *v1alpha1.AgentSession, namespace string) error {
 	switch format {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -162,7 +163,7 @@ func printDecision(w io.Writer, format string, d selection.Decision, session *v1
 	return printText(w, d, session, namespace)
 }
 
-func printText(w io.Writer, d selection.Decision, session *v1alpha1.AgentSession, namespace string) error {
+func printText(w io.Writer, d wire.Decision, session *v1alpha1.AgentSession, namespace string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	line := func(k, v string) { _, _ = fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	if session != nil {

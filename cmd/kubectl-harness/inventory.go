@@ -15,8 +15,8 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // inventory is every object a decision may read, unfiltered.
@@ -151,7 +151,7 @@ func loadCluster(ctx context.Context, kubeconfig, kubeContext, namespace string)
 // sessionFor picks the AgentSession of an attempt: sessionId first, then
 // sessionKey (OpenClaw's /new keeps the key), then the only session given. It
 // returns the namespace decisions are made for and a note when no session applies.
-func (inv *inventory) sessionFor(a *selection.Attempt, fallbackNamespace string) (*v1alpha1.AgentSession, string, string) {
+func (inv *inventory) sessionFor(a *wire.Attempt, fallbackNamespace string) (*v1alpha1.AgentSession, string, string) {
 	if id := a.SessionID; id != "" {
 		for _, s := range inv.sessions {
 			if s.Spec.SessionID == id {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // TestExplainReadsTheCluster runs `explain` without --offline against a real
@@ -29,11 +29,11 @@ func TestExplainReadsTheCluster(t *testing.T) {
 		}
 	}
 
-	explain := func() (selection.Decision, int) {
+	explain := func() (wire.Decision, int) {
 		t.Helper()
 		stdout, stderr, exit := runCLI(t, nil, "explain", "--kubeconfig", kubeconfigPath, "-n", "agents",
 			"--attempt", attempts+"/openai-demo.json", "-o", "json")
-		var d selection.Decision
+		var d wire.Decision
 		if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 			t.Fatalf("decode decision (exit %d, stderr %s): %v\n%s", exit, stderr, err, stdout)
 		}
@@ -41,7 +41,7 @@ func TestExplainReadsTheCluster(t *testing.T) {
 	}
 
 	d, exit := explain()
-	if exit != exitFailClosed || d.Error == nil || d.Error.Code != selection.CodeHarnessUnavailable || !d.Error.Retryable {
+	if exit != exitFailClosed || d.Error == nil || d.Error.Code != wire.CodeHarnessUnavailable || !d.Error.Retryable {
 		t.Fatalf("unobserved harness: exit %d, decision %+v; want exit 3 with retryable HarnessUnavailable", exit, d)
 	}
 

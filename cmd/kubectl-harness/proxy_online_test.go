@@ -39,6 +39,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // exposeThroughServiceProxy makes the kube-apiserver's service proxy for
@@ -244,10 +245,10 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	base := proxyBase(t, userCfg, dns, "harness-operator-dispatcher")
 	resp, err := hc.Get(base + "/v1/namespaces/agents/agentsessions/s1/transcript")
 	must(err)
-	var ae apiError
+	var ae wire.Error
 	err = json.NewDecoder(resp.Body).Decode(&ae)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized || err != nil || ae.Code != dispatchapi.CodeUnauthorized ||
+	if resp.StatusCode != http.StatusUnauthorized || err != nil || ae.Code != wire.CodeUnauthorized ||
 		!strings.Contains(ae.Message, dispatchapi.ProxyAuthorizationHeader) {
 		t.Fatalf("no header: %d %+v (%v)", resp.StatusCode, ae, err)
 	}

@@ -16,10 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type turnOptions struct {
@@ -112,8 +110,8 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdout, stderr io.
 	if !ok {
 		return badInput(fmt.Errorf("model %q: want provider/model", model))
 	}
-	req := dispatch.TurnRequest{
-		Attempt: selection.Attempt{
+	req := wire.TurnRequest{
+		Attempt: wire.Attempt{
 			RunID: o.runID, AgentID: sess.Spec.AgentID, SessionKey: sess.Spec.SessionKey, SessionID: sess.Spec.SessionID,
 			Provider: provider, ModelID: modelID,
 		},
@@ -221,55 +219,52 @@ func (p *turnPrinter) line(format string, args ...any) {
 // event renders ev; done reports the terminal event, with the exit error.
 func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 	switch ev.Type {
-	case dispatch.EventSelected:
-		var d struct {
-			selection.Decision
-			RunID string `json:"runId"`
-		}
+	case wire.EventSelected:
+		var d wire.SelectedEvent
 		if json.Unmarshal(ev.Data, &d) == nil {
 			p.spin.halt()
 			_, _ = fmt.Fprintf(p.errOut, "run %s: runtime %s, harness %s (%s)\n", d.RunID, d.Runtime, orDash(d.HarnessID), d.Reason)
 			p.spin.start()
 		}
-	case string(adapter.EventPartial):
-		var pt adapter.Partial
+	case wire.EventPartial:
+		var pt wire.Partial
 		if json.Unmarshal(ev.Data, &pt) == nil && pt.Delta != "" {
 			p.spin.halt()
 			_, _ = io.WriteString(p.out, pt.Delta)
 			p.atLineStart = strings.HasSuffix(pt.Delta, "\n")
 			p.texts = true
 		}
-	case string(adapter.EventToolCall):
-		var tc adapter.ToolCall
+	case wire.EventToolCall:
+		var tc wire.ToolCall
 		if json.Unmarshal(ev.Data, &tc) == nil {
 			p.line("[tool call] %s %s (the CLI offers no host tools)", tc.Tool, compact(tc.Arguments))
 		}
-	case string(adapter.EventAgent):
-		var ae adapter.AgentEvent
+	case wire.EventAgent:
+		var ae wire.AgentEvent
 		if json.Unmarshal(ev.Data, &ae) != nil {
 			break
 		}
 		switch {
-		case ae.Stream == adapter.StreamTool && ae.Phase == adapter.PhaseStart:
+		case ae.Stream == wire.StreamTool && ae.Phase == wire.PhaseStart:
 			p.line("[tool] %s started", orDash(ae.Tool))
-		case ae.Stream == adapter.StreamError || ae.Stream == adapter.StreamWarning:
+		case ae.Stream == wire.StreamError || ae.Stream == wire.StreamWarning:
 			p.line("[%s] %s", ae.Stream, ae.Text)
 		}
-	case string(adapter.EventToolTerminal):
-		var tt adapter.ToolTerminal
+	case wire.EventToolTerminal:
+		var tt wire.ToolTerminal
 		if json.Unmarshal(ev.Data, &tt) != nil {
 			break
 		}
-		if tt.Outcome == adapter.OutcomeSuccess {
+		if tt.Outcome == wire.OutcomeSuccess {
 			p.line("[tool] %s succeeded", tt.Tool)
 		} else if tt.Failure != nil {
 			p.line("[tool] %s failed (%s): %s", tt.Tool, tt.Failure.Reason, tt.Failure.Message)
 		} else {
 			p.line("[tool] %s %s", tt.Tool, tt.Outcome)
 		}
-	case dispatch.EventResult:
+	case wire.EventResult:
 		p.spin.halt()
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		if err := json.Unmarshal(ev.Data, &res); err != nil {
 			return true, fmt.Errorf("decode the result event: %w", err)
 		}
@@ -283,7 +278,7 @@ func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 			}
 		}
 		p.lineBreak()
-		if res.Terminal.Kind != adapter.TerminalOK {
+		if res.Terminal.Kind != wire.TerminalOK {
 			msg := res.Terminal.Message
 			if res.Terminal.ErrorInfo != "" {
 				msg += " (" + res.Terminal.ErrorInfo + ")"
@@ -292,10 +287,10 @@ func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 			return true, &exitError{code: exitFailClosed}
 		}
 		return true, nil
-	case dispatch.EventError:
+	case wire.EventError:
 		p.spin.halt()
 		p.lineBreak()
-		ae := &apiError{}
+		ae := &wire.Error{}
 		if json.Unmarshal(ev.Data, ae) != nil || ae.Code == "" {
 			_, _ = fmt.Fprintf(p.errOut, "error: %s\n", ev.Data)
 		} else {

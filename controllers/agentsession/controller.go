@@ -29,6 +29,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 const (
@@ -206,8 +207,8 @@ func reconcileReadiness(s *scope) {
 		return
 	}
 	if s.resolution.Enforced && s.session.Status.AgentHarnessID != "" {
-		d := selection.Select(s.snap, &selection.Attempt{})
-		if d.Error != nil && d.Error.Code == selection.CodeOverrideDenied && d.RuntimeSource == harnessv1alpha1.RuntimeSourceSession {
+		d := selection.Select(s.snap, &wire.Attempt{})
+		if d.Error != nil && d.Error.Code == wire.CodeOverrideDenied && d.RuntimeSource == harnessv1alpha1.RuntimeSourceSession {
 			s.setCondition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, harnessv1alpha1.SessionReasonOverrideDenied,
 				d.Error.Message+" Turns fail closed (OverrideDenied).")
 			return

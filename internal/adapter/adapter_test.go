@@ -5,26 +5,28 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name      string
-		kind      TerminalKind
+		kind      wire.TerminalKind
 		texts     []string
 		plan, rsn string
-		want      Classification
+		want      wire.Classification
 	}{
-		{"visible text", TerminalOK, []string{"hello"}, "plan", "why", ""},
-		{"NO_REPLY is visible", TerminalOK, []string{"NO_REPLY"}, "", "", ""},
-		{"empty", TerminalOK, nil, "", "", ClassEmpty},
-		{"blank text is not visible", TerminalOK, []string{"", "  \n"}, "", "", ClassEmpty},
-		{"reasoning only", TerminalOK, nil, "", "thinking", ClassReasoningOnly},
-		{"plan wins over reasoning", TerminalOK, []string{""}, "# Plan", "thinking", ClassPlanningOnly},
-		{"failed turns are not classified", TerminalFailed, nil, "", "", ""},
-		{"aborted turns are not classified", TerminalAborted, nil, "# Plan", "", ""},
-		{"timed-out turns are not classified", TerminalTimeout, nil, "", "x", ""},
+		{"visible text", wire.TerminalOK, []string{"hello"}, "plan", "why", ""},
+		{"NO_REPLY is visible", wire.TerminalOK, []string{"NO_REPLY"}, "", "", ""},
+		{"empty", wire.TerminalOK, nil, "", "", wire.ClassEmpty},
+		{"blank text is not visible", wire.TerminalOK, []string{"", "  \n"}, "", "", wire.ClassEmpty},
+		{"reasoning only", wire.TerminalOK, nil, "", "thinking", wire.ClassReasoningOnly},
+		{"plan wins over reasoning", wire.TerminalOK, []string{""}, "# Plan", "thinking", wire.ClassPlanningOnly},
+		{"failed turns are not classified", wire.TerminalFailed, nil, "", "", ""},
+		{"aborted turns are not classified", wire.TerminalAborted, nil, "# Plan", "", ""},
+		{"timed-out turns are not classified", wire.TerminalTimeout, nil, "", "x", ""},
 	}
 	for _, tc := range cases {
 		if got := Classify(tc.kind, tc.texts, tc.plan, tc.rsn); got != tc.want {
@@ -36,8 +38,8 @@ func TestClassify(t *testing.T) {
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	ok := TurnInput{Model: "m", Cwd: "/home/codex/sessions/s1", Prompt: "hi",
-		Images: []Image{{URL: "data:image/png;base64,AAAA"}, {Path: "/tmp/x.png", Detail: "high"}},
-		Tools:  []HostTool{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "b"}}}
+		Images: []wire.Image{{URL: "data:image/png;base64,AAAA"}, {Path: "/tmp/x.png", Detail: "high"}},
+		Tools:  []wire.HostTool{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "b"}}}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid input: %v", err)
 	}
@@ -53,20 +55,20 @@ func TestValidate(t *testing.T) {
 		func(in *TurnInput) { in.Cwd = "" },
 		func(in *TurnInput) { in.Cwd = "rel" },
 		func(in *TurnInput) { in.Prompt, in.Images = "", nil },
-		func(in *TurnInput) { in.Images = []Image{{}} },
-		func(in *TurnInput) { in.Images = []Image{{URL: "data:image/png;base64,A", Path: "/a"}} },
-		func(in *TurnInput) { in.Images = []Image{{Path: "rel.png"}} },
-		func(in *TurnInput) { in.Images = []Image{{URL: "ftp://x/y.png"}} },
-		func(in *TurnInput) { in.Images = []Image{{URL: "https://x/y.png", Detail: "tiny"}} },
-		func(in *TurnInput) { in.Tools = []HostTool{{Name: ""}} },
-		func(in *TurnInput) { in.Tools = []HostTool{{Name: "a"}, {Name: "a"}} },
-		func(in *TurnInput) { in.Tools = []HostTool{{Name: "a", Parameters: json.RawMessage(`[1]`)}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{URL: "data:image/png;base64,A", Path: "/a"}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{Path: "rel.png"}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{URL: "ftp://x/y.png"}} },
+		func(in *TurnInput) { in.Images = []wire.Image{{URL: "https://x/y.png", Detail: "tiny"}} },
+		func(in *TurnInput) { in.Tools = []wire.HostTool{{Name: ""}} },
+		func(in *TurnInput) { in.Tools = []wire.HostTool{{Name: "a"}, {Name: "a"}} },
+		func(in *TurnInput) { in.Tools = []wire.HostTool{{Name: "a", Parameters: json.RawMessage(`[1]`)}} },
 		func(in *TurnInput) { in.ToolTimeout = -1 },
 	}
 	for i, mutate := range bad {
 		in := ok
-		in.Images = append([]Image(nil), ok.Images...)
-		in.Tools = append([]HostTool(nil), ok.Tools...)
+		in.Images = append([]wire.Image(nil), ok.Images...)
+		in.Tools = append([]wire.HostTool(nil), ok.Tools...)
 		mutate(&in)
 		if err := in.Validate(); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("case %d: %v, want ErrInvalidInput", i, err)
@@ -76,11 +78,11 @@ func TestValidate(t *testing.T) {
 
 func TestEventPayloadAndRecordJSON(t *testing.T) {
 	t.Parallel()
-	p := &Partial{ItemID: "m", Delta: "x"}
-	if (Event{Type: EventPartial, Partial: p}).Payload() != any(p) {
+	p := &wire.Partial{ItemID: "m", Delta: "x"}
+	if (Event{Type: wire.EventPartial, Partial: p}).Payload() != any(p) {
 		t.Fatal("payload")
 	}
-	rec := TranscriptRecord{Type: RecordToolCall, Role: RoleAssistant, CallID: "c1", Tool: "t", Arguments: json.RawMessage(`{"a":1}`)}
+	rec := wire.TranscriptRecord{Type: wire.RecordToolCall, Role: wire.RoleAssistant, CallID: "c1", Tool: "t", Arguments: json.RawMessage(`{"a":1}`)}
 	want := `{"type":"tool_call","role":"assistant","callId":"c1","tool":"t","arguments":{"a":1}}`
 	if got := string(rec.JSON()); got != want {
 		t.Fatalf("record %s\nwant   %s", got, want)

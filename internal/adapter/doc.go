@@ -18,10 +18,12 @@
 //     (Event: partial, agent_event, tool_call, tool_terminal, transcript),
 //     host tool calls answered through the engine (Hooks.AnswerTool), and
 //     approval and user-input requests declined visibly (rule 9);
-//   - the result shape (TurnResult): assistant texts, the terminal outcome,
+//   - the result (wire.TurnResult): assistant texts, the terminal outcome,
 //     the classification of a completed turn without visible text (rule 8),
 //     usage, the last tool error and tool media.
 //
-// This package holds the runtime-neutral vocabulary; each adapter lives in a
-// sub-package (codex: the codex-app-server adapter, the first one).
+// This package holds the runtime-neutral interface (TurnInput, Hooks, the
+// Event envelope, Classify); the event payloads and the result are the
+// dispatcher API's, package wire's. Each adapter lives in a sub-package
+// (codex: the codex-app-server adapter, the first one).
 package adapter

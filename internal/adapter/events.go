@@ -1,222 +1,34 @@
 package adapter
 
-import "encoding/json"
+import "github.com/openclaw/harness-operator/internal/wire"
 
-// EventType names an event of the engine's stream vocabulary (DESIGN.md §4).
-// The engine adds `selected`, `result` and `error` itself.
-type EventType string
-
-// Event types an adapter emits.
-const (
-	// EventPartial is a delta of visible assistant text.
-	EventPartial EventType = "partial"
-	// EventAgent is runtime activity: plan, reasoning, tool lifecycle,
-	// declined approvals and user-input requests, errors, turn lifecycle.
-	EventAgent EventType = "agent_event"
-	// EventToolCall is a host tool call the client must answer.
-	EventToolCall EventType = "tool_call"
-	// EventToolTerminal is the one terminal outcome of a tool call, host or
-	// native.
-	EventToolTerminal EventType = "tool_terminal"
-	// EventTranscript is a record for the transcript mirror.
-	EventTranscript EventType = "transcript"
-)
-
-// Event is one stream event. Exactly the payload field named by Type is set;
-// Payload returns it.
+// Event is one stream event an adapter emits: Type is one of the wire
+// package's event names (partial, agent_event, tool_call, tool_terminal,
+// transcript) and exactly the payload field it names is set; Payload returns
+// it.
 type Event struct {
-	Type         EventType         `json:"type"`
-	Partial      *Partial          `json:"partial,omitempty"`
-	Agent        *AgentEvent       `json:"agentEvent,omitempty"`
-	ToolCall     *ToolCall         `json:"toolCall,omitempty"`
-	ToolTerminal *ToolTerminal     `json:"toolTerminal,omitempty"`
-	Transcript   *TranscriptRecord `json:"transcript,omitempty"`
+	Type         string                 `json:"type"`
+	Partial      *wire.Partial          `json:"partial,omitempty"`
+	Agent        *wire.AgentEvent       `json:"agentEvent,omitempty"`
+	ToolCall     *wire.ToolCall         `json:"toolCall,omitempty"`
+	ToolTerminal *wire.ToolTerminal     `json:"toolTerminal,omitempty"`
+	Transcript   *wire.TranscriptRecord `json:"transcript,omitempty"`
 }
 
-// Payload returns the event's payload (a *Partial, *AgentEvent, *ToolCall,
-// *ToolTerminal or *TranscriptRecord), or nil.
+// Payload returns the event's payload (a *wire.Partial, *wire.AgentEvent,
+// *wire.ToolCall, *wire.ToolTerminal or *wire.TranscriptRecord), or nil.
 func (e Event) Payload() any {
 	switch e.Type {
-	case EventPartial:
+	case wire.EventPartial:
 		return e.Partial
-	case EventAgent:
+	case wire.EventAgent:
 		return e.Agent
-	case EventToolCall:
+	case wire.EventToolCall:
 		return e.ToolCall
-	case EventToolTerminal:
+	case wire.EventToolTerminal:
 		return e.ToolTerminal
-	case EventTranscript:
+	case wire.EventTranscript:
 		return e.Transcript
 	}
 	return nil
-}
-
-// Partial is a delta of visible assistant text. The deltas of one item,
-// concatenated, are that item's text in TurnResult.AssistantTexts.
-type Partial struct {
-	// ItemID is the assistant message the delta belongs to.
-	ItemID string `json:"itemId"`
-	// Delta is the text to append.
-	Delta string `json:"delta"`
-}
-
-// Agent event streams.
-const (
-	StreamLifecycle = "lifecycle"  // turn start and end
-	StreamPlan      = "plan"       // plan text and plan updates
-	StreamReasoning = "reasoning"  // reasoning summaries and text
-	StreamTool      = "tool"       // tool lifecycle, host and native
-	StreamApproval  = "approval"   // approval requests (declined)
-	StreamUserInput = "user_input" // user-input requests (declined)
-	StreamError     = "error"      // runtime errors reported during the turn
-	StreamWarning   = "warning"    // adapter notes, e.g. a refused server request
-)
-
-// Agent event phases.
-const (
-	PhaseStart    = "start"
-	PhaseDelta    = "delta"
-	PhaseUpdate   = "update"
-	PhaseEnd      = "end"
-	PhaseDeclined = "declined"
-	PhaseRefused  = "refused"
-)
-
-// AgentEvent is runtime activity that is not assistant text.
-type AgentEvent struct {
-	// Stream is one of the Stream* constants.
-	Stream string `json:"stream"`
-	// Phase is one of the Phase* constants.
-	Phase string `json:"phase,omitempty"`
-	// ItemID is the runtime's item, when there is one.
-	ItemID string `json:"itemId,omitempty"`
-	// CallID is the tool call id of a tool event.
-	CallID string `json:"callId,omitempty"`
-	// Tool is the canonical tool name of a tool, approval or user-input event.
-	Tool string `json:"tool,omitempty"`
-	// Text is a delta (phase delta) or the full text (phase end) of plan and
-	// reasoning events, or a human-readable message.
-	Text string `json:"text,omitempty"`
-	// Status is the runtime's status of the item or turn, when it has one.
-	Status string `json:"status,omitempty"`
-	// Data is the runtime's raw object (item, request params or plan).
-	Data json.RawMessage `json:"data,omitempty"`
-}
-
-// ToolCall is a host tool call the client must answer (Hooks.AnswerTool).
-type ToolCall struct {
-	// CallID is the runtime's call id.
-	CallID string `json:"callId"`
-	// Tool is the host tool's name.
-	Tool string `json:"tool"`
-	// Arguments are the arguments as the model sent them (JSON).
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-// ToolOutcome is the terminal outcome of a tool call.
-type ToolOutcome string
-
-// Tool outcomes.
-const (
-	OutcomeSuccess ToolOutcome = "success"
-	OutcomeFailure ToolOutcome = "failure"
-)
-
-// Failure reasons of ToolFailure.
-const (
-	// FailureNotOffered: the model called a tool this turn did not offer
-	// (including safe-denied tools); refused, never started.
-	FailureNotOffered = "not_offered"
-	// FailureDeclined: an approval or user-input request was declined.
-	FailureDeclined = "declined"
-	// FailureTimeout: the client did not answer within the tool timeout.
-	FailureTimeout = "timeout"
-	// FailureCancelled: the turn ended before the tool answered.
-	FailureCancelled = "cancelled"
-	// FailureNoClient: no AnswerTool hook; refused, never started.
-	FailureNoClient = "no_client"
-	// FailureToolError: the tool ran and reported an error.
-	FailureToolError = "tool_error"
-	// FailureNative: a native tool failed (non-zero exit, failed status).
-	FailureNative = "native_failed"
-)
-
-// ToolFailure is the structured failure detail of a failed tool.
-type ToolFailure struct {
-	// Reason is one of the Failure* constants.
-	Reason string `json:"reason"`
-	// Message is the detail (what the model was told, or the runtime's error).
-	Message string `json:"message"`
-	// ExitCode of a native command, when it has one.
-	ExitCode *int `json:"exitCode,omitempty"`
-}
-
-// ToolTerminal is the one terminal outcome of a tool call (the seed's
-// "Terminal tool outcomes"): reported for host tools, native tools, refused
-// calls and declined approval or user-input requests.
-type ToolTerminal struct {
-	// CallID is the protocol's call id (for native tools and declined
-	// requests, the runtime's item id).
-	CallID string `json:"callId"`
-	// Tool is the canonical tool name (host tools: their name; native
-	// tools: the core tool id they implement, e.g. exec, apply_patch).
-	Tool string `json:"tool"`
-	// Arguments are the arguments that actually reached the tool (or, for
-	// a refused call, those the model sent).
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// ExecutionStarted is false when a guard stopped the call before the
-	// tool began (refusal, decline), true once dispatch may have happened.
-	ExecutionStarted bool `json:"executionStarted"`
-	// Outcome is success or failure.
-	Outcome ToolOutcome `json:"outcome"`
-	// Failure is set for a failure.
-	Failure *ToolFailure `json:"failure,omitempty"`
-	// Native marks a tool of the runtime's own surface (no OpenClaw tool
-	// definition); its facts come from the runtime's protocol.
-	Native bool `json:"native,omitempty"`
-}
-
-// Transcript record types and roles.
-const (
-	RecordMessage    = "message"
-	RecordToolCall   = "tool_call"
-	RecordToolResult = "tool_result"
-
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
-)
-
-// TranscriptRecord is one record of the transcript mirror: a user-visible
-// prompt, an assistant answer, or a tool call or result. The engine appends
-// it (as JSON) to the session's transcript and sends it as a `transcript`
-// event.
-type TranscriptRecord struct {
-	// Type is message, tool_call or tool_result.
-	Type string `json:"type"`
-	// Role is user, assistant or tool.
-	Role string `json:"role"`
-	// Text is the message text or the tool result's text.
-	Text string `json:"text,omitempty"`
-	// Images are the prompt's images (URL or runtime path), or a tool
-	// result's image URLs.
-	Images []string `json:"images,omitempty"`
-	// CallID, Tool and Arguments describe a tool call or result.
-	CallID    string          `json:"callId,omitempty"`
-	Tool      string          `json:"tool,omitempty"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// IsError marks a failed tool result.
-	IsError bool `json:"isError,omitempty"`
-	// Native marks a native tool's call or result.
-	Native bool `json:"native,omitempty"`
-	// ThreadID, TurnID and ItemID locate the record in the native thread.
-	ThreadID string `json:"threadId,omitempty"`
-	TurnID   string `json:"turnId,omitempty"`
-	ItemID   string `json:"itemId,omitempty"`
-}
-
-// JSON is the record as the compact JSON object the journal appends.
-func (r TranscriptRecord) JSON() json.RawMessage {
-	b, _ := json.Marshal(r) // plain fields: cannot fail
-	return b
 }

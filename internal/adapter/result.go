@@ -1,46 +1,9 @@
 package adapter
 
 import (
-	"encoding/json"
 	"strings"
-)
 
-// TerminalKind is how a turn ended.
-type TerminalKind string
-
-// Terminal kinds of the `result` event.
-const (
-	// TerminalOK: the runtime completed the turn.
-	TerminalOK TerminalKind = "ok"
-	// TerminalAborted: the turn was interrupted (the engine cancelled or
-	// interrupted it, or the runtime reported it interrupted).
-	TerminalAborted TerminalKind = "aborted"
-	// TerminalTimeout: the turn's deadline passed and it was interrupted.
-	TerminalTimeout TerminalKind = "timeout"
-	// TerminalFailed: the runtime failed the turn (model or runtime error).
-	TerminalFailed TerminalKind = "failed"
-)
-
-// Terminal is the terminal outcome of a turn.
-type Terminal struct {
-	Kind TerminalKind `json:"kind"`
-	// Message explains a kind other than ok.
-	Message string `json:"message,omitempty"`
-	// ErrorInfo is the runtime's machine-readable error class of a failed
-	// turn (Codex: codexErrorInfo, e.g. internalServerError).
-	ErrorInfo string `json:"errorInfo,omitempty"`
-}
-
-// Classification of a completed turn without visible assistant text
-// (DESIGN.md §5 rule 8; the seed's classifyAgentHarnessTerminalOutcome).
-type Classification string
-
-// Classifications. The zero value means "not classified": the turn produced
-// visible text (NO_REPLY included) or did not complete.
-const (
-	ClassEmpty         Classification = "empty"
-	ClassReasoningOnly Classification = "reasoning-only"
-	ClassPlanningOnly  Classification = "planning-only"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Classify applies rule 8: only a completed turn (kind ok) without visible
@@ -49,8 +12,8 @@ const (
 // else empty. Any non-blank assistant text is visible, the intentional
 // silent reply NO_REPLY included, so such a turn stays unclassified. Plan
 // text is never inferred from assistant prose.
-func Classify(kind TerminalKind, assistantTexts []string, planText, reasoningText string) Classification {
-	if kind != TerminalOK {
+func Classify(kind wire.TerminalKind, assistantTexts []string, planText, reasoningText string) wire.Classification {
+	if kind != wire.TerminalOK {
 		return ""
 	}
 	for _, t := range assistantTexts {
@@ -60,64 +23,10 @@ func Classify(kind TerminalKind, assistantTexts []string, planText, reasoningTex
 	}
 	switch {
 	case strings.TrimSpace(planText) != "":
-		return ClassPlanningOnly
+		return wire.ClassPlanningOnly
 	case strings.TrimSpace(reasoningText) != "":
-		return ClassReasoningOnly
+		return wire.ClassReasoningOnly
 	default:
-		return ClassEmpty
+		return wire.ClassEmpty
 	}
-}
-
-// Usage counts the tokens of one turn.
-type Usage struct {
-	Input       int64 `json:"input"`
-	CachedInput int64 `json:"cachedInput"`
-	Output      int64 `json:"output"`
-	Reasoning   int64 `json:"reasoning"`
-	Total       int64 `json:"total"`
-}
-
-// ToolError is the last unresolved tool failure of a turn (the seed's
-// lastToolError): set by every failed tool terminal, cleared only when a
-// later call of the same tool with the same arguments succeeds — unrelated
-// successful tools leave it in place.
-type ToolError struct {
-	CallID    string          `json:"callId"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// ExecutionStarted is the failed call's executionStarted.
-	ExecutionStarted bool   `json:"executionStarted"`
-	Reason           string `json:"reason"`
-	Message          string `json:"message"`
-	Native           bool   `json:"native,omitempty"`
-}
-
-// TurnResult is the outcome of one turn (the `result` event without the
-// engine's own fields: runtimeArtifact, agentHarnessId).
-type TurnResult struct {
-	// ThreadID is the native thread (new or resumed): the session's binding.
-	ThreadID string `json:"threadId"`
-	// TurnID is the native turn.
-	TurnID string `json:"turnId,omitempty"`
-	// AssistantTexts are the turn's visible assistant messages, in order.
-	AssistantTexts []string `json:"assistantTexts"`
-	// Terminal is how the turn ended.
-	Terminal Terminal `json:"terminal"`
-	// Classification is set only for a completed turn without visible text.
-	Classification Classification `json:"classification,omitempty"`
-	// PlanText is the explicit plan text the runtime produced (the input of
-	// planning-only); ReasoningText the reasoning summaries and text.
-	PlanText      string `json:"planText,omitempty"`
-	ReasoningText string `json:"reasoningText,omitempty"`
-	// Usage counts the turn's tokens (zero when the runtime reported none).
-	Usage Usage `json:"usage"`
-	// LastToolError is the last unresolved tool failure, if any.
-	LastToolError *ToolError `json:"lastToolError,omitempty"`
-	// ToolMediaURLs are media produced by tools for delivery: host tool
-	// answers' MediaURLs and the native runtime's own artifacts.
-	ToolMediaURLs []string `json:"toolMediaUrls,omitempty"`
-	// HostOwnedToolMediaURLs ⊆ ToolMediaURLs are artifacts the native
-	// runtime created and persisted itself — never model-selected host-tool
-	// media.
-	HostOwnedToolMediaURLs []string `json:"hostOwnedToolMediaUrls,omitempty"`
 }

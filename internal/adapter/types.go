@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // DefaultToolTimeout bounds one host tool call when TurnInput.ToolTimeout is
@@ -37,10 +39,10 @@ type TurnInput struct {
 	// Prompt is the user's text.
 	Prompt string `json:"prompt"`
 	// Images are attached to the prompt.
-	Images []Image `json:"images,omitempty"`
+	Images []wire.Image `json:"images,omitempty"`
 	// Tools are the host tools offered in this turn (the attempt's tools[]),
 	// answered by the client through Hooks.AnswerTool.
-	Tools []HostTool `json:"tools,omitempty"`
+	Tools []wire.HostTool `json:"tools,omitempty"`
 	// Restricted is the decision's toolPolicy.restricted (the stricter of
 	// the host's pluginHarnessToolPolicyRestricted and the operator's
 	// verdict): the native tool surface must be isolated, or the turn fails
@@ -73,30 +75,6 @@ func (in TurnInput) EffectiveToolTimeout() time.Duration {
 	return DefaultToolTimeout
 }
 
-// Image is an image attached to the prompt: exactly one of URL and Path.
-type Image struct {
-	// URL is a data: URL (data:image/png;base64,…) or an http(s) URL the
-	// model fetches itself.
-	URL string `json:"url,omitempty"`
-	// Path is an absolute path on the runtime's filesystem (the app-server
-	// pod's, not the dispatcher's); the runtime reads the file.
-	Path string `json:"path,omitempty"`
-	// Detail is the optional image detail: auto, low, high or original.
-	Detail string `json:"detail,omitempty"`
-}
-
-// HostTool is a tool the client (the gateway) implements and offers in this
-// turn.
-type HostTool struct {
-	// Name is the tool name the model calls.
-	Name string `json:"name"`
-	// Description tells the model what the tool does.
-	Description string `json:"description,omitempty"`
-	// Parameters is the JSON schema of the arguments (an object schema);
-	// nil means no arguments.
-	Parameters json.RawMessage `json:"parameters,omitempty"`
-}
-
 // Hooks connect a running turn to the engine.
 type Hooks struct {
 	// Emit receives the turn's stream events in order. Calls are never
@@ -110,43 +88,7 @@ type Hooks struct {
 	// tool timeout, or when the turn ends first; the call then fails with
 	// executionStarted true. Nil fails every host tool call before it
 	// starts.
-	AnswerTool func(ctx context.Context, call ToolCall) (ToolAnswer, error)
-}
-
-// ToolAnswer is the client's result of a host tool call.
-type ToolAnswer struct {
-	// Content is what the model is told the tool returned.
-	Content []ToolContent `json:"content"`
-	// IsError marks a failed tool; Content (or ErrorMessage) explains it.
-	IsError bool `json:"isError,omitempty"`
-	// ErrorMessage is the structured failure detail of a failed tool, for
-	// tool_terminal and lastToolError; it is also told to the model when
-	// Content is empty.
-	ErrorMessage string `json:"errorMessage,omitempty"`
-	// MediaURLs are media the tool produced for delivery to the channel
-	// (they end up in TurnResult.ToolMediaURLs, never in
-	// HostOwnedToolMediaURLs).
-	MediaURLs []string `json:"mediaUrls,omitempty"`
-}
-
-// ToolContent is one part of a tool result: text, or an image URL.
-type ToolContent struct {
-	// Type is "text" or "image".
-	Type string `json:"type"`
-	// Text of a text part.
-	Text string `json:"text,omitempty"`
-	// ImageURL of an image part: a data: or http(s) URL.
-	ImageURL string `json:"imageUrl,omitempty"`
-}
-
-// TextAnswer is a ToolAnswer with one text part.
-func TextAnswer(text string) ToolAnswer {
-	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: text}}}
-}
-
-// ErrorAnswer is a failed ToolAnswer whose message is told to the model.
-func ErrorAnswer(message string) ToolAnswer {
-	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: message}}, IsError: true, ErrorMessage: message}
+	AnswerTool func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error)
 }
 
 // ErrInvalidInput is wrapped by errors for a TurnInput the adapter refuses

@@ -48,9 +48,9 @@
 // Other files: start.go (Start, Turn, Follow), native.go (a deleted session's
 // threads and directory on the app-servers), recover.go (start-up
 // recovery), reads.go (the session, server pods and token reads), records.go
-// (the decision record, status helpers), turnerror.go (TurnError,
-// ResultEvent, OutcomeUnknown), request.go, servers.go (PickServer),
-// metrics.go.
+// (the decision record, status helpers), servers.go (PickServer),
+// metrics.go. What crosses the API — the request, the events and their
+// payloads, the error — is package wire's.
 //
 // Decisions taken here:
 //   - A turn refused before any runtime is touched (fail-closed decision,

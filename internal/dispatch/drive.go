@@ -7,17 +7,17 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // drive runs the native turn to its end on the engine's context,
-// reattaching across dropped connections. A nil *TurnError comes with a
+// reattaching across dropped connections. A nil *wire.Error comes with a
 // result.
-func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *TurnError) {
+func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error) {
 	ctx := t.e.ctx
 	hooks := adapter.Hooks{
 		Emit: t.relay,
-		AnswerTool: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+		AnswerTool: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 			return t.e.live.awaitTool(ctx, toolKey{t.session, t.req.RunID, call.CallID}, call.Tool)
 		},
 	}
@@ -33,7 +33,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *TurnErr
 	t.markActive()
 	for {
 		if err == nil {
-			var res *adapter.TurnResult
+			var res *wire.TurnResult
 			if res, err = nt.Wait(ctx); err == nil {
 				return res, nil
 			}
@@ -41,53 +41,53 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*adapter.TurnResult, *TurnErr
 		if !errors.As(err, &detached) {
 			nt.Abandon()
 			if ctx.Err() != nil {
-				return nil, newTurnError(selection.CodeHarnessUnavailable, "",
-					"the dispatcher shut down before the turn ended (its grace period was over); the native turn was interrupted").touched(false)
+				return nil, wire.Errorf(wire.CodeHarnessUnavailable, "",
+					"the dispatcher shut down before the turn ended (its grace period was over); the native turn was interrupted").Touched(false)
 			}
-			return nil, newTurnError(selection.CodeHarnessUnavailable, "",
-				"the turn on app-server %s ended without a result: %v", t.p.server.Name, err).touched(false)
+			return nil, wire.Errorf(wire.CodeHarnessUnavailable, "",
+				"the turn on app-server %s ended without a result: %v", t.p.server.Name, err).Touched(false)
 		}
 		t.e.log.Info("app-server connection lost during a turn; reattaching", "session", t.session, "runId", t.req.RunID, "server", t.p.server.Name)
 		err = t.reattach(ctx)
 		if errors.Is(err, codex.ErrTurnNotStarted) {
-			return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
-				"the connection to app-server %s dropped before the turn started; nothing ran", t.p.server.Name).touched(true)
+			return nil, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness,
+				"the connection to app-server %s dropped before the turn started; nothing ran", t.p.server.Name).Touched(true)
 		}
 		if err != nil {
 			nt.Abandon()
-			return nil, newTurnError(selection.CodeHarnessUnavailable, "",
+			return nil, wire.Errorf(wire.CodeHarnessUnavailable, "",
 				"app-server %s is gone while the turn was running; the turn is not replayed (the next turn resumes the thread once the server is back): %v",
-				t.p.server.Name, err).touched(false)
+				t.p.server.Name, err).Touched(false)
 		}
 	}
 }
 
 // notStarted is the error of a native turn that codex.Start refused or could
 // not start.
-func (t *runningTurn) notStarted(err error, threadID string) *TurnError {
-	var se *selection.Error
+func (t *runningTurn) notStarted(err error, threadID string) *wire.Error {
+	var se *wire.Error
 	switch {
 	case errors.As(err, &se):
 		// The adapter refused the turn before it started: a fail-closed
 		// decision (its turn is counted when finish records it).
 		recordFailClosed(t.labels, se.Code)
-		return turnError(se).touched(true)
+		return se.Touched(true)
 	case errors.Is(err, adapter.ErrInvalidInput):
-		return newTurnError(selection.CodeHarnessUnsupported, selection.ScopeHarness, "%v", err).touched(true)
+		return wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness, "%v", err).Touched(true)
 	case errors.Is(err, codex.ErrThreadBusy):
 		// An earlier turn outlived its dispatcher on the thread; it was
 		// interrupted, and the next attempt finds the thread idle.
-		return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
+		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness,
 			"app-server %s still ran an earlier turn of this session's thread, left by a dispatcher that stopped; it was interrupted and this turn did not start: retry (%v)",
-			t.p.server.Name, err).touched(true)
+			t.p.server.Name, err).Touched(true)
 	case errors.Is(err, codex.ErrThreadNotFound):
 		// Retrying cannot help: the server will never have the thread.
-		return newTurnError(selection.CodeNativeThreadLost, "",
+		return wire.Errorf(wire.CodeNativeThreadLost, "",
 			"app-server %s does not have this session's native thread %s (it was lost, or the server's native home was replaced); reset the session (/reset bumps spec.resetGeneration) to start a new thread",
-			t.p.server.Name, threadID).touched(true)
+			t.p.server.Name, threadID).Touched(true)
 	}
-	return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
-		"start the turn on app-server %s: %v", t.p.server.Name, err).touched(true)
+	return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness,
+		"start the turn on app-server %s: %v", t.p.server.Name, err).Touched(true)
 }
 
 // reattach reconnects to the turn's server and reattaches the native turn,

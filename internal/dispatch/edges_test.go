@@ -11,10 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -23,7 +22,7 @@ import (
 // no thread bound.
 func refusedBeforeAnyThread(ns, name, runID string, evs []event, requestsBefore int) {
 	GinkgoHelper()
-	Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
+	Expect(types(evs)).To(Equal([]string{wire.EventSelected, wire.EventError}))
 	Expect(len(stub.Requests())).To(Equal(requestsBefore), "nothing reached the model")
 	_, err := jrnl.Lookup(keyOf(ns, name), runID)
 	Expect(err).To(MatchError(journal.ErrNotFound), "a refused turn is not journaled")
@@ -52,20 +51,20 @@ var _ = Describe("Version floor (the real 0.148.0 app-server)", func() {
 		newSession(ns, "old", testModel)
 		before := len(stub.Requests())
 		evs, err := turn(ns, "old", textReq("run-v1", "vfloor-1 hello"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeVersionBelowFloor))
+		Expect(te.Code).To(Equal(wire.CodeVersionBelowFloor))
 		Expect(te.Message).To(Equal(want))
-		Expect(te.Scope).To(Equal(selection.ScopeHarness))
+		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.Retryable).To(BeFalse())
 		Expect(te.HTTPStatus()).To(Equal(422))
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeVersionBelowFloor))
-		var d selection.Decision
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeVersionBelowFloor))
+		var d wire.Decision
 		Expect(json.Unmarshal(evs[0].Payload, &d)).To(Succeed())
 		Expect(d.HarnessID).To(Equal("codex"), "no fallback to another harness")
 		Expect(d.Runtime).NotTo(Equal(string(v1alpha1.RuntimeOpenClaw)), "no fallback to the embedded runtime")
 		Expect(d.Error).NotTo(BeNil())
-		Expect(d.Error.Code).To(Equal(selection.CodeVersionBelowFloor))
+		Expect(d.Error.Code).To(Equal(wire.CodeVersionBelowFloor))
 		refusedBeforeAnyThread(ns, "old", "run-v1", evs, before)
 		Expect(stub.RequestsContaining("vfloor-1")).To(BeEmpty())
 	})
@@ -98,7 +97,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
 		Expect(turnErr).NotTo(HaveOccurred())
 		res := resultOf(c.events())
-		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalAborted))
+		Expect(res.Terminal.Kind).To(Equal(wire.TerminalAborted))
 		Expect(res.AssistantTexts).NotTo(ContainElement(ContainSubstring("never said")))
 		s := getSession(ns, "intr")
 		Expect(s.Status.ActiveTurn).To(BeNil())
@@ -114,13 +113,13 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		newSession(ns, "verified", testModel)
 		before := len(stub.Requests())
 		req := textReq("run-x1", "xv-1 verified please")
-		req.ExpectedRuntimeArtifact = &ExpectedRuntimeArtifact{HarnessID: "claude", ID: "sha256:abc"}
+		req.ExpectedRuntimeArtifact = &wire.ExpectedRuntimeArtifact{HarnessID: "claude", ID: "sha256:abc"}
 		evs, err := turn(ns, "verified", req)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeArtifactMismatch))
+		Expect(te.Code).To(Equal(wire.CodeArtifactMismatch))
 		Expect(te.Message).To(Equal("Verified inference requires agent harness claude, but codex was selected."))
-		Expect(te.Scope).To(Equal(selection.ScopeHarness))
+		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.ReplaySafe).To(BeNil(), "no runtime was touched")
 		refusedBeforeAnyThread(ns, "verified", "run-x1", evs, before)
 	})
@@ -128,11 +127,11 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 	It("refuses an expected artifact on the external (unattested) server before any thread (ArtifactMismatch)", func() {
 		before := len(stub.Requests())
 		req := textReq("run-x2", "xv-2 verified please")
-		req.ExpectedRuntimeArtifact = &ExpectedRuntimeArtifact{HarnessID: "codex", ID: "sha256:abc"}
+		req.ExpectedRuntimeArtifact = &wire.ExpectedRuntimeArtifact{HarnessID: "codex", ID: "sha256:abc"}
 		evs, err := turn(ns, "verified", req)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeArtifactMismatch))
+		Expect(te.Code).To(Equal(wire.CodeArtifactMismatch))
 		Expect(te.Message).To(Equal("Verified inference requires an attested runtime artifact, but agent harness codex is an external server, which is not attested."))
 		refusedBeforeAnyThread(ns, "verified", "run-x2", evs, before)
 		Expect(stub.RequestsContaining("xv-2")).To(BeEmpty())
@@ -155,19 +154,19 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		stub.When("tto-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Bergen"}))
 		req := textReq("run-tt1", "tto-1: weather in Bergen?")
 		req.ToolTimeoutMs = 300
-		req.Tools = []HostTool{{Name: "lookup_weather", Description: "Weather by city",
+		req.Tools = []wire.HostTool{{Name: "lookup_weather", Description: "Weather by city",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
 		evs, err := turn(ns, "slowtool", req)
 		Expect(err).NotTo(HaveOccurred())
-		var call adapter.ToolCall
-		Expect(json.Unmarshal(lastOf(evs, string(adapter.EventToolCall)), &call)).To(Succeed())
-		var term adapter.ToolTerminal
-		Expect(json.Unmarshal(lastOf(evs, string(adapter.EventToolTerminal)), &term)).To(Succeed())
+		var call wire.ToolCall
+		Expect(json.Unmarshal(lastOf(evs, wire.EventToolCall), &call)).To(Succeed())
+		var term wire.ToolTerminal
+		Expect(json.Unmarshal(lastOf(evs, wire.EventToolTerminal), &term)).To(Succeed())
 		Expect(term.CallID).To(Equal(call.CallID))
 		Expect(term.Tool).To(Equal("lookup_weather"))
-		Expect(term.Outcome).To(Equal(adapter.OutcomeFailure))
+		Expect(term.Outcome).To(Equal(wire.OutcomeFailure))
 		Expect(term.ExecutionStarted).To(BeTrue(), "the client may have started it")
-		Expect(eng.SubmitToolResult(keyOf(ns, "slowtool"), "run-tt1", call.CallID, adapter.TextAnswer("late"))).
+		Expect(eng.SubmitToolResult(keyOf(ns, "slowtool"), "run-tt1", call.CallID, wire.TextAnswer("late"))).
 			To(MatchError(ErrNoPendingToolCall), "a timed-out call takes no answer")
 		Expect(stub.FunctionCallOutputs()).NotTo(ContainElement(HaveField("Output", ContainSubstring("late"))))
 	})
@@ -184,17 +183,17 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		stub.When("tlim-1", stubmodel.Text("a reply that does not fit"))
 		c := &collector{}
 		err = limited.Turn(ctx, ns, "big", textReq("run-tl1", "tlim-1 a prompt longer than the sixty-four byte transcript limit of this session"), c.sink)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 		Expect(te.Message).To(ContainSubstring("would exceed the limit of 64 bytes"), "a clear error naming the limit")
 		Expect(te.ReplaySafe).NotTo(BeNil())
 		Expect(*te.ReplaySafe).To(BeFalse())
-		Expect(errorOf(c.events()).Code).To(Equal(selection.CodeTranscriptLimitExceeded))
-		Expect(types(c.events())).NotTo(ContainElement(EventResult))
+		Expect(errorOf(c.events()).Code).To(Equal(wire.CodeTranscriptLimitExceeded))
+		Expect(types(c.events())).NotTo(ContainElement(wire.EventResult))
 		s := getSession(ns, "big")
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
-		Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(selection.CodeTranscriptLimitExceeded)))
+		Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(wire.CodeTranscriptLimitExceeded)))
 		Expect(s.Status.ActiveTurn).To(BeNil())
 	})
 })

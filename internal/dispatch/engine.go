@@ -8,10 +8,10 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Defaults of Options.
@@ -33,13 +33,6 @@ const (
 	workspacesDir = "workspaces"
 	// dialTimeout bounds one dial and handshake.
 	dialTimeout = 15 * time.Second
-)
-
-// Event types the engine adds to the adapter's vocabulary.
-const (
-	EventSelected = "selected"
-	EventResult   = "result"
-	EventError    = "error"
 )
 
 // Options tune an Engine; the zero value takes the defaults.
@@ -156,14 +149,14 @@ var ErrNoPendingToolCall = errors.New("dispatch: no pending host tool call")
 // Decide returns the selection decision for req on the session without side
 // effects (turn-only fields are ignored). A SessionMismatch is the decision's
 // error; the returned error is for lookups that failed.
-func (e *Engine) Decide(ctx context.Context, ns, name string, req *TurnRequest) (selection.Decision, error) {
+func (e *Engine) Decide(ctx context.Context, ns, name string, req *wire.TurnRequest) (wire.Decision, error) {
 	sess, err := e.session(ctx, ns, name)
 	if err != nil {
-		return selection.Decision{}, err
+		return wire.Decision{}, err
 	}
 	snap, err := snapshot.For(ctx, e.reader, sess)
 	if err != nil {
-		return selection.Decision{}, err
+		return wire.Decision{}, err
 	}
 	return selection.Select(snap, &req.Attempt), nil
 }
@@ -172,7 +165,7 @@ func (e *Engine) Decide(ctx context.Context, ns, name string, req *TurnRequest) 
 // runID of the session (SessionKey), as the client posted it. It returns
 // ErrNoPendingToolCall when no such call waits (unknown, answered, timed
 // out or its turn ended).
-func (e *Engine) SubmitToolResult(session, runID, callID string, answer adapter.ToolAnswer) error {
+func (e *Engine) SubmitToolResult(session, runID, callID string, answer wire.ToolAnswer) error {
 	return e.live.answerTool(toolKey{session, runID, callID}, answer)
 }
 

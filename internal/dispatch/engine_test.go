@@ -14,9 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -34,27 +33,27 @@ var _ = Describe("Turn engine", Ordered, func() {
 		evs, err := turn(ns, "text", textReq("run-a1", "alpha-1: what is the answer?"))
 		Expect(err).NotTo(HaveOccurred())
 		ts := types(evs)
-		Expect(ts[0]).To(Equal(EventSelected))
-		Expect(ts).To(ContainElement(string(adapter.EventPartial)))
-		Expect(ts).To(ContainElement(string(adapter.EventTranscript)))
-		Expect(ts[len(ts)-1]).To(Equal(EventResult))
+		Expect(ts[0]).To(Equal(wire.EventSelected))
+		Expect(ts).To(ContainElement(wire.EventPartial))
+		Expect(ts).To(ContainElement(wire.EventTranscript))
+		Expect(ts[len(ts)-1]).To(Equal(wire.EventResult))
 
-		var d selection.Decision
+		var d wire.Decision
 		Expect(json.Unmarshal(evs[0].Payload, &d)).To(Succeed())
 		Expect(d.Runtime).To(Equal("codex"))
-		Expect(d.Reason).To(Equal(selection.ReasonForcedPlugin))
+		Expect(d.Reason).To(Equal(wire.ReasonForcedPlugin))
 		Expect(d.RuntimeSource).To(Equal(v1alpha1.RuntimeSourceProvider), "the Codex-only policy's provider entry decided")
 
 		var partial strings.Builder
-		for _, p := range ofType(evs, string(adapter.EventPartial)) {
-			var pp adapter.Partial
+		for _, p := range ofType(evs, wire.EventPartial) {
+			var pp wire.Partial
 			Expect(json.Unmarshal(p, &pp)).To(Succeed())
 			partial.WriteString(pp.Delta)
 		}
 		Expect(partial.String()).To(Equal("The answer is forty-two."))
 		res := resultOf(evs)
 		Expect(res.AssistantTexts).To(Equal([]string{"The answer is forty-two."}))
-		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(res.Terminal.Kind).To(Equal(wire.TerminalOK))
 		Expect(res.AgentHarnessID).To(Equal("codex"))
 		Expect(res.RunID).To(Equal("run-a1"))
 
@@ -134,16 +133,16 @@ var _ = Describe("Turn engine", Ordered, func() {
 		evs, err := turn(ns, "text", body)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{"The answer is forty-two."}))
-		Expect(evs[0].Type).To(Equal(EventSelected))
+		Expect(evs[0].Type).To(Equal(wire.EventSelected))
 		Consistently(func() int { return len(stub.Requests()) }, 500*time.Millisecond).Should(Equal(before), "no model request for a replay")
 		Expect(getSession(ns, "text").Status.Counters.Turns).To(Equal(int64(3)), "a replay is not a turn")
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex", "codex", "ok"))).To(Equal(3.0), "a replay is not counted")
 		Expect(histogramCount(turnDuration.WithLabelValues(ns, "codex", "ok"))).To(Equal(uint64(3)))
 
 		_, err = turn(ns, "text", textReq("run-a1", "alpha-1: something else"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeRunIDConflict))
+		Expect(te.Code).To(Equal(wire.CodeRunIDConflict))
 		Expect(te.HTTPStatus()).To(Equal(409))
 		Expect(len(stub.Requests())).To(Equal(before))
 	})
@@ -153,9 +152,9 @@ var _ = Describe("Turn engine", Ordered, func() {
 		req := textReq("run-mismatch", "hello")
 		req.ModelID = "openai/gpt-other"
 		evs, err := turn(ns, "text", req)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeSessionMismatch))
+		Expect(te.Code).To(Equal(wire.CodeSessionMismatch))
 		Expect(evs).To(BeEmpty())
 		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "SessionMismatch"))).To(Equal(1.0))
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch"))).To(Equal(1.0))
@@ -222,43 +221,43 @@ var _ = Describe("Turn engine", Ordered, func() {
 		session := keyOf(ns, "tools")
 		c := &collector{}
 		c.onEvent = func(typ string, payload json.RawMessage) {
-			if typ != string(adapter.EventToolCall) {
+			if typ != wire.EventToolCall {
 				return
 			}
-			var call adapter.ToolCall
+			var call wire.ToolCall
 			Expect(json.Unmarshal(payload, &call)).To(Succeed())
 			Expect(call.Tool).To(Equal("lookup_weather"))
-			Expect(eng.SubmitToolResult(session, "run-t1", call.CallID, adapter.TextAnswer("sunny, 21C"))).To(Succeed())
+			Expect(eng.SubmitToolResult(session, "run-t1", call.CallID, wire.TextAnswer("sunny, 21C"))).To(Succeed())
 		}
 		req := textReq("run-t1", "tool-1: weather in Oslo?")
-		req.Tools = []HostTool{{Name: "lookup_weather", Description: "Weather by city",
+		req.Tools = []wire.HostTool{{Name: "lookup_weather", Description: "Weather by city",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
 		Expect(eng.Turn(ctx, ns, "tools", req, c.sink)).To(Succeed())
 		evs := c.events()
-		Expect(types(evs)).To(ContainElement(string(adapter.EventToolCall)))
-		var term adapter.ToolTerminal
-		Expect(json.Unmarshal(lastOf(evs, string(adapter.EventToolTerminal)), &term)).To(Succeed())
-		Expect(term.Outcome).To(Equal(adapter.OutcomeSuccess))
+		Expect(types(evs)).To(ContainElement(wire.EventToolCall))
+		var term wire.ToolTerminal
+		Expect(json.Unmarshal(lastOf(evs, wire.EventToolTerminal), &term)).To(Succeed())
+		Expect(term.Outcome).To(Equal(wire.OutcomeSuccess))
 		Expect(term.ExecutionStarted).To(BeTrue())
 		Expect(stub.FunctionCallOutputs()).To(ContainElement(HaveField("Output", ContainSubstring("sunny, 21C"))))
 		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{stubmodel.ToolOutputPrefix + "sunny, 21C"}))
 		tr := transcript(ns, "tools")
 		Expect(tr).To(ContainSubstring("lookup_weather"))
 		Expect(tr).To(ContainSubstring("sunny, 21C"))
-		Expect(eng.SubmitToolResult(session, "run-t1", term.CallID, adapter.TextAnswer("late"))).To(MatchError(ErrNoPendingToolCall))
+		Expect(eng.SubmitToolResult(session, "run-t1", term.CallID, wire.TextAnswer("late"))).To(MatchError(ErrNoPendingToolCall))
 	})
 
 	It("refuses a turn whose decision is the embedded openclaw runtime (EmbeddedRuntimeSelected, scope harness)", func() {
 		newSession(ns, "embedded", "anthropic/claude-x")
 		before := len(stub.Requests())
 		evs, err := turn(ns, "embedded", textReq("run-e1", "hello"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeEmbeddedRuntimeSelected))
-		Expect(te.Scope).To(Equal(selection.ScopeHarness))
+		Expect(te.Code).To(Equal(wire.CodeEmbeddedRuntimeSelected))
+		Expect(te.Scope).To(Equal(wire.ScopeHarness))
 		Expect(te.HTTPStatus()).To(Equal(409))
 		Expect(te.ReplaySafe).To(BeNil(), "no runtime was touched")
-		Expect(types(evs)).To(Equal([]string{EventSelected, EventError}))
+		Expect(types(evs)).To(Equal([]string{wire.EventSelected, wire.EventError}))
 		Expect(len(stub.Requests())).To(Equal(before))
 	})
 })
@@ -283,16 +282,16 @@ var _ = Describe("A session whose transcript mirror is full", func() {
 		// The first turn's records do not fit: it ends with the limit.
 		stub.When("tl-1", stubmodel.Text(strings.Repeat("long answer ", 40)))
 		_, err = run("run-tl1", "tl-1 fill the transcript")
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 
 		// The next one is refused before anything reaches the model, and
 		// is not journaled (its runId stays free).
 		stub.When("tl-2", stubmodel.Text("never"))
 		_, err = run("run-tl2", "tl-2 one more")
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeTranscriptLimitExceeded))
+		Expect(te.Code).To(Equal(wire.CodeTranscriptLimitExceeded))
 		Expect(te.HTTPStatus()).To(Equal(413))
 		Expect(te.Message).To(ContainSubstring("reset the session"))
 		Expect(stub.RequestsContaining("tl-2")).To(BeEmpty(), "a turn on a full transcript reached the model")
@@ -328,12 +327,12 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(h), h) }).ShouldNot(Succeed())
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", textReq("run-d1", "delta-1 after"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeHarnessNotRegistered))
+		Expect(te.Code).To(Equal(wire.CodeHarnessNotRegistered))
 		Expect(te.Message).To(Equal(`Requested agent harness "codex" is not registered.`))
 		Expect(te.Retryable).To(BeFalse())
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeHarnessNotRegistered))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeHarnessNotRegistered))
 		Expect(len(stub.Requests())).To(Equal(before), "never a fallback, no model request")
 		Expect(promtestutil.ToFloat64(failClosedTotal.WithLabelValues(ns, "HarnessNotRegistered"))).To(Equal(1.0))
 		Expect(promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "HarnessNotRegistered"))).To(Equal(1.0))
@@ -346,9 +345,9 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		newSession(ns, "s", testModel)
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", textReq("run-u1", "eps-1"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeHarnessUnavailable))
+		Expect(te.Code).To(Equal(wire.CodeHarnessUnavailable))
 		Expect(te.Retryable).To(BeTrue())
 		Expect(te.HTTPStatus()).To(Equal(503))
 		Expect(errorOf(evs).Retryable).To(BeTrue())
@@ -359,7 +358,7 @@ var _ = Describe("Fail-closed and unavailable harnesses under the Codex-only pol
 		updateHarness(h, true, func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = codexSrv.URL })
 		evs, err = turn(ns, "s", textReq("run-u1", "eps-1"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
 	})
 })
 
@@ -423,14 +422,14 @@ var _ = Describe("A server that goes away mid-turn", func() {
 		srv.Kill()
 		var turnErr error
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(turnErr, &te)).To(BeTrue(), "%v", turnErr)
 		Expect(te.ReplaySafe).NotTo(BeNil())
 		Expect(*te.ReplaySafe).To(BeFalse())
 		ev := errorOf(c.events())
 		Expect(ev.ReplaySafe).NotTo(BeNil())
 		Expect(*ev.ReplaySafe).To(BeFalse())
-		Expect(types(c.events())).NotTo(ContainElement(EventResult))
+		Expect(types(c.events())).NotTo(ContainElement(wire.EventResult))
 		s := getSession(ns, "doomed")
 		Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
 		Expect(s.Status.ActiveTurn).To(BeNil())
@@ -472,13 +471,13 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
 
 		evs, err := turn(ns, "moved", textReq("run-o1", "omicron-1 hello?"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeNativeThreadLost))
+		Expect(te.Code).To(Equal(wire.CodeNativeThreadLost))
 		Expect(te.Retryable).To(BeFalse())
 		Expect(te.Message).To(ContainSubstring("does not have this session's native thread " + thread))
 		Expect(te.Message).To(ContainSubstring("reset the session"))
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeNativeThreadLost))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeNativeThreadLost))
 		Expect(stub.RequestsContaining("omicron-1")).To(BeEmpty())
 
 		// A reset starts a new thread there.
@@ -525,8 +524,8 @@ var _ = Describe("A WebSocket cut mid-turn", func() {
 		evs := c.events()
 		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{"all of the answer arrives"}))
 		var partial strings.Builder
-		for _, p := range ofType(evs, string(adapter.EventPartial)) {
-			var pp adapter.Partial
+		for _, p := range ofType(evs, wire.EventPartial) {
+			var pp wire.Partial
 			Expect(json.Unmarshal(p, &pp)).To(Succeed())
 			partial.WriteString(pp.Delta)
 		}
@@ -545,8 +544,8 @@ var _ = Describe("Tool surface", func() {
 		stub.When("mu-1", stubmodel.CallJSON("secret_tool", map[string]any{"x": 1}))
 		evs, err := turn(ns, "s", textReq("run-m1", "mu-1 try it"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(types(evs)).NotTo(ContainElement(string(adapter.EventToolCall)))
-		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(types(evs)).NotTo(ContainElement(wire.EventToolCall))
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
 		Expect(stub.FunctionCallOutputs()).To(ContainElement(HaveField("Output", ContainSubstring("unsupported call"))))
 	})
 
@@ -554,19 +553,19 @@ var _ = Describe("Tool surface", func() {
 		ns := newNamespace()
 		h := registerCodex(ns, codexSrv.URL, true)
 		newSession(ns, "s", testModel)
-		restricted := func(runID, prompt string) *TurnRequest {
+		restricted := func(runID, prompt string) *wire.TurnRequest {
 			req := textReq(runID, prompt)
 			req.PluginHarnessToolPolicyRestricted = true
-			req.ToolsAllow = selection.ToolList{"lookup"}
-			req.Tools = []HostTool{{Name: "lookup", Description: "Look something up", Parameters: json.RawMessage(`{"type":"object"}`)}}
+			req.ToolsAllow = wire.ToolList{"lookup"}
+			req.Tools = []wire.HostTool{{Name: "lookup", Description: "Look something up", Parameters: json.RawMessage(`{"type":"object"}`)}}
 			return req
 		}
 		before := len(stub.Requests())
 		evs, err := turn(ns, "s", restricted("run-n0", "nu-0 restricted"))
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeToolPolicyUnenforceable))
-		Expect(errorOf(evs).Code).To(Equal(selection.CodeToolPolicyUnenforceable))
+		Expect(te.Code).To(Equal(wire.CodeToolPolicyUnenforceable))
+		Expect(errorOf(evs).Code).To(Equal(wire.CodeToolPolicyUnenforceable))
 		Expect(len(stub.Requests())).To(Equal(before))
 
 		updateHarness(h, true, func(h *v1alpha1.AgentHarness) {
@@ -574,7 +573,7 @@ var _ = Describe("Tool surface", func() {
 		})
 		evs, err = turn(ns, "s", restricted("run-n1", "nu-1 restricted"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(resultOf(evs).Terminal.Kind).To(Equal(adapter.TerminalOK))
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
 		req, err := stub.WaitMarker(ctx, "nu-1")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(req.ToolNames()).To(ConsistOf("lookup"))

@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -73,7 +73,7 @@ var _ = Describe("The dispatcher's AgentSession finalizer", func() {
 		Expect(turnErr).NotTo(HaveOccurred())
 		Eventually(queued, 20*time.Second).Should(Receive(MatchError(ErrSessionNotFound)), "nothing starts on a session being deleted")
 		Expect(stub.RequestsContaining("finbusy-2")).To(BeEmpty())
-		Expect(resultOf(c.events()).Terminal.Kind).To(Equal(adapter.TerminalAborted))
+		Expect(resultOf(c.events()).Terminal.Kind).To(Equal(wire.TerminalAborted))
 		Eventually(gone(ns, "fin-busy")).Should(BeTrue())
 		_, err = jrnl.Lookup(session, "run-fb1")
 		Expect(err).To(MatchError(journal.ErrNotFound))

@@ -5,7 +5,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // An AgentSession's identity is its UID, never its name: a session deleted
@@ -33,7 +33,7 @@ func workDir(root string, s *v1alpha1.AgentSession) string {
 // upgrade), or copied from another session's status: resuming it would
 // continue a conversation that is not this session's. Nothing ran; a reset
 // (spec.resetGeneration) starts a new thread.
-func trustedBinding(s *v1alpha1.AgentSession) *TurnError {
+func trustedBinding(s *v1alpha1.AgentSession) *wire.Error {
 	b := s.Status.NativeBinding
 	if b == nil || b.Generation != s.Spec.ResetGeneration || b.SessionUID == string(s.UID) {
 		return nil
@@ -42,7 +42,7 @@ func trustedBinding(s *v1alpha1.AgentSession) *TurnError {
 	if b.SessionUID != "" {
 		written = "session UID " + b.SessionUID
 	}
-	return newTurnError(selection.CodeNativeThreadLost, "",
+	return wire.Errorf(wire.CodeNativeThreadLost, "",
 		"the native binding of AgentSession %s/%s (thread %s) was written for %s, not for this object (UID %s); reset the session (/reset bumps spec.resetGeneration) to start a new thread",
 		s.Namespace, s.Name, b.ThreadID, written, s.UID)
 }

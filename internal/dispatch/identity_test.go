@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"path"
 	"strings"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -24,7 +25,7 @@ const listing = "ls -A; echo END-OF-LISTING"
 
 // listWorkDir runs a turn whose model lists the session's working directory
 // through Codex's shell tool, and returns the listing.
-func listWorkDir(ns, name, runID, marker string) (ResultEvent, string) {
+func listWorkDir(ns, name, runID, marker string) (wire.ResultEvent, string) {
 	GinkgoHelper()
 	stub.When(marker, stubmodel.CallJSON("exec_command", map[string]string{"cmd": listing}))
 	evs, err := turn(ns, name, textReq(runID, marker+": what is in your directory?"))
@@ -145,10 +146,9 @@ var _ = Describe("A native binding not written for this AgentSession", func() {
 
 		before := len(stub.Requests())
 		_, err = turn(ns, "copied", textReq("run-b2", "bind-2 continue"))
-		var te *TurnError
-		Expect(err).To(BeAssignableToTypeOf(te))
-		te = err.(*TurnError)
-		Expect(te.Code).To(Equal(selection.CodeNativeThreadLost))
+		var te *wire.Error
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(wire.CodeNativeThreadLost))
 		Expect(te.Message).To(ContainSubstring("was written for session UID 8b0f6d8e"))
 		Expect(stub.Requests()).To(HaveLen(before), "the refused turn reached the model")
 		_, lookErr := jrnl.Lookup(keyOf(ns, "copied"), "run-b2")

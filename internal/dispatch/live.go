@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // liveTurns are the turns running in this engine: what Interrupt reaches,
@@ -15,9 +15,9 @@ import (
 // waits for. Its lock guards only these.
 type liveTurns struct {
 	mu    sync.Mutex
-	runs  map[string]*liveRun                 // by session key
-	tools map[toolKey]chan adapter.ToolAnswer // host tool calls waiting for the client
-	idle  chan struct{}                       // closed and replaced when the last run ends
+	runs  map[string]*liveRun              // by session key
+	tools map[toolKey]chan wire.ToolAnswer // host tool calls waiting for the client
+	idle  chan struct{}                    // closed and replaced when the last run ends
 	count int
 }
 
@@ -39,7 +39,7 @@ func (l *liveTurns) add(session, runID string) *liveRun {
 	defer l.mu.Unlock()
 	if l.runs == nil {
 		l.runs = map[string]*liveRun{}
-		l.tools = map[toolKey]chan adapter.ToolAnswer{}
+		l.tools = map[toolKey]chan wire.ToolAnswer{}
 	}
 	if l.idle == nil {
 		l.idle = make(chan struct{})
@@ -130,15 +130,15 @@ func (l *liveTurns) wait(d time.Duration) bool {
 
 // expectTool registers a host tool call before its client hears of it, so an
 // answer can never arrive before its waiter.
-func (l *liveTurns) expectTool(key toolKey) chan adapter.ToolAnswer {
+func (l *liveTurns) expectTool(key toolKey) chan wire.ToolAnswer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.tools == nil {
-		l.tools = map[toolKey]chan adapter.ToolAnswer{}
+		l.tools = map[toolKey]chan wire.ToolAnswer{}
 	}
 	ch := l.tools[key]
 	if ch == nil {
-		ch = make(chan adapter.ToolAnswer, 1)
+		ch = make(chan wire.ToolAnswer, 1)
 		l.tools[key] = ch
 	}
 	return ch
@@ -146,7 +146,7 @@ func (l *liveTurns) expectTool(key toolKey) chan adapter.ToolAnswer {
 
 // awaitTool waits for the client's answer to a host tool call until ctx
 // ends (the tool timeout, an interrupt, the shutdown).
-func (l *liveTurns) awaitTool(ctx context.Context, key toolKey, tool string) (adapter.ToolAnswer, error) {
+func (l *liveTurns) awaitTool(ctx context.Context, key toolKey, tool string) (wire.ToolAnswer, error) {
 	ch := l.expectTool(key)
 	defer func() {
 		l.mu.Lock()
@@ -157,12 +157,12 @@ func (l *liveTurns) awaitTool(ctx context.Context, key toolKey, tool string) (ad
 	case a := <-ch:
 		return a, nil
 	case <-ctx.Done():
-		return adapter.ToolAnswer{}, fmt.Errorf("dispatch: host tool %s (%s) got no answer: %w", tool, key.callID, context.Cause(ctx))
+		return wire.ToolAnswer{}, fmt.Errorf("dispatch: host tool %s (%s) got no answer: %w", tool, key.callID, context.Cause(ctx))
 	}
 }
 
 // answerTool delivers the client's answer to a waiting host tool call.
-func (l *liveTurns) answerTool(key toolKey, answer adapter.ToolAnswer) error {
+func (l *liveTurns) answerTool(key toolKey, answer wire.ToolAnswer) error {
 	l.mu.Lock()
 	ch := l.tools[key]
 	l.mu.Unlock()

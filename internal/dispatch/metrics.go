@@ -6,8 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Prometheus metrics of the turn engine. They are registered on
@@ -92,7 +91,7 @@ type turnLabels struct {
 
 // labelsOf returns the labels of a turn on a session of namespace ns with
 // decision d (the zero Decision when there was none).
-func labelsOf(ns string, d selection.Decision) turnLabels {
+func labelsOf(ns string, d wire.Decision) turnLabels {
 	l := turnLabels{namespace: ns, runtime: d.Runtime}
 	if d.HarnessRef != nil {
 		l.harness = d.HarnessRef.Name
@@ -102,14 +101,14 @@ func labelsOf(ns string, d selection.Decision) turnLabels {
 
 // recordRefused records a turn refused before anything ran: its outcome and
 // fail-closed reason are its error code.
-func recordRefused(l turnLabels, code selection.ErrorCode) {
+func recordRefused(l turnLabels, code wire.ErrorCode) {
 	turnsTotal.WithLabelValues(l.namespace, l.harness, l.runtime, string(code)).Inc()
 	recordFailClosed(l, code)
 }
 
 // recordFailClosed records a fail-closed refusal of a turn whose outcome is
 // recorded separately.
-func recordFailClosed(l turnLabels, code selection.ErrorCode) {
+func recordFailClosed(l turnLabels, code wire.ErrorCode) {
 	failClosedTotal.WithLabelValues(l.namespace, string(code)).Inc()
 }
 
@@ -120,8 +119,8 @@ func recordFirstPartial(l turnLabels, d time.Duration) {
 
 // recordFinished records a turn that ran: res is its result (nil when it
 // ended with terr), usage counts whenever there is a result.
-func recordFinished(l turnLabels, res *adapter.TurnResult, terr *TurnError, d time.Duration) {
-	outcome := string(adapter.TerminalFailed)
+func recordFinished(l turnLabels, res *wire.TurnResult, terr *wire.Error, d time.Duration) {
+	outcome := string(wire.TerminalFailed)
 	switch {
 	case terr != nil:
 		outcome = string(terr.Code)

@@ -10,8 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // histogramCount is the number of observations of one histogram series (0
@@ -30,14 +29,14 @@ func histogramCount(o prometheus.Observer) uint64 {
 
 func TestMetricsRecordingHelpers(t *testing.T) {
 	const ns = "unit-metrics"
-	d := selection.Decision{Runtime: "codex", HarnessID: "codex", HarnessRef: &selection.HarnessRef{Namespace: ns, Name: "codex-h"}}
+	d := wire.Decision{Runtime: "codex", HarnessID: "codex", HarnessRef: &wire.HarnessRef{Namespace: ns, Name: "codex-h"}}
 	l := labelsOf(ns, d)
 	if l != (turnLabels{namespace: ns, harness: "codex-h", runtime: "codex"}) {
 		t.Fatalf("labelsOf = %+v", l)
 	}
 
 	// A refused turn: outcome and reason are its §7 code; no duration.
-	recordRefused(labelsOf(ns, selection.Decision{}), selection.CodeSessionMismatch)
+	recordRefused(labelsOf(ns, wire.Decision{}), wire.CodeSessionMismatch)
 	if got := promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch")); got != 1 {
 		t.Errorf("turns_total{outcome=SessionMismatch} = %v, want 1", got)
 	}
@@ -46,7 +45,7 @@ func TestMetricsRecordingHelpers(t *testing.T) {
 	}
 
 	// A turn with a result: its terminal kind, duration and tokens.
-	res := &adapter.TurnResult{Terminal: adapter.Terminal{Kind: adapter.TerminalOK}, Usage: adapter.Usage{Input: 100, CachedInput: 40, Output: 7}}
+	res := &wire.TurnResult{Terminal: wire.Terminal{Kind: wire.TerminalOK}, Usage: wire.Usage{Input: 100, CachedInput: 40, Output: 7}}
 	recordFirstPartial(l, 300*time.Millisecond)
 	recordFinished(l, res, nil, 2*time.Second)
 	if got := promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex-h", "codex", "ok")); got != 1 {
@@ -66,7 +65,7 @@ func TestMetricsRecordingHelpers(t *testing.T) {
 
 	// A turn that ran and ended with an error: the outcome is its code, it
 	// is not a fail-closed decision.
-	recordFinished(l, nil, newTurnError(selection.CodeHarnessUnavailable, "", "gone").touched(false), time.Second)
+	recordFinished(l, nil, wire.Errorf(wire.CodeHarnessUnavailable, "", "gone").Touched(false), time.Second)
 	if got := promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "codex-h", "codex", "HarnessUnavailable")); got != 1 {
 		t.Errorf("turns_total{outcome=HarnessUnavailable} = %v, want 1", got)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
 	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // nativeCleanupTimeout bounds the cleanup of one session on one app-server.
@@ -126,9 +126,9 @@ func (e *Engine) serverOf(ctx context.Context, ns, name, pod string) (*appServer
 		if err != nil {
 			return nil, err
 		}
-		var serr *selection.Error
+		var serr *wire.Error
 		if srv, serr = boundServer(h, ServerPods{Pods: pods, Port: port}, pod); serr != nil {
-			if serr.Code == selection.CodeNativeThreadLost {
+			if serr.Code == wire.CodeNativeThreadLost {
 				return nil, nil // the pod and its files are gone
 			}
 			return nil, serr

@@ -13,12 +13,13 @@ import (
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // prepared is a turn ready to run: its decision, harness, server and
 // connection.
 type prepared struct {
-	decision selection.Decision
+	decision wire.Decision
 	harness  *v1alpha1.AgentHarness
 	server   Server
 	conn     serverConn
@@ -28,54 +29,67 @@ type prepared struct {
 }
 
 // prepare is step 4 of Start: nothing it does starts a thread or a turn. A
-// refusal after selection carries the decision.
-func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest) (*prepared, *TurnError) {
+// refusal after selection is a *refusal that carries the decision.
+func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest) (*prepared, error) {
 	p, terr := e.decide(ctx, sess, req)
 	if terr == nil {
 		terr = e.place(ctx, sess, req, p)
 	}
-	if terr != nil {
-		var d selection.Decision
-		if p != nil {
-			d = p.decision
-			terr.Decision = &p.decision
-		}
-		recordRefused(labelsOf(sess.Namespace, d), terr.Code)
+	switch {
+	case terr == nil:
+		return p, nil
+	case p == nil:
+		recordRefused(labelsOf(sess.Namespace, wire.Decision{}), terr.Code)
 		return nil, terr
 	}
-	return p, nil
+	recordRefused(labelsOf(sess.Namespace, p.decision), terr.Code)
+	return nil, &refusal{err: terr, decision: &p.decision}
 }
+
+// refusal is a turn refused after selection: its error (what it unwraps to,
+// and all the API answers) and the decision, which Turn streams as the
+// `selected` event the turn would have had. The decision never goes into
+// the error's JSON.
+type refusal struct {
+	err      *wire.Error
+	decision *wire.Decision
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func (r *refusal) Unwrap() error { return r.err }
 
 // decide selects the turn's harness and checks what needs no server: the
 // embedded runtime, the expected harness, the adapter, the binding, the
 // transcript.
-func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest) (*prepared, *TurnError) {
+func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest) (*prepared, *wire.Error) {
 	snap, err := snapshot.For(ctx, e.reader, sess)
 	if err != nil {
-		return nil, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "read the selection inputs: %v", err)
+		return nil, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "read the selection inputs: %v", err)
 	}
 	d := selection.Select(snap, &req.Attempt)
 	e.logDecision(sess, req.RunID, d)
 	p := &prepared{decision: d}
 	if d.Error != nil {
-		return p, turnError(d.Error)
+		terr := *d.Error // the decision keeps its own copy
+		return p, &terr
 	}
 	if d.HarnessID == "" || d.HarnessRef == nil || d.Runtime == string(v1alpha1.RuntimeOpenClaw) {
-		return p, newTurnError(selection.CodeEmbeddedRuntimeSelected, selection.ScopeHarness,
+		return p, wire.Errorf(wire.CodeEmbeddedRuntimeSelected, wire.ScopeHarness,
 			"The decision for this turn is the embedded openclaw runtime (reason %s); run it on the gateway's embedded runtime.", d.Reason)
 	}
 	if exp := req.ExpectedRuntimeArtifact; exp != nil && exp.HarnessID != "" && selection.NormalizeRuntimeID(exp.HarnessID) != d.HarnessID {
-		return p, newTurnError(selection.CodeArtifactMismatch, selection.ScopeHarness,
+		return p, wire.Errorf(wire.CodeArtifactMismatch, wire.ScopeHarness,
 			"Verified inference requires agent harness %s, but %s was selected.", exp.HarnessID, d.HarnessID)
 	}
 	h := &v1alpha1.AgentHarness{}
 	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: d.HarnessRef.Namespace, Name: d.HarnessRef.Name}, h); err != nil {
-		return p, newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
+		return p, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness,
 			"read AgentHarness %s/%s: %v", d.HarnessRef.Namespace, d.HarnessRef.Name, err)
 	}
 	p.harness, p.pod = h, h.Spec.External == nil
 	if h.Spec.Adapter != v1alpha1.AdapterCodexAppServer {
-		return p, newTurnError(selection.CodeHarnessUnsupported, selection.ScopeHarness,
+		return p, wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness,
 			"AgentHarness %s/%s uses adapter %q, which this dispatcher cannot drive.", h.Namespace, h.Name, h.Spec.Adapter)
 	}
 	binding := sess.Status.NativeBinding
@@ -91,14 +105,14 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *T
 
 // checkTranscript refuses a turn on a full transcript mirror before it
 // starts, instead of interrupting it mid-answer (a reset starts a new one).
-func (e *Engine) checkTranscript(sess *v1alpha1.AgentSession) *TurnError {
+func (e *Engine) checkTranscript(sess *v1alpha1.AgentSession) *wire.Error {
 	session := SessionKey(sess)
 	full, err := e.journal.TranscriptFull(session)
 	if err != nil {
-		return newTurnError(selection.CodeHarnessUnavailable, "", "read the transcript mirror of AgentSession %s: %v", session, err)
+		return wire.Errorf(wire.CodeHarnessUnavailable, "", "read the transcript mirror of AgentSession %s: %v", session, err)
 	}
 	if full {
-		return newTurnError(selection.CodeTranscriptLimitExceeded, "",
+		return wire.Errorf(wire.CodeTranscriptLimitExceeded, "",
 			"the transcript mirror of AgentSession %s is full; reset the session (/reset bumps spec.resetGeneration) to start a new one", session)
 	}
 	return nil
@@ -106,35 +120,35 @@ func (e *Engine) checkTranscript(sess *v1alpha1.AgentSession) *TurnError {
 
 // place chooses the turn's server (PickServer), checks the expected runtime
 // artifact against it and opens the pooled connection.
-func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *TurnRequest, p *prepared) *TurnError {
+func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared) *wire.Error {
 	h, binding := p.harness, sess.Status.NativeBinding
 	pods, err := e.serverPods(ctx, h, p.decision.HarnessID)
 	if err != nil {
-		return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "list the app-server pods: %v", err)
+		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "list the app-server pods: %v", err)
 	}
 	if binding != nil && !p.rebind && h.Spec.External != nil && binding.Pod != ExternalServerName {
-		return newTurnError(selection.CodeNativeThreadLost, "",
+		return wire.Errorf(wire.CodeNativeThreadLost, "",
 			"app-server pod %s, where this session's native thread lived, no longer serves AgentHarness %s/%s; reset the session (/reset bumps spec.resetGeneration) to start a new thread",
 			binding.Pod, h.Namespace, h.Name)
 	}
 	srv, serr := PickServer(h, pods, binding, p.rebind)
 	if serr != nil {
-		return turnError(serr)
+		return serr
 	}
 	if terr := checkArtifact(h, srv, req.ExpectedRuntimeArtifact, p.decision.HarnessID); terr != nil {
 		return terr
 	}
 	if p.conn, err = e.serverConn(ctx, h, srv); err != nil {
-		return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness, "%v", err)
+		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "%v", err)
 	}
 	p.server = srv
 	if p.client, err = e.open(ctx, p.conn); err != nil {
 		var verr *appserver.VersionError
 		if errors.As(err, &verr) {
-			return newTurnError(selection.CodeVersionBelowFloor, selection.ScopeHarness,
+			return wire.Errorf(wire.CodeVersionBelowFloor, wire.ScopeHarness,
 				"app-server %s of AgentHarness %s/%s: %v", srv.Name, h.Namespace, h.Name, verr)
 		}
-		return newTurnError(selection.CodeHarnessUnavailable, selection.ScopeHarness,
+		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness,
 			"connect to app-server %s of AgentHarness %s/%s: %v", srv.Name, h.Namespace, h.Name, err)
 	}
 	return nil
@@ -142,7 +156,7 @@ func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *Tu
 
 // checkArtifact refuses a turn that expects a runtime artifact unless the
 // chosen server is attested and runs exactly that artifact.
-func checkArtifact(h *v1alpha1.AgentHarness, srv Server, exp *ExpectedRuntimeArtifact, harnessID string) *TurnError {
+func checkArtifact(h *v1alpha1.AgentHarness, srv Server, exp *wire.ExpectedRuntimeArtifact, harnessID string) *wire.Error {
 	if exp == nil {
 		return nil
 	}
@@ -150,13 +164,13 @@ func checkArtifact(h *v1alpha1.AgentHarness, srv Server, exp *ExpectedRuntimeArt
 	art := h.Status.RuntimeArtifact
 	switch {
 	case srv.Name == ExternalServerName || h.Spec.External != nil:
-		return newTurnError(selection.CodeArtifactMismatch, selection.ScopeHarness,
+		return wire.Errorf(wire.CodeArtifactMismatch, wire.ScopeHarness,
 			"Verified inference requires an attested runtime artifact, but agent harness %s is an external server, which is not attested.", harnessID)
 	case att == nil || att.Status != metav1.ConditionTrue || art == nil:
-		return newTurnError(selection.CodeArtifactMismatch, selection.ScopeHarness,
+		return wire.Errorf(wire.CodeArtifactMismatch, wire.ScopeHarness,
 			"Verified inference requires an attested runtime artifact, but agent harness %s is not attested.", harnessID)
 	case (exp.ID != "" && exp.ID != art.ID) || (exp.Fingerprint != "" && exp.Fingerprint != art.Fingerprint):
-		return newTurnError(selection.CodeArtifactMismatch, selection.ScopeHarness,
+		return wire.Errorf(wire.CodeArtifactMismatch, wire.ScopeHarness,
 			"Verified inference requires runtime artifact %s (%s), but server %s of agent harness %s runs %s (%s).",
 			exp.ID, exp.Fingerprint, srv.Name, harnessID, art.ID, art.Fingerprint)
 	}
@@ -165,7 +179,7 @@ func checkArtifact(h *v1alpha1.AgentHarness, srv Server, exp *ExpectedRuntimeArt
 			return nil
 		}
 	}
-	return newTurnError(selection.CodeArtifactMismatch, selection.ScopeHarness,
+	return wire.Errorf(wire.CodeArtifactMismatch, wire.ScopeHarness,
 		"Verified inference requires an attested runtime artifact, but server %s of agent harness %s is not attested yet.", srv.Name, harnessID)
 }
 

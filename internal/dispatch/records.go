@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type candidateRecord struct {
@@ -20,7 +19,7 @@ type candidateRecord struct {
 
 // logDecision writes the one structured `agent harness selected` record of a
 // decision (DESIGN.md §5 rule 10).
-func (e *Engine) logDecision(sess *v1alpha1.AgentSession, runID string, d selection.Decision) {
+func (e *Engine) logDecision(sess *v1alpha1.AgentSession, runID string, d wire.Decision) {
 	cands := make([]candidateRecord, 0, len(d.Candidates))
 	for _, c := range d.Candidates {
 		cands = append(cands, candidateRecord{HarnessID: c.HarnessID, Supported: c.Supported, Priority: c.Priority, Reason: c.Reason})
@@ -36,7 +35,7 @@ func (e *Engine) logDecision(sess *v1alpha1.AgentSession, runID string, d select
 	e.log.Info("agent harness selected", kv...)
 }
 
-func lastSelection(d selection.Decision, runID string) *v1alpha1.LastSelection {
+func lastSelection(d wire.Decision, runID string) *v1alpha1.LastSelection {
 	ls := &v1alpha1.LastSelection{
 		Runtime: v1alpha1.RuntimeID(d.Runtime), Reason: string(d.Reason), RuntimeSource: d.RuntimeSource, RunID: runID,
 	}
@@ -57,19 +56,19 @@ func lastSelection(d selection.Decision, runID string) *v1alpha1.LastSelection {
 	return ls
 }
 
-func outcomeOf(k adapter.TerminalKind) v1alpha1.TurnOutcome {
+func outcomeOf(k wire.TerminalKind) v1alpha1.TurnOutcome {
 	switch k {
-	case adapter.TerminalOK:
+	case wire.TerminalOK:
 		return v1alpha1.TurnSucceeded
-	case adapter.TerminalAborted:
+	case wire.TerminalAborted:
 		return v1alpha1.TurnInterrupted
-	case adapter.TerminalTimeout:
+	case wire.TerminalTimeout:
 		return v1alpha1.TurnTimedOut
 	}
 	return v1alpha1.TurnFailed
 }
 
-func addUsage(c *v1alpha1.SessionCounters, u adapter.Usage) {
+func addUsage(c *v1alpha1.SessionCounters, u wire.Usage) {
 	c.InputTokens += u.Input
 	c.CachedInputTokens += u.CachedInput
 	c.OutputTokens += u.Output

@@ -9,7 +9,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Recover runs at start-up: every run the journal found running is marked
@@ -66,7 +66,7 @@ func (e *Engine) clearStale(ctx context.Context, s *v1alpha1.AgentSession) error
 	st.ActiveTurn = nil
 	if st.LastTurn == nil || st.LastTurn.RunID != stale.RunID {
 		st.LastTurn = &v1alpha1.LastTurn{
-			RunID: stale.RunID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(selection.CodeHarnessUnavailable),
+			RunID: stale.RunID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(wire.CodeHarnessUnavailable),
 			StartedAt: stale.StartedAt, FinishedAt: metav1.Now(),
 		}
 		if st.Counters == nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // relay records one adapter event of the turn: the transcript mirror for
@@ -13,21 +14,21 @@ import (
 // an event the journal refuses, interrupts the native turn: the turn then
 // fails visibly (finish) instead of running on unrecorded.
 func (t *runningTurn) relay(ev adapter.Event) {
-	if ev.Type == adapter.EventPartial && !t.partialSeen {
+	if ev.Type == wire.EventPartial && !t.partialSeen {
 		t.partialSeen = true
 		recordFirstPartial(t.labels, time.Since(t.started.Time))
 	}
 	payload := mustJSON(ev.Payload())
-	if ev.Type == adapter.EventTranscript && t.transcriptErr == nil {
+	if ev.Type == wire.EventTranscript && t.transcriptErr == nil {
 		if err := t.e.journal.AppendTranscript(t.session, payload); err != nil {
 			t.transcriptErr = err
 			t.interruptNative()
 		}
 	}
-	if ev.Type == adapter.EventToolCall && ev.ToolCall != nil {
+	if ev.Type == wire.EventToolCall && ev.ToolCall != nil {
 		t.e.live.expectTool(toolKey{t.session, t.req.RunID, ev.ToolCall.CallID})
 	}
-	if err := t.emit(string(ev.Type), payload); err != nil && t.writeErr == nil {
+	if err := t.emit(ev.Type, payload); err != nil && t.writeErr == nil {
 		t.writeErr = err
 		t.e.log.Error(err, "journal append failed; interrupting the turn", "session", t.session, "runId", t.req.RunID, "event", ev.Type)
 		t.interruptNative()

@@ -10,7 +10,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -95,9 +95,9 @@ var _ = Describe("A dispatcher that restarts while a turn runs", func() {
 		next := textReq("run-bz2", "busy-2 next question")
 		next.TimeoutMs = 20000 // a turn that waited behind the abandoned one ends, and the spec fails
 		_, err = turn(ns, "busy", next)
-		var te *TurnError
+		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
-		Expect(te.Code).To(Equal(selection.CodeHarnessUnavailable))
+		Expect(te.Code).To(Equal(wire.CodeHarnessUnavailable))
 		Expect(te.Retryable).To(BeTrue())
 		Expect(te.Message).To(ContainSubstring("still ran an earlier turn"))
 		Expect(stub.RequestsContaining("busy-2")).To(HaveLen(before), "the next turn reached the model while the abandoned one ran")

@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // statusWriteTimeout bounds one status apply of a running turn.
@@ -25,7 +26,7 @@ type runningTurn struct {
 	e       *Engine
 	session string
 	sess    *v1alpha1.AgentSession
-	req     *TurnRequest
+	req     *wire.TurnRequest
 	p       *prepared
 	run     *journal.Run
 	live    *liveRun
@@ -38,7 +39,7 @@ type runningTurn struct {
 	writeErr      error       // the journal refused an event: the turn fails
 }
 
-func (e *Engine) newTurn(session string, sess *v1alpha1.AgentSession, req *TurnRequest, p *prepared, run *journal.Run) *runningTurn {
+func (e *Engine) newTurn(session string, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, run *journal.Run) *runningTurn {
 	return &runningTurn{
 		e: e, session: session, sess: sess, req: req, p: p, run: run,
 		live:    e.live.add(session, req.RunID),
@@ -54,8 +55,8 @@ func (t *runningTurn) execute(unlock func()) {
 	defer unlock()
 	defer t.e.live.remove(t.session, t.live)
 	var (
-		res  *adapter.TurnResult
-		terr *TurnError
+		res  *wire.TurnResult
+		terr *wire.Error
 	)
 	func() {
 		defer func() {
@@ -64,7 +65,7 @@ func (t *runningTurn) execute(unlock func()) {
 				if t.native != nil {
 					t.native.Interrupt()
 				}
-				res, terr = nil, newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").touched(false)
+				res, terr = nil, wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").Touched(false)
 			}
 		}()
 		t.resetTranscript()
@@ -113,7 +114,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		ThinkLevel:            t.req.ThinkLevel,
 		Prompt:                t.req.Prompt,
 		Images:                t.req.Images,
-		Tools:                 t.req.hostTools(),
+		Tools:                 t.req.Tools,
 		DisableTools:          t.req.DisableTools,
 		ToolTimeout:           time.Duration(t.req.ToolTimeoutMs) * time.Millisecond,
 		Deadline:              t.deadline(),
@@ -135,21 +136,21 @@ func (t *runningTurn) input() adapter.TurnInput {
 // status (pin, lastSelection, nativeBinding, lastTurn, counters, activeTurn
 // cleared), the `result` or `error` event, the run's end and the
 // transcript's fsync.
-func (t *runningTurn) finish(res *adapter.TurnResult, terr *TurnError) {
+func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	finished := metav1.Now()
 	if terr == nil && t.writeErr != nil {
-		terr = newTurnError(selection.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).touched(false)
+		terr = wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).Touched(false)
 	}
 	if terr == nil && t.transcriptErr != nil {
-		terr = newTurnError(selection.CodeTranscriptLimitExceeded, "", "%v", t.transcriptErr).touched(false)
+		terr = wire.Errorf(wire.CodeTranscriptLimitExceeded, "", "%v", t.transcriptErr).Touched(false)
 	}
 	recordFinished(t.labels, res, terr, finished.Sub(t.started.Time))
 	// The status first: a client that reads the session after the run's
 	// end finds the turn recorded there.
 	t.applyStatus(t.endStatus(res, terr, finished), "apply turn status failed")
-	state, payload, typ := journal.StateFinished, t.resultPayload(res), EventResult
+	state, payload, typ := journal.StateFinished, t.resultPayload(res), wire.EventResult
 	if terr != nil {
-		state, payload, typ = journal.StateFailed, mustJSON(terr), EventError
+		state, payload, typ = journal.StateFailed, mustJSON(terr), wire.EventError
 	}
 	if err := t.emit(typ, payload); err != nil {
 		t.e.log.Error(err, "journal append failed", "session", t.session, "runId", t.req.RunID, "event", typ)
@@ -163,20 +164,20 @@ func (t *runningTurn) finish(res *adapter.TurnResult, terr *TurnError) {
 }
 
 // resultPayload is the `result` event of a turn that completed.
-func (t *runningTurn) resultPayload(res *adapter.TurnResult) []byte {
+func (t *runningTurn) resultPayload(res *wire.TurnResult) []byte {
 	if res == nil {
 		return nil
 	}
 	d := t.p.decision
-	out := ResultEvent{RunID: t.req.RunID, TurnResult: *res, AgentHarnessID: d.HarnessID}
-	if t.req.CaptureRuntimeArtifact && checkArtifact(t.p.harness, t.p.server, &ExpectedRuntimeArtifact{}, d.HarnessID) == nil {
+	out := wire.ResultEvent{RunID: t.req.RunID, TurnResult: *res, AgentHarnessID: d.HarnessID}
+	if t.req.CaptureRuntimeArtifact && checkArtifact(t.p.harness, t.p.server, &wire.ExpectedRuntimeArtifact{}, d.HarnessID) == nil {
 		out.RuntimeArtifact = t.p.harness.Status.RuntimeArtifact.DeepCopy()
 	}
 	return mustJSON(out)
 }
 
 // endStatus is the dispatcher's part of the status after the turn.
-func (t *runningTurn) endStatus(res *adapter.TurnResult, terr *TurnError, finished metav1.Time) *dispatcherStatus {
+func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished metav1.Time) *dispatcherStatus {
 	d := t.p.decision
 	st := t.e.current(t.sess)
 	st.ActiveTurn = nil

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // ExternalServerName is the server name of an external app-server (and the
@@ -45,12 +45,12 @@ type ServerPods struct {
 //   - a bound pod that no longer exists and will not come back (its ordinal is
 //     beyond spec.appServer.replicas) → NativeThreadLost, with the advice to reset;
 //   - no ready pod → HarnessUnavailable; every ready pod full → HarnessAtCapacity.
-func PickServer(h *v1alpha1.AgentHarness, pods ServerPods, binding *v1alpha1.NativeBinding, rebind bool) (Server, *selection.Error) {
+func PickServer(h *v1alpha1.AgentHarness, pods ServerPods, binding *v1alpha1.NativeBinding, rebind bool) (Server, *wire.Error) {
 	if h.Spec.External != nil {
 		return Server{Name: ExternalServerName, URL: h.Spec.External.URL}, nil
 	}
 	if h.Spec.AppServer == nil {
-		return Server{}, serverError(selection.CodeHarnessUnavailable, "AgentHarness %s/%s has no workload", h.Namespace, h.Name)
+		return Server{}, serverError(wire.CodeHarnessUnavailable, "AgentHarness %s/%s has no workload", h.Namespace, h.Name)
 	}
 	if binding != nil && !rebind {
 		return boundServer(h, pods, binding.Pod)
@@ -63,7 +63,7 @@ func PickServer(h *v1alpha1.AgentHarness, pods ServerPods, binding *v1alpha1.Nat
 		}
 	}
 	if len(ready) == 0 {
-		return Server{}, serverError(selection.CodeHarnessUnavailable, "no app-server pod of AgentHarness %s/%s is ready", h.Namespace, h.Name)
+		return Server{}, serverError(wire.CodeHarnessUnavailable, "no app-server pod of AgentHarness %s/%s is ready", h.Namespace, h.Name)
 	}
 	slices.SortFunc(ready, func(a, b corev1.Pod) int {
 		if d := pods.Bound[a.Name] - pods.Bound[b.Name]; d != 0 {
@@ -75,30 +75,30 @@ func PickServer(h *v1alpha1.AgentHarness, pods ServerPods, binding *v1alpha1.Nat
 		return 1
 	})
 	if pods.Bound[ready[0].Name] >= capacity {
-		return Server{}, serverError(selection.CodeHarnessAtCapacity,
+		return Server{}, serverError(wire.CodeHarnessAtCapacity,
 			"every ready app-server pod of AgentHarness %s/%s holds %d sessions (maxSessionsPerReplica)", h.Namespace, h.Name, capacity)
 	}
 	return podServer(&ready[0], pods.Port), nil
 }
 
 // boundServer returns the pod a session's native thread lives on.
-func boundServer(h *v1alpha1.AgentHarness, pods ServerPods, name string) (Server, *selection.Error) {
+func boundServer(h *v1alpha1.AgentHarness, pods ServerPods, name string) (Server, *wire.Error) {
 	for i := range pods.Pods {
 		p := &pods.Pods[i]
 		if p.Name != name {
 			continue
 		}
 		if !podServes(p) {
-			return Server{}, serverError(selection.CodeHarnessUnavailable,
+			return Server{}, serverError(wire.CodeHarnessUnavailable,
 				"app-server pod %s, where this session's native thread lives, is not ready or is draining; retry when it is back", name)
 		}
 		return podServer(p, pods.Port), nil
 	}
 	if ordinal, ok := podOrdinal(name); ok && ordinal < int(ptrOr(h.Spec.AppServer.Replicas, 1)) {
-		return Server{}, serverError(selection.CodeHarnessUnavailable,
+		return Server{}, serverError(wire.CodeHarnessUnavailable,
 			"app-server pod %s, where this session's native thread lives, is being recreated; retry when it is back", name)
 	}
-	return Server{}, serverError(selection.CodeNativeThreadLost,
+	return Server{}, serverError(wire.CodeNativeThreadLost,
 		"app-server pod %s, where this session's native thread lived, is gone; reset the session (/reset bumps spec.resetGeneration) to start a new thread", name)
 }
 
@@ -139,10 +139,10 @@ func ptrOr(p *int32, def int32) int32 {
 	return *p
 }
 
-func serverError(code selection.ErrorCode, format string, args ...any) *selection.Error {
-	scope := selection.ScopeHarness
-	if code == selection.CodeNativeThreadLost {
+func serverError(code wire.ErrorCode, format string, args ...any) *wire.Error {
+	scope := wire.ScopeHarness
+	if code == wire.CodeNativeThreadLost {
 		scope = "" // a reset, not another harness, is the remedy
 	}
-	return &selection.Error{Code: code, Message: fmt.Sprintf(format, args...), Scope: scope, Retryable: code.Retryable()}
+	return &wire.Error{Code: code, Message: fmt.Sprintf(format, args...), Scope: scope, Retryable: code.Retryable()}
 }

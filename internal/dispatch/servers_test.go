@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 func pod(name, ip string, ready, terminating bool) corev1.Pod {
@@ -47,7 +47,7 @@ func TestPickServer(t *testing.T) {
 		rebind   bool
 		want     string
 		wantURL  string
-		wantCode selection.ErrorCode
+		wantCode wire.ErrorCode
 	}{
 		{name: "an external harness has one server", harness: external, want: ExternalServerName, wantURL: "ws://127.0.0.1:4500"},
 		{name: "DESIGN §4: an unbound session goes to the least-loaded ready pod", harness: managed, pods: three,
@@ -57,19 +57,19 @@ func TestPickServer(t *testing.T) {
 			pods: []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", true, true), pod("codex-app-server-1", "10.0.0.11", true, false)},
 			want: "codex-app-server-1"},
 		{name: "a pod that is not ready takes no turns", harness: managed,
-			pods: []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", false, false)}, wantCode: selection.CodeHarnessUnavailable},
-		{name: "DESIGN §7: no ready pod is HarnessUnavailable (retryable), never a fallback", harness: managed, wantCode: selection.CodeHarnessUnavailable},
+			pods: []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", false, false)}, wantCode: wire.CodeHarnessUnavailable},
+		{name: "DESIGN §7: no ready pod is HarnessUnavailable (retryable), never a fallback", harness: managed, wantCode: wire.CodeHarnessUnavailable},
 		{name: "DESIGN §4: every ready pod full is HarnessAtCapacity", harness: managed, pods: three,
-			load: map[string]int{"codex-app-server-0": 2, "codex-app-server-1": 2, "codex-app-server-2": 5}, wantCode: selection.CodeHarnessAtCapacity},
+			load: map[string]int{"codex-app-server-0": 2, "codex-app-server-1": 2, "codex-app-server-2": 5}, wantCode: wire.CodeHarnessAtCapacity},
 		{name: "a bound session stays on its pod even when others are emptier", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-1": 2}, binding: bound("codex-app-server-1"), want: "codex-app-server-1"},
 		{name: "a bound pod that is draining is unavailable: the thread comes back with it, no silent re-binding", harness: managed,
 			pods:    []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", true, true), pod("codex-app-server-1", "10.0.0.11", true, false)},
-			binding: bound("codex-app-server-0"), wantCode: selection.CodeHarnessUnavailable},
+			binding: bound("codex-app-server-0"), wantCode: wire.CodeHarnessUnavailable},
 		{name: "a bound pod being recreated (ordinal within replicas) is unavailable", harness: managed, pods: three[1:],
-			binding: bound("codex-app-server-0"), wantCode: selection.CodeHarnessUnavailable},
+			binding: bound("codex-app-server-0"), wantCode: wire.CodeHarnessUnavailable},
 		{name: "issue 6: a bound pod that no longer exists is NativeThreadLost", harness: managed, pods: three,
-			binding: bound("codex-app-server-7"), wantCode: selection.CodeNativeThreadLost},
+			binding: bound("codex-app-server-7"), wantCode: wire.CodeNativeThreadLost},
 		{name: "a reset (rebind) chooses afresh", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-0": 1}, binding: bound("codex-app-server-7"), rebind: true, want: "codex-app-server-1"},
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Start begins one prepared turn of the session ns/name and returns its
@@ -33,14 +34,14 @@ import (
 //     in arrival order (harness_dispatcher_turns_waiting counts it);
 //  4. placement (prepare): selection, the embedded runtime, the expected
 //     runtime artifact, the server, the connection — a refusal here is a
-//     *TurnError that carries the decision (TurnError.Decision); nothing is
+//     *wire.Error (errors.As) and Turn streams its decision; nothing is
 //     journaled;
 //  5. the run is journaled with its `selected` event and registered, so
 //     Interrupt reaches it from the moment Start returns; the turn then runs
 //     (run.go).
 //
 // A request without runId gets a generated one (req.RunID is set).
-func (e *Engine) Start(ctx context.Context, ns, name string, req *TurnRequest) (*journal.Run, error) {
+func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest) (*journal.Run, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *TurnRequest) (
 	}
 	if err := e.journal.Admit(session); err != nil {
 		// A new runId could not be remembered: nothing runs.
-		recordRefused(labelsOf(ns, selection.Decision{}), selection.CodeRetentionLimitReached)
+		recordRefused(labelsOf(ns, wire.Decision{}), wire.CodeRetentionLimitReached)
 		return nil, err
 	}
 	waiting := turnsWaiting.WithLabelValues(ns)
@@ -93,8 +94,8 @@ func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, er
 	case err != nil:
 		return nil, err // a tombstone (RunPrunedError) among them: never run again
 	case run.Info().Digest != digest:
-		recordRefused(labelsOf(namespaceOf(session), selection.Decision{}), selection.CodeRunIDConflict)
-		return nil, RunIDConflict(session, runID)
+		recordRefused(labelsOf(namespaceOf(session), wire.Decision{}), wire.CodeRunIDConflict)
+		return nil, wire.RunIDConflict(session, runID)
 	}
 	return run, nil
 }
@@ -102,7 +103,7 @@ func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, er
 // begin is steps 4 and 5 of Start, under the session's lock. It returns the
 // turn to execute when a new run was journaled; otherwise the known run or
 // the refusal.
-func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnRequest, digest [32]byte) (*journal.Run, *runningTurn, error) {
+func (e *Engine) begin(ctx context.Context, ns, name, session string, req *wire.TurnRequest, digest [32]byte) (*journal.Run, *runningTurn, error) {
 	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
 		return run, nil, err // the same runId ran while this request waited
 	}
@@ -128,8 +129,8 @@ func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnR
 	if err != nil {
 		var conflict *journal.RunConflictError
 		if errors.As(err, &conflict) {
-			recordRefused(labelsOf(ns, p.decision), selection.CodeRunIDConflict)
-			return nil, nil, RunIDConflict(session, req.RunID)
+			recordRefused(labelsOf(ns, p.decision), wire.CodeRunIDConflict)
+			return nil, nil, wire.RunIDConflict(session, req.RunID)
 		}
 		return nil, nil, fmt.Errorf("dispatch: journal: %w", err)
 	}
@@ -137,7 +138,7 @@ func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnR
 		return run, nil, nil
 	}
 	t := e.newTurn(session, sess, req, p, run)
-	if err := t.emit(EventSelected, mustJSON(p.decision)); err != nil {
+	if err := t.emit(wire.EventSelected, mustJSON(p.decision)); err != nil {
 		t.writeErr = err // the turn fails visibly (run.go)
 	}
 	return run, t, nil
@@ -145,12 +146,12 @@ func (e *Engine) begin(ctx context.Context, ns, name, session string, req *TurnR
 
 // validateAgainstSession refuses a turn whose attempt contradicts the
 // session (SessionMismatch), counting the refusal.
-func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *TurnRequest) error {
+func validateAgainstSession(ns string, sess *v1alpha1.AgentSession, req *wire.TurnRequest) error {
 	err := selection.ValidateAgainstSession(sess, &req.Attempt)
-	var se *selection.Error
+	var se *wire.Error
 	if errors.As(err, &se) {
-		recordRefused(labelsOf(ns, selection.Decision{}), se.Code)
-		return turnError(se)
+		recordRefused(labelsOf(ns, wire.Decision{}), se.Code)
+		return se
 	}
 	return err
 }
@@ -163,18 +164,18 @@ type Sink func(eventType string, payload json.RawMessage)
 // cancelling ctx interrupts the turn (terminal aborted). A refusal after
 // selection is given to sink as the `selected` and `error` events it would
 // have streamed. Turn returns nil for a completed turn (whatever its terminal
-// kind), the *TurnError of a turn that failed or was refused, and Start's
+// kind), the *wire.Error of a turn that failed or was refused, and Start's
 // other errors.
-func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, sink Sink) error {
+func (e *Engine) Turn(ctx context.Context, ns, name string, req *wire.TurnRequest, sink Sink) error {
 	if sink == nil {
 		sink = func(string, json.RawMessage) {}
 	}
 	run, err := e.Start(ctx, ns, name, req)
 	if err != nil {
-		var te *TurnError
-		if errors.As(err, &te) && te.Decision != nil {
-			sink(EventSelected, mustJSON(te.Decision))
-			sink(EventError, mustJSON(te))
+		var r *refusal
+		if errors.As(err, &r) {
+			sink(wire.EventSelected, mustJSON(r.decision))
+			sink(wire.EventError, mustJSON(r.err))
 		}
 		return err
 	}
@@ -185,25 +186,25 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *TurnRequest, si
 }
 
 // Follow gives a run's events to sink until the run ends and returns its
-// outcome: nil for a finished run, the *TurnError of its `error` event, or
+// outcome: nil for a finished run, the *wire.Error of its `error` event, or
 // OutcomeUnknown for a run that failed without one (its dispatcher stopped).
 func Follow(ctx context.Context, run *journal.Run, sink Sink) error {
-	var failed *TurnError
+	var failed *wire.Error
 	for ev, err := range run.Events(ctx, 0) {
 		if err != nil {
 			return fmt.Errorf("dispatch: follow run %q: %w", run.Info().RunID, err)
 		}
 		sink(ev.Type, ev.Payload)
-		if ev.Type == EventError {
-			failed = &TurnError{}
+		if ev.Type == wire.EventError {
+			failed = &wire.Error{}
 			if json.Unmarshal(ev.Payload, failed) != nil {
-				failed = OutcomeUnknown("its error event is unreadable")
+				failed = wire.OutcomeUnknown("its error event is unreadable")
 			}
 		}
 	}
 	if info := run.Info(); info.State == journal.StateFailed && failed == nil {
-		failed = OutcomeUnknown(info.Reason)
-		sink(EventError, mustJSON(failed))
+		failed = wire.OutcomeUnknown(info.Reason)
+		sink(wire.EventError, mustJSON(failed))
 	}
 	if failed != nil {
 		return failed

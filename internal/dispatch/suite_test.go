@@ -25,8 +25,8 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -317,32 +317,32 @@ func (c *collector) events() []event {
 }
 
 // turn runs one turn and returns its events and error.
-func turn(ns, name string, req *TurnRequest) ([]event, error) {
+func turn(ns, name string, req *wire.TurnRequest) ([]event, error) {
 	c := &collector{}
 	err := eng.Turn(ctx, ns, name, req, c.sink)
 	return c.events(), err
 }
 
-func textReq(runID, prompt string) *TurnRequest {
-	return &TurnRequest{Attempt: attempt(runID), Prompt: prompt}
+func textReq(runID, prompt string) *wire.TurnRequest {
+	return &wire.TurnRequest{Attempt: attempt(runID), Prompt: prompt}
 }
 
-func attempt(runID string) selection.Attempt { return selection.Attempt{RunID: runID} }
+func attempt(runID string) wire.Attempt { return wire.Attempt{RunID: runID} }
 
-func resultOf(evs []event) ResultEvent {
+func resultOf(evs []event) wire.ResultEvent {
 	GinkgoHelper()
-	raw := lastOf(evs, EventResult)
+	raw := lastOf(evs, wire.EventResult)
 	Expect(raw).NotTo(BeNil(), "no result event in %v", types(evs))
-	var r ResultEvent
+	var r wire.ResultEvent
 	Expect(json.Unmarshal(raw, &r)).To(Succeed())
 	return r
 }
 
-func errorOf(evs []event) TurnError {
+func errorOf(evs []event) wire.Error {
 	GinkgoHelper()
-	raw := lastOf(evs, EventError)
+	raw := lastOf(evs, wire.EventError)
 	Expect(raw).NotTo(BeNil(), "no error event in %v", types(evs))
-	var te TurnError
+	var te wire.Error
 	Expect(json.Unmarshal(raw, &te)).To(Succeed())
 	return te
 }

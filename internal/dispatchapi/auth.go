@@ -13,6 +13,8 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // The resource a caller needs permission on (DESIGN.md §4, issue 7).
@@ -213,8 +215,8 @@ func bearerIn(h string) string {
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attributes) bool {
 	token := bearerToken(r)
 	if token == "" {
-		writeError(w, apiError(http.StatusUnauthorized, CodeUnauthorized,
-			"a bearer token is required (Authorization: Bearer <Kubernetes token>, or "+ProxyAuthorizationHeader+": Bearer <Kubernetes token> through the API server's service proxy)"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeUnauthorized, "",
+			"a bearer token is required (Authorization: Bearer <Kubernetes token>, or %s: Bearer <Kubernetes token> through the API server's service proxy)", ProxyAuthorizationHeader), h.retryAfter)
 		return false
 	}
 	key := authKey{token: sha256.Sum256([]byte(token)), attrs: attrs}
@@ -224,7 +226,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 		v, err = h.auth.Authorize(r.Context(), token, attrs)
 		if err != nil {
 			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
-			writeError(w, apiError(http.StatusServiceUnavailable, CodeAuthUnavailable,
+			writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
 				"the dispatcher could not check the token with the Kubernetes API server; retry"), h.retryAfter)
 			return false
 		}
@@ -237,14 +239,14 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 		if v.Reason != "" {
 			msg += ": " + v.Reason
 		}
-		writeError(w, apiError(http.StatusUnauthorized, CodeUnauthorized, msg), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeUnauthorized, "", "%s", msg), h.retryAfter)
 		return false
 	case !v.Allowed:
 		msg := fmt.Sprintf("user %q may not %s", v.User, what)
 		if v.Reason != "" {
 			msg += ": " + v.Reason
 		}
-		writeError(w, apiError(http.StatusForbidden, CodeForbidden, msg), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeForbidden, "", "%s", msg), h.retryAfter)
 		return false
 	}
 	return true

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type countingAuthorizer struct {
@@ -80,7 +82,7 @@ func TestAuthorizeCachesVerdictsByTokenHashAndAttributes(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer tok5")
 	w := httptest.NewRecorder()
 	h.authorize(w, r, create)
-	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), CodeAuthUnavailable) {
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), string(wire.CodeAuthUnavailable)) {
 		t.Fatalf("review error: %d %v %s", w.Code, w.Header(), w.Body)
 	}
 	fake.err = nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 func TestJournalRetentionRefusalsHaveTheirCodes(t *testing.T) {
@@ -17,7 +18,7 @@ func TestJournalRetentionRefusalsHaveTheirCodes(t *testing.T) {
 		name       string
 		err        error
 		status     int
-		code       string
+		code       wire.ErrorCode
 		retryable  bool
 		retryAfter string
 	}{
@@ -33,7 +34,7 @@ func TestJournalRetentionRefusalsHaveTheirCodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
 			writeError(w, tc.err, time.Second)
-			var body Error
+			var body wire.Error
 			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 				t.Fatal(err)
 			}

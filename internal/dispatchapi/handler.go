@@ -19,10 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Defaults of Config.
@@ -134,11 +133,11 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, apiError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-			"method "+r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, " or ")), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeMethodNotAllowed, "",
+			"method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), h.retryAfter)
 		return
 	}
-	writeError(w, apiError(http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path), h.retryAfter)
+	writeError(w, wire.Errorf(wire.CodeNotFound, "", "no such endpoint: %s %s", r.Method, r.URL.Path), h.retryAfter)
 }
 
 // --- turn tokens ---
@@ -159,8 +158,8 @@ func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, session
 		if got != "" {
 			msg = "the " + TurnTokenHeader + " header does not match this turn"
 		}
-		writeError(w, apiError(http.StatusForbidden, CodeTurnTokenInvalid,
-			msg+": present the turnToken of the turn's `selected` event"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeTurnTokenInvalid, "",
+			"%s: present the turnToken of the turn's `selected` event", msg), h.retryAfter)
 		return false
 	}
 	return true
@@ -175,7 +174,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*v1alpha1.Age
 	s := &v1alpha1.AgentSession{}
 	if err := h.sessions.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			err = apiError(http.StatusNotFound, CodeSessionNotFound, fmt.Sprintf("AgentSession %s/%s not found", ns, name))
+			err = wire.Errorf(wire.CodeSessionNotFound, "", "AgentSession %s/%s not found", ns, name)
 		}
 		writeError(w, err, h.retryAfter)
 		return nil, false
@@ -198,8 +197,8 @@ func attrs(r *http.Request, verb string) Attributes {
 	return Attributes{Verb: verb, Namespace: r.PathValue("ns"), Name: r.PathValue("name"), Subresource: SubresourceTurns}
 }
 
-func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*dispatch.TurnRequest, bool) {
-	req, err := dispatch.DecodeTurnRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
+func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*wire.TurnRequest, bool) {
+	req, err := wire.DecodeTurnRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		writeError(w, err, h.retryAfter)
 		return nil, false
@@ -261,33 +260,33 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 
 // lastEventID reads a reconnect's Last-Event-ID; a reconnect must name the
 // turn's runId.
-func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *dispatch.TurnRequest) (afterSeq int64, reconnect, ok bool) {
+func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *wire.TurnRequest) (afterSeq int64, reconnect, ok bool) {
 	v := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
 	if v == "" {
 		return 0, false, true
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeBadRequest, "", "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
 		return 0, false, false
 	}
 	if req.RunID == "" {
-		writeError(w, apiError(http.StatusBadRequest, CodeBadRequest, "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeBadRequest, "", "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
 		return 0, false, false
 	}
 	return n, true, true
 }
 
 // reconnect is the journaled run a reconnect follows again.
-func (h *Handler) reconnect(r *http.Request, session string, req *dispatch.TurnRequest) (*journal.Run, error) {
+func (h *Handler) reconnect(r *http.Request, session string, req *wire.TurnRequest) (*journal.Run, error) {
 	digest, err := req.Digest()
 	if err != nil {
 		return nil, err
 	}
 	run, err := h.ownRun(session, req.RunID, digest)
 	if errors.Is(err, journal.ErrNotFound) {
-		return nil, apiError(http.StatusNotFound, CodeRunNotFound,
-			fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name")))
+		return nil, wire.Errorf(wire.CodeRunNotFound, "",
+			"run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name"))
 	}
 	return run, err
 }
@@ -302,7 +301,7 @@ func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, 
 		return nil, err
 	}
 	if run.Info().Digest != digest {
-		return nil, dispatch.RunIDConflict(session, runID)
+		return nil, wire.RunIDConflict(session, runID)
 	}
 	return run, nil
 }
@@ -327,7 +326,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Ru
 			return // the client left, or the journal closed
 		}
 		payload := ev.Payload
-		if ev.Type == dispatch.EventSelected {
+		if ev.Type == wire.EventSelected {
 			payload = withTurnFields(payload, runID, token)
 		}
 		buf.Reset()
@@ -340,12 +339,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Ru
 	if info := run.Info(); info.State == journal.StateFailed && len(info.Result) == 0 {
 		// A run found running after a restart: its outcome is unknown. No
 		// id: it is not a journaled event.
-		f := false
-		te := &dispatch.TurnError{Code: selection.CodeHarnessUnavailable, Message: "the turn's outcome is unknown: " + info.Reason,
-			Retryable: selection.CodeHarnessUnavailable.Retryable(), ReplaySafe: &f}
-		b, _ := json.Marshal(te)
+		b, _ := json.Marshal(wire.OutcomeUnknown(info.Reason))
 		buf.Reset()
-		writeEvent(&buf, "", dispatch.EventError, b)
+		writeEvent(&buf, "", wire.EventError, b)
 		_, _ = w.Write(buf.Bytes())
 		_ = rc.Flush()
 	}
@@ -365,7 +361,10 @@ func writeEvent(b *bytes.Buffer, id, typ string, payload json.RawMessage) {
 	b.WriteString("\n\n")
 }
 
-// withTurnFields adds runId and turnToken to the `selected` decision.
+// withTurnFields adds runId and turnToken to the `selected` decision
+// (wire.SelectedEvent). It merges into the journaled JSON rather than
+// re-encoding a struct, so the payload's bytes stay what they always were
+// (its keys in sorted order).
 func withTurnFields(payload json.RawMessage, runID, token string) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(payload, &m) != nil || m == nil {
@@ -404,7 +403,7 @@ func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (*journal.Ru
 	run, err := h.jrnl.Lookup(session, runID)
 	if err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
-			err = apiError(http.StatusNotFound, CodeRunNotFound, fmt.Sprintf("run %q of AgentSession %s/%s is not in the journal", runID, ns, name))
+			err = wire.Errorf(wire.CodeRunNotFound, "", "run %q of AgentSession %s/%s is not in the journal", runID, ns, name)
 		}
 		writeError(w, err, h.retryAfter)
 		return nil, false
@@ -432,18 +431,10 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 	case journal.StateFailed:
 		st.Error = info.Result
 		if len(st.Error) == 0 {
-			st.Error, _ = json.Marshal(dispatch.OutcomeUnknown(info.Reason))
+			st.Error, _ = json.Marshal(wire.OutcomeUnknown(info.Reason))
 		}
 	}
 	writeJSON(w, http.StatusOK, st)
-}
-
-// ToolResultRequest is the body of …/tool-results: the answer to one host
-// tool call.
-type ToolResultRequest struct {
-	// CallID is the tool_call event's callId.
-	CallID string `json:"callId"`
-	adapter.ToolAnswer
 }
 
 func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
@@ -455,13 +446,13 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 	if !ok || !h.checkTurnToken(w, r, session, runID) {
 		return
 	}
-	var body ToolResultRequest
-	if err := selection.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
+	var body wire.ToolResultRequest
+	if err := wire.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
 		writeError(w, err, h.retryAfter)
 		return
 	}
 	if body.CallID == "" {
-		writeError(w, &selection.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
+		writeError(w, &wire.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
 		return
 	}
 	if _, ok := h.lookupRun(w, r); !ok {
@@ -490,7 +481,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		var empty struct{}
-		if err := selection.DecodeStrict(bytes.NewReader(body), &empty); err != nil {
+		if err := wire.DecodeStrict(bytes.NewReader(body), &empty); err != nil {
 			writeError(w, err, h.retryAfter)
 			return
 		}
@@ -500,8 +491,8 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if run.Info().State != journal.StateRunning || !h.eng.Interrupt(session, runID) {
-		writeError(w, apiError(http.StatusConflict, CodeTurnNotRunning,
-			fmt.Sprintf("run %q of AgentSession %s/%s is not running", runID, ns, name)), h.retryAfter)
+		writeError(w, wire.Errorf(wire.CodeTurnNotRunning, "",
+			"run %q of AgentSession %s/%s is not running", runID, ns, name), h.retryAfter)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "interrupted": true})

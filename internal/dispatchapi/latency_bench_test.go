@@ -24,14 +24,13 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -163,18 +162,18 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 	prompt := marker + ": reply ok"
 	direct := func(runID string) (toResult, toReturn time.Duration) {
 		var res time.Duration
-		var got dispatch.ResultEvent
+		var got wire.ResultEvent
 		start := time.Now()
-		err := eng.Turn(ctx, benchNS, "direct", &dispatch.TurnRequest{Attempt: selection.Attempt{RunID: runID}, Prompt: prompt},
+		err := eng.Turn(ctx, benchNS, "direct", &wire.TurnRequest{Attempt: wire.Attempt{RunID: runID}, Prompt: prompt},
 			func(typ string, payload json.RawMessage) {
-				if typ == dispatch.EventResult {
+				if typ == wire.EventResult {
 					res = time.Since(start)
 					_ = json.Unmarshal(payload, &got)
 				}
 			})
 		ret := time.Since(start)
 		benchMust(b, err)
-		if res == 0 || got.Terminal.Kind != adapter.TerminalOK || !slices.Equal(got.AssistantTexts, []string{replyText}) {
+		if res == 0 || got.Terminal.Kind != wire.TerminalOK || !slices.Equal(got.AssistantTexts, []string{replyText}) {
 			b.Fatalf("direct turn %s: result %+v", runID, got)
 		}
 		return res, ret
@@ -197,9 +196,9 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 		typ, data, err := readUntilResult(resp.Body)
 		elapsed := time.Since(start)
 		benchMust(b, err)
-		var got dispatch.ResultEvent
+		var got wire.ResultEvent
 		benchMust(b, json.Unmarshal(data, &got))
-		if typ != dispatch.EventResult || got.Terminal.Kind != adapter.TerminalOK || !slices.Equal(got.AssistantTexts, []string{replyText}) {
+		if typ != wire.EventResult || got.Terminal.Kind != wire.TerminalOK || !slices.Equal(got.AssistantTexts, []string{replyText}) {
 			b.Fatalf("http turn %s: %s %s", runID, typ, data)
 		}
 		// Drain the stream, then (untimed) wait for the engine's status
@@ -256,7 +255,7 @@ func readUntilResult(r io.Reader) (string, []byte, error) {
 	var typ string
 	var data []byte
 	err := sse.Read(r, func(ev sse.Event) bool {
-		if ev.Type == dispatch.EventResult || ev.Type == dispatch.EventError {
+		if ev.Type == wire.EventResult || ev.Type == wire.EventError {
 			typ, data = ev.Type, ev.Data
 			return false
 		}

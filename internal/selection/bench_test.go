@@ -7,13 +7,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // benchSnapshot has n registered harnesses for provider acme with mixed
 // auto-selection modes, priorities, route policies and tool-policy
 // declarations, 8 policies (one of them matching the attempt with auto), and a
 // 3-route retry set every route of which the winner supports.
-func benchSnapshot(n int) (Snapshot, *Attempt) {
+func benchSnapshot(n int) (Snapshot, *wire.Attempt) {
 	var hs []*v1alpha1.AgentHarness
 	for i := range n {
 		id := fmt.Sprintf("h%03d", i)
@@ -46,24 +47,24 @@ func benchSnapshot(n int) (Snapshot, *Attempt) {
 		policy("other", 6, prov("other", "h005", row{"m1", "openclaw"})),
 		policy("acme-late", 7, model("acme/m4", "h006")),
 	}
-	route := func(url string) ModelProvider {
-		return ModelProvider{
-			API: "acme-chat", BaseURL: url, RequestTransportOverrides: TransportOverridesNone,
-			RuntimePolicy: &RouteRuntimePolicy{CompatibleIDs: []string{"h000", "h002", "h004", "h008"}},
-			PreparedAuth:  &PreparedAuth{Source: AuthSourceDirect, Mode: "api-key", Requirement: AuthRequirementAPIKey},
+	route := func(url string) wire.ModelProvider {
+		return wire.ModelProvider{
+			API: "acme-chat", BaseURL: url, RequestTransportOverrides: wire.TransportOverridesNone,
+			RuntimePolicy: &wire.RouteRuntimePolicy{CompatibleIDs: []string{"h000", "h002", "h004", "h008"}},
+			PreparedAuth:  &wire.PreparedAuth{Source: wire.AuthSourceDirect, Mode: "api-key", Requirement: wire.AuthRequirementAPIKey},
 		}
 	}
-	a := &Attempt{
+	a := &wire.Attempt{
 		RunID: "run-1", AgentID: "main", Provider: "acme", ModelID: "m1",
-		ModelProviders: []ModelProvider{route("https://a.acme.example/v1"), route("https://b.acme.example/v1"), route("https://c.acme.example/v1")},
-		ToolPolicy:     &ToolPolicy{Profile: "coding", Layers: []ToolPolicyLayer{{Name: "agent", Deny: []string{"browser"}}}},
+		ModelProviders: []wire.ModelProvider{route("https://a.acme.example/v1"), route("https://b.acme.example/v1"), route("https://c.acme.example/v1")},
+		ToolPolicy:     &wire.ToolPolicy{Profile: "coding", Layers: []wire.ToolPolicyLayer{{Name: "agent", Deny: []string{"browser"}}}},
 	}
 	return Snapshot{Harnesses: hs, Policies: ps}, a
 }
 
 func BenchmarkSelect(b *testing.B) {
 	s, a := benchSnapshot(64)
-	if d := Select(s, a); d.Error != nil || d.Reason != ReasonAutoPlugin || len(d.Candidates) != 64 || len(d.Routes) != 3 ||
+	if d := Select(s, a); d.Error != nil || d.Reason != wire.ReasonAutoPlugin || len(d.Candidates) != 64 || len(d.Routes) != 3 ||
 		d.ToolPolicy == nil || len(d.ToolPolicy.SafeDeniedTools) != 1 {
 		b.Fatalf("unexpected decision %+v", d)
 	}

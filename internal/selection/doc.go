@@ -1,7 +1,7 @@
 // Package selection is the runtime-selection engine: a pure function from a
 // snapshot (visible AgentHarnesses with their conditions, the RuntimePolicies
-// selecting the namespace, the AgentSession) and a prepared Attempt to a
-// Decision — which runtime runs the turn and why, or the typed error that fails
+// selecting the namespace, the AgentSession) and a prepared wire.Attempt to a
+// wire.Decision — which runtime runs the turn and why, or the typed error that fails
 // it closed (DESIGN.md §5, §7; the seed's "Selection policy").
 //
 // Select applies the rules in this order:
@@ -29,4 +29,8 @@
 //
 // Every visible harness appears among the candidates with its support result.
 // Harness-local preflight errors carry scope `harness`.
+//
+// The attempt and the decision are shapes of the dispatcher API: their types
+// (wire.Attempt, wire.Decision, wire.Error) are package wire's; this package
+// decides.
 package selection

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // t0 is the creation time of every fixture unless an age is given.
@@ -190,34 +191,36 @@ func pinned(id string) sopt {
 	return func(s *v1alpha1.AgentSession) { s.Status.AgentHarnessID = id }
 }
 
-type aopt func(*Attempt)
+type aopt func(*wire.Attempt)
 
 // attempt is an attempt for agent main without route facts.
-func attempt(provider, modelID string, opts ...aopt) *Attempt {
-	a := &Attempt{AgentID: "main", Provider: provider, ModelID: modelID}
+func attempt(provider, modelID string, opts ...aopt) *wire.Attempt {
+	a := &wire.Attempt{AgentID: "main", Provider: provider, ModelID: modelID}
 	for _, o := range opts {
 		o(a)
 	}
 	return a
 }
 
-func withRoute(mp ModelProvider) aopt { return func(a *Attempt) { a.ModelProvider = &mp } }
+func withRoute(mp wire.ModelProvider) aopt { return func(a *wire.Attempt) { a.ModelProvider = &mp } }
 
-func withRetrySet(mps ...ModelProvider) aopt { return func(a *Attempt) { a.ModelProviders = mps } }
-
-func whatIfPin(id string) aopt { return func(a *Attempt) { a.AgentHarnessID = id } }
-
-func whatIfOverride(rt string) aopt {
-	return func(a *Attempt) { a.AgentHarnessRuntimeOverride = rt }
+func withRetrySet(mps ...wire.ModelProvider) aopt {
+	return func(a *wire.Attempt) { a.ModelProviders = mps }
 }
 
-func tools(tp ToolPolicy) aopt { return func(a *Attempt) { a.ToolPolicy = &tp } }
+func whatIfPin(id string) aopt { return func(a *wire.Attempt) { a.AgentHarnessID = id } }
 
-type ropt func(*ModelProvider)
+func whatIfOverride(rt string) aopt {
+	return func(a *wire.Attempt) { a.AgentHarnessRuntimeOverride = rt }
+}
+
+func tools(tp wire.ToolPolicy) aopt { return func(a *wire.Attempt) { a.ToolPolicy = &tp } }
+
+type ropt func(*wire.ModelProvider)
 
 // rt is a route without authored overrides and without a route policy.
-func rt(api, baseURL string, opts ...ropt) ModelProvider {
-	mp := ModelProvider{API: api, BaseURL: baseURL, RequestTransportOverrides: TransportOverridesNone}
+func rt(api, baseURL string, opts ...ropt) wire.ModelProvider {
+	mp := wire.ModelProvider{API: api, BaseURL: baseURL, RequestTransportOverrides: wire.TransportOverridesNone}
 	for _, o := range opts {
 		o(&mp)
 	}
@@ -225,23 +228,25 @@ func rt(api, baseURL string, opts ...ropt) ModelProvider {
 }
 
 func compat(ids ...string) ropt {
-	return func(mp *ModelProvider) { mp.RuntimePolicy = &RouteRuntimePolicy{CompatibleIDs: ids} }
+	return func(mp *wire.ModelProvider) { mp.RuntimePolicy = &wire.RouteRuntimePolicy{CompatibleIDs: ids} }
 }
 
 func overrides() ropt {
-	return func(mp *ModelProvider) { mp.RequestTransportOverrides = TransportOverridesPresent }
+	return func(mp *wire.ModelProvider) { mp.RequestTransportOverrides = wire.TransportOverridesPresent }
 }
 
-func auth(source AuthSource, mode string, req AuthRequirement) ropt {
-	return func(mp *ModelProvider) { mp.PreparedAuth = &PreparedAuth{Source: source, Mode: mode, Requirement: req} }
+func auth(source wire.AuthSource, mode string, req wire.AuthRequirement) ropt {
+	return func(mp *wire.ModelProvider) {
+		mp.PreparedAuth = &wire.PreparedAuth{Source: source, Mode: mode, Requirement: req}
+	}
 }
 
 // codexRoute is the official Platform route that declares codex compatible.
-func codexRoute(opts ...ropt) ModelProvider {
+func codexRoute(opts ...ropt) wire.ModelProvider {
 	return rt(apiPlatform, platformURL, append([]ropt{compat("codex")}, opts...)...)
 }
 
 // acmeRoute is a route of provider acme.
-func acmeRoute(opts ...ropt) ModelProvider {
+func acmeRoute(opts ...ropt) wire.ModelProvider {
 	return rt("acme-chat", "https://acme.example/v1", opts...)
 }

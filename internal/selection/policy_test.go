@@ -1,7 +1,6 @@
 package selection
 
 import (
-	"net/http"
 	"slices"
 	"testing"
 
@@ -83,32 +82,6 @@ func TestCLIBackendProvider(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("DESIGN §5 rule 3: CLIBackendProvider(%q) = %q, %v", rt, got, ok)
 		}
-	}
-}
-
-func TestErrorCodeTable(t *testing.T) {
-	want := map[ErrorCode]struct {
-		status    int
-		retryable bool
-	}{
-		CodeHarnessNotRegistered: {422, false}, CodeHarnessUnsupported: {422, false}, CodeVersionBelowFloor: {422, false},
-		CodeToolPolicyUnenforceable: {422, false}, CodeOverrideDenied: {422, false}, CodeArtifactMismatch: {422, false},
-		CodeNativeThreadLost: {422, false}, CodeSessionMismatch: {422, false}, CodeEmbeddedRuntimeSelected: {409, false},
-		CodeRunIDConflict: {409, false}, CodeTranscriptLimitExceeded: {413, false}, CodeRunPayloadPruned: {410, false},
-		CodeRetentionLimitReached: {429, true}, CodeHarnessUnavailable: {503, true}, CodeHarnessAtCapacity: {503, true},
-	}
-	codes := ErrorCodes()
-	if len(codes) != len(want) {
-		t.Fatalf("DESIGN §7 lists %d codes, table has %d", len(want), len(codes))
-	}
-	for _, c := range codes {
-		w, ok := want[c]
-		if !ok || c.HTTPStatus() != w.status || c.Retryable() != w.retryable {
-			t.Errorf("DESIGN §7: %s = %d/%v, want %+v", c, c.HTTPStatus(), c.Retryable(), w)
-		}
-	}
-	if ErrorCode("Nope").HTTPStatus() != http.StatusInternalServerError || ErrorCode("Nope").Retryable() {
-		t.Errorf("an unknown code must be a non-retryable 500")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Snapshot is everything Select reads besides the attempt. The caller filters:
@@ -36,7 +37,7 @@ type Snapshot struct {
 // compat holds the route's compatible ids, normalized once.
 type route struct {
 	name   string
-	mp     *ModelProvider
+	mp     *wire.ModelProvider
 	compat []string
 }
 
@@ -53,12 +54,12 @@ const (
 // openclaw (-1), with its reason, or an error.
 type outcome struct {
 	harness int
-	reason  Reason
-	err     *Error
+	reason  wire.Reason
+	err     *wire.Error
 }
 
 type engine struct {
-	a        *Attempt
+	a        *wire.Attempt
 	snap     *Snapshot
 	agentID  string
 	provider string
@@ -76,13 +77,13 @@ type engine struct {
 // A non-nil Session is checked first with ValidateAgainstSession; a mismatch is
 // returned as a Decision with a SessionMismatch error and nothing else. A nil
 // attempt is an empty one.
-func Select(s Snapshot, a *Attempt) Decision {
+func Select(s Snapshot, a *wire.Attempt) wire.Decision {
 	if a == nil {
-		a = &Attempt{}
+		a = &wire.Attempt{}
 	}
 	if s.Session != nil {
 		if err := validateAgainstSession(s.Session, a); err != nil {
-			return Decision{Error: err}
+			return wire.Decision{Error: err}
 		}
 	}
 	e := engine{a: a, snap: &s}
@@ -148,7 +149,7 @@ func (e *engine) facts() {
 	}
 }
 
-func newRoute(name string, mp *ModelProvider) route {
+func newRoute(name string, mp *wire.ModelProvider) route {
 	r := route{name: name, mp: mp}
 	if mp.RuntimePolicy != nil {
 		r.compat = make([]string, len(mp.RuntimePolicy.CompatibleIDs))
@@ -169,9 +170,9 @@ func (e *engine) lookup(id string) int {
 	return e.byID[k]
 }
 
-func (e *engine) decide() Decision {
+func (e *engine) decide() wire.Decision {
 	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
-	d := Decision{MatchedPolicies: pol.MatchedPolicies}
+	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies}
 
 	// Precedence: session pin > session override > policy > auto.
 	switch {
@@ -196,21 +197,21 @@ func (e *engine) decide() Decision {
 	case rt == string(v1alpha1.RuntimeAuto):
 		return e.finish(d, e.autoMode(), -1)
 	case rt == string(v1alpha1.RuntimeOpenClaw):
-		d.Runtime, d.Reason = rt, ReasonForcedOpenClaw
+		d.Runtime, d.Reason = rt, wire.ReasonForcedOpenClaw
 		d.Candidates, _ = e.evaluate(modeList, -1)
 		return d
 	}
 	if p, ok := CLIBackendProvider(rt); ok && p == e.provider {
 		// A CLI backend alias for the provider passes through to the embedded
 		// runtime, whether or not a harness has that id.
-		d.Runtime, d.Reason, d.CLIBackend = string(v1alpha1.RuntimeOpenClaw), ReasonCLIRuntimePassthroughOpenClaw, rt
+		d.Runtime, d.Reason, d.CLIBackend = string(v1alpha1.RuntimeOpenClaw), wire.ReasonCLIRuntimePassthroughOpenClaw, rt
 		d.Candidates, _ = e.evaluate(modeList, -1)
 		return d
 	}
 	target := e.lookup(rt)
 	if target < 0 {
 		d.HarnessID = rt
-		d.Error = newError(CodeHarnessNotRegistered, "", fmt.Sprintf("Requested agent harness %q is not registered.", rt))
+		d.Error = wire.Errorf(wire.CodeHarnessNotRegistered, "", "Requested agent harness %q is not registered.", rt)
 		d.Candidates, _ = e.evaluate(modeList, -1)
 		return d
 	}
@@ -236,7 +237,7 @@ func (e *engine) autoMode() int {
 // harness itself (the pin then records auto's own choice); any override other
 // than `auto` contradicts it. Both are checked: a session that carries a
 // contradicting override fails even when its pin agrees.
-func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *Error) {
+func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Error) {
 	model := modelLabel(e.provider, e.model)
 	if e.pin != "" && e.pin != pol.Runtime {
 		contradicts := true
@@ -246,29 +247,29 @@ func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *Error) 
 			contradicts = err != nil || h < 0 || e.views[h].id != e.pin
 		}
 		if contradicts {
-			return v1alpha1.RuntimeSourceSession, newError(CodeOverrideDenied, "", fmt.Sprintf(
+			return v1alpha1.RuntimeSourceSession, wire.Errorf(wire.CodeOverrideDenied, "",
 				"Session is pinned to agent harness %q, but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. Reset the session to clear the pin.",
-				e.pin, pol.Policy, pol.Runtime, model))
+				e.pin, pol.Policy, pol.Runtime, model)
 		}
 	}
 	if e.override != "" && e.override != pol.Runtime {
-		return v1alpha1.RuntimeSourceOverride, newError(CodeOverrideDenied, "", fmt.Sprintf(
+		return v1alpha1.RuntimeSourceOverride, wire.Errorf(wire.CodeOverrideDenied, "",
 			"Runtime override %q contradicts RuntimePolicy %q (sessionOverrides: Deny), which requires runtime %q for %s.",
-			e.override, pol.Policy, pol.Runtime, model))
+			e.override, pol.Policy, pol.Runtime, model)
 	}
 	return "", nil
 }
 
 // finish decides every route, combines them, and applies the checks that
 // belong to the harness that runs the set.
-func (e *engine) finish(d Decision, mode, target int) Decision {
+func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
 	var outs []outcome
 	d.Candidates, outs = e.evaluate(mode, target)
 	h, reason, err := combine(outs)
 	if len(e.routes) > 1 {
-		d.Routes = make([]RouteDecision, len(outs))
+		d.Routes = make([]wire.RouteDecision, len(outs))
 		for i, o := range outs {
-			rd := RouteDecision{Route: e.routes[i].name, Reason: o.reason, Error: o.err}
+			rd := wire.RouteDecision{Route: e.routes[i].name, Reason: o.reason, Error: o.err}
 			if o.err == nil {
 				rd.Runtime = string(v1alpha1.RuntimeOpenClaw)
 				if o.harness >= 0 {
@@ -301,25 +302,25 @@ func (e *engine) finish(d Decision, mode, target int) Decision {
 		if msg == "" {
 			msg = fmt.Sprintf("Agent harness %q runs a version below its floor.", v.id)
 		}
-		d.Error = newError(CodeVersionBelowFloor, ScopeHarness, msg)
+		d.Error = wire.Errorf(wire.CodeVersionBelowFloor, wire.ScopeHarness, "%s", msg)
 		return d
 	}
 	verdict := e.toolVerdict(v)
-	d.ToolPolicy = &ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
+	d.ToolPolicy = &wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
 	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
-		d.Error = newError(CodeToolPolicyUnenforceable, ScopeHarness,
-			v.label+" cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.")
+		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
+			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label)
 		return d
 	}
 	if state == unavailable {
-		d.Error = newError(CodeHarnessUnavailable, ScopeHarness, unavailableMessage(v.id, condType, cond))
+		d.Error = wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "%s", unavailableMessage(v.id, condType, cond))
 		return d
 	}
 	d.Runtime, d.Reason = v.id, reason
 	return d
 }
 
-func (e *engine) setHarness(d *Decision, i int) {
+func (e *engine) setHarness(d *wire.Decision, i int) {
 	if i < 0 {
 		return
 	}
@@ -330,7 +331,7 @@ func (e *engine) setHarness(d *Decision, i int) {
 // evaluate lists every visible harness as a candidate and decides each route
 // for the mode. target is the requested harness (explicit, pin); in implicit
 // mode it is looked up as `codex`.
-func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
+func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 	if mode == modeImplicit {
 		target = e.lookup(string(v1alpha1.RuntimeCodex))
 	}
@@ -343,11 +344,11 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 	targetAdmitted := false
 	noFacts := e.routes[0].mp == nil
 
-	cands := make([]Candidate, len(e.order))
+	cands := make([]wire.Candidate, len(e.order))
 	for k, hi := range e.order {
 		v := &e.views[hi]
 		c := &cands[k]
-		*c = Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
+		*c = wire.Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
 		switch {
 		case v.shadowed:
 			c.Reason = reasonShadowed
@@ -412,20 +413,20 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 		switch mode {
 		case modeAuto:
 			if o.harness = best[ri]; o.harness >= 0 {
-				o.reason = ReasonAutoPlugin
+				o.reason = wire.ReasonAutoPlugin
 			} else {
-				o.reason = ReasonAutoOpenClaw
+				o.reason = wire.ReasonAutoOpenClaw
 			}
 		case modeImplicit:
 			switch {
 			case !officialOpenAIRoute(e.routes[ri].mp):
-				o.reason = ReasonAutoOpenClaw
+				o.reason = wire.ReasonAutoOpenClaw
 			case target < 0:
-				o.reason = ReasonImplicitPluginUnavailableOpenClaw
+				o.reason = wire.ReasonImplicitPluginUnavailableOpenClaw
 			case !targetAdmitted || !targetRes[ri].ok:
-				o.reason = ReasonImplicitPluginUnsupportedOpenClaw
+				o.reason = wire.ReasonImplicitPluginUnsupportedOpenClaw
 			default:
-				o.harness, o.reason = target, ReasonForcedPlugin
+				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			}
 		case modeExplicit, modePin:
 			res := targetRes[ri]
@@ -435,11 +436,11 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 			}
 			switch {
 			case res.ok:
-				o.harness, o.reason = target, ReasonForcedPlugin
+				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			case res.fallback:
-				o.reason = ReasonPluginDeclaredFallbackOpenClaw
+				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
 			default:
-				o.err = newError(CodeHarnessUnsupported, ScopeHarness, e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
+				o.err = wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness, "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
 			}
 		}
 	}
@@ -450,7 +451,7 @@ func (e *engine) evaluate(mode, target int) ([]Candidate, []outcome) {
 // fail-closed route fails the set; routes that agree run on their runtime;
 // routes that disagree run the set on openclaw, with the reason of the first
 // route that chose openclaw (auto_openclaw when none did).
-func combine(outs []outcome) (int, Reason, *Error) {
+func combine(outs []outcome) (int, wire.Reason, *wire.Error) {
 	for _, o := range outs {
 		if o.err != nil {
 			return -1, "", o.err
@@ -464,7 +465,7 @@ func combine(outs []outcome) (int, Reason, *Error) {
 					return -1, o.reason, nil
 				}
 			}
-			return -1, ReasonAutoOpenClaw, nil
+			return -1, wire.ReasonAutoOpenClaw, nil
 		}
 	}
 	return first.harness, first.reason, nil
@@ -537,7 +538,7 @@ func toolIDs(ids []v1alpha1.ToolID) []string {
 }
 
 // sameRoute reports whether two routes carry the same facts.
-func sameRoute(a, b *ModelProvider) bool {
+func sameRoute(a, b *wire.ModelProvider) bool {
 	if a.API != b.API || a.BaseURL != b.BaseURL || a.RequestTransportOverrides != b.RequestTransportOverrides {
 		return false
 	}
@@ -557,14 +558,14 @@ func sameRoute(a, b *ModelProvider) bool {
 // against spec.runtimeOverride after runtime-id normalization. Empty attempt
 // fields are not compared. The error, when not nil, is an *Error with code
 // SessionMismatch listing every mismatching field. Select runs it first.
-func ValidateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) error {
+func ValidateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) error {
 	if err := validateAgainstSession(sess, a); err != nil {
 		return err
 	}
 	return nil
 }
 
-func validateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) *Error {
+func validateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) *wire.Error {
 	if sess == nil || a == nil {
 		return nil
 	}
@@ -599,6 +600,6 @@ func validateAgainstSession(sess *v1alpha1.AgentSession, a *Attempt) *Error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return newError(CodeSessionMismatch, "", fmt.Sprintf("The attempt contradicts AgentSession %s/%s: %s.",
-		sess.Namespace, sess.Name, strings.Join(problems, "; ")))
+	return wire.Errorf(wire.CodeSessionMismatch, "", "The attempt contradicts AgentSession %s/%s: %s.",
+		sess.Namespace, sess.Name, strings.Join(problems, "; "))
 }

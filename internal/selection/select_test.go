@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 type selectCase struct {
@@ -20,16 +21,16 @@ type selectCase struct {
 	ps          []*v1alpha1.RuntimePolicy
 	sess        *v1alpha1.AgentSession
 	assumeReady bool
-	a           *Attempt
+	a           *wire.Attempt
 
 	// Expected outcome: runtime+reason, or code (then runtime and reason are empty).
 	runtime string
-	reason  Reason
+	reason  wire.Reason
 	source  v1alpha1.RuntimeSource
-	code    ErrorCode
+	code    wire.ErrorCode
 	msg     string // exact error message, when set
 	cli     string
-	check   func(t *testing.T, d Decision)
+	check   func(t *testing.T, d wire.Decision)
 }
 
 const (
@@ -39,11 +40,11 @@ const (
 )
 
 var (
-	denyExec = ToolPolicy{Layers: []ToolPolicyLayer{{Name: "agent", Deny: []string{"exec"}}}}
+	denyExec = wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Name: "agent", Deny: []string{"exec"}}}}
 	codexPol = func() *v1alpha1.RuntimePolicy { return policy("openai-codex", 0, prov("openai", "codex")) }
 )
 
-func cand(t *testing.T, d Decision, id string) Candidate {
+func cand(t *testing.T, d wire.Decision, id string) wire.Candidate {
 	t.Helper()
 	for _, c := range d.Candidates {
 		if c.HarnessID == id {
@@ -51,11 +52,11 @@ func cand(t *testing.T, d Decision, id string) Candidate {
 		}
 	}
 	t.Fatalf("no candidate %q in %+v", id, d.Candidates)
-	return Candidate{}
+	return wire.Candidate{}
 }
 
-func wantCand(id string, supported bool, reason string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantCand(id string, supported bool, reason string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		c := cand(t, d, id)
 		if c.Supported != supported || c.Reason != reason {
@@ -64,8 +65,8 @@ func wantCand(id string, supported bool, reason string) func(*testing.T, Decisio
 	}
 }
 
-func wantMatched(names ...string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantMatched(names ...string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		if !slices.Equal(d.MatchedPolicies, names) {
 			t.Errorf("matchedPolicies = %v, want %v", d.MatchedPolicies, names)
@@ -73,17 +74,17 @@ func wantMatched(names ...string) func(*testing.T, Decision) {
 	}
 }
 
-func wantRef(ns, name string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantRef(ns, name string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
-		if d.HarnessRef == nil || *d.HarnessRef != (HarnessRef{Namespace: ns, Name: name}) {
+		if d.HarnessRef == nil || *d.HarnessRef != (wire.HarnessRef{Namespace: ns, Name: name}) {
 			t.Errorf("harnessRef = %+v, want %s/%s", d.HarnessRef, ns, name)
 		}
 	}
 }
 
-func wantRoutes(want ...string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantRoutes(want ...string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		var got []string
 		for _, r := range d.Routes {
@@ -99,8 +100,8 @@ func wantRoutes(want ...string) func(*testing.T, Decision) {
 	}
 }
 
-func wantTools(restricted bool, safe ...string) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func wantTools(restricted bool, safe ...string) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		if d.ToolPolicy == nil {
 			t.Fatalf("toolPolicy is nil")
@@ -111,8 +112,8 @@ func wantTools(restricted bool, safe ...string) func(*testing.T, Decision) {
 	}
 }
 
-func all(checks ...func(*testing.T, Decision)) func(*testing.T, Decision) {
-	return func(t *testing.T, d Decision) {
+func all(checks ...func(*testing.T, wire.Decision)) func(*testing.T, wire.Decision) {
+	return func(t *testing.T, d wire.Decision) {
 		t.Helper()
 		for _, c := range checks {
 			c(t, d)
@@ -120,10 +121,10 @@ func all(checks ...func(*testing.T, Decision)) func(*testing.T, Decision) {
 	}
 }
 
-func wantScope(code ErrorCode) Scope {
+func wantScope(code wire.ErrorCode) wire.Scope {
 	switch code {
-	case CodeHarnessUnsupported, CodeHarnessUnavailable, CodeVersionBelowFloor, CodeToolPolicyUnenforceable:
-		return ScopeHarness
+	case wire.CodeHarnessUnsupported, wire.CodeHarnessUnavailable, wire.CodeVersionBelowFloor, wire.CodeToolPolicyUnenforceable:
+		return wire.ScopeHarness
 	}
 	return ""
 }
@@ -147,7 +148,7 @@ func TestSelect(t *testing.T) {
 func runSelectCase(t *testing.T, tc selectCase) {
 	snap := Snapshot{Harnesses: tc.hs, Policies: tc.ps, Session: tc.sess, AssumeReadyWithoutStatus: tc.assumeReady}
 	before := deepCopySnapshot(snap)
-	var attemptBefore Attempt
+	var attemptBefore wire.Attempt
 	if tc.a != nil {
 		attemptBefore = deepCopyAttempt(tc.a)
 	}
@@ -200,7 +201,7 @@ func runSelectCase(t *testing.T, tc selectCase) {
 	if d.CLIBackend != tc.cli {
 		t.Errorf("cliBackend = %q, want %q", d.CLIBackend, tc.cli)
 	}
-	if tc.code != CodeSessionMismatch {
+	if tc.code != wire.CodeSessionMismatch {
 		// issue 3: every visible harness appears among the candidates.
 		if len(d.Candidates) != len(tc.hs) {
 			t.Errorf("%d candidates for %d harnesses", len(d.Candidates), len(tc.hs))
@@ -208,7 +209,7 @@ func runSelectCase(t *testing.T, tc selectCase) {
 		for _, h := range tc.hs {
 			found := false
 			for _, c := range d.Candidates {
-				found = found || c.HarnessRef == (HarnessRef{Namespace: h.Namespace, Name: h.Name})
+				found = found || c.HarnessRef == (wire.HarnessRef{Namespace: h.Namespace, Name: h.Name})
 			}
 			if !found {
 				t.Errorf("harness %s/%s is not a candidate", h.Namespace, h.Name)
@@ -232,12 +233,12 @@ func deepCopySnapshot(s Snapshot) Snapshot {
 	return out
 }
 
-func deepCopyAttempt(a *Attempt) Attempt {
+func deepCopyAttempt(a *wire.Attempt) wire.Attempt {
 	data, err := json.Marshal(a)
 	if err != nil {
 		panic(err)
 	}
-	var out Attempt
+	var out wire.Attempt
 	if err := json.Unmarshal(data, &out); err != nil {
 		panic(err)
 	}
@@ -250,32 +251,32 @@ func normalizationCases() []selectCase {
 			name:    "issue: runtime ids are trimmed and lowercased",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("openai", gpt, whatIfOverride(" Codex ")),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "issue: pi is an alias of openclaw",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("openai", gpt, whatIfOverride("pi")),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "issue: codex-app-server is an alias of codex",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("openai", gpt, whatIfOverride("codex-app-server")),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "issue: default means auto, so an override of default overrides nothing",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			a:       attempt("openai", gpt, whatIfOverride("default")),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: an empty runtime id means auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				if d.RequestedRuntime != "auto" {
 					t.Errorf("requestedRuntime = %q", d.RequestedRuntime)
 				}
@@ -285,31 +286,31 @@ func normalizationCases() []selectCase {
 			name:    "issue: provider ids compare case-insensitively in policies",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			a:       attempt(" OpenAI ", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: provider ids compare case-insensitively in support facts",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("ACME", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: an empty provider takes the provider from a provider/model model id",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "openclaw"))},
 			a:       attempt("", "anthropic/claude-opus-5"),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "decision: a model id that repeats its provider as prefix names the same model",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", openaiGPT),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "decision: model ids compare case-insensitively so spelling cannot dodge a model entry",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", "GPT-5.5"),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 	}
 }
@@ -321,85 +322,85 @@ func precedenceCases() []selectCase {
 			name:    "DESIGN §5 rule 1: the session pin beats the session override",
 			hs:      codex,
 			sess:    session(openaiGPT, override("openclaw"), pinned("codex")),
-			a:       &Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name:    "DESIGN §5 rule 1: the session override beats policy",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			sess:    session(openaiGPT, override("openclaw")),
-			a:       &Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			a:       &wire.Attempt{},
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §5 rule 1: policy beats auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "openclaw"))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: an agent entry beats an exact model ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", openaiGPT, "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: agent entries apply only to their own agent",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("other", openaiGPT, "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: an exact model ref beats a catalog row",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"), prov("openai", "", row{gpt, "codex"}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: a catalog row beats provider/*",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "", row{gpt, "openclaw"}), model("openai/*", "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: provider/* beats the provider-wide runtime",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("openai/*", "openclaw"), prov("openai", "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: the provider-wide runtime applies when nothing more specific matches",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw", row{"gpt-4.1", "codex"}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: an exact provider/model ref beats a bare model ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(gpt, "codex"), model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: a bare model ref matches that model of any provider",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(gpt, "openclaw"))},
 			a:       attempt("azure", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: an agent's provider/* entry still beats a top-level exact ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "openai/*", "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name: "issue: a bare model id matching entries of two providers when the provider is unknown yields no model-scoped policy",
@@ -409,8 +410,8 @@ func precedenceCases() []selectCase {
 				policy("p2", 1, model("azure/"+gpt, "openclaw")),
 			},
 			a:       attempt("", gpt),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
 					t.Errorf("requested %q matched %v", d.RequestedRuntime, d.MatchedPolicies)
 				}
@@ -420,13 +421,13 @@ func precedenceCases() []selectCase {
 			name:    "issue: a bare model id matching one provider's entry keeps its model-scoped policy",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p1", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "issue: catalog rows of two providers make a bare model id ambiguous too",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p1", 0, prov("openai", "", row{gpt, "codex"}), prov("azure", "", row{gpt, "openclaw"}))},
 			a:       attempt("", gpt),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "seed: Model-scoped runtime policy takes precedence (over another policy's provider entry)",
@@ -436,7 +437,7 @@ func precedenceCases() []selectCase {
 				policy("new", 1, model(openaiGPT, "codex")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 			check: wantMatched("new", "old"),
 		},
 		{
@@ -444,14 +445,14 @@ func precedenceCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: a policy entry of auto asks the harnesses and keeps the policy as runtime source",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "auto"))},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §3: two policies giving one key different runtimes: the older policy wins",
@@ -461,7 +462,7 @@ func precedenceCases() []selectCase {
 				policy("old", 1, prov("openai", "codex")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("old", "new"),
 		},
 		{
@@ -472,7 +473,7 @@ func precedenceCases() []selectCase {
 				policy("a", 0, prov("openai", "openclaw")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("a", "b"),
 		},
 		{
@@ -483,7 +484,7 @@ func precedenceCases() []selectCase {
 				policy("enforcer", 5, prov("openai", "codex"), deny()),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("enforcer", "old"),
 		},
 		{
@@ -494,7 +495,7 @@ func precedenceCases() []selectCase {
 				policy("d1", 1, prov("openai", "codex"), deny()),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantMatched("d1", "d2"),
 		},
 		{
@@ -505,16 +506,16 @@ func precedenceCases() []selectCase {
 				policy("p", 1, prov("openai", "codex")),
 			},
 			sess:    session(openaiGPT, override("openclaw")),
-			a:       &Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			a:       &wire.Attempt{},
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §3: a Deny policy's agent entry governs only that agent",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, agent("other", "openai/*", "codex"), deny())},
 			sess:    session(openaiGPT, override("openclaw")),
-			a:       &Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			a:       &wire.Attempt{},
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §3: matchedPolicies lists the deciding policy first, then the others oldest first",
@@ -526,7 +527,7 @@ func precedenceCases() []selectCase {
 				policy("p1", 1, prov("openai", "openclaw")),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 			check: wantMatched("p3", "p1", "p2"),
 		},
 	}
@@ -540,8 +541,8 @@ func denyCases() []selectCase {
 		s.Spec.SessionKey, s.Spec.SessionID = "agent:main:demo", "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0"
 		return s
 	}
-	sampleAttempt := func() *Attempt {
-		return &Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0", Provider: "openai", ModelID: gpt}
+	sampleAttempt := func() *wire.Attempt {
+		return &wire.Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "3f6d2a9e-5b1c-4e8a-9d07-2c41b8e6f5a0", Provider: "openai", ModelID: gpt}
 	}
 	return []selectCase{
 		{
@@ -549,8 +550,8 @@ func denyCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, override("openclaw")),
-			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			a:    &wire.Attempt{},
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Runtime override "openclaw" contradicts RuntimePolicy "codex-only" (sessionOverrides: Deny), which requires runtime "codex" for openai/gpt-5.5.`,
 		},
 		{
@@ -558,8 +559,8 @@ func denyCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("other")),
-			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
+			a:    &wire.Attempt{},
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
 			msg: `Session is pinned to agent harness "other", but RuntimePolicy "codex-only" (sessionOverrides: Deny) requires runtime "codex" for openai/gpt-5.5. Reset the session to clear the pin.`,
 		},
 		{
@@ -567,62 +568,62 @@ func denyCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("codex")),
-			a:       &Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §3: a pin that agrees with a Deny policy runs",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, pinned("codex")),
-			a:       &Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name:    "decision: an override of auto under a Deny policy overrides nothing",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("auto")),
-			a:       &Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "decision: under an enforced auto a pin that auto would select itself is kept",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "auto"), deny())},
 			sess:    session("acme/m1", pinned("h1")),
-			a:       &Attempt{},
-			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			a:       &wire.Attempt{},
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "decision: under an enforced auto a pin that auto would not select is OverrideDenied",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5), acme("h2", 9)},
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "auto"), deny())},
 			sess: session("acme/m1", pinned("h1")),
-			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
+			a:    &wire.Attempt{},
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "decision: a contradicting override fails closed even when the pin agrees",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
-			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			a:    &wire.Attempt{},
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §3: a CLI backend override contradicting a Deny policy is OverrideDenied",
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("anthropic", "openclaw"), deny())},
 			sess: session("anthropic/claude-opus-5", override("claude-cli")),
-			a:    &Attempt{},
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			a:    &wire.Attempt{},
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §5 rule 1: a what-if override contradicting a Deny policy is OverrideDenied",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			a:    attempt("openai", gpt, whatIfOverride("openclaw")),
-			code: CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:        "Done-when: the codex-only sample selects codex for an openai attempt",
@@ -631,7 +632,7 @@ func denyCases() []selectCase {
 			sess:        sampleSession(),
 			assumeReady: true,
 			a:           sampleAttempt(),
-			runtime:     "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime:     "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: all(wantRef("agents", "codex"), wantMatched("codex-only"), wantTools(false)),
 		},
 		{
@@ -641,7 +642,7 @@ func denyCases() []selectCase {
 			sess:        sampleSession(override("openclaw")),
 			assumeReady: true,
 			a:           sampleAttempt(),
-			code:        CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
+			code:        wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 	}
 }
@@ -652,21 +653,21 @@ func autoCases() []selectCase {
 			name:    "seed: auto asks registered harnesses whether they support the resolved effective route",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: all(wantRef("agents", "h1"), wantCand("h1", true, "")),
 		},
 		{
 			name:    "seed: If no registered harness matches, OpenClaw falls back to its embedded runtime",
 			hs:      []*v1alpha1.AgentHarness{harness("codex")},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonProvider),
 		},
 		{
 			name:    "DESIGN §5 rule 2: the highest priority wins",
 			hs:      []*v1alpha1.AgentHarness{acme("a", 1), acme("b", 50), acme("c", 10)},
 			a:       attempt("acme", "m1"),
-			runtime: "b", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "b", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "DESIGN §5 rule 2: a missing priority counts as 0",
@@ -675,53 +676,53 @@ func autoCases() []selectCase {
 				acme("b", -1),
 			},
 			a:       attempt("acme", "m1"),
-			runtime: "a", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "a", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: priority ties go to the lower harness id",
 			hs:      []*v1alpha1.AgentHarness{acme("zeta", 5), acme("alpha", 5)},
 			a:       attempt("acme", "m1"),
-			runtime: "alpha", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "alpha", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: an ExplicitOnly harness is a candidate with reason harness is explicit-only",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionExplicitOnly)), acme("h2", 1)},
 			a:       attempt("acme", "m1"),
-			runtime: "h2", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h2", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, "harness is explicit-only"),
 		},
 		{
 			name:    "DESIGN §3: autoSelection is separate from support: an ExplicitOnly harness serves an explicit runtime id",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5, autoSel(v1alpha1.AutoSelectionExplicitOnly))},
 			a:       attempt("acme", "m1", whatIfOverride("h1")),
-			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 			check: wantCand("h1", true, ""),
 		},
 		{
 			name:    "issue: a Listed harness without the provider is a candidate with reason provider is not auto-selectable",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionListed, "other"))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, "provider is not auto-selectable"),
 		},
 		{
 			name:    "issue: a Listed harness is asked about its listed providers",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionListed, "acme"))},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: an AllProviders harness is asked about every provider",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 100, autoSel(v1alpha1.AutoSelectionAllProviders))},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: every visible harness appears among the candidates with its result, by priority then id",
 			hs:      []*v1alpha1.AgentHarness{acme("a", 1), acme("b", 2, autoSel(v1alpha1.AutoSelectionExplicitOnly)), harness("codex"), acme("c", 1)},
 			a:       attempt("acme", "m1"),
-			runtime: "a", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "a", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				var got []string
 				for _, c := range d.Candidates {
 					got = append(got, c.HarnessID+":"+boolStr(c.Supported)+":"+c.Reason)
@@ -739,7 +740,7 @@ func autoCases() []selectCase {
 			name:    "seed: Provider/model prefixes alone never select a harness",
 			hs:      []*v1alpha1.AgentHarness{harness("acme", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"other"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("", "acme/m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "seed: in auto mode embedded fallback applies only when no registered plugin harness supports the provider/model",
@@ -748,7 +749,7 @@ func autoCases() []selectCase {
 				acme("small", 1),
 			},
 			a:       attempt("acme", "m1"),
-			runtime: "small", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "small", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "DESIGN §5 rule 3: an unavailable auto winner is HarnessUnavailable, never a fallback",
@@ -757,9 +758,9 @@ func autoCases() []selectCase {
 				acme("h2", 1),
 			},
 			a:    attempt("acme", "m1"),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: `Agent harness "h1" is unavailable: WorkloadReady is False (NoReadyPods: 0/1 server pods are Ready). Retry later.`,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				if d.HarnessID != "h1" {
 					t.Errorf("harnessId = %q", d.HarnessID)
 				}
@@ -769,15 +770,15 @@ func autoCases() []selectCase {
 			name: "DESIGN §5 rule 3: an auto winner below the version floor fails closed",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5, belowFloorCond("codex-cli 0.140.0 is below the version floor 0.149.0"))},
 			a:    attempt("acme", "m1"),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex-cli 0.140.0 is below the version floor 0.149.0",
 		},
 		{
 			name:    "DESIGN §3: an omitted support block means the adapter defaults (codex: providers codex, openai; priority 100)",
 			hs:      []*v1alpha1.AgentHarness{harness("pool")},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				if c := cand(t, d, "pool"); c.Supported || c.Reason != reasonProvider || c.Priority != 100 {
 					t.Errorf("candidate = %+v", c)
 				}
@@ -787,7 +788,7 @@ func autoCases() []selectCase {
 			name:    "decision: an unknown autoSelection mode keeps the harness out of auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5, autoSel("Sometimes"))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, reasonUnknownAutoMode),
 		},
 		{
@@ -797,8 +798,8 @@ func autoCases() []selectCase {
 				acme("h1", 5, objName("team-a", "h1-old"), created(1)),
 			},
 			a:       attempt("acme", "m1"),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
-			check: func(t *testing.T, d Decision) {
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
 				wantRef("team-a", "h1-old")(t, d)
 				if d.Candidates[1].HarnessRef.Name != "h1" || d.Candidates[1].Reason != reasonShadowed {
 					t.Errorf("shadowed candidate = %+v", d.Candidates[1])
@@ -809,32 +810,32 @@ func autoCases() []selectCase {
 			name:    "DESIGN §3: openclaw and its aliases are reserved: a harness using one is never selected by auto",
 			hs:      []*v1alpha1.AgentHarness{harness("pi", written(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("acme", "m1"),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("pi", false, reasonReserved),
 		},
 		{
 			name: "DESIGN §3: a harness whose id is the alias codex-app-server does not register codex",
 			hs:   []*v1alpha1.AgentHarness{harness("codex-app-server")},
 			a:    attempt("openai", gpt, whatIfOverride("codex")),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §3: omitted support providers mean any provider",
 			hs:      []*v1alpha1.AgentHarness{harness("any", written(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("acme", "m1"),
-			runtime: "any", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "any", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "seed: auto checks the route facts: a route policy listing the harness is supported",
 			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness}))},
 			a:       attempt("acme", "m1", withRoute(acmeRoute(compat("h1")))),
-			runtime: "h1", reason: ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "seed: An absent policy means the provider did not declare route-level compatibility; it is not permission (auto)",
 			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness}))},
 			a:       attempt("acme", "m1", withRoute(acmeRoute())),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("h1", false, reasonRouteUndeclared),
 		},
 	}
@@ -854,7 +855,7 @@ func implicitCases() []selectCase {
 			name:    "issue: implicit codex on the official route " + api + " " + url,
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(rt(api, url, compat("codex")))),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		}
 	}
 	notOfficial := func(name, api, url string, opts ...ropt) selectCase {
@@ -862,7 +863,7 @@ func implicitCases() []selectCase {
 			name:    name + " (" + api + " " + url + ")",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(rt(api, url, append([]ropt{compat("codex")}, opts...)...))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		}
 	}
 	return []selectCase{
@@ -870,7 +871,7 @@ func implicitCases() []selectCase {
 			name:    "DESIGN §5 rule 2: an openai attempt without route facts means the default official route: implicit codex",
 			hs:      codex,
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantRef("agents", "codex"),
 		},
 		official(apiPlatform, "https://api.openai.com"),
@@ -912,39 +913,39 @@ func implicitCases() []selectCase {
 		{
 			name:    "decision: an unknown requestTransportOverrides fact is not an official route",
 			hs:      codex,
-			a:       attempt("openai", gpt, withRoute(ModelProvider{API: apiPlatform, BaseURL: platformURL, RuntimePolicy: &RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}})),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			a:       attempt("openai", gpt, withRoute(wire.ModelProvider{API: apiPlatform, BaseURL: platformURL, RuntimePolicy: &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}})),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: implicit codex that is not registered falls back to openclaw",
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: implicit codex that does not support the route falls back to openclaw",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"codex"}}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "seed: OpenAI may select Codex only when its route contract declares codex compatible",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL))),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonRouteUndeclared),
 		},
 		{
 			name: "DESIGN §5 rule 3: implicit codex below the floor fails closed: a claimed route never degrades",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex 0.148.2 is older than 0.149.0"))},
 			a:    attempt("openai", gpt),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex 0.148.2 is older than 0.149.0",
 		},
 		{
 			name: "DESIGN §5 rule 3: implicit codex that is unavailable is HarnessUnavailable, never a fallback",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionUnknown, "HandshakePending", ""))},
 			a:    attempt("openai", gpt),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: `Agent harness "codex" is unavailable: VersionSupported is Unknown (HandshakePending). Retry later.`,
 		},
 		{
@@ -954,47 +955,47 @@ func implicitCases() []selectCase {
 				harness("big", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"openai"}, Priority: ptr.To[int32](900), RoutePolicy: v1alpha1.RoutePolicyAny})),
 			},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("big", false, reasonOpenAIImplicit),
 		},
 		{
 			name:    "issue: for provider openai auto asks no plugin even when codex is not registered",
 			hs:      []*v1alpha1.AgentHarness{harness("big", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"openai"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "decision: implicit codex respects autoSelection ExplicitOnly",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", autoSel(v1alpha1.AutoSelectionExplicitOnly))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonExplicitOnly),
 		},
 		{
 			name:    "DESIGN §3: implicit Codex means the harness whose harnessId is codex, not any codex-app-server harness",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool")},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: implicit codex selected under a policy entry of auto has runtime source implicit",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
 			a:       attempt("openai", gpt),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: a custom openai endpoint under a policy entry of auto keeps the policy's runtime source",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, "https://proxy.example/v1", compat("codex")))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: implicit codex is checked against prepared auth too",
 			hs:      codex,
-			a:       attempt("openai", gpt, withRoute(codexRoute(auth(AuthSourceDirect, "api-key", AuthRequirementSubscription)))),
-			runtime: "openclaw", reason: ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			a:       attempt("openai", gpt, withRoute(codexRoute(auth(wire.AuthSourceDirect, "api-key", wire.AuthRequirementSubscription)))),
+			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 	}
 }
@@ -1008,7 +1009,7 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", opt)},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider, msg: msg,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider, msg: msg,
 		}
 	}
 	return []selectCase{
@@ -1016,9 +1017,9 @@ func explicitCases() []selectCase {
 			name: "issue: an explicit harness that is not registered fails closed with the exact text",
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "ghost"))},
 			a:    attempt("openai", gpt),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "ghost" is not registered.`,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				if d.HarnessID != "ghost" || d.HarnessRef != nil || d.RequestedRuntime != "ghost" {
 					t.Errorf("harnessId %q ref %v requested %q", d.HarnessID, d.HarnessRef, d.RequestedRuntime)
 				}
@@ -1029,14 +1030,14 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex-pool")},
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			a:    attempt("openai", gpt),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "issue: an unsupported explicit harness fails closed with the exact text and reason",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("other", "h1"))},
 			a:    attempt("other", "m1"),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg:   `Requested agent harness "h1" does not support other/m1 (provider is not supported).`,
 			check: wantRef("agents", "h1"),
 		},
@@ -1044,7 +1045,7 @@ func explicitCases() []selectCase {
 			name: "issue: without a model the unsupported text names just the provider",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:    attempt("other", "", whatIfOverride("h1")),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Requested agent harness "h1" does not support other (provider is not supported).`,
 		},
 		{
@@ -1052,8 +1053,8 @@ func explicitCases() []selectCase {
 			hs:      codex,
 			ps:      pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			check: func(t *testing.T, d wire.Decision) {
 				if c := cand(t, d, "codex"); c.FallbackRuntime != "openclaw" || c.Reason != reasonTransportOverrides {
 					t.Errorf("candidate = %+v", c)
 				}
@@ -1067,7 +1068,7 @@ func explicitCases() []selectCase {
 			hs:   codex,
 			ps:   pol,
 			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy is not declared).`,
 		},
 		{
@@ -1075,52 +1076,52 @@ func explicitCases() []selectCase {
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "codex"))},
 			a:    attempt("anthropic", "claude-opus-5"),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "issue: claude-cli for anthropic passes through to openclaw",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("anthropic/claude-opus-5", "claude-cli"))},
 			a:       attempt("anthropic", "claude-opus-5"),
-			runtime: "openclaw", reason: ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceModel, cli: "claude-cli",
+			runtime: "openclaw", reason: wire.ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceModel, cli: "claude-cli",
 		},
 		{
 			name:    "issue: google-gemini-cli for google passes through to openclaw",
 			a:       attempt("google", "gemini-3-pro", whatIfOverride("google-gemini-cli")),
-			runtime: "openclaw", reason: ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "google-gemini-cli",
+			runtime: "openclaw", reason: wire.ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "google-gemini-cli",
 		},
 		{
 			name:    "issue: a CLI backend alias passes through whether or not a harness has that id",
 			hs:      []*v1alpha1.AgentHarness{harness("claude-cli", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"anthropic"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("anthropic", "claude-opus-5", whatIfOverride("claude-cli")),
-			runtime: "openclaw", reason: ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "claude-cli",
+			runtime: "openclaw", reason: wire.ReasonCLIRuntimePassthroughOpenClaw, source: v1alpha1.RuntimeSourceOverride, cli: "claude-cli",
 		},
 		{
 			name: "issue: a CLI backend alias for another provider is an ordinary harness id",
 			a:    attempt("openai", gpt, whatIfOverride("claude-cli")),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 			msg: `Requested agent harness "claude-cli" is not registered.`,
 		},
 		{
 			name:    "issue: a pin skips the support check without route facts",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			sess:    session("other/m1", pinned("h1")),
-			a:       &Attempt{},
-			runtime: "h1", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			a:       &wire.Attempt{},
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 			check: wantCand("h1", true, reasonPinUnchecked),
 		},
 		{
 			name: "seed: once prepared facts exist, the pinned harness must support them or the run fails closed",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
 			sess: session("other/m1", pinned("h1")),
-			a:    &Attempt{ModelProvider: &ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: TransportOverridesNone}},
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
+			a:    &wire.Attempt{ModelProvider: &wire.ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: wire.TransportOverridesNone}},
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "seed: Explicit selection does not make an incompatible route compatible",
 			hs:   codex,
 			ps:   pol,
 			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, "https://proxy.example/v1", compat("openclaw")))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy does not list the harness).`,
 		},
 		{
@@ -1128,7 +1129,7 @@ func explicitCases() []selectCase {
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 			check: wantCand("codex", true, ""),
 		},
 		unavailable("DESIGN §5 rule 3: WorkloadReady False is HarnessUnavailable (retryable)",
@@ -1150,7 +1151,7 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex-cli 0.140.0 is below the version floor 0.149.0"))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
 			msg: "codex-cli 0.140.0 is below the version floor 0.149.0",
 		},
 		{
@@ -1158,7 +1159,7 @@ func explicitCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond(""))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Agent harness "codex" runs a version below its floor.`,
 		},
 		{
@@ -1167,7 +1168,7 @@ func explicitCases() []selectCase {
 			ps:          pol,
 			assumeReady: true,
 			a:           attempt("openai", gpt),
-			runtime:     "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime:     "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:        "decision: AssumeReadyWithoutStatus does not override reported conditions",
@@ -1175,42 +1176,42 @@ func explicitCases() []selectCase {
 			ps:          pol,
 			assumeReady: true,
 			a:           attempt("openai", gpt),
-			code:        CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
+			code:        wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "decision: readiness is not checked when the harness does not claim the route (lossless fallback)",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("old"))},
 			ps:      pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: the harness id defaults to metadata.name",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool", noHarnessID())},
 			a:       attempt("openai", gpt, whatIfOverride("codex-pool")),
-			runtime: "codex-pool", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "codex-pool", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "DESIGN §5 rule 3: registered means an AgentHarness with that harness id, not that object name",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", objName("agents", "pool-a"))},
 			a:    attempt("openai", gpt, whatIfOverride("pool-a")),
-			code: CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
+			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "decision: a pin of openclaw pins nothing",
 			hs:      codex,
 			ps:      pol,
 			sess:    session(openaiGPT, pinned("openclaw")),
-			a:       &Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §5 rule 1: legacy whole-agent pins are ignored (only the session's own pin counts)",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			sess:    session(openaiGPT),
-			a:       &Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			a:       &wire.Attempt{},
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 	}
 }
@@ -1224,7 +1225,7 @@ func supportCases() []selectCase {
 		}
 		return []*v1alpha1.AgentHarness{harness("h1", written(s))}
 	}
-	explicitAcme := func(name string, hs []*v1alpha1.AgentHarness, r ModelProvider, code ErrorCode) selectCase {
+	explicitAcme := func(name string, hs []*v1alpha1.AgentHarness, r wire.ModelProvider, code wire.ErrorCode) selectCase {
 		tc := selectCase{
 			name: name, hs: hs,
 			a:      attempt("acme", "m1", whatIfOverride("h1"), withRoute(r)),
@@ -1233,20 +1234,20 @@ func supportCases() []selectCase {
 		if code != "" {
 			tc.code = code
 		} else {
-			tc.runtime, tc.reason = "h1", ReasonForcedPlugin
+			tc.runtime, tc.reason = "h1", wire.ReasonForcedPlugin
 		}
 		return tc
 	}
-	codexAuth := func(name string, src AuthSource, mode string, req AuthRequirement, ok bool) selectCase {
+	codexAuth := func(name string, src wire.AuthSource, mode string, req wire.AuthRequirement, ok bool) selectCase {
 		tc := selectCase{
 			name: name, hs: codex, ps: pol,
 			a:      attempt("openai", gpt, withRoute(codexRoute(auth(src, mode, req)))),
 			source: v1alpha1.RuntimeSourceProvider,
 		}
 		if ok {
-			tc.runtime, tc.reason = "codex", ReasonForcedPlugin
+			tc.runtime, tc.reason = "codex", wire.ReasonForcedPlugin
 		} else {
-			tc.code = CodeHarnessUnsupported
+			tc.code = wire.CodeHarnessUnsupported
 		}
 		return tc
 	}
@@ -1256,31 +1257,31 @@ func supportCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: nativeProviders are exempt from the route policy when none is declared",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("codex", "codex"))},
 			a:       attempt("codex", gpt, withRoute(rt("codex-native", chatgptURL))),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §3: nativeProviders are not exempt when a declared route policy omits the harness",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("codex", "codex"))},
 			a:    attempt("codex", gpt, withRoute(rt("codex-native", chatgptURL, compat("other")))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support codex/gpt-5.5 (route runtime policy does not list the harness).`,
 		},
 		explicitAcme("DESIGN §3: MustBeDeclared accepts a declared route policy that does not list the harness",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(compat()), ""),
 		explicitAcme("DESIGN §3: MustBeDeclared refuses an undeclared route policy",
-			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(), CodeHarnessUnsupported),
+			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(), wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: routePolicy Any accepts an undeclared route policy",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(), ""),
 		explicitAcme("decision: an empty routePolicy is the CRD default MustListHarness",
-			acmeBlock(v1alpha1.HarnessSupport{}), acmeRoute(compat("other")), CodeHarnessUnsupported),
+			acmeBlock(v1alpha1.HarnessSupport{}), acmeRoute(compat("other")), wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: MustListHarness accepts a route policy listing the harness",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustListHarness}), acmeRoute(compat("other", "h1")), ""),
 		explicitAcme("decision: route compatible ids are normalized runtime ids",
@@ -1290,36 +1291,36 @@ func supportCases() []selectCase {
 			acmeRoute(overrides()), ""),
 		explicitAcme("DESIGN §3: requestTransportOverrides Unsupported fails closed without a fallback",
 			acmeBlock(v1alpha1.HarnessSupport{RequestTransportOverrides: v1alpha1.RequestTransportOverridesUnsupported, RoutePolicy: v1alpha1.RoutePolicyAny}),
-			acmeRoute(overrides()), CodeHarnessUnsupported),
+			acmeRoute(overrides()), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: an empty requestTransportOverrides declaration is the CRD default Unsupported",
-			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(overrides()), CodeHarnessUnsupported),
+			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(overrides()), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: a route whose overrides fact is missing counts as overrides present",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
-			ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, CodeHarnessUnsupported),
+			wire.ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, wire.CodeHarnessUnsupported),
 		explicitAcme("DESIGN §3: preparedAuth absent in the support block means no auth check",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
-			acmeRoute(auth(AuthSourceNone, "", AuthRequirementSubscription)), ""),
+			acmeRoute(auth(wire.AuthSourceNone, "", wire.AuthRequirementSubscription)), ""),
 		explicitAcme("decision: an unknown prepared-auth requirement (an attempt that skipped Validate) fails closed",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny, PreparedAuth: &v1alpha1.PreparedAuthSupport{APIKeyModes: []string{"api-key"}}}),
-			acmeRoute(auth(AuthSourceProfile, "api-key", "bogus")), CodeHarnessUnsupported),
+			acmeRoute(auth(wire.AuthSourceProfile, "api-key", "bogus")), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: an adapter without defaults and no support block supports nothing",
 			[]*v1alpha1.AgentHarness{harness("h1", func(h *v1alpha1.AgentHarness) { h.Spec.Adapter = "future-adapter" })},
-			acmeRoute(), CodeHarnessUnsupported),
-		codexAuth("DESIGN §3: a subscription requirement accepts source profile with a subscription mode", AuthSourceProfile, "oauth", AuthRequirementSubscription, true),
-		codexAuth("DESIGN §3: a subscription requirement refuses source direct", AuthSourceDirect, "oauth", AuthRequirementSubscription, false),
-		codexAuth("DESIGN §3: a subscription requirement refuses a mode outside subscriptionModes", AuthSourceProfile, "api-key", AuthRequirementSubscription, false),
-		codexAuth("DESIGN §3: an api-key requirement accepts source direct with an api-key mode", AuthSourceDirect, "api_key", AuthRequirementAPIKey, true),
-		codexAuth("DESIGN §3: an api-key requirement accepts source profile with an api-key mode", AuthSourceProfile, "api-key", AuthRequirementAPIKey, true),
-		codexAuth("seed: preparedAuth.source harness is an auth owner, not permission to infer route support", AuthSourceHarness, "api-key", AuthRequirementAPIKey, false),
-		codexAuth("DESIGN §3: an api-key requirement refuses a mode outside apiKeyModes", AuthSourceProfile, "oauth", AuthRequirementAPIKey, false),
-		codexAuth("issue: the prepared-auth check runs only when the route carries a requirement", AuthSourceNone, "", "", true),
-		codexAuth("decision: auth modes compare case-insensitively", AuthSourceProfile, " OAuth ", AuthRequirementSubscription, true),
+			acmeRoute(), wire.CodeHarnessUnsupported),
+		codexAuth("DESIGN §3: a subscription requirement accepts source profile with a subscription mode", wire.AuthSourceProfile, "oauth", wire.AuthRequirementSubscription, true),
+		codexAuth("DESIGN §3: a subscription requirement refuses source direct", wire.AuthSourceDirect, "oauth", wire.AuthRequirementSubscription, false),
+		codexAuth("DESIGN §3: a subscription requirement refuses a mode outside subscriptionModes", wire.AuthSourceProfile, "api-key", wire.AuthRequirementSubscription, false),
+		codexAuth("DESIGN §3: an api-key requirement accepts source direct with an api-key mode", wire.AuthSourceDirect, "api_key", wire.AuthRequirementAPIKey, true),
+		codexAuth("DESIGN §3: an api-key requirement accepts source profile with an api-key mode", wire.AuthSourceProfile, "api-key", wire.AuthRequirementAPIKey, true),
+		codexAuth("seed: preparedAuth.source harness is an auth owner, not permission to infer route support", wire.AuthSourceHarness, "api-key", wire.AuthRequirementAPIKey, false),
+		codexAuth("DESIGN §3: an api-key requirement refuses a mode outside apiKeyModes", wire.AuthSourceProfile, "oauth", wire.AuthRequirementAPIKey, false),
+		codexAuth("issue: the prepared-auth check runs only when the route carries a requirement", wire.AuthSourceNone, "", "", true),
+		codexAuth("decision: auth modes compare case-insensitively", wire.AuthSourceProfile, " OAuth ", wire.AuthRequirementSubscription, true),
 		{
 			name: "issue: support is checked in order: provider membership before transport overrides",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "codex"))},
 			a:    attempt("acme", "m1", withRoute(acmeRoute(overrides()))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support acme/m1 (provider is not supported).`,
 		},
 		{
@@ -1327,14 +1328,14 @@ func supportCases() []selectCase {
 			hs:      codex,
 			ps:      pol,
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "issue: support is checked in order: route policy before prepared auth",
 			hs:   codex,
 			ps:   pol,
-			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, auth(AuthSourceDirect, "x", AuthRequirementSubscription)))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			a:    attempt("openai", gpt, withRoute(rt(apiPlatform, platformURL, auth(wire.AuthSourceDirect, "x", wire.AuthRequirementSubscription)))),
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support openai/gpt-5.5 (route runtime policy is not declared).`,
 		},
 	}
@@ -1352,14 +1353,14 @@ func retrySetCases() []selectCase {
 			name: "DESIGN §5 rule 4: routes that agree run the set on their runtime",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=codex/forced_plugin"),
 		},
 		{
 			name: "DESIGN §5 rule 4: any fail-closed route fails the set",
 			hs:   codex, ps: pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(), rt(apiPlatform, platformURL))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg:   `Requested agent harness "codex" does not support openai/gpt-5.5 (modelProviders[1]: route runtime policy is not declared).`,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=HarnessUnsupported"),
 		},
@@ -1367,27 +1368,27 @@ func retrySetCases() []selectCase {
 			name: "DESIGN §5 rule 4: routes that disagree run the set on openclaw",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), codexRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=openclaw/plugin_declared_fallback_openclaw"),
 		},
 		{
 			name: "seed: an explicit plugin selection of a retry set fails closed unless the plugin declares the lossless fallback",
 			hs:   codex, ps: pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(overrides()), rt(apiPlatform, platformURL))),
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "seed: Implicit selection uses OpenClaw if no plugin can own the full set",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			a:       attempt("acme", "m1", withRetrySet(acmeRoute(), acmeRoute(overrides()))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantRoutes("modelProviders[0]=h1/auto_plugin", "modelProviders[1]=openclaw/auto_openclaw"),
 		},
 		{
 			name:    "DESIGN §5 rule 4: auto routes that choose different harnesses run the set on openclaw",
 			hs:      []*v1alpha1.AgentHarness{mustList("h1", 9), mustList("h2", 1)},
 			a:       attempt("acme", "m1", withRetrySet(acmeRoute(compat("h1", "h2")), acmeRoute(compat("h2")))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: all(wantRoutes("modelProviders[0]=h1/auto_plugin", "modelProviders[1]=h2/auto_plugin"),
 				wantCand("h1", false, "modelProviders[1]: "+reasonRouteNotListed), wantCand("h2", true, "")),
 		},
@@ -1395,20 +1396,20 @@ func retrySetCases() []selectCase {
 			name:    "DESIGN §5 rule 4: a set with one custom openai route runs on openclaw",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), rt(apiPlatform, "https://proxy.example/v1", compat("codex")))),
-			runtime: "openclaw", reason: ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 4: implicit codex on a set of official routes is selected for the set",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "decision: the selected route repeated in its retry set is one route",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute()), withRetrySet(codexRoute())),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
-			check: func(t *testing.T, d Decision) {
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			check: func(t *testing.T, d wire.Decision) {
 				if len(d.Routes) != 0 {
 					t.Errorf("routes = %+v", d.Routes)
 				}
@@ -1418,7 +1419,7 @@ func retrySetCases() []selectCase {
 			name: "decision: modelProvider and a different retry set are decided together",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRoute(codexRoute()), withRetrySet(chatgpt)),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProvider=codex/forced_plugin", "modelProviders[0]=codex/forced_plugin"),
 		},
 		{
@@ -1426,14 +1427,14 @@ func retrySetCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", ""))},
 			ps:   pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
-			code: CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "seed: one undeclared candidate makes native compatibility empty (a pinned set)",
 			hs:   codex,
 			sess: session(openaiGPT, pinned("codex")),
-			a:    &Attempt{ModelProviders: []ModelProvider{codexRoute(), rt(apiChatGPT, chatgptURL)}},
-			code: CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
+			a:    &wire.Attempt{ModelProviders: []wire.ModelProvider{codexRoute(), rt(apiChatGPT, chatgptURL)}},
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
 		},
 	}
 }
@@ -1445,9 +1446,9 @@ func toolPolicyCases() []selectCase {
 		return selectCase{
 			name: name, hs: labelled, ps: pol,
 			a:    attempt("openai", gpt, opts...),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "Codex" + toolMsg,
-			check: func(t *testing.T, d Decision) {
+			check: func(t *testing.T, d wire.Decision) {
 				wantTools(true)(t, d)
 				if d.HarnessID != "codex" || len(d.ToolPolicy.Reasons) == 0 {
 					t.Errorf("harnessId %q reasons %v", d.HarnessID, d.ToolPolicy.Reasons)
@@ -1459,7 +1460,7 @@ func toolPolicyCases() []selectCase {
 		return selectCase{
 			name: name, hs: hs, ps: pol,
 			a:       attempt("openai", gpt, opts...),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantTools(restricted, safe...),
 		}
 	}
@@ -1470,32 +1471,32 @@ func toolPolicyCases() []selectCase {
 			name: "issue: the tool-policy message names the harness id when it has no label",
 			hs:   []*v1alpha1.AgentHarness{harness("codex")}, ps: pol,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "codex" + toolMsg,
 		},
-		runs("DESIGN §5 rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"browser"}}}})),
+		runs("DESIGN §5 rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"browser"}}}})),
 		gated("seed: Core passes pluginHarnessToolPolicyRestricted as the prepared decision (the stricter verdict wins)",
-			func(a *Attempt) { a.PluginHarnessToolPolicyRestricted = true }),
-		gated("issue: disableTools denies everything and restricts", func(a *Attempt) { a.DisableTools = true }),
-		gated("issue: toolsAllow [] denies everything and restricts", func(a *Attempt) { a.ToolsAllow = ToolList{} }),
+			func(a *wire.Attempt) { a.PluginHarnessToolPolicyRestricted = true }),
+		gated("issue: disableTools denies everything and restricts", func(a *wire.Attempt) { a.DisableTools = true }),
+		gated("issue: toolsAllow [] denies everything and restricts", func(a *wire.Attempt) { a.ToolsAllow = wire.ToolList{} }),
 		runs("issue: an absent toolsAllow restricts nothing", labelled, false, nil),
 		runs("seed: Core preserves the native surface only when every expanded deny is a known core tool in the audited safe list",
-			exactCodex, false, []string{"exec", "web_search"}, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"web_search", "bash"}}}})),
+			exactCodex, false, []string{"exec", "web_search"}, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"web_search", "bash"}}}})),
 		runs("seed: wildcards remain native-surface restrictions even with a safe list",
-			exactCodex, true, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Deny: []string{"*"}}}})),
-		gated("issue: declared native tools the messaging profile does not allow restrict Codex", tools(ToolPolicy{Profile: "messaging"})),
+			exactCodex, true, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"*"}}}})),
+		gated("issue: declared native tools the messaging profile does not allow restrict Codex", tools(wire.ToolPolicy{Profile: "messaging"})),
 		runs("seed: Default tool-profile narrowing does not set this flag (coding allows Codex's native tools)", labelled, false, nil,
-			tools(ToolPolicy{Profile: "coding"})),
-		gated("issue: a finite allowlist in a layer restricts", tools(ToolPolicy{Layers: []ToolPolicyLayer{{Allow: ToolList{"read"}}}})),
-		runs("issue: an allowlist containing * does not restrict", labelled, false, nil, tools(ToolPolicy{Layers: []ToolPolicyLayer{{Allow: ToolList{"*"}}}})),
+			tools(wire.ToolPolicy{Profile: "coding"})),
+		gated("issue: a finite allowlist in a layer restricts", tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Allow: wire.ToolList{"read"}}}})),
+		runs("issue: an allowlist containing * does not restrict", labelled, false, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Allow: wire.ToolList{"*"}}}})),
 		runs("DESIGN §3: declared native tools replace the adapter default", []*v1alpha1.AgentHarness{harness("codex", nativeTools("read"))}, false, nil,
-			tools(ToolPolicy{Profile: "coding"})),
+			tools(wire.ToolPolicy{Profile: "coding"})),
 		{
 			name: "DESIGN §5 rule 6: the gate does not apply to the embedded runtime",
 			hs:   labelled, ps: pol,
 			a:       attempt("openai", gpt, whatIfOverride("openclaw"), tools(denyExec)),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
-			check: func(t *testing.T, d Decision) {
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			check: func(t *testing.T, d wire.Decision) {
 				if d.ToolPolicy != nil {
 					t.Errorf("toolPolicy = %+v", d.ToolPolicy)
 				}
@@ -1505,13 +1506,13 @@ func toolPolicyCases() []selectCase {
 			name: "DESIGN §5 rule 6: implicit codex is gated too",
 			hs:   labelled,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "DESIGN §5 rule 6: an auto_plugin selection is gated too",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5, label("Acme Agent"))},
 			a:    attempt("acme", "m1", tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "Acme Agent" + toolMsg,
 		},
 		{
@@ -1519,14 +1520,14 @@ func toolPolicyCases() []selectCase {
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", ""))},
 			ps:   pol,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
+			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "decision: VersionBelowFloor is reported before ToolPolicyUnenforceable",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("too old"))},
 			ps:   pol,
 			a:    attempt("openai", gpt, tools(denyExec)),
-			code: CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider, msg: "too old",
+			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceProvider, msg: "too old",
 		},
 	}
 }
@@ -1534,85 +1535,85 @@ func toolPolicyCases() []selectCase {
 func sessionCases() []selectCase {
 	codex := []*v1alpha1.AgentHarness{harness("codex")}
 	pol := []*v1alpha1.RuntimePolicy{codexPol()}
-	mismatch := func(name string, a *Attempt, sess *v1alpha1.AgentSession, msg string) selectCase {
+	mismatch := func(name string, a *wire.Attempt, sess *v1alpha1.AgentSession, msg string) selectCase {
 		if sess == nil {
 			sess = session(openaiGPT)
 		}
-		return selectCase{name: name, hs: codex, ps: pol, sess: sess, a: a, code: CodeSessionMismatch, msg: msg,
-			check: func(t *testing.T, d Decision) {
+		return selectCase{name: name, hs: codex, ps: pol, sess: sess, a: a, code: wire.CodeSessionMismatch, msg: msg,
+			check: func(t *testing.T, d wire.Decision) {
 				if len(d.Candidates) != 0 || d.Runtime != "" || d.RuntimeSource != "" {
 					t.Errorf("a SessionMismatch decision carries more than the error: %+v", d)
 				}
 			}}
 	}
 	return []selectCase{
-		mismatch("DESIGN §4: an attempt whose agentId contradicts the session is SessionMismatch", &Attempt{AgentID: "other"}, nil,
+		mismatch("DESIGN §4: an attempt whose agentId contradicts the session is SessionMismatch", &wire.Attempt{AgentID: "other"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "other" does not match spec.agentId "main".`),
-		mismatch("DESIGN §4: an attempt whose sessionKey contradicts the session is SessionMismatch", &Attempt{SessionKey: "agent:main:other"}, nil, ""),
-		mismatch("DESIGN §4: an attempt whose sessionId contradicts the session is SessionMismatch", &Attempt{SessionID: "s-2"}, nil, ""),
-		mismatch("DESIGN §4: an attempt whose provider contradicts spec.model is SessionMismatch", &Attempt{Provider: "anthropic"}, nil,
+		mismatch("DESIGN §4: an attempt whose sessionKey contradicts the session is SessionMismatch", &wire.Attempt{SessionKey: "agent:main:other"}, nil, ""),
+		mismatch("DESIGN §4: an attempt whose sessionId contradicts the session is SessionMismatch", &wire.Attempt{SessionID: "s-2"}, nil, ""),
+		mismatch("DESIGN §4: an attempt whose provider contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "anthropic"}, nil,
 			`The attempt contradicts AgentSession agents/demo: provider "anthropic" does not match spec.model "openai/gpt-5.5".`),
-		mismatch("DESIGN §4: an attempt whose modelId contradicts spec.model is SessionMismatch", &Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
-		mismatch("DESIGN §4: a provider/model modelId naming another provider is SessionMismatch", &Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
-		mismatch("DESIGN §4: an attempt pin the session does not have is SessionMismatch", &Attempt{AgentHarnessID: "codex"}, nil,
+		mismatch("DESIGN §4: an attempt whose modelId contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
+		mismatch("DESIGN §4: a provider/model modelId naming another provider is SessionMismatch", &wire.Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
+		mismatch("DESIGN §4: an attempt pin the session does not have is SessionMismatch", &wire.Attempt{AgentHarnessID: "codex"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentHarnessId "codex" does not match status.agentHarnessId "".`),
 		mismatch("DESIGN §4: an attempt override that contradicts spec.runtimeOverride is SessionMismatch",
-			&Attempt{AgentHarnessRuntimeOverride: "codex"}, session(openaiGPT, override("openclaw")), ""),
-		mismatch("DESIGN §4: every mismatching field is reported at once", &Attempt{AgentID: "x", SessionID: "y"}, nil,
+			&wire.Attempt{AgentHarnessRuntimeOverride: "codex"}, session(openaiGPT, override("openclaw")), ""),
+		mismatch("DESIGN §4: every mismatching field is reported at once", &wire.Attempt{AgentID: "x", SessionID: "y"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "x" does not match spec.agentId "main"; sessionId "y" does not match spec.sessionId "s-1".`),
 		{
 			name: "DESIGN §4: empty attempt fields are not compared",
 			hs:   codex, ps: pol, sess: session(openaiGPT),
-			a:       &Attempt{},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "DESIGN §4: repeated fields that match are accepted (provider case, provider prefix, runtime aliases)",
 			hs:   codex, ps: pol,
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
-			a: &Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "s-1", Provider: "OpenAI", ModelID: openaiGPT,
+			a: &wire.Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "s-1", Provider: "OpenAI", ModelID: openaiGPT,
 				AgentHarnessID: "codex-app-server", AgentHarnessRuntimeOverride: "pi"},
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name:    "issue item 3: without a session the attempt's pin is evaluated (what if)",
 			hs:      codex,
 			a:       attempt("openai", gpt, whatIfPin("codex")),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
 			name: "issue item 3: without a session the attempt's override is evaluated (what if)",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, whatIfOverride("openclaw")),
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name:    "DESIGN §4: the session's model is authoritative for policy",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "openclaw"))},
 			sess:    session("anthropic/claude-opus-5"),
-			a:       &Attempt{},
-			runtime: "openclaw", reason: ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			a:       &wire.Attempt{},
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "decision: a nil attempt is an empty attempt",
 			hs:   codex, ps: pol, sess: session(openaiGPT),
-			runtime: "codex", reason: ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 	}
 }
 
 func TestValidateAgainstSession(t *testing.T) {
 	sess := session(openaiGPT)
-	if err := ValidateAgainstSession(sess, &Attempt{AgentID: "main"}); err != nil {
+	if err := ValidateAgainstSession(sess, &wire.Attempt{AgentID: "main"}); err != nil {
 		t.Fatalf("matching attempt: %v", err)
 	}
-	if err := ValidateAgainstSession(nil, &Attempt{AgentID: "x"}); err != nil {
+	if err := ValidateAgainstSession(nil, &wire.Attempt{AgentID: "x"}); err != nil {
 		t.Fatalf("no session: %v", err)
 	}
-	err := ValidateAgainstSession(sess, &Attempt{AgentID: "x"})
-	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeSessionMismatch || e.Retryable || e.Code.HTTPStatus() != 422 {
+	err := ValidateAgainstSession(sess, &wire.Attempt{AgentID: "x"})
+	var e *wire.Error
+	if !errors.As(err, &e) || e.Code != wire.CodeSessionMismatch || e.Retryable || e.Code.HTTPStatus() != 422 {
 		t.Fatalf("err = %#v", err)
 	}
 	if !strings.Contains(err.Error(), "SessionMismatch: ") {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Candidate reasons. They are fixed strings so a decision allocates no text per
@@ -77,7 +78,9 @@ func harnessID(h *v1alpha1.AgentHarness) (string, bool) {
 	return id, n != id || n == string(v1alpha1.RuntimeAuto) || n == string(v1alpha1.RuntimeOpenClaw)
 }
 
-func (v *hview) ref() HarnessRef { return HarnessRef{Namespace: v.h.Namespace, Name: v.h.Name} }
+func (v *hview) ref() wire.HarnessRef {
+	return wire.HarnessRef{Namespace: v.h.Namespace, Name: v.h.Name}
+}
 
 // compareViews orders by harness id, then age (creationTimestamp, namespace,
 // name), so the first view of an id is the one that counts.
@@ -146,7 +149,7 @@ func (v *hview) supportsRoute(provider string, rt *route) support {
 	}
 	// Anything but an explicit "none" counts as present: an unknown fact cannot
 	// prove that no authored request behaviour must be reproduced.
-	if r.RequestTransportOverrides != TransportOverridesNone {
+	if r.RequestTransportOverrides != wire.TransportOverridesNone {
 		switch s.RequestTransportOverrides {
 		case v1alpha1.RequestTransportOverridesSupported:
 		case v1alpha1.RequestTransportOverridesUnsupportedWithFallback:
@@ -174,12 +177,12 @@ func (v *hview) supportsRoute(provider string, rt *route) support {
 	if pa := r.PreparedAuth; pa != nil && pa.Requirement != "" && s.PreparedAuth != nil {
 		mode := strings.ToLower(strings.TrimSpace(pa.Mode))
 		switch pa.Requirement {
-		case AuthRequirementSubscription:
-			if pa.Source != AuthSourceProfile || !containsFold(s.PreparedAuth.SubscriptionModes, mode) {
+		case wire.AuthRequirementSubscription:
+			if pa.Source != wire.AuthSourceProfile || !containsFold(s.PreparedAuth.SubscriptionModes, mode) {
 				return support{reason: reasonAuthSubscription}
 			}
-		case AuthRequirementAPIKey:
-			if (pa.Source != AuthSourceProfile && pa.Source != AuthSourceDirect) || !containsFold(s.PreparedAuth.APIKeyModes, mode) {
+		case wire.AuthRequirementAPIKey:
+			if (pa.Source != wire.AuthSourceProfile && pa.Source != wire.AuthSourceDirect) || !containsFold(s.PreparedAuth.APIKeyModes, mode) {
 				return support{reason: reasonAuthAPIKey}
 			}
 		default:
@@ -247,11 +250,11 @@ func readinessOf(h *v1alpha1.AgentHarness, assumeReady bool) (readiness, string,
 // officialOpenAIRoute reports whether a route is an official OpenAI Responses
 // route with no authored overrides, where `auto` is implicit Codex. A nil route
 // (no route facts) is the default official route.
-func officialOpenAIRoute(r *ModelProvider) bool {
+func officialOpenAIRoute(r *wire.ModelProvider) bool {
 	if r == nil {
 		return true
 	}
-	if r.RequestTransportOverrides != TransportOverridesNone {
+	if r.RequestTransportOverrides != wire.TransportOverridesNone {
 		return false
 	}
 	host, path, ok := splitHTTPS(r.BaseURL)

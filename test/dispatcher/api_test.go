@@ -18,11 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -42,17 +41,17 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		decodeJSON(post(sessionURL(ns, "text")+"/decide", gateway, `{"runId":"run-a1","prompt":"ignored","tools":[{"name":"x"}],"timeoutMs":5}`, nil), http.StatusOK, &decided)
 		Expect(stub.Requests()).To(HaveLen(before), "decide reached the model")
 		Expect(decided).To(HaveKeyWithValue("runtime", "codex"))
-		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 
 		rep := post(sessionURL(ns, "text")+"/turns", gateway, `{"runId":"run-a1","prompt":"alpha-1: what is the answer?"}`, nil)
 		evs := readSSE(rep)
 		Expect(rep.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 		Expect(rep.Header.Get(dispatchapi.RunIDHeader)).To(Equal("run-a1"))
 		checkIDs(evs, 0)
-		Expect(evs[0].Type).To(Equal(dispatch.EventSelected), "events %v", typesOf(evs))
-		Expect(evs[len(evs)-1].Type).To(Equal(dispatch.EventResult), "events %v", typesOf(evs))
+		Expect(evs[0].Type).To(Equal(wire.EventSelected), "events %v", typesOf(evs))
+		Expect(evs[len(evs)-1].Type).To(Equal(wire.EventResult), "events %v", typesOf(evs))
 		Expect(partials(evs)).To(Equal("The answer is forty-two."), "events %v", typesOf(evs))
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed())
 		Expect(res.AssistantTexts).To(Equal([]string{"The answer is forty-two."}))
 		Expect(res.RunID).To(Equal("run-a1"))
@@ -105,7 +104,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		// first turn (internal/adapter/codex/doc.go).
 		stub.When("tool-0", stubmodel.Text("warm-up done"))
 		warm := readSSE(post(sessionURL(ns, "tools")+"/turns", gateway, `{"runId":"run-t0","prompt":"tool-0 warm up",`+tools+`}`, nil))
-		var warmSel struct{ TurnToken string }
+		var warmSel wire.SelectedEvent
 		Expect(json.Unmarshal(warm[0].Data, &warmSel)).To(Succeed())
 		Expect(warmSel.TurnToken).NotTo(BeEmpty())
 		stub.When("tool-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))
@@ -116,39 +115,39 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		answered := false
 		evs := scanSSE(resp.Body, func(e sseEvent) {
 			switch e.Type {
-			case dispatch.EventSelected:
-				var sel struct{ TurnToken string }
+			case wire.EventSelected:
+				var sel wire.SelectedEvent
 				Expect(json.Unmarshal(e.Data, &sel)).To(Succeed())
 				token = sel.TurnToken
-			case string(adapter.EventToolCall):
-				var call adapter.ToolCall
+			case wire.EventToolCall:
+				var call wire.ToolCall
 				Expect(json.Unmarshal(e.Data, &call)).To(Succeed())
 				url := sessionURL(ns, "tools") + "/turns/run-t1/tool-results"
 				answer := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"sunny, 21C"}]}`, call.CallID)
 				// None, garbage, the token of another run of this session
 				// and the token of another session's run.
 				for _, bad := range []string{"", "not-the-token", warmSel.TurnToken, textToken} {
-					expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: bad}), http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
+					expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: bad}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
 				}
 				var ok map[string]any
 				decodeJSON(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusAccepted, &ok)
 				// Answered already: nothing is pending any more.
-				expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, dispatchapi.CodeNoPendingToolCall)
+				expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, wire.CodeNoPendingToolCall)
 				answered = true
 			}
 		})
 		checkIDs(evs, 0)
 		Expect(answered).To(BeTrue(), "no tool_call in %v", typesOf(evs))
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed())
 		Expect(res.AssistantTexts).To(Equal([]string{stubmodel.ToolOutputPrefix + "sunny, 21C"}), "events %v", typesOf(evs))
-		var term adapter.ToolTerminal
+		var term wire.ToolTerminal
 		for _, e := range evs {
-			if e.Type == string(adapter.EventToolTerminal) {
+			if e.Type == wire.EventToolTerminal {
 				Expect(json.Unmarshal(e.Data, &term)).To(Succeed())
 			}
 		}
-		Expect(term.Outcome).To(Equal(adapter.OutcomeSuccess), "tool terminal %+v", term)
+		Expect(term.Outcome).To(Equal(wire.OutcomeSuccess), "tool terminal %+v", term)
 	})
 
 	It("resumes a turn after a reconnect with Last-Event-ID; the model sees one request", func() {
@@ -164,7 +163,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		first, ok := nextEvent(sse.NewScanner(resp.Body))
 		_ = resp.Body.Close()
 		Expect(ok).To(BeTrue())
-		Expect(first.Type).To(Equal(dispatch.EventSelected))
+		Expect(first.Type).To(Equal(wire.EventSelected))
 		Expect(first.ID).To(Equal(int64(1)))
 		_, err := stub.WaitMarker(ctx, "lambda-1")
 		Expect(err).NotTo(HaveOccurred())
@@ -172,8 +171,8 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 
 		evs := readSSE(post(url, gateway, body, map[string]string{"Last-Event-ID": strconv.FormatInt(first.ID, 10)}))
 		checkIDs(evs, first.ID)
-		Expect(evs[len(evs)-1].Type).To(Equal(dispatch.EventResult), "events after reconnect %v", typesOf(evs))
-		Expect(typesOf(evs)).NotTo(ContainElement(dispatch.EventSelected), "selected replayed after Last-Event-ID %d", first.ID)
+		Expect(evs[len(evs)-1].Type).To(Equal(wire.EventResult), "events after reconnect %v", typesOf(evs))
+		Expect(typesOf(evs)).NotTo(ContainElement(wire.EventSelected), "selected replayed after Last-Event-ID %d", first.ID)
 		Expect(partials(evs)).To(Equal("all of the answer arrives"))
 		Expect(stub.RequestsContaining("lambda-1")).To(HaveLen(1), "the model saw the turn more than once")
 
@@ -183,7 +182,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		checkIDs(all, 0)
 		Expect(all[len(all)-1].ID).To(Equal(evs[len(evs)-1].ID))
 		expectError(post(url, gateway, `{"runId":"run-l-unknown","prompt":"lambda-1 go"}`, map[string]string{"Last-Event-ID": "3"}),
-			http.StatusNotFound, dispatchapi.CodeRunNotFound)
+			http.StatusNotFound, wire.CodeRunNotFound)
 		Expect(stub.RequestsContaining("lambda-1")).To(HaveLen(1))
 	})
 
@@ -197,15 +196,15 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		sc := sse.NewScanner(resp.Body)
 		first, ok := nextEvent(sc)
 		Expect(ok).To(BeTrue())
-		var sel struct{ TurnToken string }
+		var sel wire.SelectedEvent
 		Expect(json.Unmarshal(first.Data, &sel)).To(Succeed())
 		_, err := stub.WaitMarker(ctx, "kappa-1")
 		Expect(err).NotTo(HaveOccurred())
 
 		url := sessionURL(ns, "stop") + "/turns/run-k1/interrupt"
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: "wrong"}), http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: textToken}), http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
-		expectError(post(url, nobody, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusForbidden, dispatchapi.CodeForbidden)
+		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: "wrong"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: textToken}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+		expectError(post(url, nobody, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusForbidden, wire.CodeForbidden)
 		var out map[string]any
 		decodeJSON(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusAccepted, &out)
 		var rest []sseEvent
@@ -217,12 +216,12 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			rest = append(rest, e)
 		}
 		Expect(rest).NotTo(BeEmpty())
-		Expect(rest[len(rest)-1].Type).To(Equal(dispatch.EventResult), "after interrupt %v", typesOf(rest))
-		var res dispatch.ResultEvent
+		Expect(rest[len(rest)-1].Type).To(Equal(wire.EventResult), "after interrupt %v", typesOf(rest))
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(rest[len(rest)-1].Data, &res)).To(Succeed())
-		Expect(res.Terminal.Kind).To(Equal(adapter.TerminalAborted), "terminal %+v", res.Terminal)
+		Expect(res.Terminal.Kind).To(Equal(wire.TerminalAborted), "terminal %+v", res.Terminal)
 		// Ended: not running any more.
-		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, dispatchapi.CodeTurnNotRunning)
+		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, wire.CodeTurnNotRunning)
 	})
 
 	It("drops a turn queued behind another when its client leaves before it starts", func() {
@@ -254,12 +253,12 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 
 		gate.Release()
 		evs := scanSSE(first.Body, nil)
-		Expect(typesOf(evs)).To(ContainElement(dispatch.EventResult))
+		Expect(typesOf(evs)).To(ContainElement(wire.EventResult))
 		// Nothing of the dropped turn ran or was journaled; its runId is free.
 		Consistently(func() int { return len(stub.RequestsContaining("mu-2")) }, 2*time.Second).Should(BeZero())
-		expectError(get(sessionURL(ns, "queue")+"/turns/run-m2", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		expectError(get(sessionURL(ns, "queue")+"/turns/run-m2", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 		again := readSSE(post(sessionURL(ns, "queue")+"/turns", gateway, `{"runId":"run-m2","prompt":"mu-2 queued"}`, nil))
-		Expect(typesOf(again)).To(ContainElement(dispatch.EventResult))
+		Expect(typesOf(again)).To(ContainElement(wire.EventResult))
 		Expect(stub.RequestsContaining("mu-2")).To(HaveLen(1))
 	})
 
@@ -303,10 +302,10 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			ran, refused = "right", "left"
 		}
 		evs := readSSE(got[ran])
-		var res dispatch.ResultEvent
+		var res wire.ResultEvent
 		Expect(json.Unmarshal(evs[len(evs)-1].Data, &res)).To(Succeed(), "events %v", typesOf(evs))
 		Expect(res.AssistantTexts).To(Equal([]string{ran + " answer"}))
-		e := expectError(got[refused], http.StatusConflict, string(selection.CodeRunIDConflict))
+		e := expectError(got[refused], http.StatusConflict, wire.CodeRunIDConflict)
 		Expect(e.Message).To(ContainSubstring("run-n1"))
 		Expect(string(got[refused].Body)).NotTo(ContainSubstring("turnToken"))
 		Expect(stub.RequestsContaining("nu-"+refused)).To(BeEmpty(), "the refused body reached the model")
@@ -315,40 +314,40 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 
 	It("answers 401 without a token or with one the API server does not accept", func() {
 		url := sessionURL(ns, "text") + "/decide"
-		e := expectError(post(url, "", `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		e := expectError(post(url, "", `{}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
 		Expect(e.Message).To(ContainSubstring("bearer token is required"))
-		e = expectError(post(url, "not-a-kubernetes-token", `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		e = expectError(post(url, "not-a-kubernetes-token", `{}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
 		Expect(e.Message).To(ContainSubstring("not accepted"))
-		expectError(post(sessionURL(ns, "text")+"/turns", "", `{"runId":"r0","prompt":"x"}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
-		expectError(get(sessionURL(ns, "text")+"/transcript", ""), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		expectError(post(sessionURL(ns, "text")+"/turns", "", `{"runId":"r0","prompt":"x"}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
+		expectError(get(sessionURL(ns, "text")+"/transcript", ""), http.StatusUnauthorized, wire.CodeUnauthorized)
 	})
 
 	It("answers 403 to a ServiceAccount without the RBAC grant, and outside the granted namespace", func() {
 		before := len(stub.Requests())
 		for _, path := range []string{"/turns", "/decide"} {
-			e := expectError(post(sessionURL(ns, "text")+path, nobody, `{"prompt":"alpha-1"}`, nil), http.StatusForbidden, dispatchapi.CodeForbidden)
+			e := expectError(post(sessionURL(ns, "text")+path, nobody, `{"prompt":"alpha-1"}`, nil), http.StatusForbidden, wire.CodeForbidden)
 			Expect(e.Message).To(ContainSubstring("system:serviceaccount:" + ns + ":nobody"))
 			Expect(e.Message).To(ContainSubstring("create agentsessions/turns"))
 		}
-		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", nobody), http.StatusForbidden, dispatchapi.CodeForbidden)
+		expectError(get(sessionURL(ns, "text")+"/turns/run-a1", nobody), http.StatusForbidden, wire.CodeForbidden)
 		// The grant is per namespace.
-		expectError(post(sessionURL("default", "text")+"/turns", gateway, `{}`, nil), http.StatusForbidden, dispatchapi.CodeForbidden)
+		expectError(post(sessionURL("default", "text")+"/turns", gateway, `{}`, nil), http.StatusForbidden, wire.CodeForbidden)
 		Expect(stub.Requests()).To(HaveLen(before), "a refused request reached the model")
 	})
 
 	It("accepts a token bound to the dispatcher's audience and refuses another audience", func() {
-		var d selection.Decision
+		var d wire.Decision
 		decodeJSON(post(sessionURL(ns, "text")+"/decide", audToken, `{}`, nil), http.StatusOK, &d)
 		Expect(d.Runtime).To(Equal("codex"))
 		other := serviceAccountToken(ns, "gateway", []string{"someone-else"})
-		expectError(post(sessionURL(ns, "text")+"/decide", other, `{}`, nil), http.StatusUnauthorized, dispatchapi.CodeUnauthorized)
+		expectError(post(sessionURL(ns, "text")+"/decide", other, `{}`, nil), http.StatusUnauthorized, wire.CodeUnauthorized)
 	})
 
 	It("answers 400, 405 and 413 to malformed requests", func() {
 		url := sessionURL(ns, "text") + "/turns"
-		e := expectError(post(url, gateway, `{"prompt":"x","bogus":1}`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+		e := expectError(post(url, gateway, `{"prompt":"x","bogus":1}`, nil), http.StatusBadRequest, wire.CodeBadRequest)
 		Expect(e.Message).To(ContainSubstring("bogus"))
-		e = expectError(post(url, gateway, `{"tools":[{"name":""}]}`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+		e = expectError(post(url, gateway, `{"tools":[{"name":""}]}`, nil), http.StatusBadRequest, wire.CodeBadRequest)
 		Expect(e.Message).To(ContainSubstring("tools[0].name"))
 		for body, field := range map[string]string{
 			`{"prompt":"x","timeoutMs":-1}`:                  "timeoutMs",
@@ -356,46 +355,46 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			`{"prompt":"x","timeoutMs":9223372036854775808}`: "timeoutMs",
 			`{"prompt":"x","toolTimeoutMs":3600001}`:         "toolTimeoutMs",
 		} {
-			e = expectError(post(url, gateway, body, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+			e = expectError(post(url, gateway, body, nil), http.StatusBadRequest, wire.CodeBadRequest)
 			Expect(e.Message).To(ContainSubstring(field), body)
 		}
-		expectError(post(url, gateway, `not json`, nil), http.StatusBadRequest, dispatchapi.CodeBadRequest)
+		expectError(post(url, gateway, `not json`, nil), http.StatusBadRequest, wire.CodeBadRequest)
 		big := `{"prompt":"` + strings.Repeat("a", dispatchapi.DefaultMaxBodyBytes) + `"}`
-		expectError(post(url, gateway, big, nil), http.StatusRequestEntityTooLarge, dispatchapi.CodeRequestTooLarge)
-		expectError(post(url, gateway, `{}`, map[string]string{"Last-Event-ID": "x"}), http.StatusBadRequest, dispatchapi.CodeBadRequest)
-		expectError(get(sessionURL(ns, "text")+"/decide", gateway), http.StatusMethodNotAllowed, dispatchapi.CodeMethodNotAllowed)
+		expectError(post(url, gateway, big, nil), http.StatusRequestEntityTooLarge, wire.CodeRequestTooLarge)
+		expectError(post(url, gateway, `{}`, map[string]string{"Last-Event-ID": "x"}), http.StatusBadRequest, wire.CodeBadRequest)
+		expectError(get(sessionURL(ns, "text")+"/decide", gateway), http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed)
 	})
 
 	It("answers 404 for an unknown session, run and endpoint", func() {
 		for _, path := range []string{"/turns", "/decide"} {
-			expectError(post(sessionURL(ns, "missing")+path, gateway, `{"prompt":"x"}`, nil), http.StatusNotFound, dispatchapi.CodeSessionNotFound)
+			expectError(post(sessionURL(ns, "missing")+path, gateway, `{"prompt":"x"}`, nil), http.StatusNotFound, wire.CodeSessionNotFound)
 		}
-		expectError(get(sessionURL(ns, "missing")+"/transcript", gateway), http.StatusNotFound, dispatchapi.CodeSessionNotFound)
-		expectError(get(sessionURL(ns, "text")+"/turns/run-nope", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
-		expectError(get(apiBase+"/v1/nothing", gateway), http.StatusNotFound, dispatchapi.CodeNotFound)
+		expectError(get(sessionURL(ns, "missing")+"/transcript", gateway), http.StatusNotFound, wire.CodeSessionNotFound)
+		expectError(get(sessionURL(ns, "text")+"/turns/run-nope", gateway), http.StatusNotFound, wire.CodeRunNotFound)
+		expectError(get(apiBase+"/v1/nothing", gateway), http.StatusNotFound, wire.CodeNotFound)
 	})
 
 	It("answers 409 RunIdConflict and EmbeddedRuntimeSelected", func() {
 		before := len(stub.Requests())
 		e := expectError(post(sessionURL(ns, "text")+"/turns", gateway, `{"runId":"run-a1","prompt":"something else"}`, nil),
-			http.StatusConflict, string(selection.CodeRunIDConflict))
+			http.StatusConflict, wire.CodeRunIDConflict)
 		Expect(e.Retryable).To(BeFalse())
 		newSession(ns, "embedded", "anthropic/claude-x")
 		e = expectError(post(sessionURL(ns, "embedded")+"/turns", gateway, `{"runId":"run-e1","prompt":"hello"}`, nil),
-			http.StatusConflict, string(selection.CodeEmbeddedRuntimeSelected))
-		Expect(e.Scope).To(Equal(string(selection.ScopeHarness)))
+			http.StatusConflict, wire.CodeEmbeddedRuntimeSelected)
+		Expect(e.Scope).To(Equal(wire.ScopeHarness))
 		Expect(e.ReplaySafe).To(BeNil())
 		Expect(stub.Requests()).To(HaveLen(before), "a refused turn reached the model")
 	})
 
 	It("answers 422 SessionMismatch and HarnessNotRegistered", func() {
 		e := expectError(post(sessionURL(ns, "text")+"/turns", gateway, `{"agentId":"someone-else","prompt":"x"}`, nil),
-			http.StatusUnprocessableEntity, string(selection.CodeSessionMismatch))
+			http.StatusUnprocessableEntity, wire.CodeSessionMismatch)
 		Expect(e.Retryable).To(BeFalse())
 		empty := newNamespace("api-noharness")
 		newSession(empty, "s", testModel)
 		e = expectError(post(sessionURL(empty, "s")+"/turns", gateway, `{"prompt":"x"}`, nil),
-			http.StatusUnprocessableEntity, string(selection.CodeHarnessNotRegistered))
+			http.StatusUnprocessableEntity, wire.CodeHarnessNotRegistered)
 		Expect(e.Retryable).To(BeFalse())
 	})
 
@@ -404,11 +403,11 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		registerCodex(down, "ws://127.0.0.1:1", false)
 		newSession(down, "s", testModel)
 		rep := post(sessionURL(down, "s")+"/turns", gateway, `{"runId":"run-u1","prompt":"x"}`, nil)
-		e := expectError(rep, http.StatusServiceUnavailable, string(selection.CodeHarnessUnavailable))
+		e := expectError(rep, http.StatusServiceUnavailable, wire.CodeHarnessUnavailable)
 		Expect(e.Retryable).To(BeTrue())
-		Expect(e.Scope).To(Equal(string(selection.ScopeHarness)))
+		Expect(e.Scope).To(Equal(wire.ScopeHarness))
 		// Nothing was journaled: the same runId may be retried.
-		expectError(get(sessionURL(down, "s")+"/turns/run-u1", gateway), http.StatusNotFound, dispatchapi.CodeRunNotFound)
+		expectError(get(sessionURL(down, "s")+"/turns/run-u1", gateway), http.StatusNotFound, wire.CodeRunNotFound)
 	})
 })
 
@@ -480,14 +479,14 @@ func decodeJSON(rep reply, status int, v any) {
 
 // expectError checks an error answer: its status, its code, a message, every
 // field of the error shape, Retry-After on 503 and WWW-Authenticate on 401.
-func expectError(rep reply, status int, code string) dispatchapi.Error {
+func expectError(rep reply, status int, code wire.ErrorCode) wire.Error {
 	GinkgoHelper()
 	var raw map[string]json.RawMessage
 	decodeJSON(rep, status, &raw)
 	for _, k := range []string{"code", "message", "scope", "retryable"} {
 		Expect(raw).To(HaveKey(k), "error body %s", rep.Body)
 	}
-	var e dispatchapi.Error
+	var e wire.Error
 	Expect(json.Unmarshal(rep.Body, &e)).To(Succeed())
 	Expect(e.Code).To(Equal(code), "error body %s", rep.Body)
 	Expect(e.Message).NotTo(BeEmpty())
@@ -570,8 +569,8 @@ func partials(evs []sseEvent) string {
 	GinkgoHelper()
 	var b strings.Builder
 	for _, e := range evs {
-		if e.Type == string(adapter.EventPartial) {
-			var p adapter.Partial
+		if e.Type == wire.EventPartial {
+			var p wire.Partial
 			Expect(json.Unmarshal(e.Data, &p)).To(Succeed())
 			b.WriteString(p.Delta)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -154,7 +155,7 @@ func removeFinalizerByHand(namespace, name, finalizer string) {
 func turnTokenOf(evs []sseEvent) string {
 	GinkgoHelper()
 	Expect(evs).NotTo(BeEmpty())
-	Expect(evs[0].Type).To(Equal(dispatch.EventSelected), "events %v", typesOf(evs))
+	Expect(evs[0].Type).To(Equal(wire.EventSelected), "events %v", typesOf(evs))
 	var sel struct{ TurnToken string }
 	Expect(json.Unmarshal(evs[0].Data, &sel)).To(Succeed())
 	Expect(sel.TurnToken).NotTo(BeEmpty())
@@ -162,11 +163,11 @@ func turnTokenOf(evs []sseEvent) string {
 }
 
 // resultOf is a turn's result event.
-func resultOf(evs []sseEvent) dispatch.ResultEvent {
+func resultOf(evs []sseEvent) wire.ResultEvent {
 	GinkgoHelper()
 	last := evs[len(evs)-1]
-	Expect(last.Type).To(Equal(dispatch.EventResult), "events %v", typesOf(evs))
-	var res dispatch.ResultEvent
+	Expect(last.Type).To(Equal(wire.EventResult), "events %v", typesOf(evs))
+	var res wire.ResultEvent
 	Expect(json.Unmarshal(last.Data, &res)).To(Succeed())
 	Expect(res.ThreadID).NotTo(BeEmpty())
 	return res
@@ -219,14 +220,14 @@ func listRefusingToken(namespace, name, runID, marker, token string) []sseEvent 
 	resp := open(url, gateway, fmt.Sprintf(`{"runId":%q,"prompt":"%s: what is in your directory?"}`, runID, marker), nil)
 	defer func() { _ = resp.Body.Close() }()
 	return scanSSE(resp.Body, func(e sseEvent) {
-		if e.Type != dispatch.EventSelected {
+		if e.Type != wire.EventSelected {
 			return
 		}
 		_, err := stub.WaitMarker(ctx, marker)
 		Expect(err).NotTo(HaveOccurred())
 		rep := post(url+"/"+runID+"/interrupt", gateway, "", map[string]string{dispatchapi.TurnTokenHeader: token})
 		Expect(rep.Status).To(Equal(http.StatusForbidden), "another session's turn token acted on %s of %s/%s: %s", runID, namespace, name, rep.Body)
-		expectError(rep, http.StatusForbidden, dispatchapi.CodeTurnTokenInvalid)
+		expectError(rep, http.StatusForbidden, wire.CodeTurnTokenInvalid)
 		gate.Release()
 	})
 }

@@ -1,7 +1,7 @@
 // Package codex is the codex-app-server adapter: it runs one prepared turn
 // (adapter.TurnInput) on one connected `codex app-server`
 // (internal/appserver) and reports it in the engine's vocabulary
-// (adapter.Event, adapter.TurnResult).
+// (adapter.Event, wire.TurnResult).
 //
 //	t, err := codex.Start(ctx, client, in, hooks) // policy gate, thread, turn/start
 //	res, err := t.Wait(ctx)                       // relay until the turn ends

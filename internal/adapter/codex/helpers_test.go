@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -91,7 +92,7 @@ type recorder struct {
 	mu     sync.Mutex
 	events []adapter.Event
 	// answer answers host tool calls (nil: AnswerTool is nil).
-	answer func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error)
+	answer func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error)
 	onEmit func(adapter.Event)
 }
 
@@ -120,7 +121,7 @@ func (rec *recorder) all() []adapter.Event {
 func (rec *recorder) partialText() string {
 	var b strings.Builder
 	for _, ev := range rec.all() {
-		if ev.Type == adapter.EventPartial {
+		if ev.Type == wire.EventPartial {
 			b.WriteString(ev.Partial.Delta)
 		}
 	}
@@ -130,47 +131,47 @@ func (rec *recorder) partialText() string {
 func (rec *recorder) deltas() []string {
 	var out []string
 	for _, ev := range rec.all() {
-		if ev.Type == adapter.EventPartial {
+		if ev.Type == wire.EventPartial {
 			out = append(out, ev.Partial.Delta)
 		}
 	}
 	return out
 }
 
-func (rec *recorder) terminals() []adapter.ToolTerminal {
-	var out []adapter.ToolTerminal
+func (rec *recorder) terminals() []wire.ToolTerminal {
+	var out []wire.ToolTerminal
 	for _, ev := range rec.all() {
-		if ev.Type == adapter.EventToolTerminal {
+		if ev.Type == wire.EventToolTerminal {
 			out = append(out, *ev.ToolTerminal)
 		}
 	}
 	return out
 }
 
-func (rec *recorder) toolCalls() []adapter.ToolCall {
-	var out []adapter.ToolCall
+func (rec *recorder) toolCalls() []wire.ToolCall {
+	var out []wire.ToolCall
 	for _, ev := range rec.all() {
-		if ev.Type == adapter.EventToolCall {
+		if ev.Type == wire.EventToolCall {
 			out = append(out, *ev.ToolCall)
 		}
 	}
 	return out
 }
 
-func (rec *recorder) transcript() []adapter.TranscriptRecord {
-	var out []adapter.TranscriptRecord
+func (rec *recorder) transcript() []wire.TranscriptRecord {
+	var out []wire.TranscriptRecord
 	for _, ev := range rec.all() {
-		if ev.Type == adapter.EventTranscript {
+		if ev.Type == wire.EventTranscript {
 			out = append(out, *ev.Transcript)
 		}
 	}
 	return out
 }
 
-func (rec *recorder) agent(stream string) []adapter.AgentEvent {
-	var out []adapter.AgentEvent
+func (rec *recorder) agent(stream string) []wire.AgentEvent {
+	var out []wire.AgentEvent
 	for _, ev := range rec.all() {
-		if ev.Type == adapter.EventAgent && ev.Agent.Stream == stream {
+		if ev.Type == wire.EventAgent && ev.Agent.Stream == stream {
 			out = append(out, *ev.Agent)
 		}
 	}
@@ -181,11 +182,11 @@ func (rec *recorder) agent(stream string) []adapter.AgentEvent {
 func (rec *recorder) types() []string {
 	var out []string
 	for _, ev := range rec.all() {
-		s := string(ev.Type)
-		if ev.Type == adapter.EventAgent {
+		s := ev.Type
+		if ev.Type == wire.EventAgent {
 			s += ":" + ev.Agent.Stream + "/" + ev.Agent.Phase
 		}
-		if ev.Type == adapter.EventTranscript {
+		if ev.Type == wire.EventTranscript {
 			s += ":" + ev.Transcript.Type + "/" + ev.Transcript.Role
 		}
 		if len(out) == 0 || out[len(out)-1] != s {
@@ -196,12 +197,12 @@ func (rec *recorder) types() []string {
 }
 
 // run starts a turn and waits for its result, failing the test on an error.
-func run(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder) *adapter.TurnResult {
+func run(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder) *wire.TurnResult {
 	t.Helper()
 	return runOpts(t, r, in, rec, startOptions{})
 }
 
-func runOpts(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder, opts startOptions) *adapter.TurnResult {
+func runOpts(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder, opts startOptions) *wire.TurnResult {
 	t.Helper()
 	ctx := testCtx(t, 60*time.Second)
 	turn, err := start(ctx, r.c, in, rec.hooks(), opts)

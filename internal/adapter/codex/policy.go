@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // CatalogModel is one model of Codex's catalog (model/list).
@@ -197,7 +197,7 @@ var nativeTools = []nativeTool{
 // rest of the surface). A safe-denied tool whose native equivalent cannot be
 // removed for this model — apply_patch, write, edit and exec on a catalog
 // model — makes the turn unenforceable: the error is a
-// ToolPolicyUnenforceable *selection.Error.
+// ToolPolicyUnenforceable *wire.Error.
 func SafeDenyConfig(model string, cat *ModelCatalog, safeDenied []string) (map[string]any, error) {
 	if len(safeDenied) == 0 {
 		return nil, nil
@@ -232,7 +232,6 @@ func SafeDenyConfig(model string, cat *ModelCatalog, safeDenied []string) (map[s
 }
 
 // unenforceable is the fail-closed error of DESIGN.md §5 rule 6.
-func unenforceable(msg string) *selection.Error {
-	code := selection.CodeToolPolicyUnenforceable
-	return &selection.Error{Code: code, Message: msg, Scope: selection.ScopeHarness, Retryable: code.Retryable()}
+func unenforceable(msg string) *wire.Error {
+	return wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness, "%s", msg)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // mcpServerArgs configure an MCP server process-wide, as a pod's config.toml
@@ -103,8 +103,8 @@ func TestRestrictedCatalogModelFailsClosed(t *testing.T) {
 		in.Tools = hostTools()
 		mutate(&in)
 		_, err := Start(testCtx(t, 30*time.Second), r.c, in, adapter.Hooks{})
-		var se *selection.Error
-		if !errors.As(err, &se) || se.Code != selection.CodeToolPolicyUnenforceable || se.Scope != selection.ScopeHarness || se.Retryable {
+		var se *wire.Error
+		if !errors.As(err, &se) || se.Code != wire.CodeToolPolicyUnenforceable || se.Scope != wire.ScopeHarness || se.Retryable {
 			t.Fatalf("case %d: err %v, want a ToolPolicyUnenforceable selection error", i, err)
 		}
 		t.Logf("case %d: %v", i, err)
@@ -204,8 +204,8 @@ func TestResumeOverridesNeedNoSubscriber(t *testing.T) {
 	in.Restricted = true
 	in.ThreadID = first.ThreadID
 	_, err := Start(ctx, r.c, in, adapter.Hooks{})
-	var se *selection.Error
-	if !errors.As(err, &se) || se.Code != selection.CodeToolPolicyUnenforceable {
+	var se *wire.Error
+	if !errors.As(err, &se) || se.Code != wire.CodeToolPolicyUnenforceable {
 		t.Fatalf("restricted resume of a thread held elsewhere: %v", err)
 	}
 	if n := len(r.stub.RequestsContaining("RESTRICTED2")); n != 0 {

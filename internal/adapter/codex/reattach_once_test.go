@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -185,7 +185,7 @@ func TestReattachDeliversTheAnswerOnce(t *testing.T) {
 				g.Release()
 			}
 			res, err := sc.turn.Wait(sc.ctx)
-			if err != nil || res.Terminal.Kind != adapter.TerminalOK {
+			if err != nil || res.Terminal.Kind != wire.TerminalOK {
 				t.Fatalf("Wait after Reattach: %v %+v", err, res)
 			}
 			if got := rec.deltas(); !slices.Equal(got, tc.deltas) {
@@ -197,7 +197,7 @@ func TestReattachDeliversTheAnswerOnce(t *testing.T) {
 			}
 			var records []string
 			for _, tr := range rec.transcript() {
-				if tr.Role == adapter.RoleAssistant {
+				if tr.Role == wire.RoleAssistant {
 					records = append(records, tr.Text)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -84,7 +85,7 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			drop := make(chan struct{})
 			var dropOnce sync.Once
 			rec.onEmit = func(ev adapter.Event) {
-				if ev.Type == adapter.EventPartial && tc.seen != "" && rec.partialText() == tc.seen {
+				if ev.Type == wire.EventPartial && tc.seen != "" && rec.partialText() == tc.seen {
 					dropOnce.Do(func() { close(drop) })
 				}
 			}
@@ -136,7 +137,7 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Wait after Reattach: %v", err)
 			}
-			if res.Terminal.Kind != adapter.TerminalOK || !slices.Equal(res.AssistantTexts, []string{answer}) || res.TurnID != det.TurnID {
+			if res.Terminal.Kind != wire.TerminalOK || !slices.Equal(res.AssistantTexts, []string{answer}) || res.TurnID != det.TurnID {
 				t.Fatalf("result %+v", res)
 			}
 			if got := rec.partialText(); got != answer {
@@ -148,9 +149,9 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			var prompts, answers int
 			for _, tr := range rec.transcript() {
 				switch tr.Role {
-				case adapter.RoleUser:
+				case wire.RoleUser:
 					prompts++
-				case adapter.RoleAssistant:
+				case wire.RoleAssistant:
 					answers++
 				}
 			}
@@ -161,7 +162,7 @@ func TestReattachAfterWebSocketDrop(t *testing.T) {
 			in := r.input("next")
 			in.ThreadID = res.ThreadID
 			next, err := Run(ctx, c2, in, adapter.Hooks{})
-			if err != nil || next.Terminal.Kind != adapter.TerminalOK {
+			if err != nil || next.Terminal.Kind != wire.TerminalOK {
 				t.Fatalf("next turn: %v %+v", err, next)
 			}
 		})
@@ -229,7 +230,7 @@ func TestReattachRequiresDetachedTurn(t *testing.T) {
 	}
 	gate.Release()
 	res, err := turn.Wait(ctx)
-	if err != nil || res.Terminal.Kind != adapter.TerminalOK {
+	if err != nil || res.Terminal.Kind != wire.TerminalOK {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if err := turn.Reattach(ctx, r.connect(t)); err != nil {
@@ -250,13 +251,13 @@ func TestReattachWithPendingHostTool(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	release := make(chan struct{})
 	asked := make(chan string, 10)
-	rec := &recorder{answer: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+	rec := &recorder{answer: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 		asked <- call.CallID
 		select {
 		case <-release:
-			return adapter.TextAnswer("late answer"), nil
+			return wire.TextAnswer("late answer"), nil
 		case <-ctx.Done():
-			return adapter.ToolAnswer{}, ctx.Err()
+			return wire.ToolAnswer{}, ctx.Err()
 		}
 	}}
 	in := r.input("TOOLDROP")
@@ -276,14 +277,14 @@ func TestReattachWithPendingHostTool(t *testing.T) {
 	}
 	close(release)
 	res, err := turn.Wait(ctx)
-	if err != nil || res.Terminal.Kind != adapter.TerminalOK ||
+	if err != nil || res.Terminal.Kind != wire.TerminalOK ||
 		!slices.Equal(res.AssistantTexts, []string{stubmodel.ToolOutputPrefix + "late answer"}) {
 		t.Fatalf("result %v %+v", err, res)
 	}
 	if len(asked) != 0 {
 		t.Fatalf("the client was asked again for %s", <-asked)
 	}
-	if calls, terms := rec.toolCalls(), rec.terminals(); len(calls) != 1 || len(terms) != 1 || terms[0].Outcome != adapter.OutcomeSuccess {
+	if calls, terms := rec.toolCalls(), rec.terminals(); len(calls) != 1 || len(terms) != 1 || terms[0].Outcome != wire.OutcomeSuccess {
 		t.Fatalf("tool_call %+v, tool_terminal %+v", calls, terms)
 	}
 	if outs := r.stub.FunctionCallOutputs(); len(outs) != 1 || outs[0].Output != "late answer" {

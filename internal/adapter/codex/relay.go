@@ -7,6 +7,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // relay maps one Codex event of the turn onto the engine's stream; t.mu must
@@ -14,7 +15,7 @@ import (
 func (t *Turn) relay(ev appserver.Event) {
 	switch e := ev.(type) {
 	case appserver.TurnStarted:
-		t.emit(agentEvent(adapter.StreamLifecycle, adapter.PhaseStart, "", string(e.Turn.Status)))
+		t.emit(agentEvent(wire.StreamLifecycle, wire.PhaseStart, "", string(e.Turn.Status)))
 	case appserver.ItemStarted:
 		t.itemStarted(e.Item)
 	case appserver.AgentMessageDelta:
@@ -29,13 +30,13 @@ func (t *Turn) relay(ev appserver.Event) {
 			return
 		}
 		st.relayed.WriteString(e.Delta)
-		t.emit(adapter.Event{Type: adapter.EventPartial, Partial: &adapter.Partial{ItemID: e.ItemID, Delta: e.Delta}})
+		t.emit(adapter.Event{Type: wire.EventPartial, Partial: &wire.Partial{ItemID: e.ItemID, Delta: e.Delta}})
 	case appserver.ReasoningDelta:
-		a := agentEvent(adapter.StreamReasoning, adapter.PhaseDelta, e.ItemID, "")
+		a := agentEvent(wire.StreamReasoning, wire.PhaseDelta, e.ItemID, "")
 		a.Agent.Text = e.Delta
 		t.emit(a)
 	case appserver.PlanDelta:
-		a := agentEvent(adapter.StreamPlan, adapter.PhaseDelta, e.ItemID, "")
+		a := agentEvent(wire.StreamPlan, wire.PhaseDelta, e.ItemID, "")
 		a.Agent.Text = e.Delta
 		t.emit(a)
 	case appserver.PlanUpdated:
@@ -48,12 +49,12 @@ func (t *Turn) relay(ev appserver.Event) {
 			fmt.Fprintf(&b, "- [%s] %s\n", s.Status, s.Step)
 		}
 		t.planSteps = strings.TrimSpace(b.String())
-		a := agentEvent(adapter.StreamPlan, adapter.PhaseUpdate, "", "")
+		a := agentEvent(wire.StreamPlan, wire.PhaseUpdate, "", "")
 		a.Agent.Text = t.planSteps
 		a.Agent.Data = e.Params
 		t.emit(a)
 	case appserver.CommandOutputDelta:
-		a := agentEvent(adapter.StreamTool, adapter.PhaseUpdate, e.ItemID, "")
+		a := agentEvent(wire.StreamTool, wire.PhaseUpdate, e.ItemID, "")
 		a.Agent.Tool, a.Agent.CallID, a.Agent.Text = "exec", e.ItemID, e.Delta
 		t.emit(a)
 	case appserver.TokenUsageUpdated:
@@ -63,7 +64,7 @@ func (t *Turn) relay(ev appserver.Event) {
 		}
 		t.usageLast = e.Usage.Total
 	case appserver.ErrorNotice:
-		a := agentEvent(adapter.StreamError, "", "", e.Error.ErrorInfo())
+		a := agentEvent(wire.StreamError, "", "", e.Error.ErrorInfo())
 		a.Agent.Text = e.Error.Message
 		a.Agent.Data = e.Params
 		t.emit(a)
@@ -75,7 +76,7 @@ func (t *Turn) relay(ev appserver.Event) {
 }
 
 func agentEvent(stream, phase, itemID, status string) adapter.Event {
-	return adapter.Event{Type: adapter.EventAgent, Agent: &adapter.AgentEvent{Stream: stream, Phase: phase, ItemID: itemID, Status: status}}
+	return adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: stream, Phase: phase, ItemID: itemID, Status: status}}
 }
 
 func sub(a, b appserver.TokenBreakdown) appserver.TokenBreakdown {
@@ -111,12 +112,12 @@ func (t *Turn) itemStarted(it appserver.Item) {
 	case "userMessage", "agentMessage", "dynamicToolCall":
 		// The prompt record, partials and the host tool handler cover these.
 	case "reasoning":
-		t.emit(agentEvent(adapter.StreamReasoning, adapter.PhaseStart, it.ID, ""))
+		t.emit(agentEvent(wire.StreamReasoning, wire.PhaseStart, it.ID, ""))
 	case "plan":
-		t.emit(agentEvent(adapter.StreamPlan, adapter.PhaseStart, it.ID, ""))
+		t.emit(agentEvent(wire.StreamPlan, wire.PhaseStart, it.ID, ""))
 	default:
 		if n, ok := describeNative(it); ok {
-			a := agentEvent(adapter.StreamTool, adapter.PhaseStart, it.ID, it.Status)
+			a := agentEvent(wire.StreamTool, wire.PhaseStart, it.ID, it.Status)
 			a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
 			t.emit(a)
 		}
@@ -136,25 +137,25 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 		// Send what the client has not seen: all of it when no delta was
 		// relayed, the missing tail after a reattach.
 		if rel := st.relayed.String(); strings.HasPrefix(it.Text, rel) && len(it.Text) > len(rel) {
-			t.emit(adapter.Event{Type: adapter.EventPartial, Partial: &adapter.Partial{ItemID: it.ID, Delta: it.Text[len(rel):]}})
+			t.emit(adapter.Event{Type: wire.EventPartial, Partial: &wire.Partial{ItemID: it.ID, Delta: it.Text[len(rel):]}})
 		}
 		t.texts = append(t.texts, it.Text)
-		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
-			Type: adapter.RecordMessage, Role: adapter.RoleAssistant, Text: it.Text,
+		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
+			Type: wire.RecordMessage, Role: wire.RoleAssistant, Text: it.Text,
 			ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
 	case "reasoning":
 		text := strings.Join(append(append([]string{}, it.Summary...), it.ReasoningContent...), "\n")
 		t.reasoning = append(t.reasoning, text)
-		a := agentEvent(adapter.StreamReasoning, adapter.PhaseEnd, it.ID, "")
+		a := agentEvent(wire.StreamReasoning, wire.PhaseEnd, it.ID, "")
 		a.Agent.Text = text
 		t.emit(a)
 	case "plan":
 		t.plans = append(t.plans, it.Text)
-		a := agentEvent(adapter.StreamPlan, adapter.PhaseEnd, it.ID, "")
+		a := agentEvent(wire.StreamPlan, wire.PhaseEnd, it.ID, "")
 		a.Agent.Text = it.Text
 		t.emit(a)
 	case "dynamicToolCall":
-		a := agentEvent(adapter.StreamTool, adapter.PhaseEnd, it.ID, it.Status)
+		a := agentEvent(wire.StreamTool, wire.PhaseEnd, it.ID, it.Status)
 		a.Agent.Tool, a.Agent.CallID = it.Tool, it.ID
 		t.emit(a)
 		if !t.terminals[it.ID] && t.calls[it.ID] == nil {
@@ -163,11 +164,11 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 			// handler that is still waiting (Codex completes the item as
 			// failed at an interrupt) reports the call itself.
 			success := it.Success != nil && *it.Success && it.Status == "completed"
-			term := &adapter.ToolTerminal{CallID: it.ID, Tool: it.Tool, Arguments: it.Arguments, ExecutionStarted: true,
-				Outcome: adapter.OutcomeSuccess}
+			term := &wire.ToolTerminal{CallID: it.ID, Tool: it.Tool, Arguments: it.Arguments, ExecutionStarted: true,
+				Outcome: wire.OutcomeSuccess}
 			if !success {
-				term.Outcome = adapter.OutcomeFailure
-				term.Failure = &adapter.ToolFailure{Reason: adapter.FailureToolError, Message: contentText(it.ContentItems)}
+				term.Outcome = wire.OutcomeFailure
+				term.Failure = &wire.ToolFailure{Reason: wire.FailureToolError, Message: contentText(it.ContentItems)}
 			}
 			t.terminal(term)
 		}
@@ -176,7 +177,7 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 		if !ok {
 			return
 		}
-		a := agentEvent(adapter.StreamTool, adapter.PhaseEnd, it.ID, it.Status)
+		a := agentEvent(wire.StreamTool, wire.PhaseEnd, it.ID, it.Status)
 		a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
 		t.emit(a)
 		if n.artifact != "" {
@@ -186,16 +187,16 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 		if t.terminals[it.ID] {
 			return // declined earlier: already reported
 		}
-		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
-			Type: adapter.RecordToolCall, Role: adapter.RoleAssistant, CallID: it.ID, Tool: n.tool, Arguments: n.args,
+		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
+			Type: wire.RecordToolCall, Role: wire.RoleAssistant, CallID: it.ID, Tool: n.tool, Arguments: n.args,
 			Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
-		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
-			Type: adapter.RecordToolResult, Role: adapter.RoleTool, CallID: it.ID, Tool: n.tool, Text: n.output,
+		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
+			Type: wire.RecordToolResult, Role: wire.RoleTool, CallID: it.ID, Tool: n.tool, Text: n.output,
 			IsError: n.failure != nil, Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
-		term := &adapter.ToolTerminal{CallID: it.ID, Tool: n.tool, Arguments: n.args, ExecutionStarted: n.started,
-			Outcome: adapter.OutcomeSuccess, Native: true}
+		term := &wire.ToolTerminal{CallID: it.ID, Tool: n.tool, Arguments: n.args, ExecutionStarted: n.started,
+			Outcome: wire.OutcomeSuccess, Native: true}
 		if n.failure != nil {
-			term.Outcome, term.Failure = adapter.OutcomeFailure, n.failure
+			term.Outcome, term.Failure = wire.OutcomeFailure, n.failure
 		}
 		t.terminal(term)
 	}
@@ -217,7 +218,7 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 	case appserver.KindToolCall:
 		return
 	case appserver.KindApproval:
-		stream = adapter.StreamApproval
+		stream = wire.StreamApproval
 		switch e.Method {
 		case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
 			tool = "exec"
@@ -227,11 +228,11 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 			tool = "permissions"
 		}
 	case appserver.KindElicitation:
-		stream, tool = adapter.StreamApproval, "mcp"
+		stream, tool = wire.StreamApproval, "mcp"
 	case appserver.KindUserInput:
-		stream, tool = adapter.StreamUserInput, "ask_user"
+		stream, tool = wire.StreamUserInput, "ask_user"
 	default:
-		a := agentEvent(adapter.StreamWarning, adapter.PhaseRefused, p.ItemID, "")
+		a := agentEvent(wire.StreamWarning, wire.PhaseRefused, p.ItemID, "")
 		a.Agent.Text = fmt.Sprintf("refused the unsupported server request %s", e.Method)
 		a.Agent.Data = e.Params
 		t.emit(a)
@@ -243,7 +244,7 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 		callID = fmt.Sprintf("%s#%d", e.Method, t.requestSeq)
 	}
 	msg := fmt.Sprintf("%s request declined: harness-operator does not relay approvals or user input to the gateway", e.Method)
-	a := agentEvent(stream, adapter.PhaseDeclined, p.ItemID, "")
+	a := agentEvent(stream, wire.PhaseDeclined, p.ItemID, "")
 	a.Agent.Tool, a.Agent.CallID, a.Agent.Text, a.Agent.Data = tool, callID, msg, e.Params
 	t.emit(a)
 	if t.terminals[callID] {
@@ -253,20 +254,20 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 	if p.Command != "" {
 		args, _ = json.Marshal(map[string]string{"command": p.Command, "cwd": p.Cwd})
 	}
-	t.terminal(&adapter.ToolTerminal{CallID: callID, Tool: tool, Arguments: args, ExecutionStarted: false,
-		Outcome: adapter.OutcomeFailure, Failure: &adapter.ToolFailure{Reason: adapter.FailureDeclined, Message: msg}})
+	t.terminal(&wire.ToolTerminal{CallID: callID, Tool: tool, Arguments: args, ExecutionStarted: false,
+		Outcome: wire.OutcomeFailure, Failure: &wire.ToolFailure{Reason: wire.FailureDeclined, Message: msg}})
 }
 
 // terminal emits a tool's one terminal outcome and maintains lastToolError;
 // t.mu must be held.
-func (t *Turn) terminal(term *adapter.ToolTerminal) {
+func (t *Turn) terminal(term *wire.ToolTerminal) {
 	if t.terminals[term.CallID] {
 		return
 	}
 	t.terminals[term.CallID] = true
-	t.emit(adapter.Event{Type: adapter.EventToolTerminal, ToolTerminal: term})
-	if term.Outcome == adapter.OutcomeFailure {
-		e := &adapter.ToolError{CallID: term.CallID, Tool: term.Tool, Arguments: term.Arguments,
+	t.emit(adapter.Event{Type: wire.EventToolTerminal, ToolTerminal: term})
+	if term.Outcome == wire.OutcomeFailure {
+		e := &wire.ToolError{CallID: term.CallID, Tool: term.Tool, Arguments: term.Arguments,
 			ExecutionStarted: term.ExecutionStarted, Native: term.Native}
 		if term.Failure != nil {
 			e.Reason, e.Message = term.Failure.Reason, term.Failure.Message
@@ -306,7 +307,7 @@ type native struct {
 	args     json.RawMessage // what reached the tool
 	output   string          // result text for the transcript
 	started  bool            // executionStarted
-	failure  *adapter.ToolFailure
+	failure  *wire.ToolFailure
 	artifact string // a file the runtime created and persisted itself
 }
 
@@ -331,7 +332,7 @@ func describeNative(it appserver.Item) (native, bool) {
 	_ = json.Unmarshal(it.Raw, &raw)
 	n := native{started: true}
 	failed := func(msg string) {
-		n.failure = &adapter.ToolFailure{Reason: adapter.FailureNative, Message: msg}
+		n.failure = &wire.ToolFailure{Reason: wire.FailureNative, Message: msg}
 	}
 	switch it.Type {
 	case "commandExecution":
@@ -343,7 +344,7 @@ func describeNative(it appserver.Item) (native, bool) {
 		switch {
 		case it.Status == "declined":
 			n.started = false
-			n.failure = &adapter.ToolFailure{Reason: adapter.FailureDeclined, Message: "the command was declined"}
+			n.failure = &wire.ToolFailure{Reason: wire.FailureDeclined, Message: "the command was declined"}
 		case it.Status == "failed":
 			failed("the command failed")
 		case it.ExitCode != nil && *it.ExitCode != 0:
@@ -359,7 +360,7 @@ func describeNative(it appserver.Item) (native, bool) {
 		switch it.Status {
 		case "declined":
 			n.started = false
-			n.failure = &adapter.ToolFailure{Reason: adapter.FailureDeclined, Message: "the patch was declined"}
+			n.failure = &wire.ToolFailure{Reason: wire.FailureDeclined, Message: "the patch was declined"}
 		case "failed":
 			failed("the patch failed")
 		}

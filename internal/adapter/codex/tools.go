@@ -8,6 +8,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // onToolCall answers item/tool/call (a dynamic tool call) for this turn's
@@ -45,11 +46,11 @@ func (t *Turn) onToolCall(_ context.Context, call appserver.ToolCall) appserver.
 
 	refuse := func(reason, msg string) appserver.ToolResult {
 		t.toolIO(call.CallID, name, args, []appserver.ContentItem{appserver.TextContent(msg)}, true)
-		a := agentEvent(adapter.StreamTool, adapter.PhaseRefused, call.CallID, "")
+		a := agentEvent(wire.StreamTool, wire.PhaseRefused, call.CallID, "")
 		a.Agent.Tool, a.Agent.CallID, a.Agent.Text = name, call.CallID, msg
 		t.emit(a)
-		t.terminal(&adapter.ToolTerminal{CallID: call.CallID, Tool: name, Arguments: args, ExecutionStarted: false,
-			Outcome: adapter.OutcomeFailure, Failure: &adapter.ToolFailure{Reason: reason, Message: msg}})
+		t.terminal(&wire.ToolTerminal{CallID: call.CallID, Tool: name, Arguments: args, ExecutionStarted: false,
+			Outcome: wire.OutcomeFailure, Failure: &wire.ToolFailure{Reason: reason, Message: msg}})
 		hc.result = appserver.ToolText(msg, false)
 		return hc.result
 	}
@@ -57,23 +58,23 @@ func (t *Turn) onToolCall(_ context.Context, call appserver.ToolCall) appserver.
 	switch {
 	case t.result != nil || t.closing:
 		defer t.mu.Unlock()
-		return refuse(adapter.FailureCancelled, fmt.Sprintf("tool %q was called after the turn ended", name))
+		return refuse(wire.FailureCancelled, fmt.Sprintf("tool %q was called after the turn ended", name))
 	case !offered && t.safeDenied[toolpolicy.Normalize(name)]:
 		defer t.mu.Unlock()
-		return refuse(adapter.FailureNotOffered, fmt.Sprintf("tool %q is denied by the tool policy of this turn", name))
+		return refuse(wire.FailureNotOffered, fmt.Sprintf("tool %q is denied by the tool policy of this turn", name))
 	case !offered:
 		defer t.mu.Unlock()
-		return refuse(adapter.FailureNotOffered, fmt.Sprintf("tool %q is not available in this turn", name))
+		return refuse(wire.FailureNotOffered, fmt.Sprintf("tool %q is not available in this turn", name))
 	case t.hooks.AnswerTool == nil:
 		defer t.mu.Unlock()
-		return refuse(adapter.FailureNoClient, fmt.Sprintf("tool %q cannot run: no client answers host tools", name))
+		return refuse(wire.FailureNoClient, fmt.Sprintf("tool %q cannot run: no client answers host tools", name))
 	}
-	a := agentEvent(adapter.StreamTool, adapter.PhaseStart, call.CallID, "")
+	a := agentEvent(wire.StreamTool, wire.PhaseStart, call.CallID, "")
 	a.Agent.Tool, a.Agent.CallID = name, call.CallID
 	t.emit(a)
-	t.emit(adapter.Event{Type: adapter.EventToolCall, ToolCall: &adapter.ToolCall{CallID: call.CallID, Tool: name, Arguments: args}})
-	t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
-		Type: adapter.RecordToolCall, Role: adapter.RoleAssistant, CallID: call.CallID, Tool: name, Arguments: args,
+	t.emit(adapter.Event{Type: wire.EventToolCall, ToolCall: &wire.ToolCall{CallID: call.CallID, Tool: name, Arguments: args}})
+	t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
+		Type: wire.RecordToolCall, Role: wire.RoleAssistant, CallID: call.CallID, Tool: name, Arguments: args,
 		ThreadID: t.threadID, TurnID: t.turnID, ItemID: call.CallID}})
 	t.handlers.Add(1)
 	defer t.handlers.Done()
@@ -82,47 +83,47 @@ func (t *Turn) onToolCall(_ context.Context, call appserver.ToolCall) appserver.
 	t.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(turnCtx, timeout)
-	answer, err := t.hooks.AnswerTool(ctx, adapter.ToolCall{CallID: call.CallID, Tool: name, Arguments: args})
+	answer, err := t.hooks.AnswerTool(ctx, wire.ToolCall{CallID: call.CallID, Tool: name, Arguments: args})
 	expired := ctx.Err()
 	cancel()
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	term := &adapter.ToolTerminal{CallID: call.CallID, Tool: name, Arguments: args, ExecutionStarted: true}
+	term := &wire.ToolTerminal{CallID: call.CallID, Tool: name, Arguments: args, ExecutionStarted: true}
 	var res appserver.ToolResult
 	switch {
 	case err != nil:
 		var msg, reason string
 		switch {
 		case errors.Is(expired, context.DeadlineExceeded):
-			reason, msg = adapter.FailureTimeout, fmt.Sprintf("tool %q did not answer within %v", name, timeout)
+			reason, msg = wire.FailureTimeout, fmt.Sprintf("tool %q did not answer within %v", name, timeout)
 		case turnCtx.Err() != nil:
-			reason, msg = adapter.FailureCancelled, fmt.Sprintf("tool %q: the turn ended before the tool answered", name)
+			reason, msg = wire.FailureCancelled, fmt.Sprintf("tool %q: the turn ended before the tool answered", name)
 		default:
-			reason, msg = adapter.FailureToolError, fmt.Sprintf("tool %q failed: %v", name, err)
+			reason, msg = wire.FailureToolError, fmt.Sprintf("tool %q failed: %v", name, err)
 		}
-		term.Outcome, term.Failure = adapter.OutcomeFailure, &adapter.ToolFailure{Reason: reason, Message: msg}
+		term.Outcome, term.Failure = wire.OutcomeFailure, &wire.ToolFailure{Reason: reason, Message: msg}
 		res = appserver.ToolText(msg, false)
 	default:
 		res = toolResult(answer)
-		term.Outcome = adapter.OutcomeSuccess
+		term.Outcome = wire.OutcomeSuccess
 		if answer.IsError {
 			msg := answer.ErrorMessage
 			if msg == "" {
 				msg = contentText(res.ContentItems)
 			}
-			term.Outcome, term.Failure = adapter.OutcomeFailure, &adapter.ToolFailure{Reason: adapter.FailureToolError, Message: msg}
+			term.Outcome, term.Failure = wire.OutcomeFailure, &wire.ToolFailure{Reason: wire.FailureToolError, Message: msg}
 		}
 		t.media = append(t.media, answer.MediaURLs...)
 	}
-	t.toolIO(call.CallID, name, nil, res.ContentItems, term.Outcome == adapter.OutcomeFailure)
+	t.toolIO(call.CallID, name, nil, res.ContentItems, term.Outcome == wire.OutcomeFailure)
 	t.terminal(term)
 	hc.result = res
 	return res
 }
 
 // toolResult converts the client's answer into Codex's dynamic tool response.
-func toolResult(a adapter.ToolAnswer) appserver.ToolResult {
+func toolResult(a wire.ToolAnswer) appserver.ToolResult {
 	res := appserver.ToolResult{Success: !a.IsError, ContentItems: []appserver.ContentItem{}}
 	for _, c := range a.Content {
 		switch {
@@ -149,11 +150,11 @@ func (t *Turn) toolIO(callID, tool string, args []byte, content []appserver.Cont
 		}
 	}
 	if args != nil {
-		t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
-			Type: adapter.RecordToolCall, Role: adapter.RoleAssistant, CallID: callID, Tool: tool, Arguments: args,
+		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
+			Type: wire.RecordToolCall, Role: wire.RoleAssistant, CallID: callID, Tool: tool, Arguments: args,
 			ThreadID: t.threadID, TurnID: t.turnID, ItemID: callID}})
 	}
-	t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: &adapter.TranscriptRecord{
-		Type: adapter.RecordToolResult, Role: adapter.RoleTool, CallID: callID, Tool: tool, Text: contentText(content),
+	t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
+		Type: wire.RecordToolResult, Role: wire.RoleTool, CallID: callID, Tool: tool, Text: contentText(content),
 		Images: images, IsError: isError, ThreadID: t.threadID, TurnID: t.turnID, ItemID: callID}})
 }

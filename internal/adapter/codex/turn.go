@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // Bounds of the adapter's own protocol steps.
@@ -85,14 +86,14 @@ type Turn struct {
 	usageLast  appserver.TokenBreakdown
 	terminals  map[string]bool // call ids with a reported tool_terminal
 	calls      map[string]*hostCall
-	lastErr    *adapter.ToolError
+	lastErr    *wire.ToolError
 	media      []string
 	hostOwned  []string
 	requestSeq int
 	pending    *appserver.TurnCompletedEvent // completion recovered by Reattach
 	stopCause  error                         // errAborted or errTimeout once interrupting
 	closing    bool                          // the turn is being completed: no new tool calls
-	result     *adapter.TurnResult
+	result     *wire.TurnResult
 
 	promptSent    chan struct{} // closed once the prompt record was emitted
 	promptOnce    sync.Once
@@ -119,7 +120,7 @@ type hostCall struct {
 }
 
 // Run is Start followed by Wait, for callers that do not reattach.
-func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapter.Hooks) (*adapter.TurnResult, error) {
+func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapter.Hooks) (*wire.TurnResult, error) {
 	t, err := Start(ctx, c, in, h)
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapt
 //     (Restricted or DisableTools) on a model whose native surface Codex
 //     cannot isolate (CanIsolate), or a safe-denied tool that cannot be
 //     removed (SafeDenyConfig), fails closed with a ToolPolicyUnenforceable
-//     *selection.Error — no thread, no model request;
+//     *wire.Error — no thread, no model request;
 //  3. creates the working directory (fs/createDirectory) and starts the
 //     thread (thread/start: bare model, cwd, approvalPolicy never, the
 //     sandbox, developer instructions, reasoning effort, the offered host
@@ -400,14 +401,14 @@ func (t *Turn) sendTurnStart(ctx context.Context) error {
 func (t *Turn) emitPrompt() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rec := &adapter.TranscriptRecord{Type: adapter.RecordMessage, Role: adapter.RoleUser, Text: t.in.Prompt,
+	rec := &wire.TranscriptRecord{Type: wire.RecordMessage, Role: wire.RoleUser, Text: t.in.Prompt,
 		ThreadID: t.threadID, TurnID: t.turnID}
 	for _, img := range t.in.Images {
 		rec.Images = append(rec.Images, img.URL+img.Path)
 	}
-	t.emit(adapter.Event{Type: adapter.EventTranscript, Transcript: rec})
+	t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: rec})
 	for _, w := range t.warnings {
-		t.emit(adapter.Event{Type: adapter.EventAgent, Agent: &adapter.AgentEvent{Stream: adapter.StreamWarning, Text: w}})
+		t.emit(adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamWarning, Text: w}})
 	}
 	t.promptOnce.Do(func() { close(t.promptSent) })
 }
@@ -450,7 +451,7 @@ func (t *Turn) Interrupt() {
 // When the connection ends, Wait returns a *DetachedError: call Reattach
 // with a new connection, then Wait again. Once the turn ended, further
 // calls return the same result.
-func (t *Turn) Wait(ctx context.Context) (*adapter.TurnResult, error) {
+func (t *Turn) Wait(ctx context.Context) (*wire.TurnResult, error) {
 	t.waitMu.Lock()
 	defer t.waitMu.Unlock()
 	t.mu.Lock()
@@ -695,7 +696,7 @@ func fetchTurn(ctx context.Context, c *appserver.Client, threadID, turnID string
 }
 
 // finish finalizes a turn that completed (or was recovered as completed).
-func (t *Turn) finish(done appserver.TurnCompletedEvent) *adapter.TurnResult {
+func (t *Turn) finish(done appserver.TurnCompletedEvent) *wire.TurnResult {
 	t.mu.Lock()
 	// Assistant messages that completed while no connection was attached
 	// are in the completion's item summary.
@@ -704,11 +705,11 @@ func (t *Turn) finish(done appserver.TurnCompletedEvent) *adapter.TurnResult {
 			t.itemCompleted(it)
 		}
 	}
-	term := adapter.Terminal{Kind: adapter.TerminalOK}
+	term := wire.Terminal{Kind: wire.TerminalOK}
 	switch done.Turn.Status {
 	case appserver.TurnCompleted:
 	case appserver.TurnFailed:
-		term.Kind = adapter.TerminalFailed
+		term.Kind = wire.TerminalFailed
 		term.Message = "the turn failed"
 		if e := done.Turn.Error; e != nil {
 			term.Message = e.Message
@@ -720,14 +721,14 @@ func (t *Turn) finish(done appserver.TurnCompletedEvent) *adapter.TurnResult {
 	case appserver.TurnInterrupted:
 		term = t.stopTerminal("the turn was interrupted")
 	default:
-		term = adapter.Terminal{Kind: adapter.TerminalFailed, Message: fmt.Sprintf("the turn ended with status %q", done.Turn.Status)}
+		term = wire.Terminal{Kind: wire.TerminalFailed, Message: fmt.Sprintf("the turn ended with status %q", done.Turn.Status)}
 	}
 	t.mu.Unlock()
 	return t.complete(term, string(done.Turn.Status))
 }
 
 // finishUnconfirmed ends a turn whose interrupt Codex did not confirm.
-func (t *Turn) finishUnconfirmed() *adapter.TurnResult {
+func (t *Turn) finishUnconfirmed() *wire.TurnResult {
 	t.mu.Lock()
 	term := t.stopTerminal("")
 	term.Message += fmt.Sprintf("; Codex did not confirm the interrupt within %v, the turn may still be running", interruptGrace)
@@ -736,23 +737,23 @@ func (t *Turn) finishUnconfirmed() *adapter.TurnResult {
 }
 
 // stopTerminal is the terminal of an interrupted turn, by who stopped it.
-func (t *Turn) stopTerminal(fallback string) adapter.Terminal {
+func (t *Turn) stopTerminal(fallback string) wire.Terminal {
 	switch {
 	case errors.Is(t.stopCause, errTimeout):
-		return adapter.Terminal{Kind: adapter.TerminalTimeout, Message: "the turn's deadline passed; it was interrupted"}
+		return wire.Terminal{Kind: wire.TerminalTimeout, Message: "the turn's deadline passed; it was interrupted"}
 	case t.stopCause != nil:
-		return adapter.Terminal{Kind: adapter.TerminalAborted, Message: "the turn was interrupted"}
+		return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
 	case fallback != "":
-		return adapter.Terminal{Kind: adapter.TerminalAborted, Message: fallback}
+		return wire.Terminal{Kind: wire.TerminalAborted, Message: fallback}
 	default:
-		return adapter.Terminal{Kind: adapter.TerminalAborted, Message: "the turn was interrupted"}
+		return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
 	}
 }
 
 // complete ends pending host tool calls (their terminals precede the end
 // of the turn), releases the thread on this connection, emits the
 // lifecycle end and builds the result.
-func (t *Turn) complete(term adapter.Terminal, status string) *adapter.TurnResult {
+func (t *Turn) complete(term wire.Terminal, status string) *wire.TurnResult {
 	t.mu.Lock()
 	t.closing = true
 	t.mu.Unlock()
@@ -770,9 +771,9 @@ func (t *Turn) complete(term adapter.Terminal, status string) *adapter.TurnResul
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emit(adapter.Event{Type: adapter.EventAgent, Agent: &adapter.AgentEvent{Stream: adapter.StreamLifecycle,
-		Phase: adapter.PhaseEnd, Status: status, Text: term.Message}})
-	res := &adapter.TurnResult{
+	t.emit(adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamLifecycle,
+		Phase: wire.PhaseEnd, Status: status, Text: term.Message}})
+	res := &wire.TurnResult{
 		ThreadID:               t.threadID,
 		TurnID:                 t.turnID,
 		AssistantTexts:         append([]string{}, t.texts...),
@@ -784,7 +785,7 @@ func (t *Turn) complete(term adapter.Terminal, status string) *adapter.TurnResul
 		HostOwnedToolMediaURLs: t.hostOwned,
 	}
 	if t.usageSeen {
-		res.Usage = adapter.Usage{
+		res.Usage = wire.Usage{
 			Input:       t.usageLast.InputTokens - t.usageBase.InputTokens,
 			CachedInput: t.usageLast.CachedInputTokens - t.usageBase.CachedInputTokens,
 			Output:      t.usageLast.OutputTokens - t.usageBase.OutputTokens,

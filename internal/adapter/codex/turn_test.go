@@ -15,13 +15,14 @@ import (
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 var weatherSchema = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
 
-func hostTools() []adapter.HostTool {
-	return []adapter.HostTool{
+func hostTools() []wire.HostTool {
+	return []wire.HostTool{
 		{Name: "lookup_weather", Description: "Look up the weather for a city.", Parameters: weatherSchema},
 		{Name: "kb_search", Description: "Search the knowledge base."},
 	}
@@ -42,14 +43,14 @@ func TestTextTurn(t *testing.T) {
 	in := r.input("GREET me")
 	in.DeveloperInstructions = "DEV-INSTRUCTIONS-7731"
 	in.ThinkLevel = "high"
-	in.Images = []adapter.Image{{URL: "data:image/png;base64," + onePixelPNG, Detail: "high"}, {Path: imgPath}}
+	in.Images = []wire.Image{{URL: "data:image/png;base64," + onePixelPNG, Detail: "high"}, {Path: imgPath}}
 	if exists(in.Cwd) {
 		t.Fatal("the session directory exists before the turn")
 	}
 	rec := &recorder{}
 	res := run(t, r, in, rec)
 
-	if res.Terminal.Kind != adapter.TerminalOK || res.Classification != "" {
+	if res.Terminal.Kind != wire.TerminalOK || res.Classification != "" {
 		t.Fatalf("terminal %+v classification %q", res.Terminal, res.Classification)
 	}
 	if !slices.Equal(res.AssistantTexts, []string{"Hello there, operator!"}) {
@@ -61,12 +62,12 @@ func TestTextTurn(t *testing.T) {
 	if res.ThreadID == "" || res.TurnID == "" {
 		t.Fatalf("ids %q %q", res.ThreadID, res.TurnID)
 	}
-	if res.Usage != (adapter.Usage{Input: 10, Output: 5, Total: 15}) {
+	if res.Usage != (wire.Usage{Input: 10, Output: 5, Total: 15}) {
 		t.Fatalf("usage %+v", res.Usage)
 	}
 	tr := rec.transcript()
-	if len(tr) != 2 || tr[0].Role != adapter.RoleUser || tr[0].Text != "GREET me" || len(tr[0].Images) != 2 ||
-		tr[1].Role != adapter.RoleAssistant || tr[1].Text != "Hello there, operator!" || tr[1].TurnID != res.TurnID {
+	if len(tr) != 2 || tr[0].Role != wire.RoleUser || tr[0].Text != "GREET me" || len(tr[0].Images) != 2 ||
+		tr[1].Role != wire.RoleAssistant || tr[1].Text != "Hello there, operator!" || tr[1].TurnID != res.TurnID {
 		t.Fatalf("transcript %+v", tr)
 	}
 	wantOrder := []string{"transcript:message/user", "agent_event:lifecycle/start", "partial",
@@ -106,11 +107,11 @@ func TestHostToolRoundTrip(t *testing.T) {
 	r := newRig(t, codextest.Options{})
 	r.stub.When("WEATHER", stubmodel.Call(stubmodel.FunctionCall{Name: "lookup_weather", Arguments: `{"city":"Paris"}`, CallID: "call_w1"}))
 	rec := &recorder{}
-	rec.answer = func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+	rec.answer = func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 		if calls := rec.toolCalls(); len(calls) == 0 || calls[len(calls)-1].CallID != call.CallID {
 			t.Errorf("AnswerTool before the tool_call event: %+v", calls)
 		}
-		a := adapter.TextAnswer("forecast for Paris: sunny, 21C")
+		a := wire.TextAnswer("forecast for Paris: sunny, 21C")
 		a.MediaURLs = []string{"https://media.example/paris.png"}
 		return a, nil
 	}
@@ -118,7 +119,7 @@ func TestHostToolRoundTrip(t *testing.T) {
 	in.Tools = hostTools()
 	res := run(t, r, in, rec)
 
-	if res.Terminal.Kind != adapter.TerminalOK ||
+	if res.Terminal.Kind != wire.TerminalOK ||
 		!slices.Equal(res.AssistantTexts, []string{stubmodel.ToolOutputPrefix + "forecast for Paris: sunny, 21C"}) {
 		t.Fatalf("result %+v", res)
 	}
@@ -129,7 +130,7 @@ func TestHostToolRoundTrip(t *testing.T) {
 	}
 	terms := rec.terminals()
 	if len(terms) != 1 || terms[0].CallID != "call_w1" || terms[0].Tool != "lookup_weather" || !terms[0].ExecutionStarted ||
-		terms[0].Outcome != adapter.OutcomeSuccess || terms[0].Failure != nil || !jsonEq(terms[0].Arguments, calls[0].Arguments) {
+		terms[0].Outcome != wire.OutcomeSuccess || terms[0].Failure != nil || !jsonEq(terms[0].Arguments, calls[0].Arguments) {
 		t.Fatalf("tool_terminal events %+v", terms)
 	}
 	// The answer reached the model.
@@ -174,20 +175,20 @@ func TestLastToolError(t *testing.T) {
 	r.stub.When("RETRY",
 		stubmodel.Call(stubmodel.FunctionCall{Name: paris.Name, Arguments: paris.Arguments, CallID: "r1"}),
 		stubmodel.Call(stubmodel.FunctionCall{Name: paris.Name, Arguments: ` { "city" : "Paris" } `, CallID: "r2"}))
-	rec := &recorder{answer: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+	rec := &recorder{answer: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 		if call.CallID == "u1" || call.CallID == "r1" {
-			return adapter.ErrorAnswer("weather service down"), nil
+			return wire.ErrorAnswer("weather service down"), nil
 		}
-		return adapter.TextAnswer("ok"), nil
+		return wire.TextAnswer("ok"), nil
 	}}
 	in := r.input("UNRELATED")
 	in.Tools = hostTools()
 	res := run(t, r, in, rec)
-	if e := res.LastToolError; e == nil || e.CallID != "u1" || e.Tool != "lookup_weather" || e.Reason != adapter.FailureToolError ||
+	if e := res.LastToolError; e == nil || e.CallID != "u1" || e.Tool != "lookup_weather" || e.Reason != wire.FailureToolError ||
 		e.Message != "weather service down" || !e.ExecutionStarted {
 		t.Fatalf("after an unrelated success: lastToolError %+v", e)
 	}
-	if terms := rec.terminals(); len(terms) != 2 || terms[0].Outcome != adapter.OutcomeFailure || terms[1].Outcome != adapter.OutcomeSuccess {
+	if terms := rec.terminals(); len(terms) != 2 || terms[0].Outcome != wire.OutcomeFailure || terms[1].Outcome != wire.OutcomeSuccess {
 		t.Fatalf("terminals %+v", terms)
 	}
 	if outs := r.stub.FunctionCallOutputs(); outs[0].Output != "weather service down" {
@@ -213,7 +214,7 @@ func TestLastToolError(t *testing.T) {
 func TestToolsNotOfferedAreRefused(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, codextest.Options{})
-	all := append(hostTools(), adapter.HostTool{Name: "web_fetch", Description: "Fetch a URL."})
+	all := append(hostTools(), wire.HostTool{Name: "web_fetch", Description: "Fetch a URL."})
 	in := r.input("FIRST with every tool")
 	in.Tools = all
 	first := run(t, r, in, &recorder{})
@@ -225,16 +226,16 @@ func TestToolsNotOfferedAreRefused(t *testing.T) {
 		stubmodel.Call(stubmodel.FunctionCall{Name: "kb_search", Arguments: `{"q":1}`, CallID: "call_x"}),
 		stubmodel.Call(stubmodel.FunctionCall{Name: "web_fetch", Arguments: `{"url":"https://example.com"}`, CallID: "call_y"}),
 		stubmodel.Call(stubmodel.FunctionCall{Name: "secret_tool", CallID: "call_z"}))
-	rec := &recorder{answer: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+	rec := &recorder{answer: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 		t.Errorf("the client was asked for %+v", call)
-		return adapter.ToolAnswer{}, nil
+		return wire.ToolAnswer{}, nil
 	}}
 	in = r.input("SNEAKY")
 	in.ThreadID = first.ThreadID
 	in.Tools = all[:1] // lookup_weather only
 	in.SafeDeniedTools = []string{"web_fetch", "exec"}
 	res := run(t, r, in, rec)
-	if res.Terminal.Kind != adapter.TerminalOK {
+	if res.Terminal.Kind != wire.TerminalOK {
 		t.Fatalf("terminal %+v", res.Terminal)
 	}
 	offered := r.stub.RequestsContaining("SNEAKY")[0].ToolNames()
@@ -257,8 +258,8 @@ func TestToolsNotOfferedAreRefused(t *testing.T) {
 		t.Fatalf("terminals %+v", terms)
 	}
 	for _, term := range terms {
-		if term.Outcome != adapter.OutcomeFailure || term.ExecutionStarted || term.Failure == nil ||
-			term.Failure.Reason != adapter.FailureNotOffered || term.Failure.Message != want[term.CallID] {
+		if term.Outcome != wire.OutcomeFailure || term.ExecutionStarted || term.Failure == nil ||
+			term.Failure.Reason != wire.FailureNotOffered || term.Failure.Message != want[term.CallID] {
 			t.Errorf("terminal %+v", term)
 		}
 	}
@@ -274,7 +275,7 @@ func TestToolsNotOfferedAreRefused(t *testing.T) {
 			t.Errorf("the model was told %q for %s, want %q", o.Output, o.CallID, want[o.CallID])
 		}
 	}
-	if refused := rec.agent(adapter.StreamTool); len(refused) < 2 || refused[0].Phase != adapter.PhaseRefused {
+	if refused := rec.agent(wire.StreamTool); len(refused) < 2 || refused[0].Phase != wire.PhaseRefused {
 		t.Errorf("tool agent events %+v", refused)
 	}
 }
@@ -285,9 +286,9 @@ func TestToolTimeout(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, codextest.Options{})
 	r.stub.When("SLOWTOOL", stubmodel.Call(stubmodel.FunctionCall{Name: "kb_search", Arguments: `{"q":"x"}`, CallID: "call_t"}))
-	rec := &recorder{answer: func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+	rec := &recorder{answer: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 		<-ctx.Done()
-		return adapter.ToolAnswer{}, ctx.Err()
+		return wire.ToolAnswer{}, ctx.Err()
 	}}
 	in := r.input("SLOWTOOL")
 	in.Tools = hostTools()
@@ -295,14 +296,14 @@ func TestToolTimeout(t *testing.T) {
 	res := run(t, r, in, rec)
 	terms := rec.terminals()
 	msg := `tool "kb_search" did not answer within 300ms`
-	if len(terms) != 1 || !terms[0].ExecutionStarted || terms[0].Outcome != adapter.OutcomeFailure ||
-		terms[0].Failure.Reason != adapter.FailureTimeout || terms[0].Failure.Message != msg {
+	if len(terms) != 1 || !terms[0].ExecutionStarted || terms[0].Outcome != wire.OutcomeFailure ||
+		terms[0].Failure.Reason != wire.FailureTimeout || terms[0].Failure.Message != msg {
 		t.Fatalf("terminals %+v", terms)
 	}
 	if outs := r.stub.FunctionCallOutputs(); len(outs) != 1 || outs[0].Output != msg {
 		t.Fatalf("the model was told %+v", outs)
 	}
-	if res.Terminal.Kind != adapter.TerminalOK || res.LastToolError == nil || res.LastToolError.Reason != adapter.FailureTimeout {
+	if res.Terminal.Kind != wire.TerminalOK || res.LastToolError == nil || res.LastToolError.Reason != wire.FailureTimeout {
 		t.Fatalf("result %+v / %+v", res.Terminal, res.LastToolError)
 	}
 }
@@ -314,17 +315,17 @@ func TestModelFailureThenNextTurn(t *testing.T) {
 	r.stub.When("FAIL500", stubmodel.HTTPError(500, "upstream exploded"))
 	rec := &recorder{}
 	res := run(t, r, r.input("FAIL500 please"), rec)
-	if res.Terminal.Kind != adapter.TerminalFailed || res.Terminal.ErrorInfo != "internalServerError" ||
+	if res.Terminal.Kind != wire.TerminalFailed || res.Terminal.ErrorInfo != "internalServerError" ||
 		res.Terminal.Message == "" || res.Classification != "" || len(res.AssistantTexts) != 0 {
 		t.Fatalf("failed turn %+v", res)
 	}
-	if errs := rec.agent(adapter.StreamError); len(errs) == 0 || errs[0].Status != "internalServerError" {
+	if errs := rec.agent(wire.StreamError); len(errs) == 0 || errs[0].Status != "internalServerError" {
 		t.Fatalf("error agent events %+v", errs)
 	}
 	in := r.input("are you still there?")
 	in.ThreadID = res.ThreadID
 	next := run(t, r, in, &recorder{})
-	if next.Terminal.Kind != adapter.TerminalOK || next.ThreadID != res.ThreadID ||
+	if next.Terminal.Kind != wire.TerminalOK || next.ThreadID != res.ThreadID ||
 		!slices.Equal(next.AssistantTexts, []string{stubmodel.DefaultText}) {
 		t.Fatalf("next turn %+v", next)
 	}
@@ -345,10 +346,10 @@ func TestInterruptCancelAndDeadline(t *testing.T) {
 		ctx := testCtx(t, 60*time.Second)
 		var turn *Turn
 		rec := &recorder{}
-		rec.answer = func(ctx context.Context, call adapter.ToolCall) (adapter.ToolAnswer, error) {
+		rec.answer = func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 			turn.Interrupt()
 			<-ctx.Done()
-			return adapter.ToolAnswer{}, ctx.Err()
+			return wire.ToolAnswer{}, ctx.Err()
 		}
 		in := r.input("TOOLSTALL")
 		in.Tools = hostTools()
@@ -361,11 +362,11 @@ func TestInterruptCancelAndDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Terminal.Kind != adapter.TerminalAborted || res.Classification != "" {
+		if res.Terminal.Kind != wire.TerminalAborted || res.Classification != "" {
 			t.Fatalf("result %+v", res)
 		}
 		terms := rec.terminals()
-		if len(terms) != 1 || terms[0].Failure == nil || terms[0].Failure.Reason != adapter.FailureCancelled || !terms[0].ExecutionStarted {
+		if len(terms) != 1 || terms[0].Failure == nil || terms[0].Failure.Reason != wire.FailureCancelled || !terms[0].ExecutionStarted {
 			t.Fatalf("terminals %+v", terms)
 		}
 	})
@@ -385,7 +386,7 @@ func TestInterruptCancelAndDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Terminal.Kind != adapter.TerminalAborted {
+		if res.Terminal.Kind != wire.TerminalAborted {
 			t.Fatalf("terminal %+v", res.Terminal)
 		}
 		if out, err := req.Wait(testCtx(t, 10*time.Second)); err != nil || out != stubmodel.OutcomeClientGone {
@@ -396,7 +397,7 @@ func TestInterruptCancelAndDeadline(t *testing.T) {
 		in := r.input("STALL deadline")
 		in.Deadline = time.Now().Add(700 * time.Millisecond)
 		res := run(t, r, in, &recorder{})
-		if res.Terminal.Kind != adapter.TerminalTimeout || res.Classification != "" {
+		if res.Terminal.Kind != wire.TerminalTimeout || res.Classification != "" {
 			t.Fatalf("terminal %+v", res.Terminal)
 		}
 	})
@@ -410,7 +411,7 @@ func TestSecondTurnResumesThread(t *testing.T) {
 	in := r.input("second turn MARK2")
 	in.ThreadID = first.ThreadID
 	second := run(t, r, in, &recorder{})
-	if second.ThreadID != first.ThreadID || second.TurnID == first.TurnID || second.Terminal.Kind != adapter.TerminalOK {
+	if second.ThreadID != first.ThreadID || second.TurnID == first.TurnID || second.Terminal.Kind != wire.TerminalOK {
 		t.Fatalf("second turn %+v (first %s/%s)", second, first.ThreadID, first.TurnID)
 	}
 	req := r.stub.RequestsContaining("MARK2")[0]
@@ -431,24 +432,24 @@ func TestClassification(t *testing.T) {
 	cases := []struct {
 		prompt string
 		opts   startOptions
-		want   adapter.Classification
-		check  func(*adapter.TurnResult, *recorder) string
+		want   wire.Classification
+		check  func(*wire.TurnResult, *recorder) string
 	}{
-		{"EMPTY", startOptions{}, adapter.ClassEmpty, nil},
-		{"REASON", startOptions{}, adapter.ClassReasoningOnly, func(res *adapter.TurnResult, rec *recorder) string {
-			if res.ReasoningText != "Thinking it over." || len(rec.agent(adapter.StreamReasoning)) < 2 {
+		{"EMPTY", startOptions{}, wire.ClassEmpty, nil},
+		{"REASON", startOptions{}, wire.ClassReasoningOnly, func(res *wire.TurnResult, rec *recorder) string {
+			if res.ReasoningText != "Thinking it over." || len(rec.agent(wire.StreamReasoning)) < 2 {
 				return "reasoning text/events missing"
 			}
 			return ""
 		}},
-		{"PLANONLY", startOptions{collaborationMode: plan}, adapter.ClassPlanningOnly, func(res *adapter.TurnResult, rec *recorder) string {
-			ends := rec.agent(adapter.StreamPlan)
+		{"PLANONLY", startOptions{collaborationMode: plan}, wire.ClassPlanningOnly, func(res *wire.TurnResult, rec *recorder) string {
+			ends := rec.agent(wire.StreamPlan)
 			if res.PlanText != "# Plan\n- step one\n" || len(ends) == 0 || ends[len(ends)-1].Text != res.PlanText {
 				return "plan text/events missing: " + res.PlanText
 			}
 			return ""
 		}},
-		{"SILENT", startOptions{}, "", func(res *adapter.TurnResult, rec *recorder) string {
+		{"SILENT", startOptions{}, "", func(res *wire.TurnResult, rec *recorder) string {
 			if !slices.Equal(res.AssistantTexts, []string{"NO_REPLY"}) {
 				return "NO_REPLY not kept"
 			}
@@ -458,7 +459,7 @@ func TestClassification(t *testing.T) {
 	for _, tc := range cases {
 		rec := &recorder{}
 		res := runOpts(t, r, r.input(tc.prompt), rec, tc.opts)
-		if res.Terminal.Kind != adapter.TerminalOK || res.Classification != tc.want {
+		if res.Terminal.Kind != wire.TerminalOK || res.Classification != tc.want {
 			t.Errorf("%s: terminal %s classification %q, want %q (texts %q)", tc.prompt, res.Terminal.Kind, res.Classification, tc.want, res.AssistantTexts)
 			continue
 		}
@@ -485,34 +486,34 @@ func TestDeclinedApprovalAndUserInput(t *testing.T) {
 	in := r.input("APPROVE touch")
 	in.Sandbox = "" // the server's read-only mode: the command needs approval
 	res := runOpts(t, r, in, rec, startOptions{approvalPolicy: appserver.ApprovalUntrusted})
-	if res.Terminal.Kind != adapter.TerminalOK {
+	if res.Terminal.Kind != wire.TerminalOK {
 		t.Fatalf("terminal %+v", res.Terminal)
 	}
 	if exists(target) {
 		t.Fatal("the declined command ran")
 	}
-	approvals := rec.agent(adapter.StreamApproval)
-	if len(approvals) != 1 || approvals[0].Phase != adapter.PhaseDeclined || approvals[0].Tool != "exec" {
+	approvals := rec.agent(wire.StreamApproval)
+	if len(approvals) != 1 || approvals[0].Phase != wire.PhaseDeclined || approvals[0].Tool != "exec" {
 		t.Fatalf("approval events %+v", approvals)
 	}
 	terms := rec.terminals()
-	if len(terms) != 1 || terms[0].Tool != "exec" || terms[0].ExecutionStarted || terms[0].Outcome != adapter.OutcomeFailure ||
-		terms[0].Failure.Reason != adapter.FailureDeclined || !strings.Contains(string(terms[0].Arguments), "touch") {
+	if len(terms) != 1 || terms[0].Tool != "exec" || terms[0].ExecutionStarted || terms[0].Outcome != wire.OutcomeFailure ||
+		terms[0].Failure.Reason != wire.FailureDeclined || !strings.Contains(string(terms[0].Arguments), "touch") {
 		t.Fatalf("terminals %+v", terms)
 	}
 
 	plan := json.RawMessage(`{"mode":"plan","settings":{"model":"` + codextest.StubModel + `","reasoning_effort":null,"developer_instructions":null}}`)
 	rec = &recorder{}
 	res = runOpts(t, r, r.input("ASK me"), rec, startOptions{collaborationMode: plan})
-	if res.Terminal.Kind != adapter.TerminalOK {
+	if res.Terminal.Kind != wire.TerminalOK {
 		t.Fatalf("terminal %+v", res.Terminal)
 	}
-	asks := rec.agent(adapter.StreamUserInput)
-	if len(asks) != 1 || asks[0].Phase != adapter.PhaseDeclined || !strings.Contains(string(asks[0].Data), "Which color?") {
+	asks := rec.agent(wire.StreamUserInput)
+	if len(asks) != 1 || asks[0].Phase != wire.PhaseDeclined || !strings.Contains(string(asks[0].Data), "Which color?") {
 		t.Fatalf("user-input events %+v", asks)
 	}
 	if terms := rec.terminals(); len(terms) != 1 || terms[0].Tool != "ask_user" || terms[0].ExecutionStarted ||
-		terms[0].Failure.Reason != adapter.FailureDeclined {
+		terms[0].Failure.Reason != wire.FailureDeclined {
 		t.Fatalf("terminals %+v", terms)
 	}
 }
@@ -524,9 +525,9 @@ func TestStartRefusesBadInput(t *testing.T) {
 	bad := []func(*adapter.TurnInput){
 		func(in *adapter.TurnInput) { in.Cwd = "relative/dir" },
 		func(in *adapter.TurnInput) { in.ThinkLevel = "ludicrous" },
-		func(in *adapter.TurnInput) { in.Tools = []adapter.HostTool{{Name: "has space"}} },
-		func(in *adapter.TurnInput) { in.Tools = []adapter.HostTool{{Name: "a"}, {Name: "a"}} },
-		func(in *adapter.TurnInput) { in.Images = []adapter.Image{{URL: "file:///etc/passwd"}} },
+		func(in *adapter.TurnInput) { in.Tools = []wire.HostTool{{Name: "has space"}} },
+		func(in *adapter.TurnInput) { in.Tools = []wire.HostTool{{Name: "a"}, {Name: "a"}} },
+		func(in *adapter.TurnInput) { in.Images = []wire.Image{{URL: "file:///etc/passwd"}} },
 		func(in *adapter.TurnInput) { in.Prompt = "" },
 		func(in *adapter.TurnInput) { in.Sandbox = "yolo" },
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 func TestReasoningEffort(t *testing.T) {
@@ -99,8 +99,8 @@ func TestSafeDenyConfig(t *testing.T) {
 		{"stub-model", nil, []string{"edit"}}, // no catalog: assume the larger surface
 	} {
 		_, err := SafeDenyConfig(tc.model, tc.cat, tc.ids)
-		var se *selection.Error
-		if !errors.As(err, &se) || se.Code != selection.CodeToolPolicyUnenforceable {
+		var se *wire.Error
+		if !errors.As(err, &se) || se.Code != wire.CodeToolPolicyUnenforceable {
 			t.Errorf("%s %v: %v", tc.model, tc.ids, err)
 		}
 	}

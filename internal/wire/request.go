@@ -1,4 +1,4 @@
-package dispatch
+package wire
 
 import (
 	"crypto/sha256"
@@ -7,9 +7,6 @@ import (
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/selection"
 )
 
 // MaxRunIDLength is the longest runId a turn accepts (the AgentSession
@@ -29,21 +26,21 @@ const (
 // (embedded, so the JSON stays flat) plus the turn-only fields. Decide
 // ignores the turn-only fields.
 type TurnRequest struct {
-	selection.Attempt
+	Attempt
 
 	// Prompt is the user's text.
 	Prompt string `json:"prompt,omitempty"`
 	// Images are attached to the prompt (exactly one of url and path each).
-	Images []adapter.Image `json:"images,omitzero"`
+	Images []Image `json:"images,omitzero"`
 	// Tools are the host tools offered in this turn; the client answers
-	// their calls (Engine.SubmitToolResult).
+	// their calls (the API's …/tool-results).
 	Tools []HostTool `json:"tools,omitzero"`
 	// ExtraSystemPrompt becomes the thread's developer instructions.
 	ExtraSystemPrompt string `json:"extraSystemPrompt,omitempty"`
-	// TimeoutMs bounds the turn (Options.DefaultTurnTimeout when zero).
+	// TimeoutMs bounds the turn (the dispatcher's default when zero).
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
-	// ToolTimeoutMs bounds each host tool call (adapter.DefaultToolTimeout
-	// when zero).
+	// ToolTimeoutMs bounds each host tool call (the adapter's default when
+	// zero).
 	ToolTimeoutMs int64 `json:"toolTimeoutMs,omitempty"`
 	// CaptureRuntimeArtifact asks for the attested runtime artifact in the
 	// result.
@@ -53,13 +50,27 @@ type TurnRequest struct {
 	ExpectedRuntimeArtifact *ExpectedRuntimeArtifact `json:"expectedRuntimeArtifact,omitempty"`
 }
 
-// HostTool is a host tool offered in a turn.
+// Image is an image attached to the prompt: exactly one of URL and Path.
+type Image struct {
+	// URL is a data: URL (data:image/png;base64,…) or an http(s) URL the
+	// model fetches itself.
+	URL string `json:"url,omitempty"`
+	// Path is an absolute path on the runtime's filesystem (the app-server
+	// pod's, not the dispatcher's); the runtime reads the file.
+	Path string `json:"path,omitempty"`
+	// Detail is the optional image detail: auto, low, high or original.
+	Detail string `json:"detail,omitempty"`
+}
+
+// HostTool is a tool the client (the gateway) implements and offers in this
+// turn.
 type HostTool struct {
 	// Name is the tool name the model calls.
 	Name string `json:"name"`
 	// Description tells the model what the tool does.
 	Description string `json:"description,omitempty"`
-	// Parameters is the JSON schema of the arguments (an object schema).
+	// Parameters is the JSON schema of the arguments (an object schema);
+	// nil means no arguments.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
@@ -73,13 +84,13 @@ type ExpectedRuntimeArtifact struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
-// DecodeTurnRequest decodes one turn request strictly (selection.DecodeStrict:
+// DecodeTurnRequest decodes one turn request strictly (DecodeStrict:
 // unknown and duplicate fields, wrong types and trailing data are refused)
-// and validates it. Errors are *selection.FieldError values naming the JSON
+// and validates it. Errors are *FieldError values naming the JSON
 // field path. It reads r to the end; bound r when it comes from a client.
 func DecodeTurnRequest(r io.Reader) (*TurnRequest, error) {
 	req := &TurnRequest{}
-	if err := selection.DecodeStrict(r, req); err != nil {
+	if err := DecodeStrict(r, req); err != nil {
 		return nil, err
 	}
 	if err := req.Validate(); err != nil {
@@ -89,12 +100,12 @@ func DecodeTurnRequest(r io.Reader) (*TurnRequest, error) {
 }
 
 // Validate checks the attempt's routes and the turn-only fields; the error
-// is a *selection.FieldError.
+// is a *FieldError.
 func (r *TurnRequest) Validate() error {
 	if err := r.Attempt.Validate(); err != nil {
 		return err
 	}
-	bad := func(field, msg string) error { return &selection.FieldError{Field: field, Message: msg} }
+	bad := func(field, msg string) error { return &FieldError{Field: field, Message: msg} }
 	if len(r.RunID) > MaxRunIDLength {
 		return bad("runId", "must be at most "+strconv.Itoa(MaxRunIDLength)+" bytes")
 	}
@@ -133,9 +144,9 @@ func (r *TurnRequest) Validate() error {
 func validTimeout(field string, ms int64, max time.Duration) error {
 	switch {
 	case ms < 0:
-		return &selection.FieldError{Field: field, Message: "must not be negative"}
+		return &FieldError{Field: field, Message: "must not be negative"}
 	case ms > max.Milliseconds():
-		return &selection.FieldError{Field: field, Message: fmt.Sprintf("must be at most %d (%s)", max.Milliseconds(), max)}
+		return &FieldError{Field: field, Message: fmt.Sprintf("must be at most %d (%s)", max.Milliseconds(), max)}
 	}
 	return nil
 }
@@ -146,15 +157,7 @@ func validTimeout(field string, ms int64, max time.Duration) error {
 func (r *TurnRequest) Digest() ([32]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("dispatch: canonical request: %w", err)
+		return [32]byte{}, fmt.Errorf("wire: canonical request: %w", err)
 	}
 	return sha256.Sum256(b), nil
-}
-
-func (r *TurnRequest) hostTools() []adapter.HostTool {
-	out := make([]adapter.HostTool, 0, len(r.Tools))
-	for _, t := range r.Tools {
-		out = append(out, adapter.HostTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
-	return out
 }

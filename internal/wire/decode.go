@@ -1,4 +1,4 @@
-package selection
+package wire
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ var (
 func DecodeStrict(r io.Reader, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("selection.DecodeStrict: want a non-nil pointer to a struct, got %T", v)
+		return fmt.Errorf("wire.DecodeStrict: want a non-nil pointer to a struct, got %T", v)
 	}
 	data, err := io.ReadAll(r)
 	if err != nil {

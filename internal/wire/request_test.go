@@ -1,11 +1,9 @@
-package dispatch
+package wire
 
 import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/openclaw/harness-operator/internal/selection"
 )
 
 func TestDecodeTurnRequest(t *testing.T) {
@@ -90,7 +88,7 @@ func TestDecodeTurnRequest(t *testing.T) {
 		`{"runId":"` + strings.Repeat("r", 129) + `"}`:        "runId",
 	} {
 		_, err := DecodeTurnRequest(strings.NewReader(body))
-		var fe *selection.FieldError
+		var fe *FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%s: err = %v, want a FieldError for %s", body, err, field)
 		}
