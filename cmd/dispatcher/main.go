@@ -265,12 +265,16 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 
 	reader := secretsUncached{Reader: mgr.GetCache(), api: mgr.GetAPIReader()}
-	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine")})
-	defer eng.Close()
-	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Journal: jrnl, Engine: eng}).SetupWithManager(mgr); err != nil {
+	owner, err := journalOwner(opts.journalDir)
+	if err != nil {
 		return err
 	}
-	if err := mgr.Add(&dispatch.GarbageCollector{Engine: eng, Journal: jrnl, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
+	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: owner})
+	defer eng.Close()
+	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(&dispatch.GarbageCollector{Engine: eng, Store: jrnl, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
 		return fmt.Errorf("add the garbage collector: %w", err)
 	}
 
@@ -279,7 +283,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return fmt.Errorf("create the Kubernetes clientset: %w", err)
 	}
 	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
-		Engine: eng, Journal: jrnl, Sessions: mgr.GetCache(),
+		Engine: eng, Store: jrnl, Sessions: mgr.GetCache(),
 		Authorizer: dispatchapi.NewKubeAuthorizer(cs, opts.tokenAudience),
 		Logger:     ctrl.Log.WithName("api"),
 	})

@@ -198,7 +198,7 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	defer func() { _ = jrnl.Close() }()
 	eng := dispatch.New(c, c, jrnl, dispatch.Options{})
 	defer eng.Close()
-	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Journal: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
+	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
 	must(err)
 	rec := &headerRecorder{next: h}
 	srv := httptest.NewTLSServer(rec)

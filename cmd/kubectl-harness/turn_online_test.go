@@ -70,7 +70,7 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = mgr.Stop() }()
-	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Journal: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
+	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -31,6 +31,9 @@ const (
 	// workspacesDir is the directory under the server's native home (its
 	// CODEX_HOME) that holds the per-session working directories.
 	workspacesDir = "workspaces"
+	// DefaultLeaseTTL is how long a session's lease lasts without renewal:
+	// a dispatcher that dies mid-turn holds its sessions this long.
+	DefaultLeaseTTL = 30 * time.Second
 	// dialTimeout bounds one dial and handshake.
 	dialTimeout = 15 * time.Second
 )
@@ -54,6 +57,14 @@ type Options struct {
 	// Logger receives the engine's structured records (the `agent harness
 	// selected` record among them). The zero value discards them.
 	Logger logr.Logger
+	// Owner names this engine to the store: the holder of the session
+	// leases it takes. It must be the same after a restart of the same
+	// dispatcher (Recover ends the runs of its previous process) and differ
+	// between dispatchers sharing a store. Empty means "dispatcher".
+	Owner string
+	// LeaseTTL is how long a session's lease lasts without renewal
+	// (DefaultLeaseTTL); a running turn renews it every third of it.
+	LeaseTTL time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -68,6 +79,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReattachTimeout <= 0 {
 		o.ReattachTimeout = DefaultReattachTimeout
+	}
+	if o.Owner == "" {
+		o.Owner = "dispatcher"
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
 	}
 	return o
 }
@@ -84,30 +101,29 @@ func (o Options) withDefaults() Options {
 // Options.FieldManager, through the writer. Tokens are never logged,
 // emitted or stored.
 type Engine struct {
-	reader  client.Reader
-	writer  client.Client
-	journal *journal.Journal
-	opts    Options
-	log     logr.Logger
+	reader client.Reader
+	writer client.Client
+	store  store.Store
+	opts   Options
+	log    logr.Logger
 
 	// ctx is the context turns run on once journaled (not their callers'):
 	// Drain ends it when the shutdown grace is over.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	locks  sessionLocks // one turn at a time per session
-	pool   connPool     // app-server connections
-	live   liveTurns    // running turns and their host tool calls
-	status statusCache  // the last status applied per session UID
+	pool   connPool    // app-server connections
+	live   liveTurns   // running turns and their host tool calls
+	status statusCache // the last status applied per session UID
 }
 
 // New returns an Engine. reader serves the objects the engine reads (see
-// Engine), writer applies AgentSession status, j is the journal it owns for
-// its lifetime.
-func New(reader client.Reader, writer client.Client, j *journal.Journal, opts Options) *Engine {
+// Engine), writer applies AgentSession status, s is the store of its runs,
+// leases, transcripts and reservations (internal/store; the journal).
+func New(reader client.Reader, writer client.Client, s store.Store, opts Options) *Engine {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Engine{reader: reader, writer: writer, journal: j, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel}
+	return &Engine{reader: reader, writer: writer, store: s, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel}
 }
 
 // Close ends the turns still running (as Drain does once its grace is over)

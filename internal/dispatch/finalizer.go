@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/store"
 )
 
 // JournalFinalizer is the AgentSession finalizer the dispatcher owns: it
@@ -59,8 +59,8 @@ type FinalizerReconciler struct {
 	// Client reads AgentSessions (a cache is fine) and patches their
 	// finalizers.
 	Client client.Client
-	// Journal is the dispatcher's journal (the Engine's).
-	Journal *journal.Journal
+	// Store is the dispatcher's store (the Engine's).
+	Store store.Store
 	// Engine, when set, is interrupted for a turn of a deleted session.
 	Engine *Engine
 }
@@ -70,8 +70,8 @@ type FinalizerReconciler struct {
 
 // SetupWithManager registers the reconciler for AgentSessions.
 func (r *FinalizerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil || r.Journal == nil {
-		return errors.New("set up the dispatcher finalizer: Client and Journal are required")
+	if r.Client == nil || r.Store == nil {
+		return errors.New("set up the dispatcher finalizer: Client and Store are required")
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.AgentSession{}).
@@ -104,7 +104,7 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	if err := r.deleteJournal(ctx, s); err != nil {
-		if errors.Is(err, journal.ErrSessionBusy) {
+		if errors.Is(err, store.ErrSessionBusy) {
 			return ctrl.Result{RequeueAfter: busyRequeue}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("finalize AgentSession %s/%s (uid %s): %w", s.Namespace, s.Name, s.UID, err)
@@ -118,24 +118,27 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // deleteJournal deletes the session's runs and transcript. With an Engine it
-// interrupts a running turn and holds the session lock while deleting, so no
-// turn of the session starts meanwhile, and then removes the session's
-// native state from the app-servers (forgetNative).
+// interrupts a running turn and waits for it to end — it takes the session's
+// lease after it, which a turn that started meanwhile also waited for, and
+// gives it back (the store deletes a session only while nobody holds its
+// lease; a turn that takes it next finds the session being deleted and
+// starts nothing) — and then removes the session's native state from the
+// app-servers (forgetNative).
 func (r *FinalizerReconciler) deleteJournal(ctx context.Context, s *v1alpha1.AgentSession) error {
 	session, uid := SessionKey(s), s.UID
 	if r.Engine == nil {
-		return r.Journal.DeleteSession(session)
+		return r.Store.DeleteSession(session)
 	}
 	r.Engine.interruptSession(session)
 	lctx, cancel := context.WithTimeout(ctx, finalizerLockWait)
 	defer cancel()
-	unlock, err := r.Engine.locks.lock(lctx, session)
+	lease, err := r.Store.Acquire(lctx, session, r.Engine.opts.Owner, r.Engine.opts.LeaseTTL)
 	if err != nil {
 		// The turn has not ended yet: try again later.
-		return fmt.Errorf("wait for the running turn: %w: %w", err, journal.ErrSessionBusy)
+		return fmt.Errorf("wait for the running turn: %w: %w", err, store.ErrSessionBusy)
 	}
-	defer unlock()
-	if err := r.Journal.DeleteSession(session); err != nil {
+	r.Engine.release(lease)
+	if err := r.Store.DeleteSession(session); err != nil {
 		return err
 	}
 	r.Engine.forget(uid)

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -58,14 +60,7 @@ var _ = Describe("The dispatcher's AgentSession finalizer", func() {
 			defer GinkgoRecover()
 			queued <- eng.Turn(ctx, ns, "fin-busy", textReq("run-fb2", "finbusy-2 queued"), nil)
 		}()
-		Eventually(func() int {
-			eng.locks.mu.Lock()
-			defer eng.locks.mu.Unlock()
-			if l := eng.locks.locks[session]; l != nil {
-				return l.refs
-			}
-			return 0
-		}).Should(Equal(2))
+		Eventually(func() float64 { return promtestutil.ToFloat64(turnsWaiting.WithLabelValues(ns)) }).Should(Equal(1.0))
 
 		Expect(k8sClient.Delete(ctx, s)).To(Succeed())
 		var turnErr error

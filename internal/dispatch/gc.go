@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/store"
 )
 
 // DefaultGCInterval is how often GarbageCollector runs by default.
@@ -36,8 +37,8 @@ const DefaultGCInterval = 10 * time.Minute
 type GarbageCollector struct {
 	// Engine reaches the app-servers and forgets remembered status.
 	Engine *Engine
-	// Journal is the Engine's journal.
-	Journal *journal.Journal
+	// Store is the Engine's store.
+	Store store.Store
 	// Sessions lists AgentSessions; it must not be a cache that may lag
 	// behind a creation (use the manager's API reader).
 	Sessions client.Reader
@@ -91,7 +92,7 @@ type nativeDir struct {
 // Collect runs one collection.
 func (g *GarbageCollector) Collect(ctx context.Context) (GCReport, error) {
 	var rep GCReport
-	keys, err := g.Journal.Sessions()
+	keys, err := g.Store.Sessions()
 	if err != nil {
 		return rep, err
 	}
@@ -116,8 +117,8 @@ func (g *GarbageCollector) Collect(ctx context.Context) (GCReport, error) {
 		if live[key] {
 			continue
 		}
-		switch err := g.Journal.DeleteSession(key); {
-		case errors.Is(err, journal.ErrSessionBusy):
+		switch err := g.Store.DeleteSession(key); {
+		case errors.Is(err, store.ErrSessionBusy):
 			// A run still ends; the next collection removes it.
 		case err != nil:
 			errs = append(errs, err)

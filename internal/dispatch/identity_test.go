@@ -177,7 +177,7 @@ var _ = Describe("The garbage collector", func() {
 		DeferCleanup(j2.Close)
 		eng2 := New(k8sClient, k8sClient, j2, Options{Logger: logs.logger()})
 		DeferCleanup(eng2.Close)
-		gc := &GarbageCollector{Engine: eng2, Journal: j2, Sessions: k8sClient}
+		gc := &GarbageCollector{Engine: eng2, Store: j2, Sessions: k8sClient}
 
 		s := newSession(ns, "orphan", testModel)
 		kept := newSession(ns, "kept", testModel)

@@ -19,13 +19,16 @@ import (
 // prepared is a turn ready to run: its decision, harness, server and
 // connection.
 type prepared struct {
-	decision wire.Decision
-	harness  *v1alpha1.AgentHarness
-	server   Server
-	conn     serverConn
-	client   *appserver.Client
-	rebind   bool
-	pod      bool // the server is a managed pod (not external)
+	decision   wire.Decision
+	harness    *v1alpha1.AgentHarness
+	server     Server
+	conn       serverConn
+	client     *appserver.Client
+	session    string // SessionKey
+	reserved   string // the server pod whose place the session holds (reserve), "" for none
+	keepsPlace bool   // the session held that place before this turn
+	rebind     bool
+	pod        bool // the server is a managed pod (not external)
 }
 
 // prepare is step 4 of Start: nothing it does starts a thread or a turn. A
@@ -69,7 +72,7 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 	}
 	d := selection.Select(snap, &req.Attempt)
 	e.logDecision(sess, req.RunID, d)
-	p := &prepared{decision: d}
+	p := &prepared{decision: d, session: SessionKey(sess)}
 	if d.Error != nil {
 		terr := *d.Error // the decision keeps its own copy
 		return p, &terr
@@ -107,7 +110,7 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 // starts, instead of interrupting it mid-answer (a reset starts a new one).
 func (e *Engine) checkTranscript(sess *v1alpha1.AgentSession) *wire.Error {
 	session := SessionKey(sess)
-	full, err := e.journal.TranscriptFull(session)
+	full, err := e.store.TranscriptFull(session)
 	if err != nil {
 		return wire.Errorf(wire.CodeHarnessUnavailable, "", "read the transcript mirror of AgentSession %s: %v", session, err)
 	}
@@ -122,7 +125,7 @@ func (e *Engine) checkTranscript(sess *v1alpha1.AgentSession) *wire.Error {
 // artifact against it and opens the pooled connection.
 func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared) *wire.Error {
 	h, binding := p.harness, sess.Status.NativeBinding
-	pods, err := e.serverPods(ctx, h, p.decision.HarnessID)
+	pods, err := e.serverPods(ctx, h)
 	if err != nil {
 		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "list the app-server pods: %v", err)
 	}
@@ -138,11 +141,16 @@ func (e *Engine) place(ctx context.Context, sess *v1alpha1.AgentSession, req *wi
 	if terr := checkArtifact(h, srv, req.ExpectedRuntimeArtifact, p.decision.HarnessID); terr != nil {
 		return terr
 	}
+	if terr := e.reserve(ctx, sess, p, srv); terr != nil {
+		return terr
+	}
 	if p.conn, err = e.serverConn(ctx, h, srv); err != nil {
+		e.unreserve(p)
 		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "%v", err)
 	}
 	p.server = srv
 	if p.client, err = e.open(ctx, p.conn); err != nil {
+		e.unreserve(p)
 		var verr *appserver.VersionError
 		if errors.As(err, &verr) {
 			return wire.Errorf(wire.CodeVersionBelowFloor, wire.ScopeHarness,

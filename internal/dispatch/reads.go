@@ -25,8 +25,10 @@ func (e *Engine) session(ctx context.Context, ns, name string) (*v1alpha1.AgentS
 	return s, nil
 }
 
-// serverPods collects the facts PickServer needs about a managed harness.
-func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness, harnessID string) (ServerPods, error) {
+// serverPods collects the facts PickServer needs about a managed harness:
+// its pods and how many sessions hold a place on each (the store's
+// reservations — no listing of AgentSessions).
+func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness) (ServerPods, error) {
 	if h.Spec.External != nil {
 		return ServerPods{}, nil
 	}
@@ -35,18 +37,12 @@ func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness, harne
 		return ServerPods{}, err
 	}
 	out := ServerPods{Pods: pods, Port: port, Bound: map[string]int{}}
-	names := map[string]bool{}
 	for _, p := range pods {
-		names[p.Name] = true
-	}
-	var sessions v1alpha1.AgentSessionList
-	if err := e.reader.List(ctx, &sessions); err != nil {
-		return ServerPods{}, fmt.Errorf("list AgentSessions: %w", err)
-	}
-	for _, s := range sessions.Items {
-		if b := s.Status.NativeBinding; b != nil && s.Status.AgentHarnessID == harnessID && names[b.Pod] {
-			out.Bound[b.Pod]++
+		n, err := e.store.Reserved(ctx, serverKey(h, p.Name))
+		if err != nil {
+			return ServerPods{}, fmt.Errorf("count the sessions of app-server pod %s: %w", p.Name, err)
 		}
+		out.Bound[p.Name] = n
 	}
 	return out, nil
 }

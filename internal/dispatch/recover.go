@@ -8,37 +8,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
-// Recover runs at start-up: every run the journal found running is marked
-// failed (its writer died with the previous process), and every
-// AgentSession activeTurn the journal does not show running is cleared —
+// Recover runs at start-up, before the engine takes any lease: the store
+// ends as failed every run of this engine's previous process (Options.Owner)
+// and every run whose lease expired (store.Recover), and every AgentSession
+// activeTurn whose run does not run any more is cleared —
 // its native turn interrupted on its app-server, its turn recorded as
 // lastTurn Failed (errorCode HarnessUnavailable: the outcome is unknown) and
 // counted.
 func (e *Engine) Recover(ctx context.Context) error {
+	if _, err := e.store.Recover(ctx, e.opts.Owner, "the dispatcher restarted while the turn was running"); err != nil {
+		return fmt.Errorf("dispatch: recover: %w", err)
+	}
 	var errs []error
-	for _, ref := range e.journal.Running() {
-		if !ref.Recovered {
-			continue
-		}
-		if err := e.journal.MarkFailed(ref, "the dispatcher restarted while the turn was running"); err != nil && !errors.Is(err, journal.ErrRunEnded) {
-			errs = append(errs, err)
-		}
-	}
-	running := map[string]string{}
-	for _, ref := range e.journal.Running() {
-		running[ref.Session] = ref.RunID
-	}
 	var list v1alpha1.AgentSessionList
 	if err := e.reader.List(ctx, &list); err != nil {
 		return fmt.Errorf("dispatch: recover: list AgentSessions: %w", err)
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Status.ActiveTurn != nil && running[SessionKey(s)] != s.Status.ActiveTurn.RunID {
+		if s.Status.ActiveTurn != nil && !e.runs(SessionKey(s), s.Status.ActiveTurn.RunID) {
 			errs = append(errs, e.clearStale(ctx, s))
 		}
 	}
@@ -80,4 +72,11 @@ func (e *Engine) clearStale(ctx context.Context, s *v1alpha1.AgentSession) error
 	}
 	e.log.Info("cleared a stale activeTurn", "session", name, "runId", stale.RunID)
 	return nil
+}
+
+// runs reports whether the store shows runID of session running (under a
+// lease another dispatcher holds).
+func (e *Engine) runs(session, runID string) bool {
+	run, err := e.store.FindRun(session, runID)
+	return err == nil && run.Info().State == store.StateRunning
 }

@@ -20,7 +20,7 @@ func (t *runningTurn) relay(ev adapter.Event) {
 	}
 	payload := mustJSON(ev.Payload())
 	if ev.Type == wire.EventTranscript && t.transcriptErr == nil {
-		if err := t.e.journal.AppendTranscript(t.session, payload); err != nil {
+		if err := t.e.store.AppendTranscript(t.session, payload); err != nil {
 			t.transcriptErr = err
 			t.interruptNative()
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
-	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -25,10 +25,11 @@ const statusWriteTimeout = 30 * time.Second
 type runningTurn struct {
 	e       *Engine
 	session string
+	lease   store.Lease // the session's lease; renewed while the turn runs
 	sess    *v1alpha1.AgentSession
 	req     *wire.TurnRequest
 	p       *prepared
-	run     *journal.Run
+	run     store.Run
 	live    *liveRun
 	labels  turnLabels // the turn's metric labels
 	started metav1.Time
@@ -39,21 +40,23 @@ type runningTurn struct {
 	writeErr      error       // the journal refused an event: the turn fails
 }
 
-func (e *Engine) newTurn(session string, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, run *journal.Run) *runningTurn {
+func (e *Engine) newTurn(lease store.Lease, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, run store.Run) *runningTurn {
 	return &runningTurn{
-		e: e, session: session, sess: sess, req: req, p: p, run: run,
-		live:    e.live.add(session, req.RunID),
+		e: e, session: lease.Session, lease: lease, sess: sess, req: req, p: p, run: run,
+		live:    e.live.add(lease.Session, req.RunID),
 		labels:  labelsOf(sess.Namespace, p.decision),
 		started: metav1.Now(),
 	}
 }
 
-// execute runs the turn to its end on the engine's context and releases the
-// session's lock (unlock) once its end and status are recorded. A panic is
-// recovered and fails this turn only.
-func (t *runningTurn) execute(unlock func()) {
-	defer unlock()
+// execute runs the turn to its end on the engine's context, renewing the
+// session's lease meanwhile, and releases the lease once its end and status
+// are recorded. A panic is recovered and fails this turn only.
+func (t *runningTurn) execute() {
+	defer t.e.release(t.lease)
 	defer t.e.live.remove(t.session, t.live)
+	stopRenewing := t.renewLease()
+	defer stopRenewing()
 	var (
 		res  *wire.TurnResult
 		terr *wire.Error
@@ -87,7 +90,7 @@ func (t *runningTurn) deadline() time.Time {
 // starts a new thread after a reset.
 func (t *runningTurn) resetTranscript() {
 	if t.p.rebind && t.sess.Status.NativeBinding != nil {
-		if err := t.e.journal.ResetTranscript(t.session, t.sess.Spec.ResetGeneration); err != nil {
+		if err := t.e.store.ResetTranscript(t.session, t.sess.Spec.ResetGeneration); err != nil {
 			t.e.log.Error(err, "transcript reset marker failed", "session", t.session)
 		}
 	}
@@ -148,9 +151,10 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	// The status first: a client that reads the session after the run's
 	// end finds the turn recorded there.
 	t.applyStatus(t.endStatus(res, terr, finished), "apply turn status failed")
-	state, payload, typ := journal.StateFinished, t.resultPayload(res), wire.EventResult
+	t.settlePlace()
+	state, payload, typ := store.StateFinished, t.resultPayload(res), wire.EventResult
 	if terr != nil {
-		state, payload, typ = journal.StateFailed, mustJSON(terr), wire.EventError
+		state, payload, typ = store.StateFailed, mustJSON(terr), wire.EventError
 	}
 	if err := t.emit(typ, payload); err != nil {
 		t.e.log.Error(err, "journal append failed", "session", t.session, "runId", t.req.RunID, "event", typ)
@@ -158,7 +162,7 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	if err := t.run.Finish(state, payload); err != nil {
 		t.e.log.Error(err, "journal finish failed", "session", t.session, "runId", t.req.RunID)
 	}
-	if err := t.e.journal.SyncTranscript(t.session); err != nil {
+	if err := t.e.store.SyncTranscript(t.session); err != nil {
 		t.e.log.Error(err, "transcript sync failed", "session", t.session)
 	}
 }
@@ -218,5 +222,39 @@ func (t *runningTurn) applyStatus(st *dispatcherStatus, failure string) {
 	defer cancel()
 	if err := t.e.apply(ctx, t.sess, st); err != nil {
 		t.e.log.Error(err, failure, "session", t.session, "runId", t.req.RunID)
+	}
+}
+
+// renewLease renews the session's lease every third of its TTL until the
+// returned stop is called. A renewal that is refused (another dispatcher took
+// the session over) interrupts the native turn: its writes are fenced from
+// then on, so it must not run on unrecorded.
+func (t *runningTurn) renewLease() (stop func()) {
+	ctx, cancel := context.WithCancel(t.e.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(t.e.opts.LeaseTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			lease, err := t.e.store.Renew(ctx, t.lease, t.e.opts.LeaseTTL)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.e.log.Error(err, "the session lease was not renewed; interrupting the turn", "session", t.session, "runId", t.req.RunID)
+					t.e.live.interrupt(t.session, func(r *liveRun) bool { return r == t.live })
+				}
+				return
+			}
+			t.lease = lease // only this goroutine writes it until stop returns
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -41,7 +41,7 @@ import (
 //     (run.go).
 //
 // A request without runId gets a generated one (req.RunID is set).
-func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest) (*journal.Run, error) {
+func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest) (store.Run, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,33 +63,40 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnReque
 	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
 		return run, err
 	}
-	if err := e.journal.Admit(session); err != nil {
+	if err := e.store.Admit(session); err != nil {
 		// A new runId could not be remembered: nothing runs.
 		recordRefused(labelsOf(ns, wire.Decision{}), wire.CodeRetentionLimitReached)
 		return nil, err
 	}
 	waiting := turnsWaiting.WithLabelValues(ns)
 	waiting.Inc()
-	unlock, err := e.locks.lock(ctx, session)
+	lease, err := e.store.Acquire(ctx, session, e.opts.Owner, e.opts.LeaseTTL)
 	waiting.Dec()
 	if err != nil {
-		return nil, fmt.Errorf("dispatch: wait for the session lock of %s: %w", session, err)
+		return nil, fmt.Errorf("dispatch: wait for the session lease of %s: %w", session, err)
 	}
-	run, t, err := e.begin(ctx, ns, name, session, req, digest)
+	run, t, err := e.begin(ctx, ns, name, lease, req, digest)
 	if t == nil {
-		unlock()
+		e.release(lease)
 		return run, err
 	}
-	go t.execute(unlock)
+	go t.execute()
 	return run, nil
 }
 
+// release gives a session's lease back; the next turn waiting for it starts.
+func (e *Engine) release(lease store.Lease) {
+	if err := e.store.Release(context.WithoutCancel(e.ctx), lease); err != nil && !errors.Is(err, store.ErrFenced) {
+		e.log.Error(err, "release the session lease", "session", lease.Session)
+	}
+}
+
 // known returns the journaled run of runID when it was begun for a request
-// with this digest; nil, nil when the journal does not know runID.
-func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, error) {
-	run, err := e.journal.Lookup(session, runID)
+// with this digest; nil, nil when the store does not know runID.
+func (e *Engine) known(session, runID string, digest [32]byte) (store.Run, error) {
+	run, err := e.store.FindRun(session, runID)
 	switch {
-	case errors.Is(err, journal.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, err // a tombstone (RunPrunedError) among them: never run again
@@ -100,10 +107,11 @@ func (e *Engine) known(session, runID string, digest [32]byte) (*journal.Run, er
 	return run, nil
 }
 
-// begin is steps 4 and 5 of Start, under the session's lock. It returns the
-// turn to execute when a new run was journaled; otherwise the known run or
-// the refusal.
-func (e *Engine) begin(ctx context.Context, ns, name, session string, req *wire.TurnRequest, digest [32]byte) (*journal.Run, *runningTurn, error) {
+// begin is steps 4 and 5 of Start, under the session's lease. It returns the
+// turn to execute (which then owns the lease) when a new run was journaled;
+// otherwise the known run or the refusal.
+func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, req *wire.TurnRequest, digest [32]byte) (store.Run, *runningTurn, error) {
+	session := lease.Session
 	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
 		return run, nil, err // the same runId ran while this request waited
 	}
@@ -125,19 +133,20 @@ func (e *Engine) begin(ctx context.Context, ns, name, session string, req *wire.
 	if terr != nil {
 		return nil, nil, terr
 	}
-	run, outcome, err := e.journal.Begin(session, req.RunID, digest)
+	run, outcome, err := e.store.Claim(lease, req.RunID, digest)
 	if err != nil {
-		var conflict *journal.RunConflictError
+		e.unreserve(p)
+		var conflict *store.RunConflictError
 		if errors.As(err, &conflict) {
 			recordRefused(labelsOf(ns, p.decision), wire.CodeRunIDConflict)
 			return nil, nil, wire.RunIDConflict(session, req.RunID)
 		}
 		return nil, nil, fmt.Errorf("dispatch: journal: %w", err)
 	}
-	if outcome != journal.BeginNew { // not reachable under the session lock
+	if outcome != store.BeginNew { // not reachable under the session lease
 		return run, nil, nil
 	}
-	t := e.newTurn(session, sess, req, p, run)
+	t := e.newTurn(lease, sess, req, p, run)
 	if err := t.emit(wire.EventSelected, mustJSON(p.decision)); err != nil {
 		t.writeErr = err // the turn fails visibly (run.go)
 	}
@@ -188,7 +197,7 @@ func (e *Engine) Turn(ctx context.Context, ns, name string, req *wire.TurnReques
 // Follow gives a run's events to sink until the run ends and returns its
 // outcome: nil for a finished run, the *wire.Error of its `error` event, or
 // OutcomeUnknown for a run that failed without one (its dispatcher stopped).
-func Follow(ctx context.Context, run *journal.Run, sink Sink) error {
+func Follow(ctx context.Context, run store.Run, sink Sink) error {
 	var failed *wire.Error
 	for ev, err := range run.Events(ctx, 0) {
 		if err != nil {
@@ -202,7 +211,7 @@ func Follow(ctx context.Context, run *journal.Run, sink Sink) error {
 			}
 		}
 	}
-	if info := run.Info(); info.State == journal.StateFailed && failed == nil {
+	if info := run.Info(); info.State == store.StateFailed && failed == nil {
 		failed = wire.OutcomeUnknown(info.Reason)
 		sink(wire.EventError, mustJSON(failed))
 	}

@@ -139,7 +139,7 @@ var _ = BeforeSuite(func() {
 		if err := (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4}).SetupWithManager(m); err != nil {
 			return err
 		}
-		return (&FinalizerReconciler{Client: m.GetClient(), Journal: jrnl, Engine: eng}).SetupWithManager(m)
+		return (&FinalizerReconciler{Client: m.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(m)
 	})
 	Expect(err).NotTo(HaveOccurred())
 })

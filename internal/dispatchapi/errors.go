@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -19,8 +19,8 @@ func toAPIError(err error) *wire.Error {
 		we  *wire.Error
 		fe  *wire.FieldError
 		mbe *http.MaxBytesError
-		pe  *journal.RunPrunedError
-		le  *journal.RetentionLimitError
+		pe  *store.RunPrunedError
+		le  *store.RetentionLimitError
 	)
 	switch {
 	case errors.As(err, &we):
@@ -35,9 +35,9 @@ func toAPIError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeRunPayloadPruned, "", "%v", pe)
 	case errors.As(err, &le):
 		return wire.Errorf(wire.CodeRetentionLimitReached, "", "%v", le)
-	case errors.Is(err, journal.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return wire.Errorf(wire.CodeRunNotFound, "", "%v", err)
-	case errors.Is(err, journal.ErrInvalidSession), errors.Is(err, journal.ErrInvalidRunID):
+	case errors.Is(err, store.ErrInvalidSession), errors.Is(err, store.ErrInvalidRunID):
 		return wire.Errorf(wire.CodeBadRequest, "", "%v", err)
 	case errors.Is(err, dispatch.ErrNoPendingToolCall):
 		return wire.Errorf(wire.CodeNoPendingToolCall, "", "%v", err)
@@ -51,7 +51,7 @@ func toAPIError(err error) *wire.Error {
 func writeError(w http.ResponseWriter, err error, retryAfter time.Duration) {
 	ae := toAPIError(err)
 	status := ae.HTTPStatus()
-	var le *journal.RetentionLimitError
+	var le *store.RetentionLimitError
 	switch {
 	case status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))

@@ -20,7 +20,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -40,9 +40,9 @@ const (
 type Config struct {
 	// Engine runs the turns (required).
 	Engine *dispatch.Engine
-	// Journal is the engine's journal (required): streams, reconnects and
+	// Store is the engine's store (required): streams, reconnects and
 	// reads come from it.
-	Journal *journal.Journal
+	Store store.Store
 	// Sessions reads AgentSessions (required; in the dispatcher the informer
 	// cache), for the 404 of the reads.
 	Sessions client.Reader
@@ -64,7 +64,7 @@ type Config struct {
 // Handler is the dispatcher's HTTP API (see the package documentation).
 type Handler struct {
 	eng        *dispatch.Engine
-	jrnl       *journal.Journal
+	store      store.Store
 	sessions   client.Reader
 	auth       Authorizer
 	maxBody    int64
@@ -77,11 +77,11 @@ type Handler struct {
 
 // NewHandler returns the API handler.
 func NewHandler(cfg Config) (*Handler, error) {
-	if cfg.Engine == nil || cfg.Journal == nil || cfg.Sessions == nil || cfg.Authorizer == nil {
-		return nil, errors.New("dispatchapi: Engine, Journal, Sessions and Authorizer are required")
+	if cfg.Engine == nil || cfg.Store == nil || cfg.Sessions == nil || cfg.Authorizer == nil {
+		return nil, errors.New("dispatchapi: Engine, Store, Sessions and Authorizer are required")
 	}
 	h := &Handler{
-		eng: cfg.Engine, jrnl: cfg.Journal, sessions: cfg.Sessions, auth: cfg.Authorizer,
+		eng: cfg.Engine, store: cfg.Store, sessions: cfg.Sessions, auth: cfg.Authorizer,
 		maxBody: cfg.MaxBodyBytes, retryAfter: cfg.RetryAfter, key: cfg.TurnTokenKey, log: cfg.Logger,
 	}
 	if h.maxBody <= 0 {
@@ -235,7 +235,7 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var run *journal.Run
+	var run store.Run
 	var err error
 	if reconnect {
 		// A reconnect never runs a turn: the run must be journaled.
@@ -278,13 +278,13 @@ func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *wire.
 }
 
 // reconnect is the journaled run a reconnect follows again.
-func (h *Handler) reconnect(r *http.Request, session string, req *wire.TurnRequest) (*journal.Run, error) {
+func (h *Handler) reconnect(r *http.Request, session string, req *wire.TurnRequest) (store.Run, error) {
 	digest, err := req.Digest()
 	if err != nil {
 		return nil, err
 	}
 	run, err := h.ownRun(session, req.RunID, digest)
-	if errors.Is(err, journal.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, wire.Errorf(wire.CodeRunNotFound, "",
 			"run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name"))
 	}
@@ -292,11 +292,11 @@ func (h *Handler) reconnect(r *http.Request, session string, req *wire.TurnReque
 }
 
 // ownRun is the journaled run runID of session if it was begun for a request
-// with this digest; journal.ErrNotFound when there is none; a RunIdConflict
+// with this digest; store.ErrNotFound when there is none; a RunIdConflict
 // when another body owns runID (its stream and turn token belong to that
 // other request).
-func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, error) {
-	run, err := h.jrnl.Lookup(session, runID)
+func (h *Handler) ownRun(session, runID string, digest [32]byte) (store.Run, error) {
+	run, err := h.store.FindRun(session, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (h *Handler) ownRun(session, runID string, digest [32]byte) (*journal.Run, 
 
 // stream writes a run's journaled events after afterSeq as
 // text/event-stream, following a running run to its end.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Run, afterSeq int64) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, afterSeq int64) {
 	info := run.Info()
 	runID := info.RunID
 	hdr := w.Header()
@@ -336,7 +336,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run *journal.Ru
 		}
 		_ = rc.Flush()
 	}
-	if info := run.Info(); info.State == journal.StateFailed && len(info.Result) == 0 {
+	if info := run.Info(); info.State == store.StateFailed && len(info.Result) == 0 {
 		// A run found running after a restart: its outcome is unknown. No
 		// id: it is not a journaled event.
 		b, _ := json.Marshal(wire.OutcomeUnknown(info.Reason))
@@ -394,15 +394,15 @@ type TurnState struct {
 	Error json.RawMessage `json:"error,omitempty"`
 }
 
-func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (*journal.Run, bool) {
+func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
 	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
 	session, ok := h.sessionKey(w, r)
 	if !ok {
 		return nil, false
 	}
-	run, err := h.jrnl.Lookup(session, runID)
+	run, err := h.store.FindRun(session, runID)
 	if err != nil {
-		if errors.Is(err, journal.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			err = wire.Errorf(wire.CodeRunNotFound, "", "run %q of AgentSession %s/%s is not in the journal", runID, ns, name)
 		}
 		writeError(w, err, h.retryAfter)
@@ -426,9 +426,9 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 		st.FinishedAt = &t
 	}
 	switch info.State {
-	case journal.StateFinished:
+	case store.StateFinished:
 		st.Result = info.Result
-	case journal.StateFailed:
+	case store.StateFailed:
 		st.Error = info.Result
 		if len(st.Error) == 0 {
 			st.Error, _ = json.Marshal(wire.OutcomeUnknown(info.Reason))
@@ -490,7 +490,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if run.Info().State != journal.StateRunning || !h.eng.Interrupt(session, runID) {
+	if run.Info().State != store.StateRunning || !h.eng.Interrupt(session, runID) {
 		writeError(w, wire.Errorf(wire.CodeTurnNotRunning, "",
 			"run %q of AgentSession %s/%s is not running", runID, ns, name), h.retryAfter)
 		return
@@ -507,7 +507,7 @@ func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var buf bytes.Buffer
-	if _, err := h.jrnl.ReadTranscript(dispatch.SessionKey(s), &buf); err != nil {
+	if _, err := h.store.ReadTranscript(dispatch.SessionKey(s), &buf); err != nil {
 		writeError(w, err, h.retryAfter)
 		return
 	}

@@ -127,7 +127,7 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 	defer func() { _ = mgr.Stop() }()
 
 	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
-		Engine: eng, Journal: jrnl, Sessions: k8s,
+		Engine: eng, Store: jrnl, Sessions: k8s,
 		Authorizer: dispatchapi.NewKubeAuthorizer(cs, aud),
 	})
 	benchMust(b, err)
