@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -65,9 +66,7 @@ func (t *runningTurn) execute() {
 		defer func() {
 			if v := recover(); v != nil {
 				t.e.log.Error(fmt.Errorf("panic: %v", v), "a turn panicked; it fails", "session", t.session, "runId", t.req.RunID, "stack", string(debug.Stack()))
-				if t.native != nil {
-					t.native.Interrupt()
-				}
+				t.abandonNative()
 				res, terr = nil, wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").Touched(false)
 			}
 		}()
@@ -75,6 +74,22 @@ func (t *runningTurn) execute() {
 		res, terr = t.drive(t.input())
 	}()
 	t.finish(res, terr)
+}
+
+// abandonNative stops the native turn of a turn that can no longer follow
+// it (it panicked): turn/interrupt is sent on the turn's connection at once —
+// nobody waits for the native turn any more to send it. The adapter's turn is
+// left alone: the panic may have left it locked.
+func (t *runningTurn) abandonNative() {
+	if t.native == nil || t.native.ID() == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.e.ctx), nativeCleanupTimeout)
+	defer cancel()
+	params := map[string]any{"threadId": t.native.ThreadID(), "turnId": t.native.ID()}
+	if err := t.p.client.Call(ctx, appserver.MethodTurnInterrupt, params, nil); err != nil {
+		t.e.log.Error(err, "interrupt the native turn of a failed turn", "session", t.session, "runId", t.req.RunID)
+	}
 }
 
 // deadline is when the turn must end.
