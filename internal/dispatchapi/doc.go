@@ -50,12 +50,14 @@
 //   - The client's disconnect does not interrupt a turn (it keeps running
 //     and is journaled; a reconnect receives the rest). Use …/interrupt.
 //   - The `selected` event carries two fields besides the decision: `runId`
-//     and `turnToken`. The turn token is HMAC-SHA256(Config.TurnTokenKey,
-//     namespace/name/runId), so nothing secret is stored per turn and a
-//     reconnect gets the same token; a dispatcher started with a new key
-//     invalidates the tokens of older turns (which its restart ended anyway).
-//     tool-results and interrupt present it in the X-Harness-Turn-Token
-//     header; a missing or wrong token is 403 TurnTokenInvalid.
+//     and `turnToken`. The turn token is signed by Config.TurnTokens
+//     (internal/turntoken: bound to the session's UID and the runId), so
+//     nothing secret is stored per turn and a reconnect gets the same token.
+//     The dispatcher loads that key from a Secret, so every replica and every
+//     restart accepts it; only a new key (the Secret deleted) invalidates
+//     older tokens. tool-results and interrupt present it in the
+//     X-Harness-Turn-Token header; a missing or wrong token is 403
+//     TurnTokenInvalid.
 //   - A Last-Event-ID for a runId the journal does not know is 404
 //     RunNotFound (running it again would not be a resume).
 //   - …/decide answers 200 with the decision whenever the session exists,

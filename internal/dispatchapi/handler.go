@@ -2,10 +2,7 @@ package dispatchapi
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +18,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/store"
+	"github.com/openclaw/harness-operator/internal/turntoken"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -55,8 +53,12 @@ type Config struct {
 	AuthCacheTTL time.Duration
 	// RetryAfter is the Retry-After of 503 answers (DefaultRetryAfter).
 	RetryAfter time.Duration
-	// TurnTokenKey signs turn tokens; random (per process) when empty.
-	TurnTokenKey []byte
+	// TurnTokens signs and checks turn tokens: in the dispatcher the key
+	// every replica loads from one Secret (turntoken.Load), so any replica
+	// accepts any replica's tokens and a restart keeps them. Nil: a random
+	// key of this Handler alone (tests and local runs; its tokens die with
+	// the process).
+	TurnTokens *turntoken.Key
 	// Logger receives the handler's records; never a token.
 	Logger logr.Logger
 }
@@ -69,7 +71,7 @@ type Handler struct {
 	auth       Authorizer
 	maxBody    int64
 	retryAfter time.Duration
-	key        []byte
+	tokens     *turntoken.Key
 	cache      *authCache
 	log        logr.Logger
 	mux        *http.ServeMux
@@ -82,7 +84,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		eng: cfg.Engine, store: cfg.Store, sessions: cfg.Sessions, auth: cfg.Authorizer,
-		maxBody: cfg.MaxBodyBytes, retryAfter: cfg.RetryAfter, key: cfg.TurnTokenKey, log: cfg.Logger,
+		maxBody: cfg.MaxBodyBytes, retryAfter: cfg.RetryAfter, tokens: cfg.TurnTokens, log: cfg.Logger,
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -95,10 +97,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 		ttl = DefaultAuthTTL
 	}
 	h.cache = &authCache{ttl: ttl, now: time.Now, items: map[authKey]authEntry{}}
-	if len(h.key) == 0 {
-		h.key = make([]byte, 32)
-		if _, err := rand.Read(h.key); err != nil {
-			return nil, fmt.Errorf("dispatchapi: turn token key: %w", err)
+	if h.tokens == nil {
+		var err error
+		if h.tokens, err = processTurnTokens(); err != nil {
+			return nil, err
 		}
 	}
 	const base = "/v1/namespaces/{ns}/agentsessions/{name}"
@@ -142,18 +144,24 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 
 // --- turn tokens ---
 
+// processTurnTokens is a random key of this process alone: the default
+// without Config.TurnTokens.
+func processTurnTokens() (*turntoken.Key, error) {
+	key := make([]byte, turntoken.KeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("dispatchapi: turn token key: %w", err)
+	}
+	return turntoken.New(key)
+}
+
 // TurnToken is the turn token of a run (what the `selected` event carries):
 // bound to the session's UID (session is dispatch.SessionKey), so it is
 // worthless for a session created later under the same name.
-func (h *Handler) TurnToken(session, runID string) string {
-	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte(session + "\x00" + runID))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
+func (h *Handler) TurnToken(session, runID string) string { return h.tokens.Sign(session, runID) }
 
 func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, session, runID string) bool {
 	got := r.Header.Get(TurnTokenHeader)
-	if got == "" || !hmac.Equal([]byte(got), []byte(h.TurnToken(session, runID))) {
+	if !h.tokens.Verify(session, runID, got) {
 		msg := "the " + TurnTokenHeader + " header is missing"
 		if got != "" {
 			msg = "the " + TurnTokenHeader + " header does not match this turn"
