@@ -79,16 +79,28 @@ func compareDir(t *testing.T, generated, committed string, only ...string) {
 	}
 }
 
+// secretRoles are the dispatcher's Roles for the Secrets it keeps: each verb
+// but those Kubernetes cannot limit by name (create; the TLS rotator's cache
+// lists and watches) applies only to the Role's own Secret.
+var secretRoles = map[string]struct {
+	secret  string
+	unnamed []string
+}{
+	"dispatcher_tls_role.yaml":        {secret: "harness-operator-dispatcher-tls", unnamed: []string{"create", "list", "watch"}},
+	"dispatcher_turn_token_role.yaml": {secret: "harness-dispatcher-turn-token", unnamed: []string{"create"}},
+}
+
 // TestHandWrittenRBAC checks the hand-written RBAC files decode strictly (a
 // misspelt key such as resourceName would silently widen a rule), use no
-// wildcard, and that the dispatcher's TLS Role writes only its own Secret.
+// wildcard, and that the dispatcher's Secret Roles (TLS, turn-token key)
+// reach only their own Secret.
 func TestHandWrittenRBAC(t *testing.T) {
 	files, err := filepath.Glob("rbac/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A check of no file passes whatever the files say: the glob must find
-	// the hand-written Roles, the dispatcher's TLS Role among them.
+	// the hand-written Roles, the dispatcher's Secret Roles among them.
 	checked := map[string]bool{}
 	for _, file := range files {
 		if filepath.Base(file) == "role.yaml" { // generated: TestGeneratedFilesAreUpToDate
@@ -130,18 +142,20 @@ func TestHandWrittenRBAC(t *testing.T) {
 					t.Errorf("%s rule %d uses %q", file, i, v)
 				}
 			}
-			if filepath.Base(file) == "dispatcher_tls_role.yaml" && slices.ContainsFunc(r.Verbs, func(v string) bool {
-				return v == "get" || v == "update" || v == "patch" || v == "delete"
-			}) && !slices.Equal(r.ResourceNames, []string{"harness-operator-dispatcher-tls"}) {
-				t.Errorf("%s rule %d (%v) is not limited to the Secret harness-operator-dispatcher-tls", file, i, r.Verbs)
+			if sr, ok := secretRoles[filepath.Base(file)]; ok && slices.ContainsFunc(r.Verbs, func(v string) bool {
+				return !slices.Contains(sr.unnamed, v)
+			}) && !slices.Equal(r.ResourceNames, []string{sr.secret}) {
+				t.Errorf("%s rule %d (%v) is not limited to the Secret %s", file, i, r.Verbs, sr.secret)
 			}
 		}
 	}
 	if len(checked) == 0 {
 		t.Fatalf("no hand-written RBAC file matches rbac/*.yaml (in %s)", mustGetwd(t))
 	}
-	if !checked["dispatcher_tls_role.yaml"] {
-		t.Errorf("rbac/dispatcher_tls_role.yaml was not checked; checked %v", slices.Sorted(maps.Keys(checked)))
+	for file := range secretRoles {
+		if !checked[file] {
+			t.Errorf("rbac/%s was not checked; checked %v", file, slices.Sorted(maps.Keys(checked)))
+		}
 	}
 }
 

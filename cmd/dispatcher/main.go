@@ -44,6 +44,9 @@
 //   - coordination.k8s.io leases: get, create, update (leader election;
 //     a Role in the Lease's namespace suffices)
 //   - core events, events.k8s.io events: create, patch (leader-election events)
+//   - in the namespace of --turn-token-secret-name (a Role,
+//     config/rbac/dispatcher_turn_token_role.yaml): core secrets get on that
+//     Secret, and create (create cannot be limited by name)
 //   - with --tls-secret-name, in the Secret's namespace (a Role,
 //     config/rbac/dispatcher_tls_role.yaml): core secrets create, list, watch
 //     (the rotator's cache watches the namespace's Secrets: list and watch
@@ -108,6 +111,7 @@ type options struct {
 	shutdownGrace    time.Duration
 	gcInterval       time.Duration
 	tls              tlsOptions
+	turnToken        turnTokenOptions
 
 	// skipControllerNameValidation lets several dispatchers run in one
 	// process (tests only; no flag).
@@ -122,6 +126,7 @@ func main() {
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
 	bindRetentionFlags(flag.CommandLine, &opts.retention)
+	bindTurnTokenFlags(flag.CommandLine, &opts.turnToken)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", dispatch.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
@@ -204,6 +209,11 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create the Kubernetes client: %w", err)
 	}
+	// Read directly: the manager does not cache Secrets.
+	turnTokens, err := opts.turnToken.load(ctx, direct, opts.leaderElectionNS, log)
+	if err != nil {
+		return err
+	}
 	jopts := opts.retention.journalOptions()
 	jopts.ResolveLegacy = sessionUIDs(ctx, direct)
 	jrnl, err := journal.Open(opts.journalDir, jopts)
@@ -285,6 +295,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
 		Engine: eng, Store: jrnl, Sessions: mgr.GetCache(),
 		Authorizer: dispatchapi.NewKubeAuthorizer(cs, opts.tokenAudience),
+		TurnTokens: turnTokens,
 		Logger:     ctrl.Log.WithName("api"),
 	})
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/turntoken"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -198,6 +199,21 @@ func TestDispatcher(t *testing.T) {
 		err := run(rctx, env.Config, o)
 		if !errors.Is(err, journal.ErrLocked) || !strings.Contains(err.Error(), opts.journalDir) {
 			t.Fatalf("second run: %v, want journal.ErrLocked naming %s", err, opts.journalDir)
+		}
+	})
+
+	t.Run("a turn-token Secret without a usable key stops the start, naming the Secret", func(t *testing.T) {
+		o := testOptions(t, filepath.Join(t.TempDir(), "journal"), "")
+		o.turnToken = turnTokenOptions{secretName: "damaged-turn-token", secretNS: ns}
+		must(t, k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.turnToken.secretName},
+			Data:       map[string][]byte{turntoken.DataKey: []byte("too short")},
+		}))
+		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer rcancel()
+		err := run(rctx, env.Config, o)
+		if want := ns + "/" + o.turnToken.secretName; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("run with an unusable turn-token Secret: %v, want an error naming %s", err, want)
 		}
 	})
 
@@ -512,7 +528,7 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 	t.Helper()
 	return options{
 		bindAddr: freeAddr(t), probeAddr: freeAddr(t),
-		leaderElect: true, leaderElectionNS: "default",
+		leaderElect: true, leaderElectionNS: "default", turnToken: turnTokenOptions{secretName: defaultTurnTokenSecret},
 		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
 		retention: retentionOptions{interval: 100 * time.Millisecond},
 		tls:       tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},

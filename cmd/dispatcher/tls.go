@@ -109,12 +109,7 @@ func newServingTLS(o tlsOptions, leaderNS string, log logr.Logger) (*servingTLS,
 
 // secretMode checks the flags of Secret-backed certificates.
 func (s *servingTLS) secretMode(o tlsOptions, leaderNS string) error {
-	ns := o.secretNS
-	for _, fallback := range []string{os.Getenv("POD_NAMESPACE"), leaderNS} {
-		if ns == "" {
-			ns = fallback
-		}
-	}
+	ns := namespaceOrDefault(o.secretNS, leaderNS)
 	if ns == "" {
 		return errors.New("--tls-secret-name needs the Secret's namespace: set --tls-secret-namespace (default: $POD_NAMESPACE, then --leader-election-namespace; neither is set)")
 	}
@@ -155,6 +150,17 @@ func (s *servingTLS) secretMode(o tlsOptions, leaderNS string) error {
 		SyncCertDirFromSecret: true, CAFile: o.caOut,
 	}
 	return nil
+}
+
+// namespaceOrDefault is the namespace of a Secret the dispatcher keeps:
+// ns, else $POD_NAMESPACE, else leaderNS (--leader-election-namespace).
+func namespaceOrDefault(ns, leaderNS string) string {
+	for _, fallback := range []string{os.Getenv("POD_NAMESPACE"), leaderNS} {
+		if ns == "" {
+			ns = fallback
+		}
+	}
+	return ns
 }
 
 // addTo adds to the manager what keeps the certificate current: the file

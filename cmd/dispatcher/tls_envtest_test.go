@@ -39,13 +39,16 @@ const defaultTLSSecret = "harness-operator-dispatcher-tls"
 // TestTLSCertificates runs run() against envtest's kube-apiserver with each
 // certificate source a cluster uses:
 //   - --tls-secret-name, as the dispatcher's ServiceAccount with exactly the
-//     RBAC of config/rbac (dispatcher_role.yaml, dispatcher_tls_role.yaml, and
-//     the chart's leader-election Role): the first start creates the Secret and
+//     RBAC of config/rbac (dispatcher_role.yaml, dispatcher_tls_role.yaml,
+//     dispatcher_turn_token_role.yaml, and the chart's leader-election Role):
+//     the first start creates the Secret (and the turn-token Secret) and
 //     serves a certificate signed by its CA; a restart serves with the same CA,
 //     also when a DNS name is added; a Secret the Role does not name is never
 //     served (fail closed);
-//   - --tls-cert-file/--tls-key-file: replacing the files changes the served
-//     certificate without a restart.
+//   - --tls-cert-file/--tls-key-file, as a ServiceAccount without the TLS Role
+//     (as the chart binds it with dispatcher.tls.secretName): the turn-token
+//     Role alone lets it create its turn-token Secret; replacing the files
+//     changes the served certificate without a restart.
 func TestTLSCertificates(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS must be set: KUBEBUILDER_ASSETS=... go test ./cmd/dispatcher/")
@@ -62,7 +65,7 @@ func TestTLSCertificates(t *testing.T) {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "dispatcher-tls-"}}
 	must(t, k8s.Create(ctx, nsObj))
 	ns := nsObj.Name
-	sa := dispatcherServiceAccount(ctx, t, k8s, ns)
+	sa := dispatcherServiceAccount(ctx, t, k8s, ns, true)
 	asDispatcher := rest.CopyConfig(env.Config)
 	asDispatcher.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa}
 
@@ -186,10 +189,16 @@ func TestTLSCertificates(t *testing.T) {
 		certA, caA, err := selfManagedCert([]string{"localhost"}, nil, time.Now())
 		must(t, err)
 		certFile, keyFile := writePair(t, dir, certA)
+		filesNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "dispatcher-files-"}}
+		must(t, k8s.Create(ctx, filesNS))
+		asFilesDispatcher := rest.CopyConfig(env.Config)
+		asFilesDispatcher.Impersonate = rest.ImpersonationConfig{
+			UserName: "system:serviceaccount:" + filesNS.Name + ":" + dispatcherServiceAccount(ctx, t, k8s, filesNS.Name, false),
+		}
 		o := testOptions(t, filepath.Join(t.TempDir(), "journal"), "")
-		o.leaderElect = false
+		o.leaderElect, o.leaderElectionNS = false, filesNS.Name
 		o.tls = tlsOptions{certFile: certFile, keyFile: keyFile}
-		r := start(ctx, env.Config, o)
+		r := start(ctx, asFilesDispatcher, o)
 		defer r.stop(t)
 		waitStatus(t, r, "http://"+o.probeAddr+"/readyz", http.DefaultClient, http.StatusOK, 60*time.Second)
 		if err := dialVerified(o.bindAddr, "localhost", caA); err != nil {
@@ -235,9 +244,9 @@ func dialVerified(addr, serverName string, caPEM []byte) error {
 
 // dispatcherServiceAccount creates the dispatcher's ServiceAccount in ns with
 // the RBAC a cluster gives it: config/rbac/dispatcher_role.yaml (cluster-wide),
-// config/rbac/dispatcher_tls_role.yaml and the leader-election Role of the
-// chart in ns.
-func dispatcherServiceAccount(ctx context.Context, t *testing.T, k8s client.Client, ns string) string {
+// config/rbac/dispatcher_turn_token_role.yaml, the leader-election Role of the
+// chart and, with selfManagedTLS, config/rbac/dispatcher_tls_role.yaml in ns.
+func dispatcherServiceAccount(ctx context.Context, t *testing.T, k8s client.Client, ns string, selfManagedTLS bool) string {
 	t.Helper()
 	const sa = "dispatcher"
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}}
@@ -253,8 +262,9 @@ func dispatcherServiceAccount(ctx context.Context, t *testing.T, k8s client.Clie
 		Subjects:   subjects,
 	}))
 
-	var tlsRole rbacv1.Role
+	var tlsRole, turnTokenRole rbacv1.Role
 	readYAML(t, "../../config/rbac/dispatcher_tls_role.yaml", &tlsRole)
+	readYAML(t, "../../config/rbac/dispatcher_turn_token_role.yaml", &turnTokenRole)
 	leader := rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "dispatcher-leader-election"},
 		Rules: []rbacv1.PolicyRule{
@@ -262,7 +272,11 @@ func dispatcherServiceAccount(ctx context.Context, t *testing.T, k8s client.Clie
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		},
 	}
-	for _, role := range []*rbacv1.Role{&tlsRole, &leader} {
+	roles := []*rbacv1.Role{&turnTokenRole, &leader}
+	if selfManagedTLS {
+		roles = append(roles, &tlsRole)
+	}
+	for _, role := range roles {
 		role.Namespace = ns
 		must(t, k8s.Create(ctx, role))
 		must(t, k8s.Create(ctx, &rbacv1.RoleBinding{

@@ -176,6 +176,8 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		"--bind-address="+dispatcherAddr,
 		"--probe-bind-address="+dispatcherProbeAddr,
 		"--journal-dir="+filepath.Join(local, "journal"),
+		// No Lease and no pod namespace to default to.
+		"--turn-token-secret-namespace="+operatorNamespace,
 		"--tls-ca-out="+caFile,
 	)
 	if err != nil {
