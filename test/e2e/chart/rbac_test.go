@@ -281,12 +281,14 @@ func TestManagerRBAC(t *testing.T) {
 
 // TestDispatcherRBAC checks the dispatcher gets exactly
 // config/rbac/dispatcher_role.yaml (Secrets per harness namespace when set),
-// a leader-election Role in the release namespace and, with its self-managed
-// TLS certificate (dispatcher.tls.secretName empty), the Role of
-// config/rbac/dispatcher_tls_role.yaml there.
+// a leader-election Role and the turn-token Role of
+// config/rbac/dispatcher_turn_token_role.yaml in the release namespace and,
+// with its self-managed TLS certificate (dispatcher.tls.secretName empty), the
+// Role of config/rbac/dispatcher_tls_role.yaml there.
 func TestDispatcherRBAC(t *testing.T) {
 	crs, _ := configRBAC(t, "dispatcher_role.yaml")
 	_, tlsRoles := configRBAC(t, "dispatcher_tls_role.yaml")
+	_, turnTokenRoles := configRBAC(t, "dispatcher_turn_token_role.yaml")
 	leaderElection := []grant{
 		{group: "coordination.k8s.io", resource: "leases", verb: "get", namespace: releaseNamespace},
 		{group: "coordination.k8s.io", resource: "leases", verb: "create", namespace: releaseNamespace},
@@ -307,9 +309,9 @@ func TestDispatcherRBAC(t *testing.T) {
 	} {
 		t.Run(c.valueSet, func(t *testing.T) {
 			r := renderRBAC(t, objectsOf(t, c.valueSet))
-			var roles []rbacv1.Role
+			roles := slices.Clone(turnTokenRoles)
 			if c.selfManagedTLS {
-				roles = tlsRoles
+				roles = append(roles, tlsRoles...)
 			}
 			want := append(referenceGrants(crs, roles, c.harnessNamespaces), leaderElection...)
 			got := r.grantsOf(t, fullname+"-dispatcher")

@@ -36,6 +36,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			[]string{"at '/webhook/certManager/issuer'"}},
 		{"unknown journal type", "dispatcher:\n  journal:\n    type: hostPath\n",
 			[]string{"at '/dispatcher/journal/type': value must be one of 'persistentVolumeClaim', 'emptyDir'"}},
+		{"empty turn-token Secret name", "dispatcher:\n  turnToken:\n    secretName: \"\"\n",
+			[]string{"at '/dispatcher/turnToken/secretName'"}},
 		{"dispatcher replicas are not a value", "dispatcher:\n  replicas: 2\n",
 			[]string{"at '/dispatcher': additional properties 'replicas' not allowed"}},
 		{"unknown top-level key", "replicas: 2\n",

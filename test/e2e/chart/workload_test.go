@@ -264,6 +264,10 @@ func TestDispatcher(t *testing.T) {
 			if args["--leader-elect"] != "true" || args["--leader-election-namespace"] != releaseNamespace {
 				t.Errorf("dispatcher leader election args = %v", ctr.Args)
 			}
+			// The Secret the turn-token Role grants (config/rbac).
+			if args["--turn-token-secret-name"] != "harness-dispatcher-turn-token" || args["--turn-token-secret-namespace"] != releaseNamespace {
+				t.Errorf("dispatcher turn-token args = %v", ctr.Args)
+			}
 			if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool {
 				return m.Name == "journal" && strings.HasPrefix(args["--journal-dir"], m.MountPath+"/")
 			}) {
