@@ -23,7 +23,7 @@ func TestMaxSessionsPerReplicaHoldsUnderARace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
+	defer func() { _ = j.Close() }()
 	e := New(nil, nil, j, Options{})
 	defer e.Close()
 	h := &v1alpha1.AgentHarness{

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -64,8 +65,7 @@ var _ = Describe("A panic while a turn runs", func() {
 		col := &collector{}
 		err = e.Turn(ctx, ns, "panics", textReq("run-p1", "panic-1 answer slowly"), col.sink)
 		var we *wire.Error
-		Expect(err).To(BeAssignableToTypeOf(we), "%v", err)
-		we = err.(*wire.Error)
+		Expect(errors.As(err, &we)).To(BeTrue(), "%v", err)
 		Expect(we.Code).To(Equal(wire.CodeHarnessUnavailable))
 		Expect(we.Message).To(ContainSubstring("failed while running the turn"))
 		Expect(errorOf(col.events()).Code).To(Equal(wire.CodeHarnessUnavailable), "the stream does not end with the error")
