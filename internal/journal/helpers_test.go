@@ -126,6 +126,16 @@ func checkSeqs(t testing.TB, evs []Event, first, last int64) {
 	}
 }
 
+// parseRun scans the bytes of a run file.
+func parseRun(t testing.TB, data []byte) parsedRun {
+	t.Helper()
+	p, err := scanRun(bytes.NewReader(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func runFile(j *Journal, session, runID string) string { return j.runPath(session, runID) }
 
 func readFile(t testing.TB, path string) []byte {

@@ -140,9 +140,14 @@ type Journal struct {
 
 	mu       sync.Mutex
 	runs     map[runKey]*runState
+	lastGen  uint64 // the last runState.gen given out
 	sessions map[string]*sessionState
 	spaces   map[string]*namespaceState // by namespace; see indexRunLocked
 	recovery RecoveryReport
+
+	// tailBytes is the bytes of event records that running runs hold in
+	// memory (their tails, events.go): what tests check stays bounded.
+	tailBytes atomic.Int64
 
 	leases   leaseTable    // per-session leases (lease.go)
 	capacity capacityIndex // reservations per server (capacity.go)

@@ -129,7 +129,7 @@ func (j *Journal) rekeyRunFile(path, key string) error {
 		return err
 	}
 	tmp := path + ".migrating"
-	if err := j.writeFileSync(tmp, append(line, rest...)); err != nil {
+	if err := j.writeFileSync(tmp, bytes.NewReader(append(line, rest...))); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -19,9 +19,14 @@ func namespaceOf(session string) string {
 	return ns
 }
 
-// indexRunLocked puts rs in the index, counting a new key for its
-// namespace; j.mu must be held. Every insertion of a key goes through it.
+// indexRunLocked puts rs, a run new to the index, in it, counting a new key
+// for its namespace, and gives it its gen: the copies that later replace it in
+// the index (ended, pruned) keep it, a run recorded again under the same key
+// (after it was forgotten) gets another. j.mu must be held. Every insertion
+// of a key goes through it.
 func (j *Journal) indexRunLocked(rs *runState) {
+	j.lastGen++
+	rs.gen = j.lastGen
 	if _, ok := j.runs[rs.key]; !ok {
 		if j.spaces == nil {
 			j.spaces = map[string]*namespaceState{}

@@ -1,12 +1,14 @@
 package journal
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 )
@@ -79,7 +81,6 @@ func eventLine(seq int64, typ string, at time.Time, payload json.RawMessage) (li
 type parsedRun struct {
 	header  fileRecord
 	digest  [32]byte
-	events  []Event
 	lastSeq int64 // the last event's; a tombstone's end record gives it
 	end     *fileRecord
 	good    int64 // offset just past the last valid record
@@ -87,100 +88,184 @@ type parsedRun struct {
 	corrupt bool  // what follows good is more than that: records were lost
 }
 
-// parseRun reads a run file's records in order and stops at the first one that
-// is unreadable or out of place. A missing or bad begin record leaves
-// header.Rec empty.
-func parseRun(data []byte, keepEvents bool) parsedRun {
+// scanRun reads a run file's records in order, one line at a time, and stops
+// at the first one that is unreadable or out of place; onEvent (may be nil)
+// receives each event with where its record ends. A missing or bad begin
+// record leaves header.Rec empty. The error is a failed read.
+func scanRun(r io.Reader, onEvent func(tailEvent)) (parsedRun, error) {
 	var p parsedRun
-	off := 0
-	for off < len(data) {
-		nl := bytes.IndexByte(data[off:], '\n')
-		if nl < 0 {
-			p.torn = true
+	br := bufio.NewReaderSize(r, readBufferSize)
+	for {
+		line, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			p.torn = len(line) > 0
 			break
 		}
-		line := data[off : off+nl]
-		if !p.accept(line, keepEvents) {
-			rest := data[off+nl+1:]
-			if len(bytes.Trim(rest, "\x00 \t\r\n")) == 0 {
-				p.torn = true
-			} else {
-				p.corrupt = true
+		if err != nil {
+			return p, err
+		}
+		ev, ok := p.accept(line[:len(line)-1])
+		if !ok {
+			padding, err := onlyPadding(br)
+			if err != nil {
+				return p, err
 			}
+			p.torn, p.corrupt = padding, !padding
 			break
 		}
-		off += nl + 1
-		p.good = int64(off)
+		p.good += int64(len(line))
+		if ev != nil && onEvent != nil {
+			onEvent(tailEvent{Event: *ev, end: p.good, size: int64(len(line))})
+		}
 	}
 	if p.header.Rec == "" {
-		p.events, p.lastSeq, p.end = nil, 0, nil
+		p.lastSeq, p.end = 0, nil
 	}
-	return p
+	return p, nil
 }
 
-// accept applies one line; false means it is unreadable or out of place.
-func (p *parsedRun) accept(line []byte, keepEvents bool) bool {
+// onlyPadding reports whether the rest of r is only NULs and white space:
+// what a torn write leaves, not lost records.
+func onlyPadding(r io.Reader) (bool, error) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if len(bytes.Trim(buf[:n], "\x00 \t\r\n")) > 0 {
+			return false, nil
+		}
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// accept applies one line; false means it is unreadable or out of place. An
+// event record is returned as the event.
+func (p *parsedRun) accept(line []byte) (*Event, bool) {
 	if p.end != nil {
-		return false // nothing follows the end record
+		return nil, false // nothing follows the end record
 	}
 	var r fileRecord
 	if err := json.Unmarshal(line, &r); err != nil {
-		return false
+		return nil, false
 	}
 	if p.header.Rec == "" {
 		if r.Rec != recBegin || r.V != formatVersion || r.RunID == "" || r.Session == "" {
-			return false
+			return nil, false
 		}
 		d, err := hex.DecodeString(r.Digest)
 		if err != nil || len(d) != len(p.digest) {
-			return false
+			return nil, false
 		}
 		copy(p.digest[:], d)
 		p.header = r
-		return true
+		return nil, true
 	}
 	switch r.Rec {
 	case recEvent:
 		if r.Seq != p.lastSeq+1 || !validEventType(r.Type) {
-			return false
+			return nil, false
 		}
 		p.lastSeq = r.Seq
-		if keepEvents {
-			p.events = append(p.events, Event{Seq: r.Seq, Type: r.Type, At: r.At, Payload: r.Payload})
-		}
-		return true
+		return &Event{Seq: r.Seq, Type: r.Type, At: r.At, Payload: r.Payload}, true
 	case recEnd:
 		if r.State != StateFinished && r.State != StateFailed {
-			return false
+			return nil, false
 		}
 		// A tombstone keeps no event; any other end record follows them all.
 		if r.Pruned && (p.lastSeq != 0 || r.LastSeq < 0 || len(r.Result) > 0) || !r.Pruned && r.LastSeq != p.lastSeq {
-			return false
+			return nil, false
 		}
 		p.lastSeq = r.LastSeq
 		p.end = &r
-		return true
+		return nil, true
 	}
-	return false
+	return nil, false
 }
 
-// loadEndedRun reads the whole file of an ended run for a replay handle.
-func loadEndedRun(f io.Reader, meta *runState) (*runState, error) {
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read run file: %w", err)
+// maxBeginRecord bounds the begin record readRunEnds looks for: a runId of
+// MaxRunIDBytes, every byte escaped, and the rest fit with room to spare.
+const maxBeginRecord = 8 << 10
+
+// runEnds is what the first and the last record of a run file say.
+type runEnds struct {
+	begin  fileRecord
+	digest [32]byte
+	end    fileRecord
+}
+
+// readRunEnds reads the begin and end records of an ended run's file of size
+// bytes without reading the events between them; ok is false when the file
+// does not start with a valid begin record and end with an end record.
+func readRunEnds(f io.ReaderAt, size int64) (e runEnds, ok bool, err error) {
+	if size == 0 {
+		return e, false, nil
 	}
-	p := parseRun(data, true)
+	head, err := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), maxBeginRecord).ReadSlice('\n')
 	switch {
-	case p.header.Rec == "" || p.header.RunID != meta.key.runID || p.digest != meta.digest:
+	case errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull):
+		return e, false, nil
+	case err != nil:
+		return e, false, err
+	}
+	var p parsedRun
+	if _, ok := p.accept(head[:len(head)-1]); !ok {
+		return e, false, nil
+	}
+	last := make([]byte, 1)
+	if err := readFullAt(f, last, size-1); err != nil {
+		return e, false, err
+	}
+	if last[0] != '\n' {
+		return e, false, nil
+	}
+	start, err := lastLineEnd(f, size-1)
+	if err != nil || start == 0 { // start 0: the begin record is the only line
+		return e, false, err
+	}
+	line := make([]byte, size-1-start)
+	if err := readFullAt(f, line, start); err != nil {
+		return e, false, err
+	}
+	if json.Unmarshal(line, &e.end) != nil || e.end.Rec != recEnd || (e.end.State != StateFinished && e.end.State != StateFailed) {
+		return e, false, nil
+	}
+	e.begin, e.digest = p.header, p.digest
+	return e, true, nil
+}
+
+// readFullAt fills b from r at off; io.EOF only when b could not be filled.
+func readFullAt(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	return err
+}
+
+// loadEndedRun is the state of a replay handle on the ended run meta: what
+// its begin and end records say. Its events are read when iterated.
+func loadEndedRun(f *os.File, meta *runState) (*runState, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat run file: %w", err)
+	}
+	e, ok, err := readRunEnds(f, st.Size())
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read run file: %w", err)
+	case !ok:
+		return nil, errors.New("run file is damaged: no begin or no end record")
+	case e.begin.RunID != meta.key.runID || e.digest != meta.digest:
 		return nil, errors.New("run file does not match the index")
-	case p.end == nil || p.corrupt:
-		return nil, fmt.Errorf("run file is damaged after event %d", p.lastSeq)
 	}
 	return &runState{
-		key: meta.key, path: meta.path, digest: meta.digest, startedAt: p.header.At.UTC(),
-		state: p.end.State, events: p.events, lastSeq: p.lastSeq,
-		finishedAt: p.end.At.UTC(), result: p.end.Result, reason: p.end.Reason,
+		key: meta.key, gen: meta.gen, path: meta.path, digest: meta.digest, startedAt: e.begin.At.UTC(),
+		state: e.end.State, lastSeq: e.end.LastSeq, evEnd: st.Size(),
+		finishedAt: e.end.At.UTC(), result: e.end.Result, reason: e.end.Reason,
 		done: closedChan,
 	}, nil
 }

@@ -3,20 +3,16 @@ package journal
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
-
-// tailChunk is how much of a run file's head and tail Open reads to index an
-// ended run without reading its events.
-const tailChunk = 64 << 10
 
 // load builds the index from the directory; it runs inside Open, before the
 // Journal is shared, but takes j.mu for the helpers that expect it.
@@ -99,11 +95,17 @@ func (j *Journal) loadRun(session, path string) error {
 		}
 		return err
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open run file: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	// A run still running keeps its tail in memory, as before the restart.
+	var tail eventTail
+	p, err := scanRun(f, func(ev tailEvent) { tail.push(ev) })
 	if err != nil {
 		return fmt.Errorf("read run file: %w", err)
 	}
-	p := parseRun(data, true)
 	switch {
 	case p.header.Rec == "" && !p.corrupt:
 		// The begin record never completed, so Begin never returned BeginNew.
@@ -117,7 +119,7 @@ func (j *Journal) loadRun(session, path string) error {
 	}
 	if p.corrupt {
 		copyPath := j.corruptPath(path)
-		if err := j.writeFileSync(copyPath, data); err != nil {
+		if err := j.writeFileSync(copyPath, io.NewSectionReader(f, 0, math.MaxInt64)); err != nil {
 			return fmt.Errorf("keep corrupt run file: %w", err)
 		}
 		j.recovery.Corrupt = append(j.recovery.Corrupt, copyPath)
@@ -137,7 +139,8 @@ func (j *Journal) loadRun(session, path string) error {
 		rs.state, rs.finishedAt, rs.reason, rs.done = p.end.State, p.end.At.UTC(), p.end.Reason, closedChan
 		rs.pruned = p.end.Pruned
 	} else {
-		rs.state, rs.events, rs.recovered, rs.done = StateRunning, p.events, true, make(chan struct{})
+		rs.state, rs.tail, rs.evEnd, rs.recovered, rs.done = StateRunning, tail, p.good, true, make(chan struct{})
+		j.tailBytes.Add(tail.bytes)
 		j.recovery.Running++
 	}
 	j.indexRunLocked(rs)
@@ -145,8 +148,9 @@ func (j *Journal) loadRun(session, path string) error {
 	return nil
 }
 
-// indexEnded indexes an intact ended run from its first and last lines only,
-// without reading its events; ok is false when the file needs a full read.
+// indexEnded indexes an intact ended run from its first and last records
+// only, without reading its events; ok is false when the file needs a full
+// read.
 func (j *Journal) indexEnded(session, path string) (rs *runState, ok bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -157,37 +161,17 @@ func (j *Journal) indexEnded(session, path string) (rs *runState, ok bool, err e
 	if err != nil {
 		return nil, false, fmt.Errorf("stat run file: %w", err)
 	}
-	size := st.Size()
-	head := make([]byte, min(size, tailChunk))
-	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+	e, ok, err := readRunEnds(f, st.Size())
+	if err != nil {
 		return nil, false, fmt.Errorf("read run file: %w", err)
 	}
-	tail := make([]byte, min(size, tailChunk))
-	if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil && !errors.Is(err, io.EOF) {
-		return nil, false, fmt.Errorf("read run file: %w", err)
-	}
-	nl := bytes.IndexByte(head, '\n')
-	if nl < 0 || len(tail) == 0 || tail[len(tail)-1] != '\n' {
-		return nil, false, nil
-	}
-	var p parsedRun
-	if !p.accept(head[:nl], false) || p.header.Session != session || runFileName(p.header.RunID) != filepath.Base(path) {
-		return nil, false, nil
-	}
-	last := tail[:len(tail)-1]
-	start := bytes.LastIndexByte(last, '\n')
-	if start < 0 && int64(len(tail)) < size {
-		return nil, false, nil // the last line is longer than the chunk
-	}
-	var end fileRecord
-	if json.Unmarshal(last[start+1:], &end) != nil || end.Rec != recEnd ||
-		(end.State != StateFinished && end.State != StateFailed) {
+	if !ok || e.begin.Session != session || runFileName(e.begin.RunID) != filepath.Base(path) {
 		return nil, false, nil
 	}
 	return &runState{
-		key: runKey{session, p.header.RunID}, path: path, digest: p.digest,
-		startedAt: p.header.At.UTC(), state: end.State, lastSeq: end.LastSeq,
-		finishedAt: end.At.UTC(), reason: end.Reason, size: size, pruned: end.Pruned, done: closedChan,
+		key: runKey{session, e.begin.RunID}, path: path, digest: e.digest,
+		startedAt: e.begin.At.UTC(), state: e.end.State, lastSeq: e.end.LastSeq,
+		finishedAt: e.end.At.UTC(), reason: e.end.Reason, size: st.Size(), pruned: e.end.Pruned, done: closedChan,
 	}, true, nil
 }
 
@@ -209,8 +193,8 @@ func (j *Journal) corruptPath(path string) string {
 	return path + "." + strconv.FormatInt(j.now().UnixNano(), 10) + corruptExt
 }
 
-func (j *Journal) writeFileSync(path string, data []byte) error {
-	if err := j.writeFile(path, data); err != nil {
+func (j *Journal) writeFileSync(path string, content io.Reader) error {
+	if err := j.writeFrom(path, content); err != nil {
 		return err
 	}
 	return j.syncDir(filepath.Dir(path))
@@ -219,11 +203,17 @@ func (j *Journal) writeFileSync(path string, data []byte) error {
 // writeFile creates or truncates path with data and fsyncs the file, not its
 // directory entry.
 func (j *Journal) writeFile(path string, data []byte) error {
+	return j.writeFrom(path, bytes.NewReader(data))
+}
+
+// writeFrom creates or truncates path with what content holds, copied in
+// chunks, and fsyncs the file, not its directory entry.
+func (j *Journal) writeFrom(path string, content io.Reader) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	_, err = io.Copy(f, content)
 	if err == nil {
 		err = j.sync(f)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestRecoveryTornLastLine(t *testing.T) {
 		t.Fatalf("Info() = %+v", info)
 	}
 	// The whole file parses: the end record went after the cut, not after the torn bytes.
-	if p := parseRun(readFile(t, path), false); p.end == nil || p.torn || p.corrupt || p.lastSeq != 3 {
+	if p := parseRun(t, readFile(t, path)); p.end == nil || p.torn || p.corrupt || p.lastSeq != 3 {
 		t.Fatalf("file after MarkFailed: %+v", p)
 	}
 }
@@ -179,8 +180,9 @@ func TestRecoveryCorruptMiddleKeepsPrefix(t *testing.T) {
 }
 
 // TestDamagedEndedRunIsNotRerun: Open indexes an ended run from its first and
-// last lines; damage in between shows when the run is replayed, as an error —
-// never as a new run.
+// last lines, and a replay reads its events from the file as it goes; damage
+// in between shows when the replay reaches it, as the iterator's error after
+// the intact events — never as a new run.
 func TestDamagedEndedRunIsNotRerun(t *testing.T) {
 	dir := t.TempDir()
 	j := open(t, dir, Options{})
@@ -200,9 +202,12 @@ func TestDamagedEndedRunIsNotRerun(t *testing.T) {
 		t.Fatalf("Recovery() = %+v", rep)
 	}
 	for range 2 {
-		if r, o, err := j.Begin(sess, "run-1", digestOf("body")); err == nil || r != nil || o != 0 {
-			t.Fatalf("Begin of a damaged finished run = %v, %v, want an error", o, err)
+		r := begin(t, j, sess, "run-1", "body", BeginReplay)
+		evs, err := collect(r, 0)
+		if err == nil || !strings.Contains(err.Error(), "damaged") {
+			t.Fatalf("replay of a damaged finished run ended with %v, want the damage", err)
 		}
+		checkSeqs(t, evs, 1, 2)
 	}
 	if _, _, err := j.Begin(sess, "run-1", digestOf("other")); !errors.Is(err, ErrRunConflict) {
 		t.Fatalf("Begin with another body: %v, want ErrRunConflict", err)

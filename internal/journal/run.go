@@ -2,13 +2,11 @@ package journal
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,13 +28,15 @@ type Run struct {
 	lease  *leaseBinding // the grant a run from Claim writes under; nil from Begin
 }
 
-// runState is one run. The index holds it: in full (events in memory) while
-// the run is running, as a metadata-only copy once it ended. Handles keep the
-// full state they were given, so an ended run's events are read from its file.
+// runState is one run. The index holds it: in full (with its tail of events,
+// events.go) while the run is running, as a metadata-only copy once it ended.
+// Handles keep the state they were given; events that are not in a tail are
+// read from the run file.
 //
 // Locks: wmu (writes to the file) before Journal.mu before mu.
 type runState struct {
 	key       runKey
+	gen       uint64 // the run's identity in the index, kept by its copies (indexRunLocked)
 	path      string
 	digest    [32]byte
 	startedAt time.Time
@@ -51,8 +51,9 @@ type runState struct {
 
 	mu         sync.Mutex
 	state      State
-	events     []Event // all events (Seq == index+1); nil in metadata-only states
+	tail       eventTail // the latest events while running (events.go); empty once ended
 	lastSeq    int64
+	evEnd      int64 // offset just past the last event's record, as published to readers
 	finishedAt time.Time
 	result     json.RawMessage
 	reason     string
@@ -83,7 +84,7 @@ func (rs *runState) currentState() State {
 // metaCopy is the ended run as the index keeps it; rs.mu must be held.
 func (rs *runState) metaCopy() *runState {
 	return &runState{
-		key: rs.key, path: rs.path, digest: rs.digest, startedAt: rs.startedAt, size: rs.size,
+		key: rs.key, gen: rs.gen, path: rs.path, digest: rs.digest, startedAt: rs.startedAt, size: rs.size,
 		state: rs.state, lastSeq: rs.lastSeq, finishedAt: rs.finishedAt, reason: rs.reason,
 		pruned: rs.pruned, done: closedChan,
 	}
@@ -198,8 +199,9 @@ func (j *Journal) Lookup(session, runID string) (*Run, error) {
 }
 
 // handleLocked returns a read-only handle on rs and unlocks j.mu. A running
-// run is shared in memory; an ended one is loaded from its file, which is
-// opened before j.mu is released so that Prune cannot remove it in between.
+// run is shared in memory; of an ended one the begin and end records are read
+// from its file, which is opened before j.mu is released so that Prune cannot
+// remove it in between. Its events are read when iterated.
 func (j *Journal) handleLocked(rs *runState) (*Run, error) {
 	rs.mu.Lock()
 	running := rs.state == StateRunning
@@ -331,8 +333,8 @@ func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
 		ev.Payload = line[pstart:pend:pend]
 	}
 	rs.mu.Lock()
-	rs.events = append(rs.events, ev)
-	rs.lastSeq = seq
+	r.j.tailBytes.Add(rs.tail.push(tailEvent{Event: ev, end: rs.size, size: int64(len(line))}))
+	rs.lastSeq, rs.evEnd = seq, rs.size
 	if rs.wake != nil {
 		close(rs.wake)
 		rs.wake = nil
@@ -415,6 +417,9 @@ func (j *Journal) end(rs *runState, state State, result json.RawMessage, reason 
 
 	rs.mu.Lock()
 	rs.state, rs.result, rs.reason, rs.finishedAt = state, compact, reason, at
+	// Readers of an ended run read its events from the file.
+	j.tailBytes.Add(-rs.tail.bytes)
+	rs.tail = eventTail{}
 	if rs.wake != nil {
 		close(rs.wake)
 		rs.wake = nil
@@ -512,57 +517,6 @@ func (j *Journal) Running() []RunRef {
 		return refs[a].RunID < refs[b].RunID
 	})
 	return refs
-}
-
-// Events iterates over the run's events with Seq > afterSeq, in order: first
-// those recorded, then, while the run is running, each new one as it is
-// appended; it ends when the run has ended and every event was yielded. It
-// yields (Event{}, err) and stops when ctx is done (ctx.Err()) or the Journal
-// is closed (ErrClosed). After the loop, Info gives the final state and result.
-//
-// Subscribers do not block the writer and start no goroutines: every iterator
-// reads the run's one in-memory event list at its own pace and, when it has
-// caught up, waits on a channel that the next Append closes. A slow reader
-// only falls behind; it never loses events and never holds memory beyond the
-// run's own events, which are kept while the run is running anyway.
-func (r *Run) Events(ctx context.Context, afterSeq int64) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
-		rs := r.rs
-		next := max(afterSeq, 0) // index of the next event to yield
-		for {
-			rs.mu.Lock()
-			evs := rs.events
-			ended := rs.state != StateRunning
-			var wake chan struct{}
-			if !ended && int64(len(evs)) <= next {
-				if rs.wake == nil {
-					rs.wake = make(chan struct{})
-				}
-				wake = rs.wake
-			}
-			rs.mu.Unlock()
-			for ; next < int64(len(evs)); next++ {
-				if !yield(evs[next], nil) {
-					return
-				}
-			}
-			if ended {
-				return
-			}
-			if wake == nil {
-				continue // more arrived while yielding
-			}
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				yield(Event{}, ctx.Err())
-				return
-			case <-r.j.closing:
-				yield(Event{}, ErrClosed)
-				return
-			}
-		}
-	}
 }
 
 func validEventType(s string) bool {

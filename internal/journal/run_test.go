@@ -20,9 +20,9 @@ func TestBeginAppendFinishReplay(t *testing.T) {
 	}{
 		{"no events", 0, json.RawMessage(`{"terminal":{"kind":"ok"}}`)},
 		{"some events", 7, json.RawMessage("{\n  \"assistantTexts\": [\"hi <b>\"]\n}")},
-		// A last line longer than the chunk Open reads from the tail: the index
-		// is built by reading the whole file.
-		{"huge result", 3, json.RawMessage(`{"text":"` + strings.Repeat("x", 3*tailChunk) + `"}`)},
+		// An end record longer than any read buffer: it is read whole, from
+		// the end of the file.
+		{"huge result", 3, json.RawMessage(`{"text":"` + strings.Repeat("x", 3*readBufferSize) + `"}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()

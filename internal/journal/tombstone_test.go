@@ -27,7 +27,7 @@ func TestTombstoneRecords(t *testing.T) {
 		{"end record without its events", []string{begin, `{"rec":"end","state":"finished","lastSeq":7,"at":"2026-03-01T12:00:02Z"}`}, false, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := parseRun([]byte(strings.Join(tc.lines, "\n")+"\n"), true)
+			p := parseRun(t, []byte(strings.Join(tc.lines, "\n")+"\n"))
 			if (p.end != nil) != tc.wantEnd || p.end != nil && p.end.Pruned != tc.wantPruned || p.lastSeq != tc.wantLastSeq {
 				t.Fatalf("parseRun: end %+v, lastSeq %d; want end %v, pruned %v, lastSeq %d", p.end, p.lastSeq, tc.wantEnd, tc.wantPruned, tc.wantLastSeq)
 			}

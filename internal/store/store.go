@@ -189,8 +189,14 @@ type Run interface {
 	// it is appended — woken by the append, never by polling; it ends when
 	// the run has ended and every event was yielded. It yields (Event{},
 	// err) and stops when ctx is done (ctx.Err()) or the Store is closed
-	// (ErrClosed). A slow reader falls behind and loses nothing; it never
-	// holds up Append.
+	// (ErrClosed), and when the run's events can no longer be read: a
+	// *RunPrunedError when retention pruned the ended run's payload before
+	// the iteration started (an iteration that started reads on),
+	// ErrNotFound when the run was forgotten or its session deleted. A slow
+	// reader falls behind and loses nothing; it never holds up Append, and
+	// it never makes the store hold more of the run in memory than a
+	// bounded tail of its latest events: what it has not read yet is read
+	// from storage.
 	Events(ctx context.Context, afterSeq int64) iter.Seq2[Event, error]
 }
 
