@@ -64,6 +64,13 @@
 //     also when the decision carries an error (a fail-closed decision or a
 //     SessionMismatch is the decision's answer, as `explain` shows it).
 //   - The reads need `get` on agentsessions/turns (the transcript included).
+//   - Streamed answers (turn streams, the transcript) have a deadline on
+//     each write to the client (Config.StreamWriteTimeout, 30 s), not on the
+//     whole answer: a client that stops reading is cut off and its handler
+//     ends, an idle turn stream stays open. The transcript is copied from
+//     the store as the client takes it; its status goes with the first
+//     bytes, so an error before them is a JSON error and one after them
+//     aborts the response (http.ErrAbortHandler: no end of the chunked body).
 //
 // Errors are JSON {code, message, scope, retryable, replaySafe?}: the codes
 // of DESIGN.md §7 with their statuses, and BadRequest (400), Unauthorized

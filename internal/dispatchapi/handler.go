@@ -61,6 +61,10 @@ type Config struct {
 	TurnTokens *turntoken.Key
 	// Logger receives the handler's records; never a token.
 	Logger logr.Logger
+	// StreamWriteTimeout bounds each write of a turn stream or a transcript
+	// to the client (DefaultStreamWriteTimeout): a client that stops reading
+	// is cut off then, and the request's resources are freed.
+	StreamWriteTimeout time.Duration
 }
 
 // Handler is the dispatcher's HTTP API (see the package documentation).
@@ -75,6 +79,7 @@ type Handler struct {
 	cache      *authCache
 	log        logr.Logger
 	mux        *http.ServeMux
+	writeWait  time.Duration // Config.StreamWriteTimeout
 }
 
 // NewHandler returns the API handler.
@@ -91,6 +96,10 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if h.retryAfter <= 0 {
 		h.retryAfter = DefaultRetryAfter
+	}
+	h.writeWait = cfg.StreamWriteTimeout
+	if h.writeWait <= 0 {
+		h.writeWait = DefaultStreamWriteTimeout
 	}
 	ttl := cfg.AuthCacheTTL
 	if ttl == 0 {
@@ -314,8 +323,13 @@ func (h *Handler) ownRun(session, runID string, digest [32]byte) (store.Run, err
 	return run, nil
 }
 
+// DefaultStreamWriteTimeout is the default of Config.StreamWriteTimeout.
+const DefaultStreamWriteTimeout = 30 * time.Second
+
 // stream writes a run's journaled events after afterSeq as
-// text/event-stream, following a running run to its end.
+// text/event-stream, following a running run to its end. Each write to the
+// client must complete within h.writeWait: a client that stops reading is cut
+// off, and the handler ends (the turn goes on; a reconnect resumes it).
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, afterSeq int64) {
 	info := run.Info()
 	runID := info.RunID
@@ -324,14 +338,25 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
 	hdr.Set(RunIDHeader, runID)
+	out := h.deadlineWriter(w)
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rc.Flush()
+	if err := out.flush(); err != nil {
+		return
+	}
 	token := h.TurnToken(info.Session, runID)
 	var buf bytes.Buffer
 	for ev, err := range run.Events(r.Context(), afterSeq) {
 		if err != nil {
-			return // the client left, or the journal closed
+			if r.Context().Err() == nil && !errors.Is(err, store.ErrClosed) {
+				// The run can no longer be read (retention pruned it,
+				// its file is damaged): say so rather than just stop.
+				// No id: it is not a journaled event.
+				b, _ := json.Marshal(toAPIError(err))
+				buf.Reset()
+				writeEvent(&buf, "", wire.EventError, b)
+				_ = out.writeFlush(buf.Bytes())
+			}
+			return // otherwise the client left, or the store closed
 		}
 		payload := ev.Payload
 		if ev.Type == wire.EventSelected {
@@ -339,10 +364,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 		}
 		buf.Reset()
 		writeEvent(&buf, strconv.FormatInt(ev.Seq, 10), ev.Type, payload)
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		if err := out.writeFlush(buf.Bytes()); err != nil {
+			h.log.V(1).Info("turn stream ended: a write to the client failed", "run", runID, "event", ev.Seq, "error", err.Error())
 			return
 		}
-		_ = rc.Flush()
 	}
 	if info := run.Info(); info.State == store.StateFailed && len(info.Result) == 0 {
 		// A run found running after a restart: its outcome is unknown. No
@@ -350,8 +375,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 		b, _ := json.Marshal(wire.OutcomeUnknown(info.Reason))
 		buf.Reset()
 		writeEvent(&buf, "", wire.EventError, b)
-		_, _ = w.Write(buf.Bytes())
-		_ = rc.Flush()
+		_ = out.writeFlush(buf.Bytes())
 	}
 }
 
@@ -506,6 +530,12 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "interrupted": true})
 }
 
+// transcript streams the session's transcript from the store to the client,
+// in chunks, each write bounded by h.writeWait. The status and headers go
+// out with the first bytes: an error before them is answered as JSON; one
+// after them can only end the response, which is then cut without its
+// proper end (the client sees an unexpected EOF, never a shorter transcript
+// that looks complete).
 func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, attrs(r, VerbGet)) {
 		return
@@ -514,12 +544,15 @@ func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var buf bytes.Buffer
-	if _, err := h.store.ReadTranscript(dispatch.SessionKey(s), &buf); err != nil {
+	body := &lazyBody{w: w, out: h.deadlineWriter(w)}
+	_, err := h.store.ReadTranscript(dispatch.SessionKey(s), body)
+	switch {
+	case err != nil && !body.started:
 		writeError(w, err, h.retryAfter)
-		return
+	case err != nil:
+		h.log.V(1).Info("transcript cut short", "session", dispatch.SessionKey(s), "error", err.Error())
+		panic(http.ErrAbortHandler)
+	case !body.started: // an empty transcript
+		body.start()
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
 }
