@@ -33,6 +33,8 @@ const (
 	handlerFrame     = "dispatchapi.(*Handler)."
 )
 
+// allowAll lets every bearer token do everything: these tests are about
+// what comes after the grant.
 type allowAll struct{}
 
 func (allowAll) Authorize(context.Context, string, dispatchapi.Attributes) (dispatchapi.Verdict, error) {

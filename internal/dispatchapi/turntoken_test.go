@@ -2,7 +2,6 @@ package dispatchapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -20,14 +19,6 @@ import (
 	"github.com/openclaw/harness-operator/internal/turntoken"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
-
-// allowAll lets every bearer token do everything: these tests are about the
-// turn token, which is checked after the grant.
-type allowAll struct{}
-
-func (allowAll) Authorize(context.Context, string, dispatchapi.Attributes) (dispatchapi.Verdict, error) {
-	return dispatchapi.Verdict{Authenticated: true, User: "gateway", Allowed: true}, nil
-}
 
 // replica is a Handler as one dispatcher replica builds it: its own journal
 // and engine, the shared key (nil: none given), and sess as the AgentSession
