@@ -25,9 +25,10 @@
 // Types, what each owns, and its lock (no lock guards two of them):
 //
 //   - Engine (engine.go): the dependencies and the components below; the
-//     context turns run on. No lock of its own.
-//   - sessionLocks (lock.go): one turn at a time per session, waiters in
-//     arrival order; its mutex guards the lock table.
+//     context turns run on. No lock of its own. One turn at a time per
+//     session is the store's session lease (internal/store: Acquire in
+//     arrival order, renewed while the turn runs, fencing its writes), so
+//     it holds across dispatchers sharing a store.
 //   - liveTurns (live.go): the running turns (what Interrupt reaches) and
 //     their host tool calls waiting for the client; its mutex guards both
 //     maps and the idle signal Drain waits for.
@@ -45,7 +46,9 @@
 //     status writes. Only its own goroutine touches it.
 //   - GarbageCollector (gc.go), FinalizerReconciler (finalizer.go): no state.
 //
-// Other files: start.go (Start, Turn, Follow), native.go (a deleted session's
+// Other files: start.go (Start, Turn, Follow), capacity.go (a session's
+// place on a pod: maxSessionsPerReplica as store reservations), native.go (a
+// deleted session's
 // threads and directory on the app-servers), recover.go (start-up
 // recovery), reads.go (the session, server pods and token reads), records.go
 // (the decision record, status helpers), servers.go (PickServer),
@@ -75,9 +78,9 @@
 //   - A panic while a turn runs is recovered, logged, and fails that turn
 //     only.
 //   - A session deleted mid-turn: the finalizer interrupts the turn (it ends
-//     aborted and is recorded), waits for it under the session lock, then
-//     deletes the journal and the native state; a turn that waited for the
-//     lock finds the session being deleted and is refused
-//     (ErrSessionNotFound). While the journal still shows a run running
-//     (ErrSessionBusy) the reconcile is requeued.
+//     aborted and is recorded), waits for it by taking the session's lease,
+//     then deletes the journal and the native state; a turn that waited for
+//     the lease finds the session being deleted and is refused
+//     (ErrSessionNotFound). While the store still shows a run running or
+//     its lease held (ErrSessionBusy) the reconcile is requeued.
 package dispatch
