@@ -42,7 +42,9 @@
 // line is dropped (the file is truncated to its last complete record), a run
 // file whose begin record never completed is removed (its Begin never
 // returned), and anything worse is copied aside as *.corrupt and reported by
-// Recovery.
+// Recovery. A run whose end cannot be written (a full disk) ends in memory
+// only, for this process's readers, and is recovered as failed after a
+// restart (unrecorded.go).
 //
 // Never replay: the journal answers, per runId, "new", "finished — replay the
 // record", "running — attach" or "conflict"; it never re-runs anything and

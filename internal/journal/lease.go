@@ -295,7 +295,12 @@ func (j *Journal) Release(_ context.Context, lease store.Lease) error {
 }
 
 // changeLease applies change to the session's grant if lease is it, writes
-// it, wakes the waiters and returns the new record.
+// it, wakes the waiters and returns the new record. A release that cannot be
+// written (the file system is full) frees the lease in this process all the
+// same and returns the write's error: lease.json keeps the grant, which after
+// a restart only makes a successor wait for its expiry, while here the
+// session's next turn, or its deletion (DeleteSession refuses a held lease),
+// need not.
 func (j *Journal) changeLease(lease store.Lease, change func(*leaseRecord, time.Time)) (leaseRecord, error) {
 	ls, err := j.leaseOf(lease.Session)
 	if err != nil {
@@ -314,14 +319,15 @@ func (j *Journal) changeLease(lease store.Lease, change func(*leaseRecord, time.
 		rec = ls.rec
 		ls.mu.Unlock()
 		change(&rec, j.now())
-		if err := j.writeLease(s, rec); err != nil {
-			return err
+		werr := j.writeLease(s, rec)
+		if werr != nil && rec.Held {
+			return werr
 		}
 		ls.mu.Lock()
 		ls.rec = rec
 		ls.broadcastLocked()
 		ls.mu.Unlock()
-		return nil
+		return werr
 	})
 	return rec, err
 }

@@ -54,6 +54,19 @@ func encodeLine(r fileRecord) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// compactResult is a run's result as its end record stores it: compacted,
+// nil when empty.
+func compactResult(result json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(result)) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, result); err != nil {
+		return nil, fmt.Errorf("%w: result: %w", ErrInvalidRecord, err)
+	}
+	return b.Bytes(), nil
+}
+
 // eventLine renders an event record by hand (the hot path) and returns where
 // the compacted payload sits in it. typ must satisfy validEventType.
 func eventLine(seq int64, typ string, at time.Time, payload json.RawMessage) (line []byte, pstart, pend int, err error) {

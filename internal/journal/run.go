@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -48,6 +47,9 @@ type runState struct {
 	f      *os.File // open while a writer in this process may append
 	size   int64    // bytes of complete records in the file
 	broken error    // a failed write could not be undone; the run takes no more writes
+	// unwritten is the last Append's event when its write failed: the run's
+	// last event if it now ends unrecorded (unrecorded.go).
+	unwritten *unwrittenEvent
 
 	mu         sync.Mutex
 	state      State
@@ -57,6 +59,7 @@ type runState struct {
 	finishedAt time.Time
 	result     json.RawMessage
 	reason     string
+	unrecorded bool          // ended in memory only: the file has no end record (unrecorded.go)
 	wake       chan struct{} // closed at the next event or end; created by a waiting reader
 	done       chan struct{} // closed when the run ends
 }
@@ -204,9 +207,9 @@ func (j *Journal) Lookup(session, runID string) (*Run, error) {
 // remove it in between. Its events are read when iterated.
 func (j *Journal) handleLocked(rs *runState) (*Run, error) {
 	rs.mu.Lock()
-	running := rs.state == StateRunning
+	inMemory := rs.state == StateRunning || rs.unrecorded
 	rs.mu.Unlock()
-	if running {
+	if inMemory {
 		j.mu.Unlock()
 		return &Run{j: j, rs: rs}, nil
 	}
@@ -325,13 +328,15 @@ func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: event %d payload of run %q: %w", ErrInvalidRecord, seq, rs.key.runID, err)
 	}
-	if err := rs.writeLine(line); err != nil {
-		return 0, fmt.Errorf("journal: append event %d to run %q: %w", seq, rs.key.runID, err)
-	}
 	ev := Event{Seq: seq, Type: typ, At: at}
 	if pend > pstart {
 		ev.Payload = line[pstart:pend:pend]
 	}
+	if err := rs.writeLine(line); err != nil {
+		rs.unwritten = &unwrittenEvent{ev, err}
+		return 0, fmt.Errorf("journal: append event %d to run %q: %w", seq, rs.key.runID, err)
+	}
+	rs.unwritten = nil
 	rs.mu.Lock()
 	r.j.tailBytes.Add(rs.tail.push(tailEvent{Event: ev, end: rs.size, size: int64(len(line))}))
 	rs.lastSeq, rs.evEnd = seq, rs.size
@@ -346,7 +351,9 @@ func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
 // Finish ends the run with state StateFinished or StateFailed and its result
 // (valid JSON or empty), fsyncs the file and closes it, and wakes every Events
 // iterator. Once the end record is written the run has ended even if the
-// fsync fails (the error reports it).
+// fsync fails (the error reports it). When the end cannot be written — the
+// file system is full — the run ends all the same, in memory only, and the
+// write's error is returned (unrecorded.go).
 func (r *Run) Finish(state State, result json.RawMessage) error {
 	if !r.writer {
 		return ErrNotWriter
@@ -361,10 +368,10 @@ func (r *Run) Finish(state State, result json.RawMessage) error {
 	defer unfence()
 	r.rs.wmu.Lock()
 	defer r.rs.wmu.Unlock()
-	if err := r.writable(); err != nil {
+	if err := r.writable(); err != nil && !r.endsUnrecorded() {
 		return err
 	}
-	if err := r.j.end(r.rs, state, result, ""); err != nil {
+	if err := r.j.finish(r.rs, state, result); err != nil {
 		return fmt.Errorf("journal: finish run %q: %w", r.rs.key.runID, err)
 	}
 	return nil
@@ -388,13 +395,9 @@ func (r *Run) writable() error {
 // publishes the end and swaps the index entry for a metadata-only copy.
 // rs.wmu must be held and the run running.
 func (j *Journal) end(rs *runState, state State, result json.RawMessage, reason string) error {
-	var compact json.RawMessage
-	if len(bytes.TrimSpace(result)) > 0 {
-		var b bytes.Buffer
-		if err := json.Compact(&b, result); err != nil {
-			return fmt.Errorf("%w: result: %w", ErrInvalidRecord, err)
-		}
-		compact = b.Bytes()
+	compact, err := compactResult(result)
+	if err != nil {
+		return err
 	}
 	at := j.now()
 	line, err := encodeLine(fileRecord{Rec: recEnd, State: state, LastSeq: rs.lastSeq, At: at, Result: compact, Reason: reason})

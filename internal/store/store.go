@@ -77,7 +77,10 @@ type Store interface {
 	Renew(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
 	// Release frees the lease and wakes the session's next waiter. Writes
 	// under it are fenced from then on. Releasing a lease that is no longer
-	// the current grant changes nothing and returns ErrFenced.
+	// the current grant changes nothing and returns ErrFenced. When the
+	// storage refuses the release's write (a full disk), the lease is free
+	// for this Store all the same and the error is returned; the stored
+	// grant then lasts until it expires.
 	Release(ctx context.Context, lease Lease) error
 
 	// --- Transcripts ---
@@ -182,7 +185,12 @@ type Run interface {
 	Append(typ string, payload json.RawMessage) (int64, error)
 	// Finish ends the run with StateFinished or StateFailed and its result
 	// (valid JSON or empty), makes the run durable and wakes every Events
-	// iterator. Errors as for Append.
+	// iterator. Errors as for Append. When the storage refuses the end's
+	// write (a full disk), or refused the run's last Append, the run still
+	// ends for this Store's readers — its state and result, and that last
+	// event with its sequence number, kept in memory, not durable — and
+	// Finish returns the write's error; the storage keeps the run running
+	// until Recover ends it failed, outcome unknown, after a restart.
 	Finish(state State, result json.RawMessage) error
 	// Events iterates over the run's events with Seq > afterSeq, in order:
 	// first those recorded, then, while the run is running, each new one as
