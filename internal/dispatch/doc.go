@@ -74,7 +74,13 @@
 //     (retryable: the next turn resumes the thread once the server is back),
 //     replaySafe false, no scope (no other harness may run it).
 //   - A journal or transcript write that fails interrupts the native turn
-//     and fails the turn visibly, instead of running on unrecorded.
+//     and fails the turn visibly, instead of running on unrecorded: its
+//     `error` is HarnessUnavailable naming what refused the write (a full
+//     disk), TranscriptLimitExceeded only for the transcript's size limit.
+//     On a full disk the journal ends the run in memory when its end cannot
+//     be written (journal's unrecorded.go), and a session can still be
+//     deleted: the finalizer deletes the journal even when the store cannot
+//     write its lease grant.
 //   - A panic while a turn runs is recovered, logged, and fails that turn
 //     only.
 //   - A session deleted mid-turn: the finalizer interrupts the turn (it ends

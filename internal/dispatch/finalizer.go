@@ -123,7 +123,9 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // gives it back (the store deletes a session only while nobody holds its
 // lease; a turn that takes it next finds the session being deleted and
 // starts nothing) — and then removes the session's native state from the
-// app-servers (forgetNative).
+// app-servers (forgetNative). A lease the store cannot grant for another
+// reason than a turn holding it (a full disk) does not stop the deletion:
+// DeleteSession checks for a running turn and a held lease itself.
 func (r *FinalizerReconciler) deleteJournal(ctx context.Context, s *v1alpha1.AgentSession) error {
 	session, uid := SessionKey(s), s.UID
 	if r.Engine == nil {
@@ -133,11 +135,18 @@ func (r *FinalizerReconciler) deleteJournal(ctx context.Context, s *v1alpha1.Age
 	lctx, cancel := context.WithTimeout(ctx, finalizerLockWait)
 	defer cancel()
 	lease, err := r.Store.Acquire(lctx, session, r.Engine.opts.Owner, r.Engine.opts.LeaseTTL)
-	if err != nil {
+	switch {
+	case err == nil:
+		r.Engine.release(lease)
+	case lctx.Err() != nil:
 		// The turn has not ended yet: try again later.
 		return fmt.Errorf("wait for the running turn: %w: %w", err, store.ErrSessionBusy)
+	default:
+		// The store could not record the grant — its disk is full, say.
+		// Deleting is what frees that disk, and DeleteSession itself
+		// refuses while a turn runs or holds the lease.
+		r.Engine.log.Error(err, "the lease of a deleted session could not be taken; deleting its journal all the same", "session", session)
 	}
-	r.Engine.release(lease)
 	if err := r.Store.DeleteSession(session); err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -33,6 +35,23 @@ func (t *runningTurn) relay(ev adapter.Event) {
 		t.e.log.Error(err, "journal append failed; interrupting the turn", "session", t.session, "runId", t.req.RunID, "event", ev.Type)
 		t.interruptNative()
 	}
+}
+
+// recordingFailure is the error of a turn the dispatcher could not record,
+// whose native turn relay interrupted: the journal refused an event, or the
+// transcript mirror a record — for its size limit (TranscriptLimitExceeded:
+// the session must be reset) or for anything else, a full disk among them
+// (HarnessUnavailable, like the journal's). nil when nothing was refused.
+func recordingFailure(writeErr, transcriptErr error) *wire.Error {
+	switch {
+	case writeErr != nil:
+		return wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", writeErr).Touched(false)
+	case errors.Is(transcriptErr, store.ErrTranscriptLimitExceeded):
+		return wire.Errorf(wire.CodeTranscriptLimitExceeded, "", "%v", transcriptErr).Touched(false)
+	case transcriptErr != nil:
+		return wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its transcript mirror refused a write: %v); the native turn was interrupted", transcriptErr).Touched(false)
+	}
+	return nil
 }
 
 // emit appends one event to the run's journal.

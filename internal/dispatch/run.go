@@ -156,11 +156,8 @@ func (t *runningTurn) input() adapter.TurnInput {
 // transcript's fsync.
 func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	finished := metav1.Now()
-	if terr == nil && t.writeErr != nil {
-		terr = wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher could not record the turn (its journal refused a write: %v); the native turn was interrupted", t.writeErr).Touched(false)
-	}
-	if terr == nil && t.transcriptErr != nil {
-		terr = wire.Errorf(wire.CodeTranscriptLimitExceeded, "", "%v", t.transcriptErr).Touched(false)
+	if terr == nil {
+		terr = recordingFailure(t.writeErr, t.transcriptErr)
 	}
 	recordFinished(t.labels, res, terr, finished.Sub(t.started.Time))
 	// The status first: a client that reads the session after the run's
