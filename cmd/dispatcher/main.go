@@ -12,7 +12,9 @@
 // includes the engine's turn metrics (harness_dispatcher_*: turns,
 // fail-closed decisions, time to first partial, duration, tokens) and the
 // journal's (harness_dispatcher_journal_*: retention passes, what they
-// pruned, each namespace's runs and bytes against its caps).
+// pruned, each namespace's runs and bytes against its caps, the free bytes of
+// its volume). /readyz also fails while the journal's volume has less than
+// --journal-min-free-bytes available (diskspace.go).
 //
 // The API's TLS certificate comes from one of three places:
 //   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
@@ -106,6 +108,7 @@ type options struct {
 	leaderElect      bool
 	leaderElectionNS string
 	journalDir       string
+	journalMinFree   int64
 	retention        retentionOptions
 	tokenAudience    string
 	shutdownGrace    time.Duration
@@ -125,6 +128,7 @@ func main() {
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
+	bindDiskSpaceFlags(flag.CommandLine, &opts.journalMinFree)
 	bindRetentionFlags(flag.CommandLine, &opts.retention)
 	bindTurnTokenFlags(flag.CommandLine, &opts.turnToken)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
@@ -191,6 +195,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err := opts.retention.validate(); err != nil {
 		return err
 	}
+	if err := validateMinFree(opts.journalMinFree); err != nil {
+		return err
+	}
 	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
@@ -233,6 +240,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		"tornTails", rep.TornTails, "discarded", len(rep.Discarded), "corrupt", rep.Corrupt, "pruned", rep.Pruned)
 	if m := rep.Migrated; len(m.Moved)+len(m.Removed) > 0 {
 		log.Info("migrated a journal kept by AgentSession name to UID keys", "moved", m.Moved, "removedGone", m.Removed)
+	}
+	journalSpaceOK := journalSpace(opts.journalDir, opts.journalMinFree)
+	if err := journalSpaceOK(nil); err != nil {
+		log.Error(err, "the journal's volume is nearly full: /readyz fails until there is room")
 	}
 
 	// Give the API server's graceful shutdown its full grace, plus time for
@@ -318,6 +329,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 			}
 			return nil
 		},
+		"journal-space": journalSpaceOK,
 		"api": func(*http.Request) error {
 			if !api.serving.Load() {
 				return errors.New("the API server is not serving (not leading, no certificate yet, recovering, or shutting down)")
