@@ -10,7 +10,8 @@
 // A test scripts replies per request: [Server.When] queues replies for
 // requests whose latest user message contains a marker, [Server.Enqueue]
 // queues replies for any request, and everything else gets the default reply
-// ("Hello from stub", or "got tool output: <output>" when the latest input is
+// ("Hello from stub"; a shell tool call for a message starting with
+// ShellDirective; or "got tool output: <output>" when the latest input is
 // a function_call_output). Replies are built with [Text], [Call], [Reasoning],
 // [HTTPError], [Cut] and [Stall]; [Reply.HoldBefore] pauses a text stream
 // between two deltas. A [Gate] releases stalled and held streams and reports
@@ -229,8 +230,17 @@ func (s *Server) pickLocked(r *Request) Reply {
 	if out, ok := r.lastFunctionCallOutput(); ok {
 		return Text(ToolOutputPrefix + out.Output)
 	}
+	if cmd, ok := strings.CutPrefix(strings.TrimSpace(last), ShellDirective); ok {
+		return CallJSON("exec_command", map[string]string{"cmd": strings.TrimSpace(cmd)})
+	}
 	return Text(DefaultText)
 }
+
+// ShellDirective starts a user message whose default reply is a call of
+// Codex's shell tool (exec_command) with the rest of the message as the
+// command — so `make run` can show what a session's working directory holds:
+// `kubectl harness turn demo --prompt "RUN_SHELL: ls -A"`.
+const ShellDirective = "RUN_SHELL:"
 
 func (s *Server) handleResponses(w http.ResponseWriter, hr *http.Request) {
 	s.handlers.Add(1)

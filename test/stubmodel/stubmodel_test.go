@@ -433,3 +433,21 @@ func TestCloseEndsStalledRequests(t *testing.T) {
 		t.Fatalf("Close took %v", d)
 	}
 }
+
+// A message starting with the shell directive makes the model call Codex's
+// shell tool with the rest as the command (make run lists a session's
+// working directory with it).
+func TestShellDirectiveCallsTheShellTool(t *testing.T) {
+	t.Parallel()
+	s := stubmodel.Start(t)
+	_, evs, _ := post(t, ctxT(t), s, userBody(stubmodel.ShellDirective+" ls -A"))
+	var call map[string]any
+	for _, ev := range evs {
+		if item, ok := ev.Data["item"].(map[string]any); ok && ev.Name == "response.output_item.done" {
+			call = item
+		}
+	}
+	if call["type"] != "function_call" || call["name"] != "exec_command" || call["arguments"] != `{"cmd":"ls -A"}` {
+		t.Fatalf("reply to %q: %v, want an exec_command call of ls -A", stubmodel.ShellDirective+" ls -A", call)
+	}
+}
