@@ -3,7 +3,7 @@
 //
 // An adapter executes ONE prepared turn on ONE native runtime that the engine
 // has already chosen and connected to (DESIGN.md §2, §4). The engine owns
-// everything around the turn: the session lock, selection, the journal, the
+// everything around the turn: the session lease, selection, the journal, the
 // choice of server and the AgentSession status. The adapter owns what only it
 // can do for the runtime it speaks:
 //

@@ -155,7 +155,7 @@ func (e *Engine) Drain(ctx context.Context) bool {
 
 // ErrSessionNotFound is returned (wrapped) for a turn of an AgentSession that
 // does not exist, or that is being deleted (a turn that waited for the
-// session lock while the dispatcher finalizer deleted its journal).
+// session lease while the dispatcher finalizer deleted its journal).
 var ErrSessionNotFound = errors.New("dispatch: AgentSession not found")
 
 // ErrNoPendingToolCall is returned by SubmitToolResult when no host tool call

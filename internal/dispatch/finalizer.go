@@ -46,8 +46,8 @@ const nativeCleanupGrace = 2 * time.Minute
 //
 // A session deleted while one of its turns runs: with Engine set, the turn is
 // interrupted (terminal aborted, recorded as usual) and the reconcile waits,
-// under the engine's session lock, for it to end — a turn that waited for the
-// lock sees the deletion and is refused; without Engine, or while the
+// by taking the session's lease, for it to end — a turn that waited for the
+// lease sees the deletion and is refused; without Engine, or while the
 // journal still shows the run running (ErrSessionBusy), the reconcile is
 // requeued after busyRequeue. The finalizer is never removed while the
 // journal holds anything of the session.

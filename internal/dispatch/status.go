@@ -79,7 +79,7 @@ func (e *Engine) current(sess *v1alpha1.AgentSession) *dispatcherStatus {
 // A status apply cannot carry a UID precondition (the API server keeps the
 // stored metadata on the status subresource); a same-named successor is
 // never written to because the finalizer removes a session only after its
-// running turn has ended and written its status, under the session lock.
+// running turn has ended and written its status, under the session lease.
 func (e *Engine) apply(ctx context.Context, sess *v1alpha1.AgentSession, st *dispatcherStatus) error {
 	ns, name := sess.Namespace, sess.Name
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)

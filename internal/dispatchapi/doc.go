@@ -35,17 +35,17 @@
 // verification; the connection is TLS but unauthenticated).
 //
 // Decisions taken here:
-//   - The turn stream is read from the journal (Run.Events), never from the
-//     engine's Sink: every event's `id:` is its journal sequence number, and
-//     a fresh turn, a reconnect (Last-Event-ID, or the same runId in the
-//     body) and a late reader see exactly the same bytes. A reconnect runs
-//     Engine.Turn only to have the engine check the body against the run's
-//     digest (RunIdConflict); the engine replays, never re-runs.
+//   - The turn stream is read from the store (store.Run.Events): every
+//     event's `id:` is its journal sequence number, and a fresh turn, a
+//     reconnect (Last-Event-ID, or the same runId in the body) and a late
+//     reader see exactly the same bytes. A fresh request calls Engine.Start,
+//     which returns the run once it is journaled — or the known run of the
+//     same runId and body (RunIdConflict for another body); it never runs a
+//     turn twice. A reconnect with Last-Event-ID only looks the run up.
 //   - A turn refused before anything was journaled (SessionMismatch,
 //     EmbeddedRuntimeSelected, fail-closed decisions, HarnessUnavailable,
-//     HarnessAtCapacity, NativeThreadLost, …) is answered with its HTTP
-//     status and the JSON error, not with a stream: the engine's `selected`
-//     event is held until the run appears in the journal. A turn that
+//     HarnessAtCapacity, NativeThreadLost, …) is Start's error, answered
+//     with its HTTP status and the JSON error, not with a stream. A turn that
 //     failed after it was journaled ends its (200) stream with `error`.
 //   - The client's disconnect does not interrupt a turn (it keeps running
 //     and is journaled; a reconnect receives the rest). Use …/interrupt.

@@ -619,7 +619,7 @@ func (t *Turn) Reattach(ctx context.Context, c *appserver.Client) error {
 // findStartedTurn looks up the turn a lost turn/start started, if any: the
 // thread's newest turn, when its user message is this turn's prompt and it
 // is running or began at most two minutes (clock skew between dispatcher
-// and server included) before the request was sent. The session lock keeps
+// and server included) before the request was sent. The session lease keeps
 // other turns off the thread.
 func (t *Turn) findStartedTurn(ctx context.Context, c *appserver.Client) (string, error) {
 	var res struct {
