@@ -265,12 +265,14 @@ type NativeBinding struct {
 	// +kubebuilder:validation:MaxLength=128
 	SessionUID string `json:"sessionUID,omitempty"`
 
-	// harnessNamespace and harnessName name the AgentHarness whose server
+	// harnessNamespace is the namespace of the AgentHarness whose server
 	// holds the thread: the dispatcher's finalizer archives the thread and
 	// removes the session's working directory there.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	HarnessNamespace string `json:"harnessNamespace,omitempty"`
+
+	// harnessName is the name of that AgentHarness.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	HarnessName string `json:"harnessName,omitempty"`
@@ -318,10 +320,12 @@ type NativeTurn struct {
 	// +kubebuilder:validation:MaxLength=253
 	Pod string `json:"pod"`
 
-	// harnessNamespace and harnessName name the AgentHarness of the server.
+	// harnessNamespace is the namespace of the server's AgentHarness.
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	HarnessNamespace string `json:"harnessNamespace"`
+
+	// harnessName is the name of the server's AgentHarness.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	HarnessName string `json:"harnessName"`
