@@ -1,0 +1,224 @@
+package selection
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
+)
+
+// Evaluating the candidate harnesses of a decision: support of the route,
+// availability, tool policy, and the messages of a candidate that cannot run
+// the turn.
+
+// evaluate lists every visible harness as a candidate and decides each route
+// for the mode. target is the requested harness (explicit, pin); in implicit
+// mode it is looked up as `codex`.
+func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
+	if mode == modeImplicit {
+		target = e.lookup(string(v1alpha1.RuntimeCodex))
+	}
+	nr := len(e.routes)
+	best := make([]int, nr)
+	targetRes := make([]support, nr)
+	for i := range best {
+		best[i] = -1
+	}
+	targetAdmitted := false
+	noFacts := e.routes[0].mp == nil
+
+	cands := make([]wire.Candidate, len(e.order))
+	for k, hi := range e.order {
+		v := &e.views[hi]
+		c := &cands[k]
+		*c = wire.Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
+		switch {
+		case v.shadowed:
+			c.Reason = reasonShadowed
+			continue
+		case v.reserved:
+			c.Reason = reasonReserved
+			continue
+		case mode == modeImplicit && hi != target:
+			c.Reason = reasonOpenAIImplicit
+			continue
+		case mode == modePin && hi == target && noFacts:
+			c.Supported, c.Reason = true, reasonPinUnchecked
+			continue
+		}
+		if mode == modeAuto || mode == modeImplicit {
+			if ok, why := v.autoAdmits(e.provider); !ok {
+				c.Reason = why
+				continue
+			}
+		}
+		if hi == target {
+			targetAdmitted = true
+		}
+		c.Supported = true
+		allFallback := true
+		byProvider := v.supportsProvider(e.provider)
+		for ri := range e.routes {
+			res := byProvider
+			if res.ok {
+				res = v.supportsRoute(e.provider, &e.routes[ri])
+			}
+			if hi == target {
+				targetRes[ri] = res
+			}
+			if res.ok {
+				// Candidates come by priority, then id: the first supporter wins.
+				if mode == modeAuto && best[ri] < 0 {
+					best[ri] = hi
+				}
+				continue
+			}
+			if c.Supported {
+				c.Supported, c.Reason = false, res.reason
+				if nr > 1 {
+					c.Reason = e.routes[ri].name + ": " + res.reason
+				}
+			}
+			allFallback = allFallback && res.fallback
+		}
+		if !c.Supported && allFallback {
+			c.FallbackRuntime = string(v1alpha1.RuntimeOpenClaw)
+		}
+	}
+	if mode == modeList {
+		return cands, nil
+	}
+
+	outs := make([]outcome, nr)
+	for ri := range e.routes {
+		o := &outs[ri]
+		o.harness = -1
+		switch mode {
+		case modeAuto:
+			if o.harness = best[ri]; o.harness >= 0 {
+				o.reason = wire.ReasonAutoPlugin
+			} else {
+				o.reason = wire.ReasonAutoOpenClaw
+			}
+		case modeImplicit:
+			switch {
+			case !officialOpenAIRoute(e.routes[ri].mp):
+				o.reason = wire.ReasonAutoOpenClaw
+			case target < 0:
+				o.reason = wire.ReasonImplicitPluginUnavailableOpenClaw
+			case !targetAdmitted || !targetRes[ri].ok:
+				o.reason = wire.ReasonImplicitPluginUnsupportedOpenClaw
+			default:
+				o.harness, o.reason = target, wire.ReasonForcedPlugin
+			}
+		case modeExplicit, modePin:
+			res := targetRes[ri]
+			if mode == modePin && e.routes[ri].mp == nil {
+				// A pin keeps ownership while route facts are still pending.
+				res = support{ok: true}
+			}
+			switch {
+			case res.ok:
+				o.harness, o.reason = target, wire.ReasonForcedPlugin
+			case res.fallback:
+				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
+			default:
+				o.err = wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness, "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
+			}
+		}
+	}
+	return cands, outs
+}
+
+// combine merges per-route outcomes (DESIGN.md §5 rule 4): the first
+// fail-closed route fails the set; routes that agree run on their runtime;
+// routes that disagree run the set on openclaw, with the reason of the first
+// route that chose openclaw (auto_openclaw when none did).
+func combine(outs []outcome) (int, wire.Reason, *wire.Error) {
+	for _, o := range outs {
+		if o.err != nil {
+			return -1, "", o.err
+		}
+	}
+	first := outs[0]
+	for _, o := range outs[1:] {
+		if o.harness != first.harness {
+			for _, o := range outs {
+				if o.harness < 0 {
+					return -1, o.reason, nil
+				}
+			}
+			return -1, wire.ReasonAutoOpenClaw, nil
+		}
+	}
+	return first.harness, first.reason, nil
+}
+
+func (e *engine) unsupportedMessage(id string, r route, reason string) string {
+	if len(e.routes) > 1 {
+		reason = r.name + ": " + reason
+	}
+	return fmt.Sprintf("Requested agent harness %q does not support %s (%s).", id, modelLabel(e.provider, e.model), reason)
+}
+
+// modelLabel is provider/model, or whichever part is known.
+func modelLabel(provider, model string) string {
+	switch {
+	case provider != "" && model != "":
+		return provider + "/" + model
+	case provider != "":
+		return provider
+	case model != "":
+		return model
+	}
+	return "an unknown provider"
+}
+
+func unavailableMessage(id, condType string, c *metav1.Condition) string {
+	if c == nil {
+		return fmt.Sprintf("Agent harness %q is unavailable: %s is not reported yet. Retry later.", id, condType)
+	}
+	detail := c.Reason
+	if c.Message != "" {
+		detail += ": " + c.Message
+	}
+	return fmt.Sprintf("Agent harness %q is unavailable: %s is %s (%s). Retry later.", id, condType, c.Status, detail)
+}
+
+// toolVerdict applies the tool-policy restriction rule with the harness's
+// declarations (DESIGN.md §5 rule 6).
+func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
+	a := e.a
+	in := toolpolicy.Input{
+		ToolsAllow:     a.ToolsAllow,
+		DisableTools:   a.DisableTools,
+		HostRestricted: a.PluginHarnessToolPolicyRestricted,
+		NativeTools:    toolIDs(v.nativeTools),
+	}
+	if v.h.Spec.ConversationToolPolicySupport == v1alpha1.ToolPolicySupportExact {
+		in.Support = toolpolicy.SupportExact
+		in.SafeDenyTools = toolIDs(v.h.Spec.ConversationToolPolicySafeDenyTools)
+	}
+	if tp := a.ToolPolicy; tp != nil {
+		in.Profile, in.AlsoAllow = tp.Profile, tp.AlsoAllow
+		in.Layers = make([]toolpolicy.Layer, len(tp.Layers))
+		for i, l := range tp.Layers {
+			in.Layers[i] = toolpolicy.Layer{Name: l.Name, Allow: l.Allow, Deny: l.Deny}
+		}
+	}
+	return toolpolicy.Evaluate(in)
+}
+
+func toolIDs(ids []v1alpha1.ToolID) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
