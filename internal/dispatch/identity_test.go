@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -53,37 +54,17 @@ func serverClient(url string) *appserver.Client {
 // thread and working directory.
 func nativeState(c *appserver.Client, dir, threadID string) (archived, unarchived bool, dirExists bool) {
 	GinkgoHelper()
-	for _, arch := range []bool{true, false} {
-		var res struct {
-			Data []struct {
-				ID string `json:"id"`
-			} `json:"data"`
-		}
-		Expect(c.Call(ctx, "thread/list", map[string]any{"cwd": dir, "archived": arch}, &res)).To(Succeed())
-		for _, t := range res.Data {
-			if t.ID == threadID && arch {
-				archived = true
-			}
-			if t.ID == threadID && !arch {
-				unarchived = true
-			}
-		}
-	}
-	err := c.Call(ctx, "fs/getMetadata", map[string]any{"path": dir}, nil)
-	return archived, unarchived, err == nil
+	st, err := codextest.Native(ctx, c, dir, threadID)
+	Expect(err).NotTo(HaveOccurred())
+	return st.Archived, st.Unarchived, st.DirExists
 }
 
 // threadCwd is the working directory the app-server records for a thread.
 func threadCwd(c *appserver.Client, threadID string) string {
 	GinkgoHelper()
-	var res struct {
-		Thread struct {
-			Cwd string `json:"cwd"`
-		} `json:"thread"`
-	}
-	Expect(c.Call(ctx, "thread/read", map[string]any{"threadId": threadID}, &res)).To(Succeed())
-	Expect(res.Thread.Cwd).NotTo(BeEmpty())
-	return res.Thread.Cwd
+	cwd, err := codextest.ThreadCwd(ctx, c, threadID)
+	Expect(err).NotTo(HaveOccurred())
+	return cwd
 }
 
 var _ = Describe("A session deleted and created again under its name", func() {

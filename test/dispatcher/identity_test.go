@@ -2,7 +2,6 @@ package dispatcher_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -249,45 +249,18 @@ func appServerClient() *appserver.Client {
 // threadCwd is the working directory the app-server records for a thread.
 func threadCwd(c *appserver.Client, threadID string) string {
 	GinkgoHelper()
-	var res struct {
-		Thread struct {
-			Cwd string `json:"cwd"`
-		} `json:"thread"`
-	}
-	Expect(c.Call(ctx, "thread/read", map[string]any{"threadId": threadID}, &res)).To(Succeed())
-	Expect(res.Thread.Cwd).NotTo(BeEmpty())
-	return res.Thread.Cwd
+	cwd, err := codextest.ThreadCwd(ctx, c, threadID)
+	Expect(err).NotTo(HaveOccurred())
+	return cwd
 }
 
-// native is what the app-server says about a session's thread (listed among
-// the archived or the unarchived threads of its directory) and directory.
-type native struct {
-	Archived, Unarchived, DirExists bool
-}
+// native is what the app-server says about a session's thread and directory.
+type native = codextest.NativeState
 
 // nativeState asks the app-server about threadID and dir.
 func nativeState(c *appserver.Client, dir, threadID string) native {
 	GinkgoHelper()
-	var st native
-	for _, archived := range []bool{true, false} {
-		var res struct {
-			Data []struct {
-				ID string `json:"id"`
-			} `json:"data"`
-		}
-		Expect(c.Call(ctx, "thread/list", map[string]any{"cwd": dir, "archived": archived}, &res)).To(Succeed())
-		for _, t := range res.Data {
-			if t.ID == threadID {
-				st.Archived = st.Archived || archived
-				st.Unarchived = st.Unarchived || !archived
-			}
-		}
-	}
-	// The server answers a missing path with an error of its own; anything
-	// else (a lost connection) is no answer.
-	err := c.Call(ctx, "fs/getMetadata", map[string]any{"path": dir}, nil)
-	var rpcErr *appserver.RPCError
-	Expect(err == nil || errors.As(err, &rpcErr)).To(BeTrue(), "fs/getMetadata %s: %v", dir, err)
-	st.DirExists = err == nil
+	st, err := codextest.Native(ctx, c, dir, threadID)
+	Expect(err).NotTo(HaveOccurred())
 	return st
 }

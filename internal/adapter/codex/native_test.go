@@ -54,17 +54,9 @@ func TestForgetSessionArchivesItsThreadsAndRemovesItsDirectory(t *testing.T) {
 
 func listThreads(t *testing.T, r *rig, cwd string, archived bool) []string {
 	t.Helper()
-	var res struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := r.c.Call(testCtx(t, 30*time.Second), "thread/list", map[string]any{"cwd": cwd, "archived": archived}, &res); err != nil {
-		t.Fatalf("thread/list: %v", err)
-	}
-	var ids []string
-	for _, d := range res.Data {
-		ids = append(ids, d.ID)
+	ids, err := codextest.ThreadsIn(testCtx(t, 30*time.Second), r.c, cwd, archived)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ids
 }
