@@ -33,6 +33,20 @@ func reconnect(t *testing.T, url string) *http.Request {
 	return req
 }
 
+// replay serves h and reconnects to its run (reconnect); the server and
+// the response end with the test.
+func replay(t *testing.T, h http.Handler) *http.Response {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Do(reconnect(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
 // handlerWriting counts handler goroutines blocked writing to the network.
 func handlerWriting(fn string) int {
 	n := 0
@@ -123,13 +137,7 @@ func TestAStreamIdleLongerThanTheWriteDeadlineIsNotCut(t *testing.T) {
 	const wait = 200 * time.Millisecond
 	f := newAPIFixture(t, wait, nil)
 	w := f.run(t, 1, 10, false)
-	srv := httptest.NewServer(f.handler)
-	defer srv.Close()
-	resp, err := srv.Client().Do(reconnect(t, srv.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
+	resp := replay(t, f.handler)
 	sc := sse.NewScanner(resp.Body)
 	if !sc.Next() || sc.Event().ID != "1" {
 		t.Fatalf("first event: %+v, %v", sc.Event(), sc.Err())
@@ -160,13 +168,7 @@ func TestAReplayOfADamagedRunEndsWithAnError(t *testing.T) {
 	f := newAPIFixture(t, 0, nil)
 	f.run(t, 5, 10, true)
 	f.damageEvent(t, 3)
-	srv := httptest.NewServer(f.handler)
-	defer srv.Close()
-	resp, err := srv.Client().Do(reconnect(t, srv.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
+	resp := replay(t, f.handler)
 	var got []string
 	if err := sse.Read(resp.Body, func(ev sse.Event) bool {
 		got = append(got, ev.ID+" "+ev.Type)
