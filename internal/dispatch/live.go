@@ -39,7 +39,6 @@ func (l *liveTurns) add(session, runID string) *liveRun {
 	defer l.mu.Unlock()
 	if l.runs == nil {
 		l.runs = map[string]*liveRun{}
-		l.tools = map[toolKey]chan wire.ToolAnswer{}
 	}
 	if l.idle == nil {
 		l.idle = make(chan struct{})

@@ -50,18 +50,12 @@ func (e *Engine) appServers(ctx context.Context) ([]appServer, error) {
 				continue
 			}
 			seen[srv.URL] = true
-			name := h.Namespace + "/" + h.Name + "/" + srv.Name
-			conn, err := e.serverConn(ctx, h, srv)
+			s, err := e.connect(ctx, h, srv)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("app-server %s: %w", name, err))
+				errs = append(errs, err)
 				continue
 			}
-			c, err := e.open(ctx, conn)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("app-server %s: %w", name, err))
-				continue
-			}
-			out = append(out, appServer{name: name, client: c, root: e.workspaceRoot(c)})
+			out = append(out, *s)
 		}
 	}
 	return out, errors.Join(errs...)
@@ -134,16 +128,21 @@ func (e *Engine) serverOf(ctx context.Context, ns, name, pod string) (*appServer
 			return nil, serr
 		}
 	}
-	label := h.Namespace + "/" + h.Name + "/" + srv.Name
+	return e.connect(ctx, h, srv)
+}
+
+// connect opens (or reuses) the pooled connection to srv of harness h.
+func (e *Engine) connect(ctx context.Context, h *v1alpha1.AgentHarness, srv Server) (*appServer, error) {
+	name := h.Namespace + "/" + h.Name + "/" + srv.Name
 	conn, err := e.serverConn(ctx, h, srv)
 	if err != nil {
-		return nil, fmt.Errorf("app-server %s: %w", label, err)
+		return nil, fmt.Errorf("app-server %s: %w", name, err)
 	}
 	c, err := e.open(ctx, conn)
 	if err != nil {
-		return nil, fmt.Errorf("app-server %s: %w", label, err)
+		return nil, fmt.Errorf("app-server %s: %w", name, err)
 	}
-	return &appServer{name: label, client: c, root: e.workspaceRoot(c)}, nil
+	return &appServer{name: name, client: c, root: e.workspaceRoot(c)}, nil
 }
 
 // forgetOn removes one session directory and its threads from one server.

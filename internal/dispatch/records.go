@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -87,12 +86,6 @@ func NewRunID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return "run-" + hex.EncodeToString(b[:])
-}
-
-// namespaceOf is the namespace of a session key.
-func namespaceOf(session string) string {
-	ns, _, _ := strings.Cut(session, "/")
-	return ns
 }
 
 // mustJSON marshals engine-built values, which always marshal.

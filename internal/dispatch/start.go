@@ -60,7 +60,7 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnReque
 	if err != nil {
 		return nil, err
 	}
-	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
+	if run, err := e.known(ns, session, req.RunID, digest); run != nil || err != nil {
 		return run, err
 	}
 	if err := e.store.Admit(session); err != nil {
@@ -93,7 +93,7 @@ func (e *Engine) release(lease store.Lease) {
 
 // known returns the journaled run of runID when it was begun for a request
 // with this digest; nil, nil when the store does not know runID.
-func (e *Engine) known(session, runID string, digest [32]byte) (store.Run, error) {
+func (e *Engine) known(ns, session, runID string, digest [32]byte) (store.Run, error) {
 	run, err := e.store.FindRun(session, runID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -101,7 +101,7 @@ func (e *Engine) known(session, runID string, digest [32]byte) (store.Run, error
 	case err != nil:
 		return nil, err // a tombstone (RunPrunedError) among them: never run again
 	case run.Info().Digest != digest:
-		recordRefused(labelsOf(namespaceOf(session), wire.Decision{}), wire.CodeRunIDConflict)
+		recordRefused(labelsOf(ns, wire.Decision{}), wire.CodeRunIDConflict)
 		return nil, wire.RunIDConflict(session, runID)
 	}
 	return run, nil
@@ -112,7 +112,7 @@ func (e *Engine) known(session, runID string, digest [32]byte) (store.Run, error
 // otherwise the known run or the refusal.
 func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, req *wire.TurnRequest, digest [32]byte) (store.Run, *runningTurn, error) {
 	session := lease.Session
-	if run, err := e.known(session, req.RunID, digest); run != nil || err != nil {
+	if run, err := e.known(ns, session, req.RunID, digest); run != nil || err != nil {
 		return run, nil, err // the same runId ran while this request waited
 	}
 	// The session may have changed while this turn waited for the lock —
