@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,9 +34,9 @@ func reconnect(t *testing.T, url string) *http.Request {
 	return req
 }
 
-// replay serves h and reconnects to its run (reconnect); the server and
-// the response end with the test.
-func replay(t *testing.T, h http.Handler) *http.Response {
+// replay serves h, reconnects to its run (reconnect) and returns the
+// stream; the server and the response end with the test.
+func replay(t *testing.T, h http.Handler) io.Reader {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -44,7 +45,7 @@ func replay(t *testing.T, h http.Handler) *http.Response {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = resp.Body.Close() })
-	return resp
+	return resp.Body
 }
 
 // handlerWriting counts handler goroutines blocked writing to the network.
@@ -137,8 +138,8 @@ func TestAStreamIdleLongerThanTheWriteDeadlineIsNotCut(t *testing.T) {
 	const wait = 200 * time.Millisecond
 	f := newAPIFixture(t, wait, nil)
 	w := f.run(t, 1, 10, false)
-	resp := replay(t, f.handler)
-	sc := sse.NewScanner(resp.Body)
+	stream := replay(t, f.handler)
+	sc := sse.NewScanner(stream)
 	if !sc.Next() || sc.Event().ID != "1" {
 		t.Fatalf("first event: %+v, %v", sc.Event(), sc.Err())
 	}
@@ -168,9 +169,9 @@ func TestAReplayOfADamagedRunEndsWithAnError(t *testing.T) {
 	f := newAPIFixture(t, 0, nil)
 	f.run(t, 5, 10, true)
 	f.damageEvent(t, 3)
-	resp := replay(t, f.handler)
+	stream := replay(t, f.handler)
 	var got []string
-	if err := sse.Read(resp.Body, func(ev sse.Event) bool {
+	if err := sse.Read(stream, func(ev sse.Event) bool {
 		got = append(got, ev.ID+" "+ev.Type)
 		if ev.Type == wire.EventError {
 			var e wire.Error
