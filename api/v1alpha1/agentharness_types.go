@@ -300,6 +300,14 @@ type AppServerWorkload struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@\\\\s]+@sha256:[0-9a-f]{64}$')",message="appServer.image must be pinned by digest (name@sha256:<64 hex digits>)"
 	Image string `json:"image"`
 
+	// imagePullPolicy is the app-server container's pull policy: IfNotPresent
+	// (the default; a digest-pinned image never changes once pulled), Always
+	// (re-check the registry credentials at every start) or Never (the node
+	// must hold the image already, e.g. air-gapped nodes).
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
 	// command overrides the image's entrypoint.
 	// +optional
 	// +listType=atomic

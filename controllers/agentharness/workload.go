@@ -1,6 +1,7 @@
 package agentharness
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -239,7 +240,7 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 	container := corev1ac.Container().
 		WithName(ContainerName).
 		WithImage(spec.Image).
-		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithImagePullPolicy(cmp.Or(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
 		WithCommand(command...).
 		WithArgs(args...).
 		WithEnv(env...).

@@ -87,6 +87,7 @@ var _ = Describe("managed app-server workload", func() {
 		c := pod.Containers[0]
 		Expect(c.Name).To(Equal(ContainerName))
 		Expect(c.Image).To(Equal(h.Spec.AppServer.Image))
+		Expect(c.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent), "the default for a digest-pinned image")
 		Expect(c.Command).To(Equal([]string{"codex"}))
 		Expect(c.Args).To(Equal([]string{"app-server", "--listen", "ws://0.0.0.0:" + strconv.Itoa(int(appPort)),
 			"--ws-auth", "capability-token", "--ws-token-sha256", hex.EncodeToString(sum[:])}))
@@ -239,6 +240,13 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(func() string { return waitStatefulSet(h).Spec.Template.Annotations[AnnotationConfigHash] }).
 			ShouldNot(Equal(hash))
+
+		By("the pull policy is the spec's (Never: the node must hold the image)")
+		patch = client.MergeFrom(h.DeepCopy())
+		h.Spec.AppServer.ImagePullPolicy = corev1.PullNever
+		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
+		Eventually(func() corev1.PullPolicy { return waitStatefulSet(h).Spec.Template.Spec.Containers[0].ImagePullPolicy }).
+			Should(Equal(corev1.PullNever))
 
 		By("command and args override the defaults")
 		patch = client.MergeFrom(h.DeepCopy())

@@ -41,8 +41,19 @@ app.kubernetes.io/component: {{ index . 1 }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
+{{/*
+The image of one component; call with (list $ "manager"). A digest, when set,
+pins the image (<repository>/<component>@sha256:…); otherwise the tag does.
+*/}}
 {{- define "harness-operator.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- $ := index . 0 -}}
+{{- $component := index . 1 -}}
+{{- $digest := get $.Values.image.digests $component -}}
+{{- if $digest -}}
+{{- printf "%s/%s@%s" $.Values.image.repository $component $digest -}}
+{{- else -}}
+{{- printf "%s/%s:%s" $.Values.image.repository $component ($.Values.image.tag | default $.Chart.AppVersion) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Fixed names the manager's code looks objects up by (internal/webhook). */}}
