@@ -43,11 +43,16 @@ fmt-vet: ## gofmt and go vet (fast; part of `make test`).
 	go vet ./...
 	go vet -tags e2e ./test/e2e/...
 
+# ACTIONLINT checks the release workflow (which cannot run here); shellcheck
+# and pyflakes are off so every machine checks the same things.
+ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 -shellcheck= -pyflakes=
+
 .PHONY: lint
-lint: fmt-vet ## fmt-vet, golangci-lint, and kube-api-linter on api/ (builds the linter once).
+lint: fmt-vet ## fmt-vet, golangci-lint, kube-api-linter on api/ (builds the linter once), actionlint on the workflows.
 	gcl="$$(hack/setup-lint.sh)"; \
 	"$$gcl" run --config .golangci.yml ./...; \
 	"$$gcl" run --config .golangci-kal.yml ./api/...
+	$(ACTIONLINT) .github/workflows/*.yaml
 
 # TEST_DEPS sets up (once) and exports what the suites run against: the real
 # control plane, Codex, and the Codex release below the floor.
