@@ -1,30 +1,35 @@
 //go:build e2e
 
-// Package system is the end-to-end suite: the Helm chart installed on a real
-// local cluster (hack/local-cluster.sh: etcd, kube-apiserver with Pod Security
-// admission, kube-controller-manager, kube-scheduler and a KWOK node), driven
-// with the real kubectl, helm and kubectl-harness binaries the way a platform
-// team uses them.
+// Package system is the end-to-end suite: the Helm chart installed with the
+// project's own images on a real local cluster (hack/local-cluster.sh: etcd,
+// kube-apiserver with Pod Security admission, kube-controller-manager,
+// kube-scheduler, a real node — containerd, runc, a CNI bridge, kubelet and
+// kube-proxy — and a tainted KWOK node), driven with the real kubectl, helm
+// and kubectl-harness binaries the way a platform team uses them.
 //
-// Simulated Pods run no containers, so the manager and the dispatcher run as
-// local processes beside the cluster — with tokens of the chart's own
-// ServiceAccounts, so the chart's RBAC is all they have — and the chart's
-// webhook configurations point at the local manager through the chart's
-// development value webhook.url. The sample harness is a real
-// `codex app-server` on a free loopback port (the applied sample is patched to
-// it, so `make run`'s 4500 stays free) answering from the stub model.
+// The manager and the dispatcher run as Pods of the images `make images`
+// built (imported into the node's containerd; nothing is ever pulled); the API
+// server calls the webhooks through their Service and `kubectl harness`
+// reaches the dispatcher through the API server's service proxy. A managed
+// AgentHarness runs the Codex app-server image in a real container. What stays
+// on this machine: the stub model and the external sample harness (a real
+// `codex app-server`), both listening on the CNI bridge's gateway address, so
+// the Pods reach them the way they reach a service outside the cluster, and
+// the suite can hold a model reply to make a fault land mid-turn.
 //
-// `make test-e2e` brings the cluster up, sets the environment read here,
-// runs this suite and tears the cluster down.
+// `make test-e2e` builds the images, brings the cluster up, sets the
+// environment read here, runs this suite and tears the cluster down.
 package system
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,13 +39,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/internal/codextest"
@@ -52,7 +53,6 @@ import (
 const (
 	release           = "harness-operator"
 	operatorNamespace = "harness-operator-system"
-	stopGrace         = 15 * time.Second
 )
 
 // The namespaces of the suite. harnessNamespaces is what the chart is
@@ -68,7 +68,7 @@ var (
 func TestSystem(t *testing.T) {
 	suiteT = t
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "end to end on a local cluster")
+	RunSpecs(t, "end to end on a local cluster with a real node")
 }
 
 var (
@@ -78,15 +78,21 @@ var (
 	// env is what `make test-e2e` hands the suite.
 	env struct {
 		kubeconfig, kubectl, helm, codex, codexBelowFloor, binDir, repoRoot string
+		// gateway is the CNI bridge's address on this machine: what Pods
+		// reach the host at.
+		gateway string
+		// images are the refs and digests `make images` wrote (images.env).
+		images map[string]string
 	}
 	work  string // the suite's scratch directory
 	admin client.Client
-	cs    kubernetes.Interface
 	cfg   *rest.Config
+	cs    kubernetes.Interface
 
+	// stub is the model every Codex of the suite answers from, on the
+	// gateway address.
 	stub        *stubmodel.Server
 	sampleCodex *codextest.Server
-	procs       []*testutil.Process
 )
 
 var _ = BeforeSuite(func() {
@@ -95,7 +101,9 @@ var _ = BeforeSuite(func() {
 	env.helm = requireEnv("HELM_BIN", "the helm binary (hack/setup-helm.sh)")
 	env.codex = requireEnv(codextest.EnvBin, "the codex binary (hack/setup-codex.sh)")
 	env.codexBelowFloor = requireEnv("CODEX_BIN_BELOW_FLOOR", "a codex release below the floor (hack/setup-codex.sh 0.148.0)")
-	env.binDir = requireEnv("E2E_BIN_DIR", "the directory of manager, dispatcher and kubectl-harness (make build)")
+	env.binDir = requireEnv("E2E_BIN_DIR", "the directory of kubectl-harness (make build)")
+	env.gateway = requireEnv("LOCAL_CLUSTER_GATEWAY_IP", "the CNI bridge's gateway address (hack/local-cluster.sh env)")
+	env.images = readImagesEnv(requireEnv("E2E_IMAGES_ENV", "the images.env of `make images`"))
 	var err error
 	env.repoRoot, err = testutil.ModuleRoot()
 	Expect(err).NotTo(HaveOccurred())
@@ -110,25 +118,17 @@ var _ = BeforeSuite(func() {
 	cs, err = kubernetes.NewForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
 
-	stub, err = stubmodel.New()
-	Expect(err).NotTo(HaveOccurred())
+	// The gateway address is the host's side of the pod network: the stub
+	// model listens there so Codex in a Pod reaches it.
+	l, err := net.Listen("tcp", net.JoinHostPort(env.gateway, "0"))
+	Expect(err).NotTo(HaveOccurred(), "listen on the bridge's gateway address")
+	stub = stubmodel.Serve(l)
 	DeferCleanup(stub.Close)
 })
 
 var _ = ReportAfterEach(func(report SpecReport) {
 	if report.Failed() {
-		dumpLogs()
-	}
-})
-
-var _ = AfterSuite(func() {
-	for i := len(procs) - 1; i >= 0; i-- {
-		GinkgoWriter.Println(procs[i].Stop(stopGrace))
-	}
-	for _, p := range procs {
-		if err := p.Unexpected(); err != nil {
-			Fail(fmt.Sprintf("%v\n%s", err, p.Tail(4<<10)))
-		}
+		dumpCluster()
 	}
 })
 
@@ -141,6 +141,36 @@ func requireEnv(name, what string) string {
 	return v
 }
 
+// readImagesEnv reads NAME_IMAGE=ref and NAME_DIGEST=sha256:… lines.
+func readImagesEnv(path string) map[string]string {
+	GinkgoHelper()
+	f, err := os.Open(path)
+	Expect(err).NotTo(HaveOccurred(), "the images of `make images`")
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok && !strings.HasPrefix(k, "#") {
+			out[k] = v
+		}
+	}
+	Expect(sc.Err()).NotTo(HaveOccurred())
+	return out
+}
+
+// image returns the ref (without tag) and digest of one built image, e.g.
+// image("CODEX_APP_SERVER").
+func image(name string) (repository, digest string) {
+	GinkgoHelper()
+	ref, digest := env.images[name+"_IMAGE"], env.images[name+"_DIGEST"]
+	Expect(ref).NotTo(BeEmpty(), "%s_IMAGE in images.env", name)
+	Expect(digest).To(HavePrefix("sha256:"), "%s_DIGEST in images.env", name)
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref, digest
+}
+
 // result is a finished command.
 type result struct {
 	stdout, stderr string
@@ -151,17 +181,20 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.exit, r.stdout, r.stderr)
 }
 
-// run runs a binary with the admin kubeconfig (unless env overrides it).
-func run(extraEnv []string, bin string, args ...string) result {
-	GinkgoHelper()
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
+// command prepares a binary with the admin kubeconfig (unless env
+// overrides it).
+func command(cctx context.Context, extraEnv []string, bin string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	cmd := exec.CommandContext(cctx, bin, args...)
 	cmd.Dir = env.repoRoot
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+env.kubeconfig), extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	return cmd, &stdout, &stderr
+}
+
+// finished turns a command's end into a result.
+func finished(err error, stdout, stderr *bytes.Buffer, bin string, args []string) result {
+	GinkgoHelper()
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	if err != nil {
 		var exitErr *exec.ExitError
@@ -170,6 +203,31 @@ func run(extraEnv []string, bin string, args ...string) result {
 	}
 	GinkgoWriter.Printf("$ %s %s\n%s\n", filepath.Base(bin), strings.Join(redacted(args), " "), r)
 	return r
+}
+
+// run runs a binary to its end.
+func run(extraEnv []string, bin string, args ...string) result {
+	GinkgoHelper()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd, stdout, stderr := command(cctx, extraEnv, bin, args...)
+	return finished(cmd.Run(), stdout, stderr, bin, args)
+}
+
+// background starts a binary; wait returns its result.
+func background(extraEnv []string, bin string, args ...string) (wait func() result) {
+	GinkgoHelper()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	cmd, stdout, stderr := command(cctx, extraEnv, bin, args...)
+	Expect(cmd.Start()).To(Succeed())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	DeferCleanup(cancel)
+	return func() result {
+		GinkgoHelper()
+		defer cancel()
+		return finished(<-done, stdout, stderr, bin, args)
+	}
 }
 
 // redacted hides the values of token literals (kubectl create secret
@@ -196,44 +254,21 @@ func mustKubectl(args ...string) string {
 	return r.stdout
 }
 
-// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
-// ServiceAccount with a token from the TokenRequest API, for the local
-// manager and dispatcher: they get exactly the chart's grants.
-func serviceAccountKubeconfig(namespace, name string) string {
-	GinkgoHelper()
-	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3 * 3600)},
-	}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred(), "request a token for ServiceAccount %s/%s", namespace, name)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: namespace}
-	kc.CurrentContext = name
-	path := filepath.Join(work, name+".kubeconfig")
-	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
-	return path
-}
-
-// startProcess starts a binary of bin/ and records it for AfterSuite.
-func startProcess(name string, extraEnv []string, args ...string) *testutil.Process {
-	GinkgoHelper()
-	logDir := filepath.Join(work, "logs")
-	Expect(os.MkdirAll(logDir, 0o700)).To(Succeed())
-	p, err := testutil.StartProcess(name, filepath.Join(env.binDir, name), logDir, extraEnv, args...)
-	Expect(err).NotTo(HaveOccurred())
-	procs = append(procs, p)
-	return p
-}
-
-func dumpLogs() {
-	for _, p := range procs {
-		GinkgoWriter.Printf("\n----- %s log (%s), last 12 KiB -----\n%s\n", p.Name, p.LogPath, p.Tail(12<<10))
-	}
-	for _, s := range []*codextest.Server{sampleCodex} {
-		if s != nil {
-			GinkgoWriter.Printf("\n----- codex app-server stderr -----\n%s\n", lastBytes(s.Stderr(), 4<<10))
+// dumpCluster prints what explains a failure: the Pods of the suite's
+// namespaces, their containers' last logs, and the events.
+func dumpCluster() {
+	for _, ns := range append([]string{operatorNamespace}, harnessNamespaces...) {
+		for _, args := range [][]string{
+			{"get", "pods", "-n", ns, "-o", "wide"},
+			{"get", "events", "-n", ns, "--sort-by=.lastTimestamp"},
+			{"logs", "-n", ns, "--all-containers", "--prefix", "--tail=200", "-l", "app.kubernetes.io/name"},
+		} {
+			r := kubectl(args...)
+			GinkgoWriter.Printf("\n----- kubectl %s -----\n%s%s\n", strings.Join(args, " "), r.stdout, r.stderr)
 		}
+	}
+	if sampleCodex != nil {
+		GinkgoWriter.Printf("\n----- codex app-server stderr -----\n%s\n", lastBytes(sampleCodex.Stderr(), 4<<10))
 	}
 }
 
@@ -242,13 +277,6 @@ func lastBytes(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-func freeAddr() string {
-	GinkgoHelper()
-	addr, err := testutil.FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	return addr
 }
 
 func randomToken() string {
