@@ -86,6 +86,17 @@ test-e2e: build ## Helm chart tests and the end-to-end suite on a local cluster 
 	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
 		go test -tags e2e $(GO_TEST_FLAGS) ./test/e2e/...
 
+# IMAGES_DIR holds the image archives and images.env (docs/images.md).
+IMAGES_DIR ?= .local/images
+
+.PHONY: images
+images: ## Container images as OCI archives in $(IMAGES_DIR), with no engine and no registry (docs/images.md).
+	go run ./hack/images -out "$(IMAGES_DIR)"
+
+.PHONY: images-lock
+images-lock: ## Re-pin images/debian.lock to the configured Debian sources' current packages.
+	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
+
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.
 	@hack/setup-envtest.sh
