@@ -93,6 +93,14 @@ IMAGES_DIR ?= .local/images
 images: ## Container images as OCI archives in $(IMAGES_DIR), with no engine and no registry (docs/images.md).
 	go run ./hack/images -out "$(IMAGES_DIR)"
 
+.PHONY: images-smoke
+images-smoke: images ## Run the built Codex image like a restricted Pod (read-only root, nonroot, no network; needs root).
+	go test -tags images $(GO_TEST_FLAGS) -run CodexImage ./hack/images/
+
+.PHONY: images-reproducible
+images-reproducible: ## Build every image twice from empty build caches and compare the digests (slow: two cold Go builds).
+	hack/images/check-reproducible.sh
+
 .PHONY: images-lock
 images-lock: ## Re-pin images/debian.lock to the configured Debian sources' current packages.
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64

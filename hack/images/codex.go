@@ -72,8 +72,9 @@ func userlandTree(pkgs []*debContent) (*tree, error) {
 	return t, t.replace("/etc/passwd", &entry{kind: kindFile, mode: 0o644, data: []byte(passwd("/bin/bash")), origin: "userland"})
 }
 
-// codexTree is the package's whole native tree under /opt/codex, with codex
-// and rg on PATH (a login shell's PATH included) through /usr/local/bin.
+// codexTree is the package's whole native tree under /opt/codex, with codex,
+// rg and the bundled bubblewrap on PATH through /usr/local/bin (Codex warns
+// at every start when bwrap is not on PATH, though it finds its own).
 func codexTree(vendor string) (*tree, error) {
 	t := newTree()
 	err := filepath.WalkDir(vendor, func(p string, d fs.DirEntry, err error) error {
@@ -112,7 +113,7 @@ func codexTree(vendor string) (*tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("codex package tree %s: %w", vendor, err)
 	}
-	for name, target := range map[string]string{"codex": "bin/codex", "rg": "codex-path/rg"} {
+	for name, target := range map[string]string{"codex": "bin/codex", "rg": "codex-path/rg", "bwrap": "codex-resources/bwrap"} {
 		if _, ok := t.entries[path.Join(codexDir, target)]; !ok {
 			return nil, fmt.Errorf("codex package tree %s has no %s", vendor, target)
 		}
