@@ -179,8 +179,11 @@ func codexVendor(cacheDir, arch, version string) (dir, gotVersion string, err er
 	if err == nil {
 		err = json.Unmarshal(b, &meta)
 	}
-	if err != nil || meta.Version == "" {
-		return "", "", fmt.Errorf("codex tree %s: no version in codex-package.json: %v", dir, err)
+	if err != nil {
+		return "", "", fmt.Errorf("codex tree %s: %w", dir, err)
+	}
+	if meta.Version == "" {
+		return "", "", fmt.Errorf("codex tree %s: no version in codex-package.json", dir)
 	}
 	return dir, meta.Version, nil
 }

@@ -95,15 +95,6 @@ func (l lock) forArch(arch string) (lock, error) {
 	return out, nil
 }
 
-func (l lock) find(name string) (debPackage, bool) {
-	for _, p := range l {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return debPackage{}, false
-}
-
 // verify checks that the file at path is the package's pinned .deb.
 func (p debPackage) verify(path string) error {
 	f, err := os.Open(path)

@@ -138,8 +138,11 @@ func chartAppVersion(file string) (string, error) {
 	var chart struct {
 		AppVersion string `json:"appVersion"`
 	}
-	if err := yaml.Unmarshal(b, &chart); err != nil || chart.AppVersion == "" {
-		return "", fmt.Errorf("default tag: no appVersion in %s: %v", file, err)
+	if err := yaml.Unmarshal(b, &chart); err != nil {
+		return "", fmt.Errorf("default tag: %s: %w", file, err)
+	}
+	if chart.AppVersion == "" {
+		return "", fmt.Errorf("default tag: no appVersion in %s", file)
 	}
 	return chart.AppVersion, nil
 }
