@@ -61,6 +61,10 @@ func userlandTree(pkgs []*debContent) (*tree, error) {
 		}
 	}
 	for link, target := range mergedUsrLinks {
+		// arm64 has no /usr/lib64: a link to nothing would fail the build.
+		if _, ok := t.entries["/"+target]; !ok {
+			continue
+		}
 		if err := t.symlink(link, target, "merged /usr"); err != nil {
 			return nil, err
 		}

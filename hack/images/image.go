@@ -195,6 +195,10 @@ func writeTarFile(t *tree, file string, mtime time.Time) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	// Readable by whoever imports it (CreateTemp makes 0600).
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
 	return os.Rename(tmp.Name(), file)
 }
 
