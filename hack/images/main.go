@@ -71,7 +71,7 @@ func parseFlags() (*options, error) {
 	images := flag.String("images", strings.Join(imageNames, ","), "Comma-separated images to build.")
 	platforms := flag.String("platforms", "linux/amd64", "Comma-separated platforms; more than one makes each archive a multi-platform index.")
 	outDir := flag.String("out", envOr("IMAGES_DIR", ".local/images"), "Directory of the archives and images.env ($IMAGES_DIR).")
-	repository := flag.String("repository", envOr("IMAGE_REPOSITORY", "harness-operator"), "Repository prefix of the image names, without a registry for local builds ($IMAGE_REPOSITORY).")
+	repository := flag.String("repository", envOr("IMAGE_REPOSITORY", "localhost/harness-operator"), "Repository prefix of the image names ($IMAGE_REPOSITORY; localhost/: built here, never pulled).")
 	tag := flag.String("tag", os.Getenv("IMAGE_TAG"), "Image tag ($IMAGE_TAG; default the chart's appVersion).")
 	lockFile := flag.String("lock", "images/debian.lock", "The Debian package lock.")
 	codexVer := flag.String("codex-version", os.Getenv("CODEX_VERSION"), "Codex release (default hack/setup-codex.sh's pin).")
