@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # local-cluster.sh runs the local Kubernetes cluster of the e2e suite: real
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
-# the Go module proxy (through hack/setup-envtest.sh), plus KWOK, which plays
-# the kubelet of one fake Node so Deployments and StatefulSets get Pods that
-# report Running. No container ever runs. See hack/local-cluster/README.md.
+# the Go module proxy (through hack/setup-envtest.sh); one real node (containerd,
+# runc, the CNI bridge from Debian; kubelet and kube-proxy built like the rest)
+# that runs the images of `make images`; and KWOK, which plays the kubelet of one
+# fake, tainted Node for tests that need many simulated Pods.
+# See hack/local-cluster/README.md.
 #
-# Usage: hack/local-cluster.sh build|up|down [--keep]|status|env
+# Usage: hack/local-cluster.sh build|up|down [--keep]|status|env|snapshot
 #
-# State lives in ${LOCAL_CLUSTER_DIR:-<repo>/.local/cluster}: pki/, kubeconfig,
-# pids/, logs/, etcd-data/, kwok.yaml. Every process is tracked by a PID file.
+# State lives in ${LOCAL_CLUSTER_DIR:-<repo>/.local/cluster}: pki/, kubeconfigs,
+# pids/, logs/, etcd-data/, kwok.yaml, node/ (containerd, kubelet, CNI),
+# machine/ (what `down` restores). Every process is tracked by a PID file.
 #
 # Environment (all optional):
 #   LOCAL_CLUSTER_DIR              state directory (default <repo>/.local/cluster)
@@ -18,6 +21,10 @@
 #   LOCAL_CLUSTER_KCM_PORT         kube-controller-manager secure port (default 20257)
 #   LOCAL_CLUSTER_SCHEDULER_PORT   kube-scheduler secure port (default 20259)
 #   LOCAL_CLUSTER_KWOK_PORT        kwok's own HTTP server (healthz) port (default 20247)
+#   LOCAL_CLUSTER_KUBELET_PORT     kubelet's API port on 127.0.0.1 (default 20250; healthz 20248)
+#   LOCAL_CLUSTER_KUBE_PROXY_PORT  kube-proxy's healthz port on 127.0.0.1 (default 20256; metrics 20249)
+#   LOCAL_CLUSTER_BRIDGE           the Pods' bridge (default harness0)
+#   LOCAL_CLUSTER_IMAGES_DIR       image archives to import, with images.env (default <repo>/.local/images)
 #   LOCAL_CLUSTER_TIMEOUT          seconds to wait for each component (default 90)
 #   LOCAL_CLUSTER_GRACE            seconds between SIGTERM and SIGKILL on down (default 15)
 #   KWOK_VERSION                   sigs.k8s.io/kwok release (default v0.8.0)
@@ -62,13 +69,34 @@ KWOK_NODE_LEASE_SECONDS="${KWOK_NODE_LEASE_SECONDS:-40}"
 # loopback addresses: the manager dials the pods of a managed harness (its
 # handshake), and this machine's tests target nothing but loopback. Nothing
 # listens there, so those dials are refused at once.
+KUBELET_PORT="${LOCAL_CLUSTER_KUBELET_PORT:-20250}"
+KUBELET_HEALTHZ_PORT=$((KUBELET_PORT - 2))
+KUBE_PROXY_HEALTHZ_PORT="${LOCAL_CLUSTER_KUBE_PROXY_PORT:-20256}"
+KUBE_PROXY_METRICS_PORT=$((KUBELET_PORT - 1))
+IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-${REPO_ROOT}/.local/images}"
+
+# The real node: Pods get addresses from a private range behind the bridge,
+# whose gateway address is also where the API server listens (for Pods and for
+# every client on the host) and the node's own address (its InternalIP, where
+# kubelet serves logs and exec). kubelet refuses a loopback node IP; the
+# gateway address is just as local: nothing routes it off the machine.
+BRIDGE="${LOCAL_CLUSTER_BRIDGE:-harness0}"
+POD_CIDR=10.244.0.0/24
+GATEWAY_IP=10.244.0.1
+NODE_IP="${GATEWAY_IP}"
+NODE_NAME=node-0
 SERVICE_CIDR=10.0.0.0/24
 SERVICE_IP=10.0.0.1
-POD_CIDR=127.244.0.0/16
-NODE_IP=127.240.0.1
-NODE_NAME=kwok-node-0
 
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# The KWOK node: kwok hands out pod IPs itself, from the first address of
+# KWOK_POD_CIDR. They are loopback addresses nothing listens on: the manager
+# dials the pods of a managed harness (its handshake), and those dials are
+# refused at once instead of leaving the machine.
+KWOK_POD_CIDR=127.244.0.0/16
+KWOK_NODE_IP=127.240.0.1
+KWOK_NODE_NAME=kwok-node-0
+
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet kube-proxy)
 
 # The admission chain a production cluster runs (the v1.37 default-on set plus
 # NodeRestriction); listing it keeps the chain fixed when upstream defaults move.
@@ -80,18 +108,29 @@ export GOFLAGS=-buildvcs=false
 log() { echo "local-cluster: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+for f in packages preflight machine network node-config node; do
+  # shellcheck source=/dev/null
+  source "${HACK_DIR}/local-cluster/${f}.sh"
+done
+
 usage() {
   cat >&2 <<'USAGE'
 usage: hack/local-cluster.sh <command>
 
-  build         build (or find cached) etcd, kube-apiserver, kube-controller-manager,
-                kube-scheduler and kwok; print their directories
+  build         install the node's Debian packages (debian.lock) when missing; build
+                (or find cached) etcd, kube-apiserver, kube-controller-manager,
+                kube-scheduler, kubelet, kube-proxy and kwok; print their directories
   up            build if needed, then start the cluster and wait until it is ready
                 (a running cluster is left alone)
-  down [--keep] stop every component (SIGTERM, SIGKILL after a grace period) and
-                remove etcd data and logs; --keep keeps them. PKI is always kept.
+  down [--keep] stop every component (SIGTERM, SIGKILL after a grace period), the
+                Pods, unmount, remove cgroups, bridge, routes and iptables chains,
+                restore sysctls; remove etcd data and logs (--keep keeps them).
+                PKI is always kept. Idempotent; also cleans up after a SIGKILLed run.
   status        show each component (running/stopped) and the API server's /readyz
-  env           print export lines for eval: KUBECONFIG, KUBECTL, LOCAL_CLUSTER_DIR
+  env           print export lines for eval: KUBECONFIG, KUBECTL, LOCAL_CLUSTER_DIR,
+                LOCAL_CLUSTER_GATEWAY_IP, LOCAL_CLUSTER_POD_CIDR, LOCAL_CLUSTER_NODE_NAME,
+                LOCAL_CLUSTER_KWOK_NODE_NAME, LOCAL_CLUSTER_IMAGES_DIR
+  snapshot      print the normalized machine state `down` must restore (for diffs)
 USAGE
 }
 
@@ -100,7 +139,7 @@ USAGE
 k8s_bin_dir() {
   # setup-envtest.sh builds what is missing and prints the directory; the
   # extra binaries are incremental builds in its wrapper module.
-  EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler ${EXTRA_K8S_BINARIES:-}" \
+  EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubelet kube-proxy ${EXTRA_K8S_BINARIES:-}" \
     "${HACK_DIR}/setup-envtest.sh"
 }
 
@@ -179,11 +218,12 @@ resolve_kubectl() {
     fi
     log "${sys} is client minor '${minor:-unknown}' (< 1.${KUBECTL_MIN_MINOR}); using kubectl ${K8S_VERSION}"
   fi
-  dir="$(EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubectl" "${HACK_DIR}/setup-envtest.sh")"
+  dir="$(EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubelet kube-proxy kubectl" "${HACK_DIR}/setup-envtest.sh")"
   echo "${dir}/kubectl"
 }
 
 cmd_build() {
+  ensure_node_packages
   mkdir -p "${CACHE_ROOT}"
   # One build at a time: two concurrent `up`s would otherwise both compile.
   exec 9>"${CACHE_ROOT}/.local-cluster-build.lock"
@@ -225,15 +265,32 @@ gen_pki() {
   local client="basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
+  local server="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth"
   make_ca ca local-cluster-ca
   make_ca front-proxy-ca local-cluster-front-proxy-ca
-  sign apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:${SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" ca
+  # A certificate from before the API server listened on the gateway lacks it.
+  if [[ -f "${PKI_DIR}/apiserver.crt" ]] &&
+    ! openssl x509 -noout -ext subjectAltName -in "${PKI_DIR}/apiserver.crt" | grep -q "IP Address:${GATEWAY_IP}"; then
+    rm -f "${PKI_DIR}/apiserver.crt" "${PKI_DIR}/apiserver.key"
+  fi
+  # Pods reach the API server as https://kubernetes.default.svc (the Service IP)
+  # or at the gateway address; host clients use the gateway address too.
+  sign apiserver "/CN=kube-apiserver" "${server}
+subjectAltName=IP:127.0.0.1,IP:${GATEWAY_IP},IP:${SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" ca
   sign admin "/O=system:masters/CN=admin" "${client}" ca
   sign kube-controller-manager "/CN=system:kube-controller-manager" "${client}" ca
   sign kube-scheduler "/CN=system:kube-scheduler" "${client}" ca
+  # The node: kubelet's client identity (the Node authorizer and NodeRestriction
+  # know it by name), its serving certificate (the API server verifies it for
+  # logs and exec), kube-proxy's identity (bound to system:node-proxier by
+  # default), and the API server's client certificate towards kubelet.
+  sign kubelet "/O=system:nodes/CN=system:node:${NODE_NAME}" "${client}" ca
+  sign kubelet-serving "/O=system:nodes/CN=system:node:${NODE_NAME}" "${server}
+subjectAltName=IP:${NODE_IP},IP:127.0.0.1,DNS:${NODE_NAME}" ca
+  sign kube-proxy "/CN=system:kube-proxy" "${client}" ca
+  sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "${client}" ca
   # The API server authenticates to aggregated API servers (and they trust it)
   # through the front-proxy CA: the requestheader chain.
   sign front-proxy-client "/CN=front-proxy-client" "${client}" front-proxy-ca
@@ -256,7 +313,7 @@ kind: Config
 clusters:
 - name: local
   cluster:
-    server: https://127.0.0.1:${APISERVER_PORT}
+    server: https://${GATEWAY_IP}:${APISERVER_PORT}
     certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")
 users:
 - name: ${cert}
@@ -323,8 +380,8 @@ fail_component() {
   local name="$1" why="$2"
   log "error: ${name} ${why}; last lines of ${LOG_DIR}/${name}.log:"
   tail -n 30 "${LOG_DIR}/${name}.log" >&2 || true
-  log "stopping what was started (logs and etcd data kept in ${STATE_DIR})"
-  stop_all
+  log "tearing down what was started (logs and etcd data kept in ${STATE_DIR})"
+  teardown
   exit 1
 }
 
@@ -342,7 +399,7 @@ wait_for() {
 
 api_get() {
   curl -fsS --max-time 5 --cacert "${PKI_DIR}/ca.crt" --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" \
-    "https://127.0.0.1:${APISERVER_PORT}$1"
+    "https://${GATEWAY_IP}:${APISERVER_PORT}$1"
 }
 
 healthz_ok() { [[ "$(curl -fsSk --max-time 5 "$1")" == ok ]]; }
@@ -353,13 +410,13 @@ readyz_ok() { [[ "$(api_get /readyz)" == ok ]]; }
 
 default_sa_ok() { api_get /api/v1/namespaces/default/serviceaccounts/default; }
 
-# node_ready_ok: the fake node is Ready and carries no taint (the not-ready
-# taint TaintNodesByCondition adds at creation is gone).
-node_ready_ok() {
+# kwok_node_ready_ok: the fake node is Ready and carries only its own taint
+# (the not-ready taint TaintNodesByCondition adds at creation is gone).
+kwok_node_ready_ok() {
   local out
-  out="$("${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" get node "${NODE_NAME}" \
-    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}|{.spec.taints}')"
-  [[ "${out}" == "True|" ]]
+  out="$("${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" get node "${KWOK_NODE_NAME}" \
+    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}|{.spec.taints[*].key}')"
+  [[ "${out}" == "True|kwok.x-k8s.io/node" ]]
 }
 
 # stop_group NAME...: SIGTERM the named components together, wait for them
@@ -404,7 +461,7 @@ stop_all() {
 # leftovers prints PIDs of processes whose command line names this state
 # directory (ours, from a run whose PID files were lost).
 leftovers() {
-  pgrep -f -- "--kubeconfig=${STATE_DIR}/|--data-dir=${ETCD_DATA}|--client-ca-file=${PKI_DIR}/" || true
+  pgrep -f -- "--kubeconfig=${STATE_DIR}/|--data-dir=${ETCD_DATA}|--client-ca-file=${PKI_DIR}/|--config[= ]${STATE_DIR}/|-address ${STATE_DIR}/" || true
 }
 
 # ---------------------------------------------------------------- commands
@@ -434,7 +491,9 @@ write_kwok_config() {
   done >"${STATE_DIR}/kwok.yaml"
 }
 
-cmd_up() {
+# up_refuses_partial returns 0 when the cluster is up and healthy already, and
+# stops the script when it is partly running or leftovers of one exist.
+up_already_running() {
   local c n=0
   for c in "${COMPONENTS[@]}"; do running "${c}" && n=$((n + 1)); done
   if ((n == ${#COMPONENTS[@]})); then
@@ -451,34 +510,66 @@ cmd_up() {
   local stale
   stale="$(leftovers)"
   [[ -z "${stale}" ]] || die "processes of a previous cluster in ${STATE_DIR} are still running (pids: ${stale//$'\n'/ }); run hack/local-cluster.sh down"
-  local p
-  for p in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" "${KWOK_PORT}"; do
-    port_free "${p}" || die "127.0.0.1:${p} is in use; stop its owner or set the LOCAL_CLUSTER_*_PORT variables"
-  done
+  return 1
+}
 
-  local bins k8s_dir
-  bins="$(cmd_build)"
-  k8s_dir="$(sed -n 1p <<<"${bins}")"
-  KUBECTL_BIN="$(resolve_kubectl)"
-  mkdir -p "${STATE_DIR}" "${PID_DIR}" "${LOG_DIR}" "${ETCD_DATA}"
-  chmod 700 "${ETCD_DATA}"
-  gen_pki
-  write_kubeconfig "${KUBECONFIG_FILE}" admin
-  write_kubeconfig "${STATE_DIR}/kube-controller-manager.kubeconfig" kube-controller-manager
-  write_kubeconfig "${STATE_DIR}/kube-scheduler.kubeconfig" kube-scheduler
-  write_kwok_config
+# write_kubernetes_endpoints points the kubernetes Service at the gateway
+# address. The API server runs with --endpoint-reconciler-type=none: its own
+# reconciler would publish an address it picks itself (it refuses loopback).
+write_kubernetes_endpoints() {
+  wait_for kube-apiserver "the kubernetes Service" api_get /api/v1/namespaces/default/services/kubernetes
+  "${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" apply -f - >&2 <<YAML ||
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: kubernetes
+  namespace: default
+  labels:
+    endpointslice.kubernetes.io/skip-mirror: "true"
+subsets:
+- addresses: [{ip: ${GATEWAY_IP}}]
+  ports: [{name: https, port: ${APISERVER_PORT}, protocol: TCP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kubernetes
+  namespace: default
+  labels:
+    kubernetes.io/service-name: kubernetes
+    endpointslice.kubernetes.io/managed-by: local-cluster.harness-operator
+addressType: IPv4
+endpoints:
+- addresses: [${GATEWAY_IP}]
+  conditions: {ready: true}
+ports:
+- {name: https, port: ${APISERVER_PORT}, protocol: TCP}
+YAML
+    fail_component kube-apiserver "refused the kubernetes Service's endpoints"
+}
 
-  local t0=${SECONDS}
+# start_control_plane K8S_DIR: etcd, the API server (on the gateway address),
+# the kubernetes Service's endpoints, controller-manager, scheduler and kwok.
+start_control_plane() {
+  local k8s_dir="$1"
   start etcd "${k8s_dir}/etcd" --name=local-cluster --data-dir="${ETCD_DATA}" \
     --listen-client-urls="http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls="http://127.0.0.1:${ETCD_PORT}" \
     --listen-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls="http://127.0.0.1:${ETCD_PEER_PORT}" \
     --initial-cluster="local-cluster=http://127.0.0.1:${ETCD_PEER_PORT}" --unsafe-no-fsync=true
   wait_for etcd "health" etcd_ok
 
-  # No --advertise-address: 127.0.0.1 is refused by the endpoint reconciler,
-  # so the API server picks the host's default-route address (as envtest).
+  # Pods reach it at the gateway (the kubernetes Service's endpoint); so does
+  # every client on the host. Aggregated APIs and kubelets are dialled at the
+  # addresses their objects name (Service endpoints, the node's InternalIP),
+  # never at something the API server resolves itself.
+  local t0=${SECONDS}
   start kube-apiserver "${k8s_dir}/kube-apiserver" \
-    --etcd-servers="http://127.0.0.1:${ETCD_PORT}" --bind-address=127.0.0.1 --secure-port="${APISERVER_PORT}" \
+    --etcd-servers="http://127.0.0.1:${ETCD_PORT}" --bind-address="${GATEWAY_IP}" --secure-port="${APISERVER_PORT}" \
+    --advertise-address="${GATEWAY_IP}" --endpoint-reconciler-type=none \
+    --enable-aggregator-routing=true --kubelet-preferred-address-types=InternalIP \
+    --kubelet-client-certificate="${PKI_DIR}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="${PKI_DIR}/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="${PKI_DIR}/ca.crt" \
     --tls-cert-file="${PKI_DIR}/apiserver.crt" --tls-private-key-file="${PKI_DIR}/apiserver.key" \
     --client-ca-file="${PKI_DIR}/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -495,6 +586,7 @@ cmd_up() {
     --cert-dir="${PKI_DIR}/apiserver-generated"
   wait_for kube-apiserver "/readyz" readyz_ok
   log "kube-apiserver ready after $((SECONDS - t0))s"
+  write_kubernetes_endpoints
 
   local kcm_kc="${STATE_DIR}/kube-controller-manager.kubeconfig"
   start kube-controller-manager "${k8s_dir}/kube-controller-manager" \
@@ -511,7 +603,7 @@ cmd_up() {
     --cert-dir="${PKI_DIR}/kube-scheduler-generated"
   local kwok_args=(--kubeconfig="${KUBECONFIG_FILE}" --config="${STATE_DIR}/kwok.yaml"
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake
-    --node-ip="${NODE_IP}" --cidr="${POD_CIDR}" --server-address="127.0.0.1:${KWOK_PORT}")
+    --node-ip="${KWOK_NODE_IP}" --cidr="${KWOK_POD_CIDR}" --server-address="127.0.0.1:${KWOK_PORT}")
   if [[ "${KWOK_NODE_LEASE_SECONDS}" != 0 ]]; then
     kwok_args+=(--node-lease-duration-seconds="${KWOK_NODE_LEASE_SECONDS}")
   fi
@@ -521,20 +613,44 @@ cmd_up() {
   wait_for kube-scheduler "/healthz" healthz_ok "https://127.0.0.1:${SCHEDULER_PORT}/healthz"
   wait_for kwok "/healthz" healthz_ok "http://127.0.0.1:${KWOK_PORT}/healthz"
   wait_for kube-controller-manager "the default ServiceAccount" default_sa_ok
+}
+
+cmd_up() {
+  up_already_running && return 0
+  preflight_root
+  local bins k8s_dir
+  bins="$(cmd_build)"
+  k8s_dir="$(sed -n 1p <<<"${bins}")"
+  KUBECTL_BIN="$(resolve_kubectl)"
+  node_check_images
+  mkdir -p "${STATE_DIR}" "${PID_DIR}" "${LOG_DIR}" "${ETCD_DATA}"
+  chmod 700 "${ETCD_DATA}"
+  preflight "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" "${KWOK_PORT}" \
+    "${KUBELET_PORT}" "${KUBELET_HEALTHZ_PORT}" "${KUBE_PROXY_HEALTHZ_PORT}" "${KUBE_PROXY_METRICS_PORT}"
+  ! owned_chains_present ||
+    die "preflight: iptables already holds KUBE-*, CNI-* or HARNESS-* chains (another Kubernetes node on this machine, or a cluster that was not torn down: hack/local-cluster.sh down)"
+  gen_pki
+  local c
+  write_kubeconfig "${KUBECONFIG_FILE}" admin
+  for c in kube-controller-manager kube-scheduler kubelet kube-proxy; do
+    write_kubeconfig "${STATE_DIR}/${c}.kubeconfig" "${c}"
+  done
+  write_kwok_config
+
+  local t0=${SECONDS}
+  machine_record
+  network_up || fail_component kube-apiserver "could not set up ${BRIDGE}, its routes and the pod firewall"
+  start_control_plane "${k8s_dir}"
+  node_start "${k8s_dir}"
   "${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" apply -f "${HACK_DIR}/local-cluster/node.yaml" >&2 ||
     fail_component kube-apiserver "refused the fake node"
-  wait_for kwok "node ${NODE_NAME} Ready without taints" node_ready_ok
+  wait_for kwok "node ${KWOK_NODE_NAME} Ready with only its own taint" kwok_node_ready_ok
   log "up in $((SECONDS - t0))s: KUBECONFIG=${KUBECONFIG_FILE}"
 }
 
-cmd_down() {
-  local keep=0
-  case "${1:-}" in
-    "") ;;
-    --keep) keep=1 ;;
-    *) usage; exit 2 ;;
-  esac
-  stop_all
+# kill_leftovers stops processes of this cluster that no PID file tracks (a
+# run killed before it wrote them): SIGTERM, SIGKILL after GRACE seconds.
+kill_leftovers() {
   local stale pid
   stale="$(leftovers)"
   for pid in ${stale}; do
@@ -553,6 +669,32 @@ cmd_down() {
     fi
     sleep 0.2
   done
+}
+
+# teardown stops everything and puts the machine back. It relies on nothing
+# being alive, so it completes after a SIGKILLed `up` or test run too. The
+# network and iptables are only touched when `up` recorded the machine state
+# (so `down` on a machine this cluster never ran on changes nothing there).
+teardown() {
+  node_stop
+  stop_all
+  kill_leftovers
+  node_cleanup
+  if [[ -d "${MACHINE_DIR}" ]]; then
+    network_down
+    iptables_cleanup
+    machine_restore
+  fi
+}
+
+cmd_down() {
+  local keep=0
+  case "${1:-}" in
+    "") ;;
+    --keep) keep=1 ;;
+    *) usage; exit 2 ;;
+  esac
+  teardown
   if ((keep == 0)); then
     rm -rf "${ETCD_DATA}" "${LOG_DIR}" "${STATE_DIR}/kwok.yaml"
   fi
@@ -567,6 +709,9 @@ health() {
     kube-controller-manager) healthz_ok "https://127.0.0.1:${KCM_PORT}/healthz" ;;
     kube-scheduler) healthz_ok "https://127.0.0.1:${SCHEDULER_PORT}/healthz" ;;
     kwok) healthz_ok "http://127.0.0.1:${KWOK_PORT}/healthz" ;;
+    containerd) containerd_ok >/dev/null ;;
+    kubelet) healthz_ok "http://127.0.0.1:${KUBELET_HEALTHZ_PORT}/healthz" ;;
+    kube-proxy) curl -fsS --max-time 5 "http://127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}/healthz" >/dev/null ;;
   esac
 }
 
@@ -599,6 +744,12 @@ cmd_env() {
   printf 'export KUBECONFIG=%q\n' "${KUBECONFIG_FILE}"
   printf 'export KUBECTL=%q\n' "${kubectl}"
   printf 'export LOCAL_CLUSTER_DIR=%q\n' "${STATE_DIR}"
+  printf 'export LOCAL_CLUSTER_GATEWAY_IP=%q\n' "${GATEWAY_IP}"
+  printf 'export LOCAL_CLUSTER_POD_CIDR=%q\n' "${POD_CIDR}"
+  printf 'export LOCAL_CLUSTER_SERVICE_CIDR=%q\n' "${SERVICE_CIDR}"
+  printf 'export LOCAL_CLUSTER_NODE_NAME=%q\n' "${NODE_NAME}"
+  printf 'export LOCAL_CLUSTER_KWOK_NODE_NAME=%q\n' "${KWOK_NODE_NAME}"
+  printf 'export LOCAL_CLUSTER_IMAGES_DIR=%q\n' "${IMAGES_DIR}"
 }
 
 main() {
@@ -610,6 +761,7 @@ main() {
     down) cmd_down "$@" ;;
     status) cmd_status ;;
     env) cmd_env ;;
+    snapshot) exec "${HACK_DIR}/local-cluster/snapshot.sh" ;;
     -h | --help | help) usage ;;
     *) usage; exit 2 ;;
   esac
