@@ -10,7 +10,7 @@
 # Usage: hack/local-cluster.sh build|up|down [--keep]|status|env|snapshot
 #
 # State lives in ${LOCAL_CLUSTER_DIR:-<repo>/.local/cluster}: pki/, kubeconfigs,
-# pids/, logs/, etcd-data/, kwok.yaml, node/ (containerd, kubelet, CNI),
+# pids/, logs/, etcd-data/, volumes/, kwok.yaml, node/ (containerd, kubelet, CNI),
 # machine/ (what `down` restores). Every process is tracked by a PID file.
 #
 # Environment (all optional):
@@ -54,6 +54,9 @@ PID_DIR="${STATE_DIR}/pids"
 LOG_DIR="${STATE_DIR}/logs"
 ETCD_DATA="${STATE_DIR}/etcd-data"
 KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
+# hostPath PersistentVolumes of Pods on the real node belong here: `down`
+# removes the directory (unless --keep), so their data never outlives the cluster.
+VOLUMES_DIR="${STATE_DIR}/volumes"
 
 ETCD_PORT="${LOCAL_CLUSTER_ETCD_PORT:-22379}"
 ETCD_PEER_PORT="${LOCAL_CLUSTER_ETCD_PEER_PORT:-22380}"
@@ -135,12 +138,13 @@ usage: hack/local-cluster.sh <command>
                 (a running cluster is left alone)
   down [--keep] stop every component (SIGTERM, SIGKILL after a grace period), the
                 Pods, unmount, remove cgroups, bridge, routes and iptables chains,
-                restore sysctls; remove etcd data and logs (--keep keeps them).
+                restore sysctls; remove etcd data, volumes/ and logs (--keep keeps them).
                 PKI is always kept. Idempotent; also cleans up after a SIGKILLed run.
   status        show each component (running/stopped) and the API server's /readyz
   env           print export lines for eval: KUBECONFIG, KUBECTL, LOCAL_CLUSTER_DIR,
                 LOCAL_CLUSTER_GATEWAY_IP, LOCAL_CLUSTER_POD_CIDR, LOCAL_CLUSTER_NODE_NAME,
-                LOCAL_CLUSTER_KWOK_NODE_NAME, LOCAL_CLUSTER_IMAGES_DIR
+                LOCAL_CLUSTER_SERVICE_CIDR, LOCAL_CLUSTER_KWOK_NODE_NAME,
+                LOCAL_CLUSTER_IMAGES_DIR, LOCAL_CLUSTER_VOLUMES_DIR
   snapshot      print the normalized machine state `down` must restore (for diffs)
 USAGE
 }
@@ -532,7 +536,7 @@ cmd_up() {
   k8s_dir="$(sed -n 1p <<<"${bins}")"
   KUBECTL_BIN="$(resolve_kubectl)"
   node_check_images
-  mkdir -p "${STATE_DIR}" "${PID_DIR}" "${LOG_DIR}" "${ETCD_DATA}"
+  mkdir -p "${STATE_DIR}" "${PID_DIR}" "${LOG_DIR}" "${ETCD_DATA}" "${VOLUMES_DIR}"
   chmod 700 "${ETCD_DATA}"
   preflight "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" "${KWOK_PORT}" \
     "${KUBELET_PORT}" "${KUBELET_HEALTHZ_PORT}" "${KUBE_PROXY_HEALTHZ_PORT}" "${KUBE_PROXY_METRICS_PORT}"
@@ -605,7 +609,7 @@ cmd_down() {
   esac
   teardown
   if ((keep == 0)); then
-    rm -rf "${ETCD_DATA}" "${LOG_DIR}" "${STATE_DIR}/kwok.yaml"
+    rm -rf "${ETCD_DATA}" "${LOG_DIR}" "${VOLUMES_DIR}" "${STATE_DIR}/kwok.yaml"
   fi
   log "down"
 }
@@ -659,6 +663,7 @@ cmd_env() {
   printf 'export LOCAL_CLUSTER_NODE_NAME=%q\n' "${NODE_NAME}"
   printf 'export LOCAL_CLUSTER_KWOK_NODE_NAME=%q\n' "${KWOK_NODE_NAME}"
   printf 'export LOCAL_CLUSTER_IMAGES_DIR=%q\n' "${IMAGES_DIR}"
+  printf 'export LOCAL_CLUSTER_VOLUMES_DIR=%q\n' "${VOLUMES_DIR}"
 }
 
 main() {
