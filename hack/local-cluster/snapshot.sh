@@ -12,10 +12,10 @@
 #
 # Processes and sockets: kernel threads, and every process tree started by the
 # same kind of launcher as the one this snapshot runs under (the caller's own
-# session and sibling sessions, e.g. every shell of a CI runner or of sshd), are
-# transient and left out. What remains is PID 1 and the daemons reparented to
-# it: a process the cluster leaks (its components are started in their own
-# session and outlive `up`) always lands there.
+# session and sibling sessions, e.g. every shell of a CI runner or of sshd),
+# including their background jobs, are transient and left out. What remains is
+# PID 1 and the daemons in sessions of their own: a process the cluster leaks
+# (its components are started in their own session and outlive `up`) is there.
 #
 # Usage: hack/local-cluster/snapshot.sh > before.txt
 set -euo pipefail
@@ -94,12 +94,15 @@ paths() {
 }
 
 # process_table prints "PID transient|kept COMM" for every process, from one
-# ps run. Transient: kernel threads, this snapshot's own processes, and every
-# tree rooted at a child of PID 1 whose command is that of the tree this
-# snapshot runs in.
+# ps run. Transient: kernel threads; this snapshot's own tree; every tree rooted
+# at a child of PID 1 whose command is that of the tree this snapshot runs in
+# (the session launchers); and every process in a session of those trees (a
+# background job of a session is reparented to PID 1 but keeps its session).
+# The cluster starts each component in a session of its own, so what it leaks
+# is never transient.
 process_table() {
-  ps -eo pid=,ppid=,comm= | awk -v self=$$ '
-    { pid = $1; ppid[pid] = $2; c = $3; for (i = 4; i <= NF; i++) c = c " " $i; comm[pid] = c; kids[$2] = kids[$2] " " pid }
+  ps -eo pid=,ppid=,sid=,comm= | awk -v self=$$ '
+    { pid = $1; ppid[pid] = $2; sid[pid] = $3; c = $4; for (i = 5; i <= NF; i++) c = c " " $i; comm[pid] = c; kids[$2] = kids[$2] " " pid }
     function mark(p,   n, k, a) { out[p] = 1; n = split(kids[p], a, " "); for (k = 1; k <= n; k++) mark(a[k]) }
     END {
       top = self
@@ -108,6 +111,8 @@ process_table() {
       mark(2)
       for (p in ppid) if (ppid[p] == 1 && launcher != "" && comm[p] == launcher) mark(p)
       mark(self)
+      for (p in out) if (sid[p] > 1) tsid[sid[p]] = 1
+      for (p in ppid) if (sid[p] in tsid) mark(p)
       for (p in ppid) if (p != 2) print p, ((p in out) ? "transient" : "kept"), comm[p]
     }'
 }
