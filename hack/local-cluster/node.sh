@@ -22,20 +22,39 @@ node_check_images() {
   [[ -n "${PAUSE_IMAGE}" ]] || die "${IMAGES_DIR}/images.env names no PAUSE_IMAGE (the Pod sandbox image)"
 }
 
+# normalize_ref prints an image reference as containerd's CRI stores it: a
+# name without a registry is on docker.io, one without a path in library/.
+normalize_ref() {
+  local ref="$1" first="${1%%/*}"
+  if [[ "${ref}" != */* ]]; then
+    ref="docker.io/library/${ref}"
+  elif [[ "${first}" != *.* && "${first}" != *:* && "${first}" != localhost ]]; then
+    ref="docker.io/${ref}"
+  fi
+  echo "${ref}"
+}
+
 ctr_k8s() { ctr --address "${CONTAINERD_SOCK}" --namespace k8s.io "$@"; }
 
 containerd_ok() { ctr --address "${CONTAINERD_SOCK}" version; }
 
-# import_images loads every archive; --digests also names each image by
-# digest, so a Pod may reference image@sha256:... as the chart does.
+# import_images loads every archive, then names each image also by digest
+# (<name>@<manifest digest>), as a pull from a registry would: a Pod may then
+# reference image@sha256:... as the chart does, and kubelet reports that name
+# as the container's imageID. (ctr's --digests would instead add names like
+# import-<date>@sha256:..., which is what kubelet would then report.)
 import_images() {
   local f n=0 t0=${SECONDS}
   for f in "${IMAGES_DIR}"/*.tar; do
-    ctr_k8s images import --digests "${f}" >/dev/null ||
-      fail_component containerd "could not import ${f}"
+    ctr_k8s images import "${f}" >/dev/null || fail_component containerd "could not import ${f}"
     n=$((n + 1))
   done
-  ctr_k8s images ls -q | grep -qxF -- "${PAUSE_IMAGE}" ||
+  local name digest
+  while read -r name digest; do
+    ctr_k8s images tag --force "${name}" "${name%:*}@${digest}" >/dev/null ||
+      fail_component containerd "could not name ${name} by its digest ${digest}"
+  done < <(ctr_k8s images ls | awk 'NR > 1 && $1 !~ /@/ && $1 !~ /^sha256:/ { print $1, $3 }')
+  ctr_k8s images ls -q | grep -qxF -- "$(normalize_ref "${PAUSE_IMAGE}")" ||
     fail_component containerd "the archives in ${IMAGES_DIR} hold no ${PAUSE_IMAGE} (PAUSE_IMAGE in images.env)"
   log "imported ${n} image archives in $((SECONDS - t0))s"
 }
