@@ -80,8 +80,8 @@ test-race: ## The concurrent packages under the race detector (their process sui
 test-e2e: build ## Helm chart tests and the end-to-end suite on a local cluster (real control plane, KWOK nodes, kubectl, helm).
 	helm="$$(hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
-	hack/local-cluster.sh up; \
 	trap 'hack/local-cluster.sh down' EXIT; \
+	hack/local-cluster.sh up; \
 	eval "$$(hack/local-cluster.sh env)"; \
 	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
 		go test -tags e2e $(GO_TEST_FLAGS) ./test/e2e/...
