@@ -6,9 +6,10 @@
 # Sections: the sysctls kubelet, kube-proxy and the CNI plugins may write;
 # iptables (nft and legacy, IPv4 and IPv6) without counters and timestamps; the
 # nftables ruleset without counters; links, addresses, routes (all tables) and
-# rules; network namespaces; mounts; cgroup directories (two levels); the
-# directories the node may create outside its state directory; listening
-# sockets; long-running processes.
+# rules; network namespaces; mounts; cgroup directories, first level only (the
+# node makes everything under one of them, and a launcher's per-session cgroups
+# come and go below its own); the directories the node may create outside its
+# state directory; listening sockets; long-running processes.
 #
 # Processes and sockets: kernel threads, and every process tree started by the
 # same kind of launcher as the one this snapshot runs under (the caller's own
@@ -78,7 +79,7 @@ mounts() {
 cgroups() {
   local m
   awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mounts | sort | while read -r m; do
-    (cd "${m}" && find . -mindepth 1 -maxdepth 2 -type d | sed "s|^\.|${m}|" | sort)
+    (cd "${m}" && find . -mindepth 1 -maxdepth 1 -type d | sed "s|^\.|${m}|" | sort)
   done
 }
 
@@ -144,7 +145,7 @@ main() {
   network_state
   section "mounts"
   mounts
-  section "cgroups (two levels)"
+  section "cgroups (first level)"
   cgroups
   section "paths the node may create"
   paths
