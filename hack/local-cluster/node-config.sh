@@ -142,7 +142,7 @@ kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: ${STATE_DIR}/kube-proxy.kubeconfig
 hostnameOverride: ${NODE_NAME}
-bindAddress: 127.0.0.1
+bindAddress: ${NODE_IP}
 healthzBindAddress: 127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}
 metricsBindAddress: 127.0.0.1:${KUBE_PROXY_METRICS_PORT}
 mode: iptables
