@@ -21,8 +21,9 @@
 #   LOCAL_CLUSTER_KCM_PORT         kube-controller-manager secure port (default 20257)
 #   LOCAL_CLUSTER_SCHEDULER_PORT   kube-scheduler secure port (default 20259)
 #   LOCAL_CLUSTER_KWOK_PORT        kwok's own HTTP server (healthz) port (default 20247)
-#   LOCAL_CLUSTER_KUBELET_PORT     kubelet's API port on 127.0.0.1 (default 20250; healthz 20248)
-#   LOCAL_CLUSTER_KUBE_PROXY_PORT  kube-proxy's healthz port on 127.0.0.1 (default 20256; metrics 20249)
+#   LOCAL_CLUSTER_KUBELET_PORT     kubelet's API port on the node IP (default 20250; healthz on
+#                                  127.0.0.1 at it minus 2, kube-proxy's metrics at it minus 1)
+#   LOCAL_CLUSTER_KUBE_PROXY_PORT  kube-proxy's healthz port on 127.0.0.1 (default 20256)
 #   LOCAL_CLUSTER_BRIDGE           the Pods' bridge (default harness0)
 #   LOCAL_CLUSTER_IMAGES_DIR       image archives to import, with images.env (default <repo>/.local/images)
 #   LOCAL_CLUSTER_TIMEOUT          seconds to wait for each component (default 90)
@@ -67,18 +68,13 @@ KWOK_PORT="${LOCAL_CLUSTER_KWOK_PORT:-20247}"
 TIMEOUT="${LOCAL_CLUSTER_TIMEOUT:-90}"
 GRACE="${LOCAL_CLUSTER_GRACE:-15}"
 KWOK_NODE_LEASE_SECONDS="${KWOK_NODE_LEASE_SECONDS:-40}"
-
-# Service range, pod range and node IP must not overlap: kwok hands out pod
-# IPs itself, from the first address of POD_CIDR. Pods and the node get
-# loopback addresses: the manager dials the pods of a managed harness (its
-# handshake), and this machine's tests target nothing but loopback. Nothing
-# listens there, so those dials are refused at once.
 KUBELET_PORT="${LOCAL_CLUSTER_KUBELET_PORT:-20250}"
 KUBELET_HEALTHZ_PORT=$((KUBELET_PORT - 2))
 KUBE_PROXY_HEALTHZ_PORT="${LOCAL_CLUSTER_KUBE_PROXY_PORT:-20256}"
 KUBE_PROXY_METRICS_PORT=$((KUBELET_PORT - 1))
 IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-${REPO_ROOT}/.local/images}"
 
+# Service range, pod ranges and node IPs must not overlap.
 # The real node: Pods get addresses from a private range behind the bridge,
 # whose gateway address is also where the API server listens (for Pods and for
 # every client on the host) and the node's own address (its InternalIP, where
@@ -286,9 +282,10 @@ extendedKeyUsage=serverAuth"
   make_ca ca local-cluster-ca
   make_ca front-proxy-ca local-cluster-front-proxy-ca
   # A certificate from before the API server listened on the gateway lacks it.
-  if [[ -f "${PKI_DIR}/apiserver.crt" ]] &&
-    ! openssl x509 -noout -ext subjectAltName -in "${PKI_DIR}/apiserver.crt" | grep -q "IP Address:${GATEWAY_IP}"; then
-    rm -f "${PKI_DIR}/apiserver.crt" "${PKI_DIR}/apiserver.key"
+  if [[ -f "${PKI_DIR}/apiserver.crt" ]]; then
+    local san
+    san="$(openssl x509 -noout -ext subjectAltName -in "${PKI_DIR}/apiserver.crt")"
+    [[ "${san//[[:space:]]/}," == *"IPAddress:${GATEWAY_IP},"* ]] || rm -f "${PKI_DIR}/apiserver.crt" "${PKI_DIR}/apiserver.key"
   fi
   # Pods reach the API server as https://kubernetes.default.svc (the Service IP)
   # or at the gateway address; host clients use the gateway address too.
@@ -363,10 +360,6 @@ running() {
   bin="$(cat "${PID_DIR}/$1.bin" 2>/dev/null || true)"
   argv0="$(tr '\0' '\n' <"/proc/${pid}/cmdline" | head -n1)"
   [[ -n "${argv0}" && "${argv0}" == "${bin}" ]]
-}
-
-port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 # start NAME BIN ARGS...: run detached (own session, so a terminal's Ctrl-C or
@@ -506,7 +499,7 @@ write_kwok_config() {
   done >"${STATE_DIR}/kwok.yaml"
 }
 
-# up_refuses_partial returns 0 when the cluster is up and healthy already, and
+# up_already_running returns 0 when the cluster is up and healthy already, and
 # stops the script when it is partly running or leftovers of one exist.
 up_already_running() {
   local c n=0

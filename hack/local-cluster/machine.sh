@@ -83,8 +83,9 @@ machine_restore() {
     local fam name
     while read -r _ fam name; do
       grep -qxF "table ${fam} ${name}" "${MACHINE_DIR}/nft-tables" && continue
-      # A table with rules belongs to something else that ran meanwhile.
-      if nft list table "${fam}" "${name}" 2>/dev/null | grep -qE '^[[:space:]]+(counter|jump|goto|meta|ip|ip6|tcp|udp|ct|mark|accept|drop|reject|return|xt)\b'; then
+      # A table with rules belongs to something else that ran meanwhile. (nft
+      # prints a rule two tabs deep; so is a base chain's "type ... hook" line.)
+      if [[ "$(nft list table "${fam}" "${name}" 2>/dev/null | awk '/^\t\t/ && !/^\t\ttype / { n++ } END { print n + 0 }')" != 0 ]]; then
         log "warning: nftables table ${fam} ${name} appeared while the cluster ran and still has rules; left alone"
         continue
       fi

@@ -54,7 +54,9 @@ owned_chains_present() {
   local save
   for save in iptables-save ip6tables-save iptables-legacy-save ip6tables-legacy-save; do
     command -v "${save}" >/dev/null || continue
-    "${save}" 2>/dev/null | grep -qE "^:(${OWNED_CHAINS})" && return 0
+    # Read whole before matching: grep -q exiting early would SIGPIPE the
+    # writer, and pipefail would turn a match into a failure.
+    grep -qE "^:(${OWNED_CHAINS})" <<<"$("${save}" 2>/dev/null)" && return 0
   done
   return 1
 }

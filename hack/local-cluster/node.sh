@@ -54,7 +54,9 @@ import_images() {
     ctr_k8s images tag --force "${name}" "${name%:*}@${digest}" >/dev/null ||
       fail_component containerd "could not name ${name} by its digest ${digest}"
   done < <(ctr_k8s images ls | awk 'NR > 1 && $1 !~ /@/ && $1 !~ /^sha256:/ { print $1, $3 }')
-  ctr_k8s images ls -q | grep -qxF -- "$(normalize_ref "${PAUSE_IMAGE}")" ||
+  # The list is read whole first: grep -q stopping at the match would SIGPIPE
+  # ctr, and pipefail would call the image missing.
+  grep -qxF -- "$(normalize_ref "${PAUSE_IMAGE}")" <<<"$(ctr_k8s images ls -q)" ||
     fail_component containerd "the archives in ${IMAGES_DIR} hold no ${PAUSE_IMAGE} (PAUSE_IMAGE in images.env)"
   log "imported ${n} image archives in $((SECONDS - t0))s"
 }
@@ -192,7 +194,7 @@ node_cleanup() {
   node_files_cleanup
   # rm -rf must never descend into something still mounted.
   if [[ -n "$(node_mounts)" ]]; then
-    log "warning: mounts remain under ${STATE_DIR} ($(node_mounts | head -n3 | tr '\n' ' ')); ${NODE_DIR} is kept"
+    log "warning: mounts remain under ${STATE_DIR} ($(node_mounts | awk 'NR <= 3' | tr '\n' ' ')); ${NODE_DIR} is kept"
   else
     rm -rf "${NODE_DIR}"
   fi

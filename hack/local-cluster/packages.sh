@@ -9,7 +9,7 @@ LOCK_REFRESH="hack/local-cluster/debian-lock.sh > hack/local-cluster/debian.lock
 
 # pin_available PKG VERSION: apt offers exactly this version.
 pin_available() {
-  apt-cache madison "$1" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}' | grep -qxF -- "$2"
+  apt-cache madison "$1" 2>/dev/null | awk -F'|' -v want="$2" '{ gsub(/ /, "", $2); if ($2 == want) found = 1 } END { exit !found }'
 }
 
 # missing_pins prints PKG=VERSION for each pin apt does not offer.

@@ -19,7 +19,7 @@ preflight_cgroups() {
   else
     local sub
     for sub in cpu cpuacct cpuset memory pids devices freezer; do
-      mnt="$(awk -v s="${sub}" '$3 == "cgroup" { n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] == s) print $2 }' /proc/mounts | head -n1)"
+      mnt="$(awk -v s="${sub}" '$3 == "cgroup" { n = split($4, o, ","); for (i = 1; i <= n; i++) if (o[i] == s) { print $2; exit } }' /proc/mounts)"
       [[ -n "${mnt}" ]] || preflight_fail "the cgroup v1 '${sub}' controller is not mounted (kubelet needs cpu, cpuacct, cpuset, memory, pids, devices, freezer)"
       probe="${mnt}/harness-local-cluster-preflight.$$"
       mkdir "${probe}" 2>/dev/null || preflight_fail "cannot create a cgroup in ${mnt} (read-only or not permitted); the node needs writable cgroups"
@@ -53,9 +53,9 @@ preflight_iptables() {
     command -v "${t}" >/dev/null || preflight_fail "${t} is missing (it comes with debian.lock's packages)"
   done
   iptables -w -S FORWARD >/dev/null 2>&1 ||
-    preflight_fail "iptables cannot read the filter table ($(iptables -w -S FORWARD 2>&1 | head -n1)); kube-proxy and the pod firewall need it"
+    preflight_fail "iptables cannot read the filter table ($(iptables -w -S FORWARD 2>&1 | awk 'NR == 1')); kube-proxy and the pod firewall need it"
   iptables -w -t nat -S >/dev/null 2>&1 || preflight_fail "iptables cannot read the nat table; kube-proxy needs it"
-  nft list tables >/dev/null 2>&1 || preflight_fail "nft cannot list tables ($(nft list tables 2>&1 | head -n1))"
+  nft list tables >/dev/null 2>&1 || preflight_fail "nft cannot list tables ($(nft list tables 2>&1 | awk 'NR == 1'))"
 }
 
 # preflight_network: the bridge name, the pod range and the service range are
@@ -70,7 +70,7 @@ preflight_network() {
   done
   local p owner
   for p in "$@"; do
-    owner="$(ss -Hltnp "sport = :${p}" 2>/dev/null | head -n1)"
+    owner="$(ss -Hltnp "sport = :${p}" 2>/dev/null | awk 'NR == 1')"
     [[ -z "${owner}" ]] || preflight_fail "port ${p} is in use (${owner//  / }); stop its owner or set the LOCAL_CLUSTER_*_PORT variables"
   done
 }
