@@ -22,16 +22,23 @@ network_up() {
 }
 
 # firewall_up: Pods may talk to Pods and to the host (which is INPUT, not
-# FORWARD); anything else they send through the host is dropped. The rule sits
-# in mangle FORWARD, which runs after Service DNAT (so a Service whose backend
-# is a Pod or the host passes) and before filter FORWARD, where an ACCEPT of
-# kube-proxy's could not override it. Nothing ever probes an outside address
-# to prove it; check that the rule exists instead.
+# FORWARD); anything else they send through the host is dropped, and so is
+# anything forwarded to them from elsewhere. The CNI bridge plugin turns
+# ip_forward on, which makes every interface forward: when the machine did not
+# forward before `up`, only packets arriving on the bridge are forwarded. The
+# rules sit in mangle FORWARD, which runs after Service DNAT (so a Service
+# whose backend is a Pod or the host passes) and before filter FORWARD, where
+# an ACCEPT of kube-proxy's could not override them. Nothing ever probes an
+# outside address to prove them; check that they exist instead.
 firewall_up() {
+  local chain=(iptables -w -t mangle -A "${FIREWALL_CHAIN}")
   iptables -w -t mangle -N "${FIREWALL_CHAIN}"
-  iptables -w -t mangle -A "${FIREWALL_CHAIN}" -s "${POD_CIDR}" -d "${POD_CIDR}" -j RETURN
-  iptables -w -t mangle -A "${FIREWALL_CHAIN}" -s "${POD_CIDR}" \
-    -m comment --comment "harness local cluster: pods reach pods and the host only" -j DROP
+  "${chain[@]}" -s "${POD_CIDR}" -d "${POD_CIDR}" -j RETURN
+  "${chain[@]}" -s "${POD_CIDR}" -m comment --comment "harness local cluster: pods reach pods and the host only" -j DROP
+  "${chain[@]}" -d "${POD_CIDR}" -m comment --comment "harness local cluster: only pods reach pods through the host" -j DROP
+  if [[ "$(sed -n 's/^net.ipv4.ip_forward=//p' "${MACHINE_DIR}/sysctls")" == 0 ]]; then
+    "${chain[@]}" ! -i "${BRIDGE}" -m comment --comment "harness local cluster: the host forwarded nothing before" -j DROP
+  fi
   iptables -w -t mangle -I FORWARD 1 -j "${FIREWALL_CHAIN}"
 }
 
