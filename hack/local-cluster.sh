@@ -362,6 +362,15 @@ running() {
   [[ -n "${argv0}" && "${argv0}" == "${bin}" ]]
 }
 
+# alive PID: the process exists and has not exited. An exited child of PID 1
+# stays a zombie until PID 1 reaps it, which can take seconds.
+alive() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [[ "${stat%% *}" != Z ]]
+}
+
 # start NAME BIN ARGS...: run detached (own session, so a terminal's Ctrl-C or
 # the caller's exit does not reach it), output to logs/NAME.log.
 start() {
@@ -379,7 +388,7 @@ start() {
   local i
   for ((i = 0; i < 100; i++)); do
     running "${name}" && return 0
-    [[ -e "/proc/${pid}" ]] || return 0 # it died; the caller's wait reports it
+    alive "${pid}" || return 0 # it died; the caller's wait reports it
     sleep 0.1
   done
 }
@@ -405,7 +414,14 @@ wait_for() {
   done
 }
 
+# gateway_local: the gateway address is on the bridge. Without it, a packet to
+# the API server's address would follow the default route off the machine.
+gateway_local() {
+  [[ "$(ip -4 -o addr show dev "${BRIDGE}" 2>/dev/null)" == *" ${GATEWAY_IP}/"* ]]
+}
+
 api_get() {
+  gateway_local || { echo "local-cluster: ${GATEWAY_IP} is not on ${BRIDGE} (the cluster is down)" >&2; return 1; }
   curl -fsS --max-time 5 --cacert "${PKI_DIR}/ca.crt" --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" \
     "https://${GATEWAY_IP}:${APISERVER_PORT}$1"
 }
@@ -440,18 +456,18 @@ stop_group() {
       pids+=("${pid}")
     fi
   done
-  local i alive=1
-  while ((alive)) && ((SECONDS < deadline)); do
-    alive=0
-    for pid in "${pids[@]}"; do [[ -e "/proc/${pid}" ]] && alive=1; done
-    ((alive)) && sleep 0.2
+  local i live=1
+  while ((live)) && ((SECONDS < deadline)); do
+    live=0
+    for pid in "${pids[@]}"; do alive "${pid}" && live=1; done
+    ((live)) && sleep 0.2
   done
   for i in "${!pids[@]}"; do
     pid="${pids[i]}"
-    if [[ -e "/proc/${pid}" ]]; then
+    if alive "${pid}"; then
       log "${names[i]} (pid ${pid}) still running after ${GRACE}s; sending SIGKILL"
       kill -KILL "${pid}" 2>/dev/null || true
-      while [[ -e "/proc/${pid}" ]]; do sleep 0.1; done
+      while alive "${pid}"; do sleep 0.1; done
     fi
     log "stopped ${names[i]} (pid ${pid}) in $((SECONDS - t0))s"
   done
@@ -563,11 +579,11 @@ kill_leftovers() {
     log "stopping leftover pid ${pid} of this cluster: $(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | cut -c1-120)"
     kill -TERM "${pid}" 2>/dev/null || true
   done
-  local deadline=$((SECONDS + GRACE)) alive
+  local deadline=$((SECONDS + GRACE)) live
   while [[ -n "${stale}" ]]; do
-    alive=""
-    for pid in ${stale}; do [[ -e "/proc/${pid}" ]] && alive+="${pid} "; done
-    stale="${alive}"
+    live=""
+    for pid in ${stale}; do alive "${pid}" && live+="${pid} "; done
+    stale="${live}"
     [[ -z "${stale}" ]] && break
     if ((SECONDS >= deadline)); then
       log "sending SIGKILL to ${stale}"
@@ -601,6 +617,10 @@ cmd_down() {
     *) usage; exit 2 ;;
   esac
   teardown
+  # Every kubeconfig names the gateway address, which is gone: a client still
+  # using one would send its packets along the default route. `up` writes them
+  # again.
+  rm -f "${KUBECONFIG_FILE}" "${STATE_DIR}"/*.kubeconfig
   if ((keep == 0)); then
     rm -rf "${ETCD_DATA}" "${LOG_DIR}" "${VOLUMES_DIR}" "${STATE_DIR}/kwok.yaml"
   fi

@@ -99,11 +99,12 @@ paths() {
 # at a child of PID 1 whose command is that of the tree this snapshot runs in
 # (the session launchers); and every process in a session of those trees (a
 # background job of a session is reparented to PID 1 but keeps its session).
-# The cluster starts each component in a session of its own, so what it leaks
-# is never transient.
+# So are zombies: they have exited and only wait for PID 1 to reap them (which
+# can take seconds). The cluster starts each component in a session of its
+# own, so what it leaks is never transient.
 process_table() {
-  ps -eo pid=,ppid=,sid=,comm= | awk -v self=$$ '
-    { pid = $1; ppid[pid] = $2; sid[pid] = $3; c = $4; for (i = 5; i <= NF; i++) c = c " " $i; comm[pid] = c; kids[$2] = kids[$2] " " pid }
+  ps -eo pid=,ppid=,sid=,stat=,comm= | awk -v self=$$ '
+    { pid = $1; ppid[pid] = $2; sid[pid] = $3; zombie[pid] = ($4 ~ /^Z/); c = $5; for (i = 6; i <= NF; i++) c = c " " $i; comm[pid] = c; kids[$2] = kids[$2] " " pid }
     function mark(p,   n, k, a) { out[p] = 1; n = split(kids[p], a, " "); for (k = 1; k <= n; k++) mark(a[k]) }
     END {
       top = self
@@ -114,7 +115,7 @@ process_table() {
       mark(self)
       for (p in out) if (sid[p] > 1) tsid[sid[p]] = 1
       for (p in ppid) if (sid[p] in tsid) mark(p)
-      for (p in ppid) if (p != 2) print p, ((p in out) ? "transient" : "kept"), comm[p]
+      for (p in ppid) if (p != 2) print p, ((p in out || zombie[p]) ? "transient" : "kept"), comm[p]
     }'
 }
 
