@@ -76,16 +76,6 @@ test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suite
 test-race: ## The concurrent packages under the race detector (their process suites' binaries too); part of CI.
 	$(TEST_DEPS); go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
-.PHONY: test-e2e
-test-e2e: build ## Helm chart tests and the end-to-end suite on a local cluster (real control plane, KWOK nodes, kubectl, helm).
-	helm="$$(hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
-	[[ -n "$$helm" && -n "$$codex" && -n "$$below" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
-	trap 'hack/local-cluster.sh down' EXIT; \
-	hack/local-cluster.sh up; \
-	eval "$$(hack/local-cluster.sh env)"; \
-	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
-		go test -tags e2e $(GO_TEST_FLAGS) ./test/e2e/...
-
 # IMAGES_DIR holds the image archives and images.env (docs/images.md).
 IMAGES_DIR ?= .local/images
 
@@ -104,6 +94,13 @@ images-reproducible: ## Build every image twice from empty build caches and comp
 .PHONY: images-lock
 images-lock: ## Re-pin images/debian.lock to the configured Debian sources' current packages.
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
+
+.PHONY: test-e2e
+test-e2e: build images ## Chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+	helm="$$(hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
+	[[ -n "$$helm" && -n "$$codex" && -n "$$below" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
+	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
+		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test-e2e.sh
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.

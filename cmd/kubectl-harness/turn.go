@@ -294,7 +294,13 @@ func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 		if json.Unmarshal(ev.Data, ae) != nil || ae.Code == "" {
 			_, _ = fmt.Fprintf(p.errOut, "error: %s\n", ev.Data)
 		} else {
-			_, _ = fmt.Fprintf(p.errOut, "error: %s (retryable %t)\n", ae.Error(), ae.Retryable)
+			// A stream error says whether the turn may have had effects: a
+			// gateway must not run it again unless replaySafe is true.
+			replay := ""
+			if ae.ReplaySafe != nil {
+				replay = fmt.Sprintf(", replaySafe %t", *ae.ReplaySafe)
+			}
+			_, _ = fmt.Fprintf(p.errOut, "error: %s (retryable %t%s)\n", ae.Error(), ae.Retryable, replay)
 		}
 		return true, &exitError{code: exitFailClosed}
 	}

@@ -192,6 +192,8 @@ func TestStreamTurnOutcomes(t *testing.T) {
 			selectedLine + "turn aborted: interrupted\n"},
 		{"error event", &sseServer{scripts: []string{selected + sseFrame("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "gone", "scope": "harness", "retryable": true})}}, exitFailClosed, "",
 			selectedLine + "error: HarnessUnavailable: gone (retryable true)\n"},
+		{"error event of a turn that may have had effects", &sseServer{scripts: []string{selected + sseFrame("1", "error", map[string]any{"code": "HarnessUnavailable", "message": "went away", "scope": "", "retryable": false, "replaySafe": false})}}, exitFailClosed, "",
+			selectedLine + "error: HarnessUnavailable: went away (retryable false, replaySafe false)\n"},
 		{"fail-closed answer", &sseServer{status: http.StatusUnprocessableEntity, scripts: []string{`{"code":"OverrideDenied","message":"denied","scope":"","retryable":false}`}}, exitFailClosed, "",
 			"error: OverrideDenied: denied (HTTP 422, retryable false)\n"},
 		{"unknown session", &sseServer{status: http.StatusNotFound, scripts: []string{`{"code":"SessionNotFound","message":"nope","scope":"","retryable":false}`}}, exitBadInput, "",

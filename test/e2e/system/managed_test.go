@@ -4,6 +4,8 @@ package system
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,8 +23,8 @@ import (
 )
 
 // The managed harness of the suite: one replica of the Codex app-server
-// image, pointed at the stub model through the environment a user sets for
-// an OpenAI-compatible endpoint.
+// image, pointed at the stub model the way a user points Codex at an
+// OpenAI-compatible endpoint.
 const (
 	poolHarness = "codex-pool"
 	poolSession = "pool"
@@ -34,7 +36,23 @@ const (
 func managedHarnessSpecs() {
 	It("runs a managed AgentHarness's StatefulSet with the Codex image under `restricted`", func() {
 		repository, digest := image("CODEX_APP_SERVER")
+		// What a user does for an OpenAI-compatible endpoint: the key as an
+		// environment variable, and a Codex config naming the endpoint as a
+		// model provider, placed in the native home (Codex merges it over
+		// the image's /etc/codex/config.toml).
 		mustKubectl("create", "secret", "generic", "model-key", "-n", managedNS, "--from-literal=key=stub-key")
+		config := filepath.Join(work, "codex-config.toml")
+		Expect(os.WriteFile(config, []byte(fmt.Sprintf(`model_provider = "e2e-model"
+
+[model_providers.e2e-model]
+name = "The suite's stub model"
+base_url = %q
+wire_api = "responses"
+env_key = "OPENAI_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, stub.BaseURL())), 0o600)).To(Succeed())
+		mustKubectl("create", "secret", "generic", "codex-config", "-n", managedNS, "--from-file=config.toml="+config)
 		applyManifest("managed.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
 kind: AgentHarness
 metadata: {name: %[1]s, namespace: %[2]s}
@@ -45,13 +63,14 @@ spec:
     image: %[3]s@%[4]s
     imagePullPolicy: Never
     replicas: 1
-    env:
-      - {name: OPENAI_BASE_URL, value: %[5]q}
     credentials:
       - name: OPENAI_API_KEY
         mount: Env
         secretKeyRef: {name: model-key, key: key}
-`, poolHarness, managedNS, repository, digest, stub.BaseURL()))
+      - name: config.toml
+        mount: HomeFile
+        secretKeyRef: {name: codex-config, key: config.toml}
+`, poolHarness, managedNS, repository, digest))
 		// Exactly one of each, owned by the harness (garbage-collected with it).
 		ownedOne := func(g Gomega, list client.ObjectList) client.Object {
 			g.Expect(admin.List(ctx, list, client.InNamespace(managedNS))).To(Succeed())

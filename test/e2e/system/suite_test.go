@@ -81,6 +81,8 @@ var (
 		// gateway is the CNI bridge's address on this machine: what Pods
 		// reach the host at.
 		gateway string
+		// volumesDir is where the node's hostPath volumes may live.
+		volumesDir string
 		// images are the refs and digests `make images` wrote (images.env).
 		images map[string]string
 	}
@@ -103,6 +105,7 @@ var _ = BeforeSuite(func() {
 	env.codexBelowFloor = requireEnv("CODEX_BIN_BELOW_FLOOR", "a codex release below the floor (hack/setup-codex.sh 0.148.0)")
 	env.binDir = requireEnv("E2E_BIN_DIR", "the directory of kubectl-harness (make build)")
 	env.gateway = requireEnv("LOCAL_CLUSTER_GATEWAY_IP", "the CNI bridge's gateway address (hack/local-cluster.sh env)")
+	env.volumesDir = requireEnv("LOCAL_CLUSTER_VOLUMES_DIR", "the node's hostPath volumes directory (hack/local-cluster.sh env)")
 	env.images = readImagesEnv(requireEnv("E2E_IMAGES_ENV", "the images.env of `make images`"))
 	var err error
 	env.repoRoot, err = testutil.ModuleRoot()

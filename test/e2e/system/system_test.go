@@ -138,9 +138,9 @@ spec:
 			Expect(strings.Fields(cas)).To(HaveLen(len(strings.Fields(hooks))), "%s %s: every webhook has the CA", kind, name)
 		}
 		// An AgentHarness outside the chart's harnessNamespaces is refused by
-		// the webhook, naming them: the API server reached the manager Pods
-		// (an unreachable webhook with failurePolicy Fail refuses too, but
-		// with a different message).
+		// the validating webhook, naming them and the manager's flag: the API
+		// server reached the manager Pods (an unreachable webhook with
+		// failurePolicy Fail refuses too, but with a different message).
 		r := applyManifestResult("refused.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
 kind: AgentHarness
 metadata: {name: codex, namespace: %s}
@@ -151,10 +151,10 @@ spec:
     tokenSecretRef: {name: codex-token, key: token}
 `, outsideNS))
 		Expect(r.exit).NotTo(Equal(0), "%s", r)
-		Expect(r.stderr).To(ContainSubstring("admission webhook"))
 		Expect(r.stderr).To(ContainSubstring("metadata.namespace"))
 		Expect(r.stderr).To(ContainSubstring(fmt.Sprintf(`harness namespaces %s`, strings.Join(harnessNamespaces, ", "))))
 		Expect(r.stderr).To(ContainSubstring(fmt.Sprintf(`%q is not one of them`, outsideNS)))
+		Expect(r.stderr).To(ContainSubstring("manager flag --harness-namespaces"))
 	})
 
 	It("applies the samples with kubectl and the sample harness becomes Ready", func() {
@@ -327,8 +327,10 @@ spec:
 `, teamBNS)
 }
 
-// journalDir is the node's directory behind the journal's PersistentVolume.
-func journalDir() string { return filepath.Join(work, "dispatcher-journal") }
+// journalDir is the node's directory behind the journal's PersistentVolume
+// (hostPath volumes live in the cluster's volumes directory, which down
+// removes).
+func journalDir() string { return filepath.Join(env.volumesDir, "dispatcher-journal") }
 
 // expectRunsImage checks that the Pod is Ready on a real node and that its
 // one container runs the image with the digest.

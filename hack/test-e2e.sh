@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test-e2e.sh is `make test-e2e` after its builds: the chart tests and the
+# system suite on the local cluster with its real node, then the proof that
+# the cluster leaves the machine as it found it:
+#
+#   1. snapshot the machine (hack/local-cluster.sh snapshot);
+#   2. up, run ./test/e2e/..., down (down also runs when anything fails);
+#   3. snapshot again and diff: any difference fails the run;
+#   4. hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every cluster
+#      process (a killed test run), down, and the same diff.
+#
+# Needs root, the images of `make images` (LOCAL_CLUSTER_IMAGES_DIR) and the
+# environment the Makefile passes: HELM_BIN, CODEX_BIN, CODEX_BIN_BELOW_FLOOR,
+# E2E_BIN_DIR. GO_TEST_FLAGS are go test's flags.
+set -euo pipefail
+shopt -s inherit_errexit
+
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CLUSTER="${HACK_DIR}/local-cluster.sh"
+IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-$(cd "${HACK_DIR}/.." && pwd)/.local/images}"
+
+log() { echo "test-e2e: $*" >&2; }
+
+snapshots="$(mktemp -d)"
+"${CLUSTER}" snapshot >"${snapshots}/before"
+
+# down runs once, whatever happened; a failed down fails the run.
+down_done=0
+down() {
+  [[ "${down_done}" == 1 ]] && return 0
+  down_done=1
+  "${CLUSTER}" down
+}
+trap 'down || true' EXIT
+
+"${CLUSTER}" up
+eval "$("${CLUSTER}" env)"
+# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
+down
+
+"${CLUSTER}" snapshot >"${snapshots}/after"
+if ! diff -u "${snapshots}/before" "${snapshots}/after"; then
+  log "error: the machine differs after down from before up (diff above; snapshots in ${snapshots})"
+  exit 1
+fi
+log "the machine after down equals the machine before up"
+rm -rf "${snapshots}"
+
+"${HACK_DIR}/local-cluster/teardown-check.sh"
