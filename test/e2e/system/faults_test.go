@@ -87,7 +87,7 @@ func faultSpecs() {
 			g.Expect(p.Status.ContainerStatuses).To(HaveLen(1))
 			g.Expect(p.Status.ContainerStatuses[0].Ready).To(BeTrue())
 		}).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		_, err := os.Stat(filepath.Join(journalDir(), "OWNER"))
+		_, err := os.Stat(filepath.Join(journalDir(), "journal", "OWNER"))
 		Expect(err).NotTo(HaveOccurred(), "the journal lives on the PersistentVolume")
 
 		// Asking for the run again returns what the new Pod recovered: the
