@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/openclaw/harness-operator/internal/codexconfig"
 )
 
 // codexDir is where the Codex package's native tree lives in the image.
@@ -23,32 +25,14 @@ const codexDir = "/opt/codex"
 // codexConfig is /etc/codex/config.toml, the system configuration layer
 // Codex reads under the user's CODEX_HOME. It keeps Codex from reaching out
 // on its own (update checks, analytics, plugin and app catalogs, model
-// discovery); the model provider stays the default `openai`, so a user
-// points it with OPENAI_BASE_URL and OPENAI_API_KEY. The feature list is the
-// one measured against the real 0.169 binary
-// (docs/codex-app-server.md, the probes' config.toml).
+// discovery); the model provider stays the default `openai` (docs/images.md
+// says how to point Codex at another endpoint). The feature list is the one
+// measured against the real 0.169 binary (docs/codex-app-server.md, the
+// probes' config.toml).
 const codexConfig = `# Offline-safe defaults of the harness-operator Codex image (docs/images.md).
 # Codex reads this system layer first; CODEX_HOME/config.toml and the
 # app-server's requests override it.
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-tool_suggest = false
-plugin_sharing = false
-image_generation = false
-browser_use = false
-browser_use_external = false
-computer_use = false
-in_app_browser = false
-api_key_model_discovery = false
-goals = false
-`
+` + codexconfig.Offline
 
 // userlandTree is bash, coreutils, grep, sed, findutils and their libraries
 // from the locked packages (all but the certificate package), laid out as a

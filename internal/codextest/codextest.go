@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/codexconfig"
 )
 
 // EnvBin names the environment variable holding the native codex binary.
@@ -261,8 +263,7 @@ model = %q
 model_provider = "stub"
 approval_policy = "never"
 sandbox_mode = "read-only"
-check_for_update_on_startup = false
-
+` + codexconfig.Offline + `
 [model_providers.stub]
 name = "Stub"
 base_url = %s
@@ -271,24 +272,6 @@ env_key = "HARNESS_STUB_API_KEY"
 request_max_retries = 0
 stream_max_retries = 0
 stream_idle_timeout_ms = 120000
-
-[analytics]
-enabled = false
-
-# Keep codex from reaching out to the network on its own.
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-tool_suggest = false
-plugin_sharing = false
-image_generation = false
-browser_use = false
-browser_use_external = false
-computer_use = false
-in_app_browser = false
-api_key_model_discovery = false
-goals = false
 
 [agents]
 enabled = false
