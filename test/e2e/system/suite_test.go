@@ -22,7 +22,6 @@
 package system
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -147,17 +146,14 @@ func requireEnv(name, what string) string {
 // readImagesEnv reads NAME_IMAGE=ref and NAME_DIGEST=sha256:… lines.
 func readImagesEnv(path string) map[string]string {
 	GinkgoHelper()
-	f, err := os.Open(path)
+	raw, err := os.ReadFile(path)
 	Expect(err).NotTo(HaveOccurred(), "the images of `make images`")
-	defer f.Close()
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok && !strings.HasPrefix(k, "#") {
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
 			out[k] = v
 		}
 	}
-	Expect(sc.Err()).NotTo(HaveOccurred())
 	return out
 }
 
