@@ -122,6 +122,10 @@ source "${HACK_DIR}/local-cluster/control-plane.sh"
 source "${HACK_DIR}/local-cluster/node-config.sh"
 # shellcheck source=local-cluster/node.sh
 source "${HACK_DIR}/local-cluster/node.sh"
+# shellcheck source=local-cluster/pki.sh
+source "${HACK_DIR}/local-cluster/pki.sh"
+# shellcheck source=local-cluster/kwok.sh
+source "${HACK_DIR}/local-cluster/kwok.sh"
 
 usage() {
   cat >&2 <<'USAGE'
@@ -152,57 +156,6 @@ k8s_bin_dir() {
   # extra binaries are incremental builds in its wrapper module.
   EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubelet kube-proxy ${EXTRA_K8S_BINARIES:-}" \
     "${HACK_DIR}/setup-envtest.sh"
-}
-
-# build_kwok builds kwok into KWOK_BIN_DIR once. KWOK_BUILD=shared (default)
-# builds it in a copy of setup-envtest.sh's Kubernetes wrapper module, so kwok
-# links the very k8s.io/* packages (v0.37.x for v1.37.x) kube-controller-manager was
-# just compiled from: the Go build cache already holds them, and kwok costs
-# about 15 s instead of 2.5-4 minutes. KWOK_BUILD=install runs `go install`,
-# which builds kwok with its own dependency set (k8s.io/* v0.36 for v0.8.0).
-build_kwok() {
-  [[ -x "${KWOK_BIN_DIR}/kwok" ]] && return 0
-  mkdir -p "${KWOK_BIN_DIR}"
-  local tmp k8s_wrapper="${CACHE_ROOT}/build/k8s-${K8S_VERSION}"
-  tmp="$(mktemp -d "${KWOK_BIN_DIR}/.build.XXXXXX")"
-  if [[ "${KWOK_BUILD:-shared}" == shared && -f "${k8s_wrapper}/.ready" ]]; then
-    log "building kwok ${KWOK_VERSION} against the k8s.io modules of ${K8S_VERSION}"
-    local dir="${CACHE_ROOT}/build/kwok-${KWOK_VERSION}-k8s-${K8S_VERSION}"
-    rm -rf "${dir}" && mkdir -p "${dir}"
-    # The same requirements and replaces as the Kubernetes wrapper, plus kwok:
-    # equal module versions are what lets the build cache be shared.
-    sed 's|^module .*|module harnessoperator.local/kwokwrapper|' "${k8s_wrapper}/go.mod" >"${dir}/go.mod"
-    cp "${k8s_wrapper}/go.sum" "${dir}/go.sum"
-    cat >"${dir}/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "sigs.k8s.io/kwok/cmd/kwok"
-)
-GO
-    (cd "${dir}" && go get "sigs.k8s.io/kwok@${KWOK_VERSION}" >&2 && go mod tidy >&2 &&
-      go build -o "${tmp}/kwok" sigs.k8s.io/kwok/cmd/kwok >&2) ||
-      { rm -rf "${tmp}"; die "building kwok ${KWOK_VERSION} failed (KWOK_BUILD=install uses go install instead)"; }
-  else
-    log "building kwok ${KWOK_VERSION} with go install (about 2.5 minutes cold)"
-    GOBIN="${tmp}" go install "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" >&2 ||
-      { rm -rf "${tmp}"; die "go install sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION} failed"; }
-  fi
-  mv "${tmp}/kwok" "${KWOK_BIN_DIR}/kwok"
-  rmdir "${tmp}"
-}
-
-kwok_module_dir() {
-  local dir
-  dir="$(cd "${CACHE_ROOT}" && go mod download -json "sigs.k8s.io/kwok@${KWOK_VERSION}" |
-    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
-  [[ -d "${dir}" ]] || die "cannot download sigs.k8s.io/kwok@${KWOK_VERSION}"
-  echo "${dir}"
 }
 
 # kubectl_minor prints the client minor version of a kubectl binary ("32+" -> 32).
@@ -245,101 +198,6 @@ cmd_build() {
   flock -u 9
   echo "${dir}"
   echo "${KWOK_BIN_DIR}"
-}
-
-# ---------------------------------------------------------------- PKI
-
-# sign NAME SUBJ EXT CA: key + cert NAME signed by CA (a prefix in PKI_DIR).
-sign() {
-  local name="$1" subj="$2" ext="$3" ca="$4"
-  [[ -f "${PKI_DIR}/${name}.crt" ]] && return 0
-  openssl genrsa -out "${PKI_DIR}/${name}.key" 2048 2>/dev/null
-  openssl req -new -key "${PKI_DIR}/${name}.key" -subj "${subj}" -out "${PKI_DIR}/${name}.csr" 2>/dev/null
-  printf '%s\n' "${ext}" >"${PKI_DIR}/${name}.ext"
-  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/${ca}.crt" -CAkey "${PKI_DIR}/${ca}.key" \
-    -CAcreateserial -days 3650 -sha256 -extfile "${PKI_DIR}/${name}.ext" -out "${PKI_DIR}/${name}.crt" 2>/dev/null
-  rm -f "${PKI_DIR}/${name}.csr" "${PKI_DIR}/${name}.ext"
-}
-
-make_ca() {
-  local name="$1" cn="$2"
-  [[ -f "${PKI_DIR}/${name}.crt" ]] && return 0
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout "${PKI_DIR}/${name}.key" -out "${PKI_DIR}/${name}.crt" \
-    -days 3650 -sha256 -subj "/CN=${cn}" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
-}
-
-# gen_pki creates what is missing; an existing PKI is reused across up/down.
-gen_pki() {
-  mkdir -p "${PKI_DIR}"
-  chmod 700 "${PKI_DIR}"
-  local client="basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=clientAuth"
-  local server="basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=serverAuth"
-  make_ca ca local-cluster-ca
-  make_ca front-proxy-ca local-cluster-front-proxy-ca
-  # A certificate from before the API server listened on the gateway lacks it.
-  if [[ -f "${PKI_DIR}/apiserver.crt" ]]; then
-    local san
-    san="$(openssl x509 -noout -ext subjectAltName -in "${PKI_DIR}/apiserver.crt")"
-    [[ "${san//[[:space:]]/}," == *"IPAddress:${GATEWAY_IP},"* ]] || rm -f "${PKI_DIR}/apiserver.crt" "${PKI_DIR}/apiserver.key"
-  fi
-  # Pods reach the API server as https://kubernetes.default.svc (the Service IP)
-  # or at the gateway address; host clients use the gateway address too.
-  sign apiserver "/CN=kube-apiserver" "${server}
-subjectAltName=IP:127.0.0.1,IP:${GATEWAY_IP},IP:${SERVICE_IP},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" ca
-  sign admin "/O=system:masters/CN=admin" "${client}" ca
-  sign kube-controller-manager "/CN=system:kube-controller-manager" "${client}" ca
-  sign kube-scheduler "/CN=system:kube-scheduler" "${client}" ca
-  # The node: kubelet's client identity (the Node authorizer and NodeRestriction
-  # know it by name), its serving certificate (the API server verifies it for
-  # logs and exec), kube-proxy's identity (bound to system:node-proxier by
-  # default), and the API server's client certificate towards kubelet.
-  sign kubelet "/O=system:nodes/CN=system:node:${NODE_NAME}" "${client}" ca
-  sign kubelet-serving "/O=system:nodes/CN=system:node:${NODE_NAME}" "${server}
-subjectAltName=IP:${NODE_IP},IP:127.0.0.1,DNS:${NODE_NAME}" ca
-  sign kube-proxy "/CN=system:kube-proxy" "${client}" ca
-  sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "${client}" ca
-  # The API server authenticates to aggregated API servers (and they trust it)
-  # through the front-proxy CA: the requestheader chain.
-  sign front-proxy-client "/CN=front-proxy-client" "${client}" front-proxy-ca
-  if [[ ! -f "${PKI_DIR}/sa.key" ]]; then
-    openssl genrsa -out "${PKI_DIR}/sa.key" 2048 2>/dev/null
-    openssl rsa -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null
-  fi
-  chmod 600 "${PKI_DIR}"/*.key
-}
-
-# write_kubeconfig FILE CERT: a kubeconfig with the client cert embedded, so it
-# can be copied elsewhere.
-write_kubeconfig() {
-  local file="$1" cert="$2"
-  (
-    umask 077
-    cat >"${file}" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: https://${GATEWAY_IP}:${APISERVER_PORT}
-    certificate-authority-data: $(base64 -w0 <"${PKI_DIR}/ca.crt")
-users:
-- name: ${cert}
-  user:
-    client-certificate-data: $(base64 -w0 <"${PKI_DIR}/${cert}.crt")
-    client-key-data: $(base64 -w0 <"${PKI_DIR}/${cert}.key")
-contexts:
-- name: local
-  context:
-    cluster: local
-    user: ${cert}
-current-context: local
-KC
-  )
 }
 
 # ---------------------------------------------------------------- processes
@@ -489,31 +347,6 @@ leftovers() {
 }
 
 # ---------------------------------------------------------------- commands
-
-write_kwok_config() {
-  local mod heartbeat
-  mod="$(kwok_module_dir)"
-  heartbeat="kustomize/stage/node/heartbeat/node-heartbeat.yaml"
-  if [[ "${KWOK_NODE_LEASE_SECONDS}" != 0 ]]; then
-    heartbeat="kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml"
-  fi
-  # The stages ship with the pinned module, so they follow KWOK_VERSION.
-  local f first=1
-  for f in kustomize/stage/node/fast/node-initialize.yaml "${heartbeat}" \
-    kustomize/stage/pod/fast/pod-ready.yaml kustomize/stage/pod/fast/pod-complete.yaml \
-    kustomize/stage/pod/fast/pod-delete.yaml; do
-    [[ -f "${mod}/${f}" ]] || die "kwok ${KWOK_VERSION} has no ${f}"
-    ((first)) || echo "---"
-    first=0
-    if [[ "${f}" == */pod-ready.yaml ]]; then
-      # A kubelet reports the image it runs by digest (imageID); KWOK's stage
-      # leaves it out. The operator attests managed app-servers by it.
-      sed 's/^\( *\)- image: {{ \.image | Quote }}$/&\n\1  imageID: {{ .image | Quote }}/' "${mod}/${f}"
-    else
-      cat "${mod}/${f}"
-    fi
-  done >"${STATE_DIR}/kwok.yaml"
-}
 
 # up_already_running returns 0 when the cluster is up and healthy already, and
 # stops the script when it is partly running or leftovers of one exist.
