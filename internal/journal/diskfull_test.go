@@ -43,11 +43,7 @@ func TestARunThatCannotBeRecordedOnAFullDiskStillEndsFailedForItsReaders(t *test
 			w := begin(t, j, sess, "run-1", "body", BeginNew)
 			appendN(t, w, 1)
 			follower := begin(t, j, sess, "run-1", "body", BeginAttach)
-			followed := make(chan []Event, 1)
-			go func() {
-				evs, _ := collect(follower, 0)
-				followed <- evs
-			}()
+			followed := collectAsync(follower)
 
 			errPayload := diskFullPayload()
 			if tc.errorEventWritten {

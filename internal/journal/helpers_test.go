@@ -99,6 +99,18 @@ func collect(r *Run, after int64) ([]Event, error) {
 	return out, nil
 }
 
+// collectAsync drains r.Events from the start in a goroutine of its own
+// (for a follower that must be blocked while the test acts); the channel
+// yields what it read.
+func collectAsync(r *Run) <-chan []Event {
+	done := make(chan []Event, 1)
+	go func() {
+		evs, _ := collect(r, 0)
+		done <- evs
+	}()
+	return done
+}
+
 func mustCollect(t testing.TB, r *Run, after int64) []Event {
 	t.Helper()
 	evs, err := collect(r, after)

@@ -47,11 +47,7 @@ func TestRecoveryTornLastLine(t *testing.T) {
 	// A resubmission attaches (never runs again) and sees the recorded events;
 	// it ends when the engine marks the run failed.
 	a := begin(t, j, sess, "run-1", "body", BeginAttach)
-	done := make(chan []Event, 1)
-	go func() {
-		evs, _ := collect(a, 0)
-		done <- evs
-	}()
+	done := collectAsync(a)
 	goroutines.WaitBlocked(t, "(*Run).Events", 1) // it yielded the recorded events and waits
 	select {
 	case <-done:

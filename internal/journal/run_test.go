@@ -330,11 +330,7 @@ func TestMarkFailed(t *testing.T) {
 	w := begin(t, j, sess, "run-1", "body", BeginNew)
 	appendN(t, w, 2)
 	a := begin(t, j, sess, "run-1", "body", BeginAttach)
-	done := make(chan []Event, 1)
-	go func() {
-		evs, _ := collect(a, 0)
-		done <- evs
-	}()
+	done := collectAsync(a)
 	if err := j.MarkFailed(w.Ref(), "watchdog: writer stuck"); err != nil {
 		t.Fatal(err)
 	}
