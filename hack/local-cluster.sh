@@ -292,13 +292,14 @@ readyz_ok() { [[ "$(api_get /readyz)" == ok ]]; }
 
 default_sa_ok() { api_get /api/v1/namespaces/default/serviceaccounts/default; }
 
-# kwok_node_ready_ok: the fake node is Ready and carries only its own taint
-# (the not-ready taint TaintNodesByCondition adds at creation is gone).
-kwok_node_ready_ok() {
+# node_ready NODE [TAINT_KEYS]: the node is Ready and its taints' keys are
+# exactly TAINT_KEYS (space-separated; none by default): the not-ready taint
+# TaintNodesByCondition adds at creation is gone.
+node_ready() {
   local out
-  out="$("${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" get node "${KWOK_NODE_NAME}" \
+  out="$("${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" get node "$1" \
     -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}|{.spec.taints[*].key}')"
-  [[ "${out}" == "True|kwok.x-k8s.io/node" ]]
+  [[ "${out}" == "True|${2:-}" ]]
 }
 
 # stop_group NAME...: SIGTERM the named components together, wait for them
@@ -399,7 +400,7 @@ cmd_up() {
   node_start "${k8s_dir}"
   "${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" apply -f "${HACK_DIR}/local-cluster/node.yaml" >&2 ||
     fail_component kube-apiserver "refused the fake node"
-  wait_for kwok "node ${KWOK_NODE_NAME} Ready with only its own taint" kwok_node_ready_ok
+  wait_for kwok "node ${KWOK_NODE_NAME} Ready with only its own taint" node_ready "${KWOK_NODE_NAME}" kwok.x-k8s.io/node
   log "up in $((SECONDS - t0))s: KUBECONFIG=${KUBECONFIG_FILE}"
 }
 

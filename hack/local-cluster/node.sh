@@ -79,13 +79,6 @@ make_cgroup_root() {
   done
 }
 
-node_ready_real() {
-  local out
-  out="$("${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" get node "${NODE_NAME}" \
-    -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}|{.spec.taints}')"
-  [[ "${out}" == "True|" ]]
-}
-
 # node_start: containerd, images, kubelet, kube-proxy; each waited for.
 node_start() {
   local k8s_dir="$1"
@@ -102,7 +95,7 @@ node_start() {
     --node-ip="${NODE_IP}" --hostname-override="${NODE_NAME}"
   start kube-proxy "${k8s_dir}/kube-proxy" --config="${NODE_DIR}/kube-proxy.yaml"
   wait_for kubelet "/healthz" healthz_ok "http://127.0.0.1:${KUBELET_HEALTHZ_PORT}/healthz"
-  wait_for kubelet "node ${NODE_NAME} Ready without taints" node_ready_real
+  wait_for kubelet "node ${NODE_NAME} Ready without taints" node_ready "${NODE_NAME}"
   wait_for kube-proxy "/healthz" curl -fsS --max-time 5 "http://127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}/healthz"
 }
 
