@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -124,7 +125,7 @@ func buildPlatform(o *options, l lock, cache *layerCache, p v1.Platform) (map[st
 			return nil, err
 		}
 	}
-	if contains(o.images, "codex-app-server") {
+	if slices.Contains(o.images, "codex-app-server") {
 		img, err := codexImage(o, pkgs, d, cache, p, baseSpec, baseT)
 		if err != nil {
 			return nil, fmt.Errorf("codex-app-server: %w", err)

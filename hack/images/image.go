@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,7 +132,7 @@ func (b *built) writeArchive(dir, tag string, mtime time.Time, files map[v1.Hash
 	if err != nil {
 		return err
 	}
-	if err := firstErr(
+	if err := errors.Join(
 		t.file("/oci-layout", 0o644, []byte(`{"imageLayoutVersion":"1.0.0"}`), "layout"),
 		t.file("/index.json", 0o644, index, "layout"),
 	); err != nil {
@@ -200,13 +201,4 @@ func writeTarFile(t *tree, file string, mtime time.Time) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), file)
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func parseFlags() (*options, error) {
 
 	o := &options{outDir: *outDir, repository: *repository, tag: *tag, lockFile: *lockFile, codexVer: *codexVer, push: *push, updateLock: *updateLock}
 	for _, name := range strings.Split(*images, ",") {
-		if !contains(imageNames, name) {
+		if !slices.Contains(imageNames, name) {
 			return nil, fmt.Errorf("-images: unknown image %q (images: %s)", name, strings.Join(imageNames, ", "))
 		}
 		o.images = append(o.images, name)
@@ -122,12 +123,7 @@ func parseFlags() (*options, error) {
 }
 
 func (o *options) hasArch(arch string) bool {
-	for _, p := range o.platforms {
-		if p.Architecture == arch {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(o.platforms, func(p v1.Platform) bool { return p.Architecture == arch })
 }
 
 func chartAppVersion(file string) (string, error) {
@@ -152,15 +148,6 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // updateLock pins the current candidates of every platform's architecture;
