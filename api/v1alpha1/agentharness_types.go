@@ -364,11 +364,17 @@ type AppServerWorkload struct {
 
 // ExternalServer is an app-server the operator does not run.
 type ExternalServer struct {
-	// url is the WebSocket address of the app-server (ws:// or wss://).
+	// url is the WebSocket address of the app-server: wss://, because the
+	// capability token travels in it. Plain ws:// is admitted only to a
+	// loopback host (127.0.0.0/8, [::1], localhost) and only when the manager
+	// runs with --allow-insecure-loopback-external (development). No
+	// userinfo (user:password@): the token comes from tokenSecretRef.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.matches('^wss?://[^\\\\s/?#]+(/[^\\\\s?#]*)?$')",message="external.url must be a ws:// or wss:// URL without query or fragment"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-z]+://[^/?#]*@')",message="external.url must not carry userinfo (user:password@host); the token comes from external.tokenSecretRef"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('wss://') || self.matches('^ws://(localhost|127\\\\.[0-9]+\\\\.[0-9]+\\\\.[0-9]+|\\\\[::1\\\\])(:[0-9]+)?(/.*)?$')",message="external.url must be wss:// (plain ws:// only to a loopback host, for development)"
 	URL string `json:"url"`
 
 	// tokenSecretRef is the Secret key holding the capability token sent as
@@ -377,16 +383,40 @@ type ExternalServer struct {
 	TokenSecretRef SecretKeyReference `json:"tokenSecretRef"`
 }
 
+// AcceptHarnessesLabelPrefix begins the label by which a namespace consents to
+// be served by the harnesses of another namespace: a Namespace labelled
+// `accept.harness.openclaw.dev/<harness-namespace>: "true"` may use the
+// harnesses of <harness-namespace> whose allowedNamespaces admit it. Without
+// that label no harness of another namespace serves it, whatever its
+// allowedNamespaces say (docs/tenancy.md). The prefix is a DNS subdomain
+// and a namespace name is a DNS label (at most 63), so every key is valid.
+const AcceptHarnessesLabelPrefix = "accept.harness.openclaw.dev/"
+
+// AcceptHarnessesLabelValue is the one value of an accept label that consents.
+const AcceptHarnessesLabelValue = "true"
+
+// AcceptHarnessesLabel is the label key by which a namespace consents to the
+// harnesses of harnessNamespace.
+func AcceptHarnessesLabel(harnessNamespace string) string {
+	return AcceptHarnessesLabelPrefix + harnessNamespace
+}
+
 // AllowedNamespaces says which namespaces' sessions may use a harness (the shape
-// of Gateway API's allowedRoutes.namespaces).
+// of Gateway API's allowedRoutes.namespaces). A namespace other than the
+// harness's own is served only if it also consents, with the label
+// AcceptHarnessesLabel(<the harness's namespace>) = "true".
 // +kubebuilder:validation:XValidation:rule="self.from == 'Selector' ? has(self.selector) : !has(self.selector)",message="allowedNamespaces.selector must be set when allowedNamespaces.from is Selector, and only then"
 type AllowedNamespaces struct {
-	// from is Same (default: the harness's namespace), All, or Selector.
+	// from is Same (default: the harness's namespace), All (every namespace
+	// that consents with the label accept.harness.openclaw.dev/<this
+	// harness's namespace>: "true"), or Selector (the consenting namespaces
+	// whose labels match selector; an empty selector is the same as All).
 	// +optional
 	// +kubebuilder:default=Same
 	From NamespacesFrom `json:"from,omitempty"`
 
-	// selector selects namespaces by label when from is Selector.
+	// selector selects namespaces by label when from is Selector; only those
+	// that consent are served.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }

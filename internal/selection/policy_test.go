@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -123,6 +124,16 @@ func TestHarnessVisible(t *testing.T) {
 			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: from, Selector: s}
 		}
 	}
+	// The fixtures' harnesses live in "agents"; accepts is the label by which
+	// another namespace consents to them.
+	accepts := map[string]string{v1alpha1.AcceptHarnessesLabel("agents"): "true"}
+	with := func(extra map[string]string) map[string]string {
+		out := map[string]string{}
+		maps.Copy(out, accepts)
+		maps.Copy(out, extra)
+		return out
+	}
+	empty := &metav1.LabelSelector{}
 	cases := []struct {
 		name    string
 		h       *v1alpha1.AgentHarness
@@ -132,14 +143,25 @@ func TestHarnessVisible(t *testing.T) {
 		wantErr bool
 	}{
 		{"DESIGN §3: allowedNamespaces defaults to Same (own namespace)", harness("c"), "agents", nil, true, false},
-		{"DESIGN §3: Same hides the harness from other namespaces", harness("c"), "other", nil, false, false},
-		{"DESIGN §3: explicit Same", harness("c", allowed(v1alpha1.NamespacesFromSame, nil)), "other", nil, false, false},
-		{"DESIGN §3: All admits every namespace", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other", nil, true, false},
-		{"DESIGN §3: Selector admits matching namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", map[string]string{"team": "a"}, true, false},
-		{"DESIGN §3: Selector refuses other namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", map[string]string{"team": "b"}, false, false},
+		{"DESIGN §3: Same hides the harness from other namespaces", harness("c"), "other", accepts, false, false},
+		{"DESIGN §3: explicit Same", harness("c", allowed(v1alpha1.NamespacesFromSame, nil)), "other", accepts, false, false},
+		{"DESIGN §3: All admits every consenting namespace", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other", accepts, true, false},
+		{"DESIGN §3: All serves its own namespace without a label", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "agents", nil, true, false},
+		{"DESIGN §3: Selector admits matching consenting namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "a"}), true, false},
+		{"DESIGN §3: Selector refuses other namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "b"}), false, false},
+		{"DESIGN §3: Selector on its own namespace needs its labels to match", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "agents", nil, false, false},
+		{"tenancy: All does not capture a namespace that did not consent", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other", nil, false, false},
+		{"tenancy: a matching Selector does not capture a namespace that did not consent", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", map[string]string{"team": "a"}, false, false},
+		{"tenancy: consent names the harness namespace: consent to another one does not count", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other",
+			map[string]string{v1alpha1.AcceptHarnessesLabel("elsewhere"): "true"}, false, false},
+		{"tenancy: consent is the value true, nothing else", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other",
+			map[string]string{v1alpha1.AcceptHarnessesLabel("agents"): "yes"}, false, false},
+		{"tenancy: a consenting namespace is served by a Selector harness that matches it", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "a"}), true, false},
+		{"tenancy: an empty selector is All: every consenting namespace", harness("c", allowed(v1alpha1.NamespacesFromSelector, empty)), "other", accepts, true, false},
+		{"tenancy: an empty selector is All: no namespace that did not consent", harness("c", allowed(v1alpha1.NamespacesFromSelector, empty)), "other", nil, false, false},
 		{"decision: Selector without a selector admits nothing", harness("c", allowed(v1alpha1.NamespacesFromSelector, nil)), "agents", nil, false, false},
-		{"decision: an unknown mode admits nothing", harness("c", allowed("Everyone", nil)), "agents", nil, false, false},
-		{"decision: an invalid selector is an error", harness("c", allowed(v1alpha1.NamespacesFromSelector, bad)), "x", nil, false, true},
+		{"decision: an unknown mode admits nothing", harness("c", allowed("Everyone", nil)), "other", accepts, false, false},
+		{"decision: an invalid selector is an error", harness("c", allowed(v1alpha1.NamespacesFromSelector, bad)), "x", accepts, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,7 @@ func TestSnapshotFor(t *testing.T) {
 	broken := &v1alpha1.RuntimePolicy{ObjectMeta: metav1.ObjectMeta{Name: "broken"},
 		Spec: v1alpha1.RuntimePolicySpec{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}}}}
 
+	acceptsShared := map[string]string{v1alpha1.AcceptHarnessesLabel("shared"): "true"}
 	tests := []struct {
 		name          string
 		policies      []*v1alpha1.RuntimePolicy
@@ -36,15 +37,22 @@ func TestSnapshotFor(t *testing.T) {
 		{
 			name:          "DESIGN §3: allowedNamespaces Same, All and a selector on the implied name label; empty namespaceSelector selects every namespace",
 			policies:      []*v1alpha1.RuntimePolicy{everywhere, teamA},
+			labels:        acceptsShared,
 			wantHarnesses: []string{"same", "all", "by-name"},
 			wantPolicies:  []string{"everywhere"},
 		},
 		{
 			name:          "DESIGN §3: a policy's namespaceSelector matches the namespace's labels",
 			policies:      []*v1alpha1.RuntimePolicy{everywhere, teamA},
-			labels:        map[string]string{"team": "a"},
+			labels:        map[string]string{"team": "a", v1alpha1.AcceptHarnessesLabel("shared"): "true"},
 			wantHarnesses: []string{"same", "all", "by-name"},
 			wantPolicies:  []string{"everywhere", "team-a"},
+		},
+		{
+			name:          "tenancy: without consent only the namespace's own harnesses are in its snapshot",
+			policies:      []*v1alpha1.RuntimePolicy{everywhere},
+			wantHarnesses: []string{"same"},
+			wantPolicies:  []string{"everywhere"},
 		},
 		{
 			name:     "fail closed: an invalid selector fails the snapshot instead of dropping the policy",

@@ -10,11 +10,27 @@ import (
 )
 
 // HarnessVisible reports whether sessions of a namespace (its name and labels)
-// may use a harness, per spec.allowedNamespaces: Same (the default) admits the
-// harness's own namespace, All every namespace, Selector the namespaces whose
-// labels match. A Selector without a selector, or a mode this build does not
-// know, admits nothing. An invalid selector is an error.
+// may use a harness. Both sides must agree:
+//   - the harness admits the namespace (spec.allowedNamespaces): Same (the
+//     default) its own namespace, All every namespace, Selector the
+//     namespaces whose labels match (an empty selector matches every
+//     namespace, like All);
+//   - a namespace other than the harness's own consents, with the label
+//     v1alpha1.AcceptHarnessesLabel(<harness namespace>) = "true", so a
+//     harness never captures the sessions of a namespace that did not opt in.
+//
+// A Selector without a selector, or a mode this build does not know, admits
+// nothing. An invalid selector is an error.
 func HarnessVisible(h *v1alpha1.AgentHarness, namespace string, nsLabels map[string]string) (bool, error) {
+	admitted, err := harnessAdmits(h, namespace, nsLabels)
+	if err != nil || !admitted {
+		return false, err
+	}
+	return h.Namespace == namespace || nsLabels[v1alpha1.AcceptHarnessesLabel(h.Namespace)] == v1alpha1.AcceptHarnessesLabelValue, nil
+}
+
+// harnessAdmits is the harness's side of HarnessVisible: its allowedNamespaces.
+func harnessAdmits(h *v1alpha1.AgentHarness, namespace string, nsLabels map[string]string) (bool, error) {
 	an := h.Spec.AllowedNamespaces
 	if an == nil {
 		return h.Namespace == namespace, nil
