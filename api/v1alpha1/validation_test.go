@@ -78,6 +78,8 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 		for _, obj := range []client.Object{
 			validExternalHarness(ns, "ok-external"), validManagedHarness(ns, "ok-managed"),
 			validPolicy("ok-" + rand.String(8)), validSession(ns, "ok-session"),
+			withURL(validExternalHarness(ns, "ok-wss"), "wss://codex.example:443/v1"),
+			withURL(validExternalHarness(ns, "ok-ws-v6-loopback"), "ws://[::1]:4500"),
 		} {
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
 		}
@@ -131,6 +133,14 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 		}), "spec.appServer.credentials[0]", "must be a plain file name"),
 		Entry("external.url must be ws:// or wss://", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "http://127.0.0.1:4500" }),
 			"spec.external.url", "external.url must be a ws:// or wss:// URL"),
+		// The control of the two below is the valid fixture (ws://127.0.0.1)
+		// and the It above that accepts wss:// and a loopback [::1].
+		Entry("external.url must not carry userinfo", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "wss://user:secret@codex.example:443/" }),
+			"spec.external.url", "external.url must not carry userinfo"),
+		Entry("external.url plain ws:// to a host that is not loopback is refused", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "ws://codex.example:4500" }),
+			"spec.external.url", "external.url must be wss:// (plain ws:// only to a loopback host"),
+		Entry("external.url plain ws:// to a name that merely starts like loopback is refused", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "ws://127.0.0.1.evil.example:4500" }),
+			"spec.external.url", "external.url must be wss://"),
 		// Version floor.
 		Entry("minVersion must be a semantic version", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.MinVersion = "v0.170" }),
 			"spec.minVersion", "spec.minVersion must be a semantic version"),
@@ -260,3 +270,8 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 		Expect(s.Spec.ModelSelectionLocked).To(Equal(harnessv1alpha1.ModelSelectionUnlocked))
 	})
 })
+
+func withURL(h *harnessv1alpha1.AgentHarness, url string) *harnessv1alpha1.AgentHarness {
+	h.Spec.External.URL = url
+	return h
+}
