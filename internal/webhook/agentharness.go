@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/access"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/toolpolicy"
@@ -78,26 +79,38 @@ func normalizeTools(in []v1alpha1.ToolID, path string, warnings *admission.Warni
 // auth bootstrap on codex-app-server.
 type harnessValidator struct {
 	reader readers
-	// namespaces, when set, are the only namespaces harnesses are admitted in.
+	// namespaces are the only namespaces harnesses are admitted in (none: no
+	// namespace).
 	namespaces []string
+	// access reviews the requester's rights (requester.go).
+	access *access.Checker
+	// allowInsecureLoopback admits ws:// external servers on loopback.
+	allowInsecureLoopback bool
 }
 
 func (v *harnessValidator) ValidateCreate(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
-	return v.validate(ctx, h)
+	return v.validate(ctx, nil, h)
 }
 
-func (v *harnessValidator) ValidateUpdate(ctx context.Context, _, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
-	return v.validate(ctx, h)
+func (v *harnessValidator) ValidateUpdate(ctx context.Context, old, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
+	return v.validate(ctx, old, h)
 }
 
 func (v *harnessValidator) ValidateDelete(context.Context, *v1alpha1.AgentHarness) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (v *harnessValidator) validate(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
+// validate checks h; old is the object before an update, nil on create.
+func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
 	spec := field.NewPath("spec")
 	var warnings admission.Warnings
 	errs := harnessNamespaceErrors(h.Namespace, v.namespaces)
+	errs = append(errs, externalURLErrors(h, v.allowInsecureLoopback)...)
+	accessErrs, err := v.requesterErrors(ctx, old, h)
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, accessErrs...)
 
 	errs = append(errs, toolIDErrors(spec.Child("conversationToolPolicySafeDenyTools"), h.Spec.ConversationToolPolicySafeDenyTools)...)
 	errs = append(errs, toolIDErrors(spec.Child("conversationToolPolicyNativeTools"), h.Spec.ConversationToolPolicyNativeTools)...)
@@ -144,13 +157,19 @@ func (v *harnessValidator) validate(ctx context.Context, h *v1alpha1.AgentHarnes
 }
 
 // harnessNamespaceErrors refuses a harness outside the operator's harness
-// namespaces (none configured: every namespace). The operator reads Secrets
-// only in those namespaces, so a harness elsewhere could never get its token.
+// namespaces; none configured admits no namespace. The operator reads
+// Secrets only in those namespaces, so a harness elsewhere could never get
+// its token, and an operator that was given no list must not be able to.
 func harnessNamespaceErrors(namespace string, harnessNamespaces []string) field.ErrorList {
-	if len(harnessNamespaces) == 0 || slices.Contains(harnessNamespaces, namespace) {
+	if slices.Contains(harnessNamespaces, namespace) {
 		return nil
 	}
-	return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf(
+	path := field.NewPath("metadata", "namespace")
+	if len(harnessNamespaces) == 0 {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+			"no harness namespaces are configured (manager flag --harness-namespaces / chart value harnessNamespaces), so no namespace may hold AgentHarnesses; %q is not one of them", namespace))}
+	}
+	return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
 		"the operator manages AgentHarnesses only in its harness namespaces %s (Helm value harnessNamespaces, manager flag --harness-namespaces); %q is not one of them",
 		strings.Join(harnessNamespaces, ", "), namespace))}
 }

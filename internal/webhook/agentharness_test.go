@@ -108,7 +108,7 @@ var _ = Describe("AgentHarness admission", func() {
 		})
 
 		It("refuses an id shared with every namespace (from: All) that a namespace already sees", func() {
-			other := newNamespace(nil)
+			other := newNamespace(accepting(nil, ns))
 			_, err := create(externalHarness(other, "local", "shared-id"))
 			Expect(err).NotTo(HaveOccurred())
 			h := externalHarness(ns, "everywhere", "shared-id")
@@ -118,7 +118,7 @@ var _ = Describe("AgentHarness admission", func() {
 		})
 
 		It("refuses a selector that reaches a namespace where the id is taken", func() {
-			team := newNamespace(map[string]string{"team": "a"})
+			team := newNamespace(accepting(map[string]string{"team": "a"}, ns))
 			_, err := create(externalHarness(team, "local", "team-codex"))
 			Expect(err).NotTo(HaveOccurred())
 			h := externalHarness(ns, "for-team-a", "team-codex")
@@ -126,6 +126,16 @@ var _ = Describe("AgentHarness admission", func() {
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}
 			_, err = create(h)
 			expectFieldError(err, "spec.harnessId", "already declared by AgentHarness "+team+"/local")
+		})
+
+		It("admits an id shared with every namespace (from: All) when the namespace that has it did not consent", func() {
+			other := newNamespace(nil)
+			_, err := create(externalHarness(other, "local", "shared-id"))
+			Expect(err).NotTo(HaveOccurred())
+			h := externalHarness(ns, "everywhere", "shared-id")
+			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromAll}
+			_, err = create(h)
+			Expect(err).NotTo(HaveOccurred())
 		})
 
 		It("admits the same id in namespaces no session can see together", func() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -82,11 +83,38 @@ func expectWarning(warnings []string, want string) {
 	Fail(fmt.Sprintf("no warning containing %q; warnings:\n  %s", want, strings.Join(warnings, "\n  ")))
 }
 
+// namespacesUsed counts the harness namespaces newNamespace handed out.
+var namespacesUsed atomic.Int32
+
+// newNamespace creates the next unused namespace of the suite's harness
+// namespaces, with labels.
 func newNamespace(labels map[string]string) string {
 	GinkgoHelper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t-" + rand.String(8), Labels: labels}}
+	i := int(namespacesUsed.Add(1)) - 1
+	Expect(i).To(BeNumerically("<", len(harnessNamespaces)), "the suite ran out of harness namespaces; list more in suite_test.go")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: harnessNamespaces[i], Labels: labels}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 	return ns.Name
+}
+
+// newOutsideNamespace creates a namespace that is not a harness namespace.
+func newOutsideNamespace() string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "outside-" + rand.String(8)}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// accepting labels a namespace to consent to the harnesses of the namespaces.
+func accepting(labels map[string]string, harnessNamespaces ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		out[k] = v
+	}
+	for _, n := range harnessNamespaces {
+		out[v1alpha1.AcceptHarnessesLabel(n)] = v1alpha1.AcceptHarnessesLabelValue
+	}
+	return out
 }
 
 func externalHarness(namespace, name, id string) *v1alpha1.AgentHarness {
@@ -96,7 +124,7 @@ func externalHarness(namespace, name, id string) *v1alpha1.AgentHarness {
 			HarnessID: id,
 			Adapter:   v1alpha1.AdapterCodexAppServer,
 			External: &v1alpha1.ExternalServer{
-				URL:            "ws://127.0.0.1:4500",
+				URL:            "wss://127.0.0.1:4500",
 				TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"},
 			},
 		},

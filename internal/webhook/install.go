@@ -35,9 +35,12 @@ type InstallOptions struct {
 	// Issuer names the cert-manager issuer (`Issuer/<name>` or
 	// `ClusterIssuer/<name>`; empty creates a self-signed Issuer).
 	Issuer string
-	// HarnessNamespaces, when set, are the only namespaces AgentHarnesses are
-	// admitted in (the operator may read Secrets only there).
+	// HarnessNamespaces are the only namespaces AgentHarnesses are admitted
+	// in (the operator may read Secrets only there). Empty admits none.
 	HarnessNamespaces []string
+	// AllowInsecureLoopbackExternal admits plain ws:// external servers on a
+	// loopback host (AllowInsecureLoopbackExternalFlag, development only).
+	AllowInsecureLoopbackExternal bool
 }
 
 // Install sets up the admission webhooks and returns a readiness check that
@@ -54,7 +57,7 @@ func Install(mgr ctrl.Manager, o InstallOptions) (healthz.Checker, error) {
 	var registered atomic.Bool
 	var registerErr atomic.Pointer[error]
 	register := func() error {
-		if err := Setup(mgr, o.HarnessNamespaces); err != nil {
+		if err := Setup(mgr, o); err != nil {
 			registerErr.Store(&err)
 			return err
 		}

@@ -11,7 +11,8 @@ func TestHarnessNamespaceErrors(t *testing.T) {
 		namespaces []string
 		want       string // substring of the error; empty: admitted
 	}{
-		{namespace: "anything", namespaces: nil},
+		{namespace: "anything", namespaces: nil,
+			want: `metadata.namespace: Forbidden: no harness namespaces are configured (manager flag --harness-namespaces / chart value harnessNamespaces), so no namespace may hold AgentHarnesses; "anything" is not one of them`},
 		{namespace: "team-a", namespaces: []string{"team-a", "team-b"}},
 		{namespace: "team-c", namespaces: []string{"team-a", "team-b"},
 			want: `metadata.namespace: Forbidden: the operator manages AgentHarnesses only in its harness namespaces team-a, team-b (Helm value harnessNamespaces, manager flag --harness-namespaces); "team-c" is not one of them`},

@@ -40,6 +40,16 @@ var (
 	certDir     string
 )
 
+// harnessNamespaces are the suite's harness namespaces (the manager's
+// --harness-namespaces); newNamespace hands them out one per call.
+var harnessNamespaces = func() []string {
+	out := make([]string, 200)
+	for i := range out {
+		out[i] = fmt.Sprintf("harness-%03d", i)
+	}
+	return out
+}()
+
 const (
 	certNamespace = "harness-operator-system"
 	certSecret    = "webhook-tls"
@@ -77,7 +87,7 @@ var _ = BeforeSuite(func() {
 		WebhookServer:          ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	ready, err := webhook.Install(mgr, webhook.InstallOptions{Mode: webhook.ModeSelfManaged, Certs: webhook.CertOptions{
+	ready, err := webhook.Install(mgr, webhook.InstallOptions{Mode: webhook.ModeSelfManaged, HarnessNamespaces: harnessNamespaces, Certs: webhook.CertOptions{
 		SecretNamespace: certNamespace, SecretName: certSecret, CertDir: certDir, DNSName: "localhost",
 		ServerCertValidity: certValidity, Lookahead: certLookahead, RotationCheckInterval: 2 * time.Second,
 		SyncCertDirFromSecret: true,

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/access"
 )
 
 // Names of the webhook configurations the operator's certificates are injected into.
@@ -42,16 +43,19 @@ func path(op, kind string) string {
 // RuntimePolicies live from the API server (few objects, and a stale cache
 // would let a just-created conflicting object through) and read Namespaces
 // and AgentSessions from the manager's cache; the controllers re-check what
-// an admission race still lets through. A non-empty harnessNamespaces admits
-// AgentHarnesses only in those namespaces.
-func Setup(mgr ctrl.Manager, harnessNamespaces []string) error {
+// an admission race still lets through. AgentHarnesses are admitted only in
+// o.HarnessNamespaces, and only from a requester who holds the rights the
+// harness makes the operator use (requester.go).
+func Setup(mgr ctrl.Manager, o InstallOptions) error {
 	c := readers{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
+	hv := &harnessValidator{reader: c, namespaces: o.HarnessNamespaces, access: access.NewChecker(mgr.GetClient()),
+		allowInsecureLoopback: o.AllowInsecureLoopbackExternal}
 	scheme := mgr.GetScheme()
 	srv := mgr.GetWebhookServer()
 	srv.Register(path("mutate", "AgentHarness"), &admission.Webhook{Handler: defaulting(scheme, (&harnessDefaulter{}).Default)})
 	srv.Register(path("mutate", "RuntimePolicy"), &admission.Webhook{Handler: defaulting(scheme, defaultPolicy)})
 	srv.Register(path("mutate", "AgentSession"), &admission.Webhook{Handler: defaulting(scheme, defaultSession)})
-	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.AgentHarness{}).WithValidator(&harnessValidator{reader: c, namespaces: harnessNamespaces}).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.AgentHarness{}).WithValidator(hv).Complete(); err != nil {
 		return fmt.Errorf("register AgentHarness validator: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &v1alpha1.RuntimePolicy{}).WithValidator(&policyValidator{reader: c}).Complete(); err != nil {
@@ -122,6 +126,7 @@ func ServiceClientConfig(namespace, name string, port int32) func(path string) a
 // operator's namespace (a Role there, not cluster-wide Secret access).
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentharnesses;runtimepolicies;agentsessions,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",namespace=harness-operator-system,resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=cert-manager.io,namespace=harness-operator-system,resources=certificates;issuers,verbs=get;list;watch;create;patch
