@@ -49,7 +49,9 @@ type options struct {
 	gracefulShutdownSecs int
 	operatorNamespace    string
 	harnessNamespaces    string
-	webhook              webhookOptions
+	// allowInsecureLoopbackExternal admits ws:// external servers on loopback.
+	allowInsecureLoopbackExternal bool
+	webhook                       webhookOptions
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }
@@ -76,7 +78,8 @@ func main() {
 	flag.IntVar(&opts.sessionConcurrency, "agentsession-concurrency", 8, "Maximum parallel reconciles of AgentSession objects.")
 	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
 	flag.StringVar(&opts.operatorNamespace, "operator-namespace", envOr("POD_NAMESPACE", agentharness.DefaultOperatorNamespace), "Namespace of the operator's manager and dispatcher pods: app-server NetworkPolicies admit them from there (default: $POD_NAMESPACE).")
-	flag.StringVar(&opts.harnessNamespaces, "harness-namespaces", "", "Comma-separated namespaces AgentHarnesses may live in. When set, the manager caches Secrets only there (and in --operator-namespace), so its Secret access can be granted by namespaced Roles, and admission refuses harnesses elsewhere. Empty: every namespace (Secret access cluster-wide).")
+	flag.StringVar(&opts.harnessNamespaces, "harness-namespaces", "", "Comma-separated namespaces AgentHarnesses may live in. The manager caches Secrets only there (and in --operator-namespace), so its Secret access is granted by namespaced Roles, and admission refuses harnesses elsewhere. Empty: no namespace may hold AgentHarnesses.")
+	flag.BoolVar(&opts.allowInsecureLoopbackExternal, strings.TrimPrefix(webhook.AllowInsecureLoopbackExternalFlag, "--"), false, "Development only: admit external app-servers at plain ws:// on a loopback host (127.0.0.0/8, [::1], localhost). Without it external.url must be wss://.")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
 	flag.StringVar(&opts.webhook.issuer, "webhook-cert-manager-issuer", "", "With --webhook-cert-mode=cert-manager: the issuer of the serving certificate, Issuer/<name> or ClusterIssuer/<name> (default: a self-signed Issuer the manager creates).")
 	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
@@ -139,15 +142,18 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
-	var cacheOpts cache.Options
-	if len(harnessNamespaces) > 0 {
-		// The webhook certificate Secret lives in the operator namespace.
-		secretNamespaces := map[string]cache.Config{opts.operatorNamespace: {}}
-		for _, ns := range harnessNamespaces {
-			secretNamespaces[ns] = cache.Config{}
-		}
-		cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: secretNamespaces}}
+	if opts.operatorNamespace == "" {
+		// An empty namespace in the Secret cache's list would mean every namespace.
+		return fmt.Errorf("--operator-namespace must not be empty")
 	}
+	// Secrets are cached only in the harness namespaces and the operator
+	// namespace (the webhook certificate Secret lives there), never
+	// cluster-wide: no harness namespaces leaves just the operator namespace.
+	secretNamespaces := map[string]cache.Config{opts.operatorNamespace: {}}
+	for _, ns := range harnessNamespaces {
+		secretNamespaces[ns] = cache.Config{}
+	}
+	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: secretNamespaces}}}
 
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -193,6 +199,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	webhooksReady, err := webhook.Install(mgr, webhook.InstallOptions{
 		Mode: webhook.Mode(opts.webhook.mode), Certs: opts.webhook.certs, Issuer: opts.webhook.issuer, HarnessNamespaces: harnessNamespaces,
+		AllowInsecureLoopbackExternal: opts.allowInsecureLoopbackExternal,
 	})
 	if err != nil {
 		return err

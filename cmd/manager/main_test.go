@@ -38,7 +38,7 @@ func TestManagerServesProbesAndSecureMetrics(t *testing.T) {
 		done <- run(ctx, cfg, options{
 			metricsAddr: metricsAddr, secureMetrics: true, probeAddr: probeAddr,
 			harnessConcurrency: 3, policyConcurrency: 1, sessionConcurrency: 5,
-			gracefulShutdownSecs: 5, webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
+			gracefulShutdownSecs: 5, operatorNamespace: "harness-operator-system", webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
 		})
 	}()
 	t.Cleanup(func() {

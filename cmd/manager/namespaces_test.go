@@ -45,38 +45,7 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 
 	// The generated manager ClusterRole without Secrets, plus Secret Roles in
 	// the operator namespace and team-a.
-	const user = "restricted-manager"
-	role := generatedManagerRole(t)
-	var secretRule rbacv1.PolicyRule
-	for i, r := range role.Rules {
-		if slices.Contains(r.Resources, "secrets") {
-			secretRule = *r.DeepCopy()
-			secretRule.Resources = []string{"secrets"}
-			role.Rules[i].Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(s string) bool { return s == "secrets" })
-		}
-	}
-	if len(secretRule.Verbs) == 0 {
-		t.Fatal("config/rbac/role.yaml grants no Secret access; the test's premise is gone")
-	}
-	role.Name = "restricted-manager"
-	mustCreate(t, admin, role)
-	mustCreate(t, admin, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	})
-	for _, ns := range []string{operatorNS, teamA} {
-		mustCreate(t, admin, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns}, Rules: []rbacv1.PolicyRule{secretRule}})
-		mustCreate(t, admin, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "secrets", Namespace: ns},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "secrets"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		})
-	}
-	restricted, err := env.AddUser(envtest.User{Name: user})
-	if err != nil {
-		t.Fatal(err)
-	}
+	restricted := restrictedManager(t, env, operatorNS, teamA)
 
 	probeAddr := freeAddr(t)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -128,6 +97,90 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 	}
 	if len(secrets.Items) != 0 {
 		t.Errorf("the manager created %d Secrets in the unmanaged namespace team-b", len(secrets.Items))
+	}
+}
+
+// restrictedManager adds a user with the generated manager ClusterRole minus
+// Secrets, plus the Role of Secret rules in each of secretNamespaces only:
+// what the Helm chart grants the manager.
+func restrictedManager(t *testing.T, env *testutil.Env, secretNamespaces ...string) *envtest.AuthenticatedUser {
+	t.Helper()
+	admin := env.Client
+	user := "restricted-manager-" + strings.Join(secretNamespaces, "-")
+	role := generatedManagerRole(t)
+	var secretRule rbacv1.PolicyRule
+	for i, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			secretRule = *r.DeepCopy()
+			secretRule.Resources = []string{"secrets"}
+			role.Rules[i].Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(s string) bool { return s == "secrets" })
+		}
+	}
+	if len(secretRule.Verbs) == 0 {
+		t.Fatal("config/rbac/role.yaml grants no Secret access; the test's premise is gone")
+	}
+	role.Name = user
+	mustCreate(t, admin, role)
+	mustCreate(t, admin, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})
+	for _, ns := range secretNamespaces {
+		mustCreate(t, admin, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{secretRule}})
+		mustCreate(t, admin, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		})
+	}
+	restricted, err := env.AddUser(envtest.User{Name: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restricted
+}
+
+// TestNoHarnessNamespacesNeedSecretAccessOnlyInTheOperatorNamespace: with
+// --harness-namespaces empty (no namespace may hold harnesses) the manager
+// caches Secrets only in its own namespace, so it becomes ready with Secret
+// access granted there alone, never cluster-wide.
+func TestNoHarnessNamespacesNeedSecretAccessOnlyInTheOperatorNamespace(t *testing.T) {
+	env, err := testutil.StartEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	const operatorNS = "harness-operator-system"
+	mustCreate(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}})
+	restricted := restrictedManager(t, env, operatorNS)
+
+	probeAddr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, restricted.Config(), options{
+			metricsAddr: "0", probeAddr: probeAddr, harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1,
+			gracefulShutdownSecs: 5, operatorNamespace: operatorNS, harnessNamespaces: "",
+			webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager returned an error on shutdown: %v", err)
+		}
+	})
+	plain := &http.Client{Timeout: 2 * time.Second}
+	waitForRun(t, done, "readyz with Secret access only in the operator namespace", func() (bool, string) {
+		return get(plain, "http://"+probeAddr+"/readyz", "")
+	})
+}
+
+func TestRunRefusesAnEmptyOperatorNamespace(t *testing.T) {
+	err := run(context.Background(), nil, options{harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1, webhook: webhookOptions{mode: "disabled"}})
+	if err == nil || !strings.Contains(err.Error(), "--operator-namespace must not be empty") {
+		t.Fatalf("err = %v, want a message naming --operator-namespace", err)
 	}
 }
 
