@@ -113,17 +113,14 @@ func (e *TimeoutError) Error() string {
 func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // HandshakeError is a WebSocket upgrade the server refused with an HTTP
-// status. Body is the start of the server's reason (never the token).
+// status. It carries only the status: the server's body is never copied
+// into an error, which may reach conditions, Events and gateways.
 type HandshakeError struct {
 	StatusCode int
-	Body       string
 }
 
 // Error implements error.
 func (e *HandshakeError) Error() string {
-	if e.Body != "" {
-		return fmt.Sprintf("websocket upgrade refused: HTTP %d: %s", e.StatusCode, e.Body)
-	}
 	return fmt.Sprintf("websocket upgrade refused: HTTP %d", e.StatusCode)
 }
 

@@ -71,17 +71,19 @@ func checkListener(t *testing.T, srv *codextest.Server, hostPort string, client 
 	}
 
 	ctx := testCtx(t, 30*time.Second)
-	for _, tc := range []struct{ token, body string }{
-		{"", "missing websocket bearer token"},
-		{"wrong", "invalid websocket bearer token"},
-	} {
-		_, err := appserver.DialWebSocket(ctx, wsURL, appserver.WebSocketOptions{Token: tc.token, HTTPClient: client})
+	for _, token := range []string{"", "wrong"} {
+		_, err := appserver.DialWebSocket(ctx, wsURL, appserver.WebSocketOptions{Token: token, HTTPClient: client})
 		var he *appserver.HandshakeError
-		if !errors.Is(err, appserver.ErrUnauthorized) || !errors.As(err, &he) || he.Body != tc.body {
-			t.Errorf("dial with token %q: %v; want 401 %q", tc.token, err, tc.body)
+		if !errors.Is(err, appserver.ErrUnauthorized) || !errors.As(err, &he) {
+			t.Errorf("dial with token %q: %v; want 401", token, err)
 		}
 		if err != nil && strings.Contains(err.Error(), testToken) {
 			t.Errorf("error leaks the token: %v", err)
+		}
+		// Codex explains a 401 in its body ("missing/invalid websocket
+		// bearer token"); no body reaches an error.
+		if err != nil && strings.Contains(err.Error(), "websocket bearer token") {
+			t.Errorf("error copies the server's body: %v", err)
 		}
 	}
 

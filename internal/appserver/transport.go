@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/openclaw/harness-operator/internal/netguard"
 )
 
 // Transport carries JSON-RPC messages, one JSON object per message.
@@ -132,6 +134,11 @@ type WebSocketOptions struct {
 	// HTTPClient performs the upgrade request. Nil uses a client without
 	// proxy and without redirects.
 	HTTPClient *http.Client
+	// Dialer, when set and HTTPClient is nil, dials the upgrade request's
+	// connections (a client without proxy, redirects or kept-alive
+	// connections): a netguard.Policy's Dialer keeps a user-named server off
+	// refused addresses, checked after name resolution.
+	Dialer *net.Dialer
 	// PingInterval is how often the connection is pinged while open
 	// (DefaultPingInterval when zero; negative turns pings off). A peer that
 	// does not answer a ping within PingTimeout (DefaultPingTimeout when
@@ -194,7 +201,14 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 		return nil, fmt.Errorf("appserver: websocket URL %q must not carry credentials; use the token option", u.Redacted())
 	}
 	client := opts.HTTPClient
-	if client == nil {
+	switch {
+	case client != nil:
+	case opts.Dialer != nil:
+		client = &http.Client{
+			Transport:     &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, DisableKeepAlives: true, DialContext: opts.Dialer.DialContext},
+			CheckRedirect: defaultWSClient.CheckRedirect,
+		}
+	default:
 		client = defaultWSClient
 	}
 	hdr := http.Header{}
@@ -210,13 +224,18 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 		defer func() { _ = resp.Body.Close() }()
 	}
 	if err != nil {
+		// Nothing the server sent (its body, its header values) goes into
+		// the error: a user-named server must not be able to write into
+		// conditions, Events or dispatcher answers through it.
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			he := &HandshakeError{StatusCode: resp.StatusCode}
-			if resp.Body != nil {
-				b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-				he.Body = redact(strings.TrimSpace(string(b)), opts.Token)
-			}
-			return nil, fmt.Errorf("appserver: dial %s: %w", u.Redacted(), he)
+			return nil, fmt.Errorf("appserver: dial %s: %w", u.Redacted(), &HandshakeError{StatusCode: resp.StatusCode})
+		}
+		if resp != nil {
+			return nil, fmt.Errorf("appserver: dial %s: the server answered 101 with an invalid WebSocket upgrade", u.Redacted())
+		}
+		var refused *netguard.RefusedError
+		if errors.As(err, &refused) {
+			return nil, fmt.Errorf("appserver: dial %s: %w", u.Redacted(), refused)
 		}
 		return nil, fmt.Errorf("appserver: dial %s: %s", u.Redacted(), redact(err.Error(), opts.Token))
 	}
