@@ -89,4 +89,3 @@ func TestDialWebSocketThroughAGuardedDialer(t *testing.T) {
 		t.Fatalf("control: the server saw %d connections, want 1", n)
 	}
 }
-
