@@ -137,7 +137,8 @@ func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentH
 	}
 
 	if an := h.Spec.AllowedNamespaces; an != nil && an.From == v1alpha1.NamespacesFromAll {
-		warnings = append(warnings, "spec.allowedNamespaces.from: All shares every replica with sessions of every namespace; a replica is one trust domain")
+		warnings = append(warnings, fmt.Sprintf("spec.allowedNamespaces.from: All shares every replica with sessions of every namespace that consents (label %s=%s); a replica is one trust domain",
+			v1alpha1.AcceptHarnessesLabel(h.Namespace), v1alpha1.AcceptHarnessesLabelValue))
 	}
 	if codex && h.Spec.ConversationToolPolicySupport == v1alpha1.ToolPolicySupportExact {
 		warnings = append(warnings, "spec.conversationToolPolicySupport: Exact on codex-app-server: Codex cannot isolate its native tool surface for its catalog models (apply_patch and MCP helpers remain), so such restricted turns fail closed with ToolPolicyUnenforceable at dispatch")
