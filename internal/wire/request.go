@@ -56,7 +56,8 @@ type Image struct {
 	// model fetches itself.
 	URL string `json:"url,omitempty"`
 	// Path is an absolute path on the runtime's filesystem (the app-server
-	// pod's, not the dispatcher's); the runtime reads the file.
+	// pod's, not the dispatcher's) of a file inside the session's working
+	// directory; the runtime reads the file.
 	Path string `json:"path,omitempty"`
 	// Detail is the optional image detail: auto, low, high or original.
 	Detail string `json:"detail,omitempty"`

@@ -134,7 +134,8 @@ func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapt
 //     cannot isolate (CanIsolate), or a safe-denied tool that cannot be
 //     removed (SafeDenyConfig), fails closed with a ToolPolicyUnenforceable
 //     *wire.Error — no thread, no model request;
-//  3. creates the working directory (fs/createDirectory) and starts the
+//  3. creates the working directory (fs/createDirectory), refuses an
+//     images[].path outside it (confineImages), and starts the
 //     thread (thread/start: bare model, cwd, approvalPolicy never, the
 //     sandbox, developer instructions, reasoning effort, the offered host
 //     tools as dynamicTools, the isolation config) or resumes ThreadID
@@ -229,6 +230,9 @@ func start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 
 	if err := c.Call(ctx, "fs/createDirectory", map[string]any{"path": in.Cwd, "recursive": true}, nil); err != nil {
 		return nil, fmt.Errorf("codex: create the working directory %s: %w", in.Cwd, err)
+	}
+	if err := confineImages(ctx, c, in.Cwd, in.Images); err != nil {
+		return nil, err
 	}
 
 	t.turnCtx, t.cancelTurn = context.WithCancel(context.Background())

@@ -2,10 +2,8 @@ package codex
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,15 +33,14 @@ func TestTextTurn(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, codextest.Options{})
 	r.stub.When("GREET", stubmodel.Text("Hello there, operator!", "Hello", " there,", " operator!"))
-	png, _ := base64.StdEncoding.DecodeString(onePixelPNG)
-	imgPath := filepath.Join(r.srv.Workdir, "dot.png")
-	if err := os.WriteFile(imgPath, png, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	in := r.input("GREET me")
 	in.DeveloperInstructions = "DEV-INSTRUCTIONS-7731"
 	in.ThinkLevel = "high"
-	in.Images = []wire.Image{{URL: "data:image/png;base64," + onePixelPNG, Detail: "high"}, {Path: imgPath}}
+	// A path image must be inside the working directory, which this test
+	// wants the turn to create: TestImagePathConfinedToWorkingDirectory
+	// covers path images.
+	in.Images = []wire.Image{{URL: "data:image/png;base64," + onePixelPNG, Detail: "high"},
+		{URL: "data:image/png;base64," + onePixelPNG, Detail: "auto"}}
 	if exists(in.Cwd) {
 		t.Fatal("the session directory exists before the turn")
 	}
