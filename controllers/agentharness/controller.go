@@ -133,6 +133,8 @@ type scope struct {
 	external *handshakeResult
 	// requeueAfter asks for the next reconcile (external probe, handshake retry).
 	requeueAfter time.Duration
+	// credentialsHash is AnnotationCredentialsHash of the pod template (managed).
+	credentialsHash string
 }
 
 func (s *scope) requeue(d time.Duration) {
@@ -185,6 +187,7 @@ func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
 	if h.Spec.AppServer != nil {
 		return []phase{
 			{"token secret", r.reconcileTokenSecret},
+			{"credentials", r.hashCredentials},
 			{"service", r.reconcileService},
 			{"statefulset", r.reconcileStatefulSet},
 			{"networkpolicy", r.reconcileNetworkPolicy},
@@ -211,8 +214,8 @@ func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
 
 // SetupWithManager registers the reconciler with the manager: the
 // AgentHarness and everything it owns, its server pods (from a cache that
-// holds only pods labelled by this controller), and the external token
-// Secrets. Secrets are watched as metadata only; their data is read uncached.
+// holds only pods labelled by this controller), and the Secrets its pods
+// or its external server use. Secrets are watched as metadata only; their data is read uncached.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.OperatorNamespace == "" {
 		r.OperatorNamespace = DefaultOperatorNamespace
@@ -255,6 +258,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("set up agentharness controller: index external token secrets: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &harnessv1alpha1.AgentHarness{},
+		indexAppServerSecret, appServerSecretNames); err != nil {
+		return fmt.Errorf("set up agentharness controller: index app-server secrets: %w", err)
+	}
 
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.AgentHarness{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -263,7 +270,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.harnessesForTokenSecret), builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.harnessesForSecret), builder.OnlyMetadata).
 		WatchesRawSource(source.Kind(podCache.Cache, &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(harnessForPod))).
 		Named("agentharness").
@@ -317,28 +324,13 @@ func harnessForPod(_ context.Context, pod *corev1.Pod) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.Namespace, Name: name}}}
 }
 
-// harnessesForTokenSecret maps a Secret to the external harnesses whose
-// tokenSecretRef names it.
-func (r *Reconciler) harnessesForTokenSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var list harnessv1alpha1.AgentHarnessList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{indexExternalTokenSecret: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "list agent harnesses for a token secret", "secret", o.GetName())
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, h := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&h)})
-	}
-	return reqs
-}
-
 func (r *Reconciler) workload(s *scope) workload {
 	return workload{
 		harness:     s.harness,
 		port:        r.AppServerPort,
 		tokenSHA256: tokenHash(s.token),
 		opNamespace: r.OperatorNamespace,
+		credsHash:   s.credentialsHash,
 	}
 }
 

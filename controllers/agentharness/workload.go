@@ -51,6 +51,7 @@ type workload struct {
 	port        int32
 	tokenSHA256 string // hex SHA-256 of the capability token
 	opNamespace string // namespace of the operator's manager and dispatcher
+	credsHash   string // AnnotationCredentialsHash (credentials.go)
 }
 
 func (w workload) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
@@ -286,7 +287,7 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 	if err != nil {
 		return nil, err
 	}
-	tmpl.WithAnnotations(map[string]string{AnnotationConfigHash: hash})
+	tmpl.WithAnnotations(map[string]string{AnnotationConfigHash: hash, AnnotationCredentialsHash: w.credsHash})
 	return tmpl, nil
 }
 
