@@ -131,6 +131,9 @@ type WebSocketOptions struct {
 	// request (what `--ws-auth capability-token` expects). Empty sends no
 	// Authorization header.
 	Token string
+	// SignedBearer, when set, mints a fresh token for this dial instead
+	// (what `--ws-auth signed-bearer-token` expects); Token is ignored.
+	SignedBearer *SignedBearer
 	// HTTPClient performs the upgrade request. Nil uses a client without
 	// proxy and without redirects.
 	HTTPClient *http.Client
@@ -212,6 +215,11 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 		client = defaultWSClient
 	}
 	hdr := http.Header{}
+	if opts.SignedBearer != nil {
+		if opts.Token, err = opts.SignedBearer.Mint(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Token != "" {
 		hdr.Set("Authorization", "Bearer "+opts.Token)
 	}

@@ -78,6 +78,12 @@ type Options struct {
 	// WSTokenHashOnly passes the token as `--ws-token-sha256 <hex>` instead
 	// of a token file: the server never holds the token itself.
 	WSTokenHashOnly bool
+	// WSSharedSecret, when set, starts the listener with `--ws-auth
+	// signed-bearer-token --ws-shared-secret-file <file holding it>` and
+	// WSIssuer and WSAudience as --ws-issuer and --ws-audience (when set),
+	// as the operator's server pods run (appserver.SignedBearer).
+	WSSharedSecret       string
+	WSIssuer, WSAudience string
 	// NetNS runs the server inside the named network namespace
 	// (`ip netns exec`); the namespace must have been created by the test.
 	NetNS string
@@ -188,6 +194,19 @@ func start(tb testing.TB, opts Options) (*Server, error) {
 				return nil, fmt.Errorf("codextest: write token file: %w", err)
 			}
 			args = append(args, "--ws-auth", "capability-token", "--ws-token-file", tokenFile)
+		}
+		if opts.WSSharedSecret != "" {
+			secretFile := filepath.Join(opts.Dir, "ws-shared-secret")
+			if err := os.WriteFile(secretFile, []byte(opts.WSSharedSecret), 0o600); err != nil {
+				return nil, fmt.Errorf("codextest: write shared secret file: %w", err)
+			}
+			args = append(args, "--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", secretFile)
+			if opts.WSIssuer != "" {
+				args = append(args, "--ws-issuer", opts.WSIssuer)
+			}
+			if opts.WSAudience != "" {
+				args = append(args, "--ws-audience", opts.WSAudience)
+			}
 		}
 	}
 	args = append(args, opts.ExtraArgs...)
