@@ -328,7 +328,6 @@ func (r *Reconciler) workload(s *scope) workload {
 	return workload{
 		harness:     s.harness,
 		port:        r.AppServerPort,
-		tokenSHA256: tokenHash(s.token),
 		opNamespace: r.OperatorNamespace,
 		credsHash:   s.credentialsHash,
 	}

@@ -31,20 +31,21 @@ const (
 )
 
 // handshakeFunc performs the initialize handshake (never a thread) with the
-// app-server at a ws:// or wss:// URL, sending token as the bearer token, and
-// returns the userAgent of the initialize result. A server that answered but
+// app-server at a ws:// or wss:// URL, authenticating with auth (a managed
+// pod: a signed token minted for the dial; an external server: its static
+// token), and returns the userAgent of the initialize result. A server that answered but
 // is below the floor is not an error here: the caller judges the userAgent
 // against the harness's floor, so a changed minVersion needs no new
 // handshake. Errors are connection and auth failures; they never contain the
 // token.
-type handshakeFunc func(ctx context.Context, url, token string) (userAgent string, err error)
+type handshakeFunc func(ctx context.Context, url string, auth appserver.WebSocketOptions) (userAgent string, err error)
 
 // appServerHandshake is the handshakeFunc that speaks to a real app-server
 // with internal/appserver.
-func appServerHandshake(ctx context.Context, rawURL, token string) (string, error) {
+func appServerHandshake(ctx context.Context, rawURL string, auth appserver.WebSocketOptions) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
-	t, err := appserver.DialWebSocket(ctx, rawURL, appserver.WebSocketOptions{Token: token})
+	t, err := appserver.DialWebSocket(ctx, rawURL, auth)
 	if err != nil {
 		return "", err
 	}

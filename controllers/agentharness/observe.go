@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/appserver"
 )
 
 // externalServerName is the name of an external harness's one server.
@@ -133,7 +134,7 @@ func (r *Reconciler) handshakeServers(ctx context.Context, s *scope) error {
 			needsHandshake(res, fp, now) {
 			attempted[srv.digest] = true
 			url := "ws://" + net.JoinHostPort(srv.podIP, strconv.Itoa(int(r.AppServerPort)))
-			res = r.runHandshake(ctx, srv.name, url, s.token, res)
+			res = r.runHandshake(ctx, srv.name, url, s.token, managedServerAuth(s.token), res)
 			r.results.store(nn, h.UID, srv.digest, *res)
 		}
 		if res != nil {
@@ -149,11 +150,13 @@ func (r *Reconciler) handshakeServers(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// runHandshake performs a handshake and records its outcome.
-func (r *Reconciler) runHandshake(ctx context.Context, server, url, token string, prev *handshakeResult) *handshakeResult {
+// runHandshake performs a handshake with auth and records its outcome; token
+// (the secret auth is made of) keys the retry of failures.
+func (r *Reconciler) runHandshake(ctx context.Context, server, url, token string, auth appserver.WebSocketOptions,
+	prev *handshakeResult) *handshakeResult {
 	log := ctrl.LoggerFrom(ctx).WithValues("server", server, "url", redactURL(url))
 	fp := tokenFingerprint(token)
-	ua, err := r.handshake(ctx, url, token)
+	ua, err := r.handshake(ctx, url, auth)
 	res := &handshakeResult{server: server, userAgent: ua, err: err, tokenFP: fp}
 	if err == nil {
 		log.Info("app-server handshake", "userAgent", ua)
@@ -225,7 +228,8 @@ func (r *Reconciler) handshakeExternal(ctx context.Context, s *scope) error {
 	key := h.Spec.External.URL + "#" + strconv.FormatInt(h.Generation, 10)
 	res := r.results.lookup(nn, h.UID, key)
 	if s.tokenMissing == "" && s.probeErr == nil && needsHandshake(res, tokenFingerprint(s.token), now) {
-		res = r.runHandshake(ctx, externalServerName, h.Spec.External.URL, s.token, res)
+		res = r.runHandshake(ctx, externalServerName, h.Spec.External.URL, s.token,
+			appserver.WebSocketOptions{Token: s.token}, res)
 		r.results.store(nn, h.UID, key, *res)
 	}
 	r.results.retain(nn, h.UID, map[string]bool{key: true})

@@ -29,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -74,11 +75,11 @@ type handshakeCounter struct {
 }
 
 func (c *handshakeCounter) wrap(next handshakeFunc) handshakeFunc {
-	return func(ctx context.Context, url, token string) (string, error) {
+	return func(ctx context.Context, url string, auth appserver.WebSocketOptions) (string, error) {
 		c.mu.Lock()
 		c.byURL[url]++
 		c.mu.Unlock()
-		return next(ctx, url, token)
+		return next(ctx, url, auth)
 	}
 }
 
@@ -275,7 +276,8 @@ func waitStatefulSet(h *harnessv1alpha1.AgentHarness) *appsv1.StatefulSet {
 
 // authArgs are the pod template's app-server arguments other than
 // `app-server` and the `--listen` pair, which the test replaces with a
-// loopback address.
+// loopback address; the pod's shared secret file (the mounted token Secret)
+// is replaced by a local copy of the token Secret's key.
 func authArgs(sts *appsv1.StatefulSet) []string {
 	GinkgoHelper()
 	args := sts.Spec.Template.Spec.Containers[0].Args
@@ -283,8 +285,16 @@ func authArgs(sts *appsv1.StatefulSet) []string {
 	Expect(args[0]).To(Equal("app-server"))
 	var out []string
 	for i := 1; i < len(args); i++ {
-		if args[i] == "--listen" {
+		switch args[i] {
+		case "--listen":
 			i++
+			continue
+		case wsSharedSecretFile:
+			secret := &corev1.Secret{}
+			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: sts.Name + "-token"}, secret)).To(Succeed())
+			file := filepath.Join(suiteT.TempDir(), "ws-shared-secret")
+			Expect(os.WriteFile(file, secret.Data[TokenSecretKey], 0o600)).To(Succeed())
+			out = append(out, file)
 			continue
 		}
 		out = append(out, args[i])

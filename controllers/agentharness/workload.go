@@ -38,18 +38,16 @@ const (
 	// credentialVolumePrefix names the Secret volume of a HomeFile credential.
 	credentialVolumePrefix = "credential-"
 
-	// EnvPort and EnvTokenSHA256 are set on the app-server container so that
-	// custom spec.appServer.args can refer to them as $(HARNESS_APP_SERVER_PORT)
-	// and $(HARNESS_WS_TOKEN_SHA256).
-	EnvPort        = "HARNESS_APP_SERVER_PORT"
-	EnvTokenSHA256 = "HARNESS_WS_TOKEN_SHA256"
+	// EnvPort is set on the app-server container so that custom
+	// spec.appServer.args can refer to it as $(HARNESS_APP_SERVER_PORT)
+	// (and to the auth variables of wsauth.go).
+	EnvPort = "HARNESS_APP_SERVER_PORT"
 )
 
 // workload is everything the managed objects are built from.
 type workload struct {
 	harness     *harnessv1alpha1.AgentHarness
 	port        int32
-	tokenSHA256 string // hex SHA-256 of the capability token
 	opNamespace string // namespace of the operator's manager and dispatcher
 	credsHash   string // AnnotationCredentialsHash (credentials.go)
 }
@@ -69,7 +67,8 @@ func (w workload) selector() *metav1ac.LabelSelectorApplyConfiguration {
 	return metav1ac.LabelSelector().WithMatchLabels(selectorLabels(w.harness))
 }
 
-// tokenSecret is the operator-generated capability token.
+// tokenSecret is the operator-generated shared secret of the pods'
+// signed-bearer auth (wsauth.go).
 func (w workload) tokenSecret(token string) *corev1ac.SecretApplyConfiguration {
 	h := w.harness
 	return corev1ac.Secret(TokenSecretName(h), h.Namespace).
@@ -183,17 +182,15 @@ func (w workload) homeClaimTemplate() *corev1ac.PersistentVolumeClaimApplyConfig
 		WithSpec(pvc)
 }
 
-// defaultCommand and defaultArgs run the WebSocket listener with capability
-// token auth; the pod holds only the token's SHA-256 (docs/codex-app-server.md).
+// defaultCommand and defaultArgs run the WebSocket listener with signed
+// bearer token auth (wsauth.go, docs/codex-app-server.md).
 func (w workload) defaultCommand() []string { return []string{"codex"} }
 
 func (w workload) defaultArgs() []string {
-	return []string{
+	return append([]string{
 		"app-server",
 		"--listen", "ws://0.0.0.0:" + strconv.Itoa(int(w.port)),
-		"--ws-auth", "capability-token",
-		"--ws-token-sha256", w.tokenSHA256,
-	}
+	}, wsAuthArgs()...)
 }
 
 func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
@@ -216,7 +213,9 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 		corev1ac.VolumeMount().WithName(homeVolume).WithMountPath(HomeMountPath),
 		corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"),
 	}
-	var volumes []*corev1ac.VolumeApplyConfiguration
+	wsVolume, wsMount := w.wsSecretMount()
+	mounts = append(mounts, wsMount)
+	volumes := []*corev1ac.VolumeApplyConfiguration{wsVolume}
 	if spec.Storage == nil {
 		volumes = append(volumes, corev1ac.Volume().WithName(homeVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 	}
@@ -308,7 +307,9 @@ func (w workload) env() ([]*corev1ac.EnvVarApplyConfiguration, error) {
 	add(corev1ac.EnvVar().WithName("CODEX_HOME").WithValue(HomeMountPath))
 	add(corev1ac.EnvVar().WithName("HOME").WithValue(HomeMountPath))
 	add(corev1ac.EnvVar().WithName(EnvPort).WithValue(strconv.Itoa(int(w.port))))
-	add(corev1ac.EnvVar().WithName(EnvTokenSHA256).WithValue(w.tokenSHA256))
+	for _, e := range wsAuthEnv() {
+		add(e)
+	}
 	for i := range spec.Env {
 		var e corev1ac.EnvVarApplyConfiguration
 		if err := convert(&spec.Env[i], &e); err != nil {
@@ -352,12 +353,6 @@ func configHash(tmpl *corev1ac.PodTemplateSpecApplyConfiguration) (string, error
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16]), nil
-}
-
-// tokenHash is the hex SHA-256 that `--ws-token-sha256` expects.
-func tokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // claimTemplatesChanged reports whether the existing StatefulSet's

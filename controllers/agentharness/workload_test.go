@@ -1,8 +1,6 @@
 package agentharness
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 
@@ -57,13 +55,12 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(sts.Name).To(Equal("codex-app-server"))
 		expectOwned(h, sts)
 
-		By("the token Secret: random, owned, and only its hash in the pod")
+		By("the token Secret: random, owned, mounted in the pod, never in its spec")
 		secret := &corev1.Secret{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: TokenSecretName(h)}, secret)).To(Succeed())
 		expectOwned(h, secret)
 		token := string(secret.Data[TokenSecretKey])
 		Expect(len(token)).To(BeNumerically(">=", 43))
-		sum := sha256.Sum256([]byte(token))
 
 		By("the StatefulSet")
 		Expect(sts.Spec.Replicas).To(Equal(ptr.To(int32(2))))
@@ -90,7 +87,8 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(c.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent), "the default for a digest-pinned image")
 		Expect(c.Command).To(Equal([]string{"codex"}))
 		Expect(c.Args).To(Equal([]string{"app-server", "--listen", "ws://0.0.0.0:" + strconv.Itoa(int(appPort)),
-			"--ws-auth", "capability-token", "--ws-token-sha256", hex.EncodeToString(sum[:])}))
+			"--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", "/var/run/harness-operator/ws-auth/token",
+			"--ws-issuer", "harness-operator", "--ws-audience", "codex-app-server"}))
 		Expect(c.Args).NotTo(ContainElement(ContainSubstring(token)))
 		Expect(c.SecurityContext).To(Equal(&corev1.SecurityContext{
 			RunAsNonRoot:             ptr.To(true),
@@ -115,13 +113,16 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(c.VolumeMounts).To(ConsistOf(
 			corev1.VolumeMount{Name: "codex-home", MountPath: HomeMountPath},
 			corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"},
+			corev1.VolumeMount{Name: "ws-auth", MountPath: "/var/run/harness-operator/ws-auth", ReadOnly: true},
 			corev1.VolumeMount{Name: "credential-1", MountPath: HomeMountPath + "/auth.json", SubPath: "auth.json", ReadOnly: true},
 		))
 		vols := map[string]corev1.VolumeSource{}
 		for _, v := range pod.Volumes {
 			vols[v.Name] = v.VolumeSource
 		}
-		Expect(vols).To(HaveLen(3))
+		Expect(vols).To(HaveLen(4))
+		Expect(vols["ws-auth"].Secret.SecretName).To(Equal(TokenSecretName(h)))
+		Expect(vols["ws-auth"].Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "token", Path: "token"}}))
 		Expect(vols["codex-home"].EmptyDir).NotTo(BeNil())
 		Expect(vols["tmp"].EmptyDir).NotTo(BeNil())
 		Expect(vols["credential-1"].Secret.SecretName).To(Equal("codex-creds"))
@@ -223,7 +224,7 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		sts := waitStatefulSet(h)
 		hash := sts.Spec.Template.Annotations[AnnotationConfigHash]
-		args := sts.Spec.Template.Spec.Containers[0].Args
+		creds := sts.Spec.Template.Annotations[AnnotationCredentialsHash]
 
 		By("scaling: replicas follow the spec, the pods are not rolled")
 		patch := client.MergeFrom(h.DeepCopy())
@@ -232,7 +233,7 @@ var _ = Describe("managed app-server workload", func() {
 		Eventually(func() *int32 { return waitStatefulSet(h).Spec.Replicas }).Should(Equal(ptr.To(int32(3))))
 		sts = waitStatefulSet(h)
 		Expect(sts.Spec.Template.Annotations[AnnotationConfigHash]).To(Equal(hash))
-		Expect(sts.Spec.Template.Spec.Containers[0].Args).To(Equal(args), "the token is kept")
+		Expect(sts.Spec.Template.Annotations[AnnotationCredentialsHash]).To(Equal(creds), "the token is kept")
 
 		By("a spec change of the pod rolls the pods")
 		patch = client.MergeFrom(h.DeepCopy())
@@ -252,7 +253,8 @@ var _ = Describe("managed app-server workload", func() {
 		patch = client.MergeFrom(h.DeepCopy())
 		h.Spec.AppServer.Command = []string{"/opt/codex/bin/codex"}
 		h.Spec.AppServer.Args = []string{"app-server", "--listen", "ws://0.0.0.0:$(HARNESS_APP_SERVER_PORT)",
-			"--ws-auth", "capability-token", "--ws-token-sha256", "$(HARNESS_WS_TOKEN_SHA256)"}
+			"--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", "$(HARNESS_WS_SHARED_SECRET_FILE)",
+			"--ws-issuer", "$(HARNESS_WS_ISSUER)", "--ws-audience", "$(HARNESS_WS_AUDIENCE)"}
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(func() []string { return waitStatefulSet(h).Spec.Template.Spec.Containers[0].Command }).
 			Should(Equal([]string{"/opt/codex/bin/codex"}))
@@ -260,7 +262,9 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(c.Args).To(Equal(h.Spec.AppServer.Args))
 		Expect(c.Env).To(ContainElements(
 			corev1.EnvVar{Name: EnvPort, Value: strconv.Itoa(int(appPort))},
-			corev1.EnvVar{Name: EnvTokenSHA256, Value: args[len(args)-1]},
+			corev1.EnvVar{Name: EnvSharedSecretFile, Value: "/var/run/harness-operator/ws-auth/token"},
+			corev1.EnvVar{Name: EnvIssuer, Value: "harness-operator"},
+			corev1.EnvVar{Name: EnvAudience, Value: "codex-app-server"},
 		))
 	})
 

@@ -198,10 +198,10 @@ type serverConn struct {
 	dial    func(context.Context) (*appserver.Client, error)
 }
 
-// serverConn reads the harness's capability token and returns how to reach
+// serverConn reads the harness's token Secret and returns how to reach
 // srv with the harness's version floor.
 func (e *Engine) serverConn(ctx context.Context, h *v1alpha1.AgentHarness, srv Server) (serverConn, error) {
-	token, err := e.token(ctx, h)
+	auth, err := e.serverAuth(ctx, h)
 	if err != nil {
 		return serverConn{}, err
 	}
@@ -212,7 +212,7 @@ func (e *Engine) serverConn(ctx context.Context, h *v1alpha1.AgentHarness, srv S
 		dial: func(ctx context.Context) (*appserver.Client, error) {
 			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 			defer cancel()
-			t, err := appserver.DialWebSocket(ctx, url, appserver.WebSocketOptions{Token: token})
+			t, err := appserver.DialWebSocket(ctx, url, auth)
 			if err != nil {
 				return nil, err
 			}

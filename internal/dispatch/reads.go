@@ -9,6 +9,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
+	"github.com/openclaw/harness-operator/internal/appserver"
 )
 
 // session reads the AgentSession; the dispatcher's own last write wins over
@@ -72,19 +73,26 @@ func (e *Engine) harnessPods(ctx context.Context, h *v1alpha1.AgentHarness) ([]c
 	return pods, port, nil
 }
 
-// token reads a harness's capability token.
-func (e *Engine) token(ctx context.Context, h *v1alpha1.AgentHarness) (string, error) {
+// serverAuth reads a harness's token Secret and returns how to
+// authenticate to its servers: an external server gets its static token; a
+// managed harness's pods get a short-lived token signed with the Secret's
+// shared secret, minted for each dial (a reattach long after the turn
+// started dials with a fresh one).
+func (e *Engine) serverAuth(ctx context.Context, h *v1alpha1.AgentHarness) (appserver.WebSocketOptions, error) {
 	name, key := agentharness.TokenSecretName(h), agentharness.TokenSecretKey
 	if h.Spec.External != nil {
 		name, key = h.Spec.External.TokenSecretRef.Name, h.Spec.External.TokenSecretRef.Key
 	}
 	s := &corev1.Secret{}
 	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: name}, s); err != nil {
-		return "", fmt.Errorf("read the token Secret %s/%s of AgentHarness %s: %w", h.Namespace, name, h.Name, err)
+		return appserver.WebSocketOptions{}, fmt.Errorf("read the token Secret %s/%s of AgentHarness %s: %w", h.Namespace, name, h.Name, err)
 	}
 	tok := string(s.Data[key])
 	if tok == "" {
-		return "", fmt.Errorf("the token Secret %s/%s of AgentHarness %s has no key %q", h.Namespace, name, h.Name, key)
+		return appserver.WebSocketOptions{}, fmt.Errorf("the token Secret %s/%s of AgentHarness %s has no key %q", h.Namespace, name, h.Name, key)
 	}
-	return tok, nil
+	if h.Spec.External != nil {
+		return appserver.WebSocketOptions{Token: tok}, nil
+	}
+	return appserver.WebSocketOptions{SignedBearer: appserver.ManagedServerAuth(tok)}, nil
 }
