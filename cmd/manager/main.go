@@ -49,6 +49,7 @@ type options struct {
 	gracefulShutdownSecs int
 	operatorNamespace    string
 	harnessNamespaces    string
+	appServerEgress      string
 	// allowInsecureLoopbackExternal admits ws:// external servers on loopback.
 	allowInsecureLoopbackExternal bool
 	webhook                       webhookOptions
@@ -80,6 +81,7 @@ func main() {
 	flag.StringVar(&opts.operatorNamespace, "operator-namespace", envOr("POD_NAMESPACE", agentharness.DefaultOperatorNamespace), "Namespace of the operator's manager and dispatcher pods: app-server NetworkPolicies admit them from there (default: $POD_NAMESPACE).")
 	flag.StringVar(&opts.harnessNamespaces, "harness-namespaces", "", "Comma-separated namespaces AgentHarnesses may live in. The manager caches Secrets only there (and in --operator-namespace), so its Secret access is granted by namespaced Roles, and admission refuses harnesses elsewhere. Empty: no namespace may hold AgentHarnesses.")
 	flag.BoolVar(&opts.allowInsecureLoopbackExternal, strings.TrimPrefix(webhook.AllowInsecureLoopbackExternalFlag, "--"), false, "Development only: admit external app-servers at plain ws:// on a loopback host (127.0.0.0/8, [::1], localhost). Without it external.url must be wss://.")
+	flag.StringVar(&opts.appServerEgress, "app-server-egress-cidrs", "", "Comma-separated CIDRs (e.g. the model provider's) that managed app-server pods may reach, besides the cluster DNS, through their NetworkPolicy. Empty: the public internet, never private, shared, link-local (cloud metadata) or loopback ranges.")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
 	flag.StringVar(&opts.webhook.issuer, "webhook-cert-manager-issuer", "", "With --webhook-cert-mode=cert-manager: the issuer of the serving certificate, Issuer/<name> or ClusterIssuer/<name> (default: a self-signed Issuer the manager creates).")
 	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
@@ -177,7 +179,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace, HarnessNamespaces: harnessNamespaces},
+		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace, HarnessNamespaces: harnessNamespaces,
+			AppServerEgressCIDRs: strings.FieldsFunc(opts.appServerEgress, func(r rune) bool { return r == ',' || r == ' ' })},
 		&runtimepolicy.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
 		&agentsession.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
 	}

@@ -91,6 +91,12 @@ type Reconciler struct {
 	// DefaultAppServerPort.
 	AppServerPort int32
 
+	// AppServerEgressCIDRs, when set, are the only addresses (besides the
+	// cluster DNS) the server pods' NetworkPolicy lets them reach, e.g. the
+	// model provider's. Empty means the public internet: every address but
+	// the private, shared, link-local and loopback ranges (networkpolicy.go).
+	AppServerEgressCIDRs []string
+
 	// Set by SetupWithManager.
 	apiReader client.Reader // uncached reads (Secrets are cached as metadata only)
 	pods      client.Reader // server pods, from a label-filtered cache
@@ -226,6 +232,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.AppServerPort < 1 || r.AppServerPort > 65535 {
 		return fmt.Errorf("set up agentharness controller: app-server port %d is out of range", r.AppServerPort)
 	}
+	if err := parseEgressCIDRs(r.AppServerEgressCIDRs); err != nil {
+		return fmt.Errorf("set up agentharness controller: %w", err)
+	}
 	if r.MaxConcurrentReconciles < 1 {
 		r.MaxConcurrentReconciles = 1
 	}
@@ -330,6 +339,7 @@ func (r *Reconciler) workload(s *scope) workload {
 		port:        r.AppServerPort,
 		opNamespace: r.OperatorNamespace,
 		credsHash:   s.credentialsHash,
+		egressCIDRs: r.AppServerEgressCIDRs,
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
@@ -48,8 +47,9 @@ const (
 type workload struct {
 	harness     *harnessv1alpha1.AgentHarness
 	port        int32
-	opNamespace string // namespace of the operator's manager and dispatcher
-	credsHash   string // AnnotationCredentialsHash (credentials.go)
+	opNamespace string   // namespace of the operator's manager and dispatcher
+	credsHash   string   // AnnotationCredentialsHash (credentials.go)
+	egressCIDRs []string // Reconciler.AppServerEgressCIDRs (networkpolicy.go)
 }
 
 func (w workload) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
@@ -95,31 +95,6 @@ func (w workload) service() *corev1ac.ServiceApplyConfiguration {
 				WithProtocol(corev1.ProtocolTCP).
 				WithPort(w.port).
 				WithTargetPort(intstr.FromString(PortName))))
-}
-
-// networkPolicy admits only the operator's manager and dispatcher pods to the
-// app-server port.
-func (w workload) networkPolicy() *networkingv1ac.NetworkPolicyApplyConfiguration {
-	h := w.harness
-	return networkingv1ac.NetworkPolicy(WorkloadName(h), h.Namespace).
-		WithLabels(objectLabels(h)).
-		WithOwnerReferences(w.ownerRef()).
-		WithSpec(networkingv1ac.NetworkPolicySpec().
-			WithPodSelector(w.selector()).
-			WithPolicyTypes("Ingress").
-			WithIngress(networkingv1ac.NetworkPolicyIngressRule().
-				WithFrom(networkingv1ac.NetworkPolicyPeer().
-					WithNamespaceSelector(metav1ac.LabelSelector().
-						WithMatchLabels(map[string]string{corev1.LabelMetadataName: w.opNamespace})).
-					WithPodSelector(metav1ac.LabelSelector().
-						WithMatchLabels(map[string]string{labelName: "harness-operator"}).
-						WithMatchExpressions(metav1ac.LabelSelectorRequirement().
-							WithKey(labelComponent).
-							WithOperator("In").
-							WithValues("manager", "dispatcher")))).
-				WithPorts(networkingv1ac.NetworkPolicyPort().
-					WithProtocol(corev1.ProtocolTCP).
-					WithPort(intstr.FromInt32(w.port)))))
 }
 
 // podDisruptionBudget lets voluntary disruptions take one server pod at a

@@ -139,12 +139,13 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(svc.Spec.Ports[0].Port).To(Equal(appPort))
 		Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString(PortName)))
 
-		By("the NetworkPolicy: only the operator's manager and dispatcher reach the port")
+		By("the NetworkPolicy: only the operator's manager and dispatcher reach the port; egress is restricted")
 		np := &networkingv1.NetworkPolicy{}
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, np)).To(Succeed())
 		expectOwned(h, np)
 		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(sts.Spec.Selector.MatchLabels))
-		Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
+		Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}))
+		Expect(np.Spec.Egress).To(HaveLen(2), "the cluster DNS and the public internet (TestServerPodEgress)")
 		tcp := corev1.ProtocolTCP
 		port := intstr.FromInt32(appPort)
 		Expect(np.Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{{
