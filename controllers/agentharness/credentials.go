@@ -59,6 +59,27 @@ func appServerSecretRefs(h *harnessv1alpha1.AgentHarness) []secretKeyRef {
 	return slices.Compact(refs)
 }
 
+// secretEnvNames are the app-server's environment variables that come from
+// Secrets (Env credentials, env valueFrom.secretKeyRef): the pods exclude
+// them from the environment of the sessions' tool processes
+// (codexconfig.ToolEnvironmentArgs).
+func secretEnvNames(h *harnessv1alpha1.AgentHarness) []string {
+	spec := h.Spec.AppServer
+	var names []string
+	for _, c := range spec.Credentials {
+		if c.Mount == harnessv1alpha1.CredentialMountEnv {
+			names = append(names, c.Name)
+		}
+	}
+	for _, e := range spec.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			names = append(names, e.Name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // appServerSecretNames is the field index function of indexAppServerSecret.
 func appServerSecretNames(o client.Object) []string {
 	var names []string

@@ -18,6 +18,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/codexconfig"
 )
 
 // Settings of the server pods that are not in the API.
@@ -158,14 +159,16 @@ func (w workload) homeClaimTemplate() *corev1ac.PersistentVolumeClaimApplyConfig
 }
 
 // defaultCommand and defaultArgs run the WebSocket listener with signed
-// bearer token auth (wsauth.go, docs/codex-app-server.md).
+// bearer token auth (wsauth.go, docs/codex-app-server.md), and keep the
+// credentials out of the tools' environment (secretEnvNames).
 func (w workload) defaultCommand() []string { return []string{"codex"} }
 
 func (w workload) defaultArgs() []string {
-	return append([]string{
+	args := append([]string{
 		"app-server",
 		"--listen", "ws://0.0.0.0:" + strconv.Itoa(int(w.port)),
 	}, wsAuthArgs()...)
+	return append(args, codexconfig.ToolEnvironmentArgs(secretEnvNames(w.harness))...)
 }
 
 func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, error) {

@@ -88,7 +88,9 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(c.Command).To(Equal([]string{"codex"}))
 		Expect(c.Args).To(Equal([]string{"app-server", "--listen", "ws://0.0.0.0:" + strconv.Itoa(int(appPort)),
 			"--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", "/var/run/harness-operator/ws-auth/token",
-			"--ws-issuer", "harness-operator", "--ws-audience", "codex-app-server"}))
+			"--ws-issuer", "harness-operator", "--ws-audience", "codex-app-server",
+			"-c", "shell_environment_policy.ignore_default_excludes=false",
+			"-c", `shell_environment_policy.exclude=["OPENAI_API_KEY"]`}))
 		Expect(c.Args).NotTo(ContainElement(ContainSubstring(token)))
 		Expect(c.SecurityContext).To(Equal(&corev1.SecurityContext{
 			RunAsNonRoot:             ptr.To(true),

@@ -89,6 +89,9 @@ type Options struct {
 	NetNS string
 	// ExtraArgs are appended to `codex app-server`.
 	ExtraArgs []string
+	// Env are extra NAME=value variables of the server process (as a pod's
+	// env and credentials would be).
+	Env []string
 }
 
 // Server is a running `codex app-server`.
@@ -218,7 +221,7 @@ func start(tb testing.TB, opts Options) (*Server, error) {
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Dir = s.Workdir
-	cmd.Env = environ(s.Home, userHome)
+	cmd.Env = append(environ(s.Home, userHome), opts.Env...)
 	// Pdeathsig kills the server if the test binary dies without cleanup.
 	// It fires when the OS thread that started the child exits, so tests
 	// must not end locked OS threads (see inNetns in internal/appserver).
