@@ -143,7 +143,10 @@ var _ = Describe("managed app-server workload", func() {
 
 		By("the NetworkPolicy: only the operator's manager and dispatcher reach the port; egress is restricted")
 		np := &networkingv1.NetworkPolicy{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, np)).To(Succeed())
+		// Applied after the StatefulSet, in the same reconcile.
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, np)
+		}).Should(Succeed())
 		expectOwned(h, np)
 		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(sts.Spec.Selector.MatchLabels))
 		Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}))
@@ -164,7 +167,10 @@ var _ = Describe("managed app-server workload", func() {
 
 		By("the PodDisruptionBudget")
 		pdb := &policyv1.PodDisruptionBudget{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, pdb)).To(Succeed())
+		// Applied after the StatefulSet, in the same reconcile.
+		Eventually(func() error {
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, pdb)
+		}).Should(Succeed())
 		expectOwned(h, pdb)
 		Expect(pdb.Spec.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(1))))
 		Expect(pdb.Spec.Selector.MatchLabels).To(Equal(sts.Spec.Selector.MatchLabels))
