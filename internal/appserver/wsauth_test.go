@@ -37,19 +37,19 @@ func TestSignedBearerTokenAuth(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts appserver.WebSocketOptions
-		body string
 	}{
-		{"expired token", appserver.WebSocketOptions{SignedBearer: expired}, "expired websocket jwt"},
-		{"another audience", appserver.WebSocketOptions{SignedBearer: otherAudience}, "websocket jwt audience mismatch"},
-		{"another issuer", appserver.WebSocketOptions{SignedBearer: otherIssuer}, "websocket jwt issuer mismatch"},
-		{"another secret", appserver.WebSocketOptions{SignedBearer: otherSecret}, "invalid websocket jwt"},
-		{"static capability token", appserver.WebSocketOptions{Token: sharedSecret}, "invalid websocket jwt"},
-		{"no token", appserver.WebSocketOptions{}, "missing websocket bearer token"},
+		{"expired token", appserver.WebSocketOptions{SignedBearer: expired}},
+		{"another audience", appserver.WebSocketOptions{SignedBearer: otherAudience}},
+		{"another issuer", appserver.WebSocketOptions{SignedBearer: otherIssuer}},
+		{"another secret", appserver.WebSocketOptions{SignedBearer: otherSecret}},
+		{"static capability token", appserver.WebSocketOptions{Token: sharedSecret}},
+		{"no token", appserver.WebSocketOptions{}},
 	} {
 		_, err := appserver.DialWebSocket(ctx, r.srv.URL, tc.opts)
-		var he *appserver.HandshakeError
-		if !errors.Is(err, appserver.ErrUnauthorized) || !errors.As(err, &he) || he.Body != tc.body {
-			t.Errorf("%s: %v; want 401 %q", tc.name, err, tc.body)
+		// The server's reason (its 401 body) is deliberately not in the
+		// error: only the status is.
+		if !errors.Is(err, appserver.ErrUnauthorized) {
+			t.Errorf("%s: %v; want 401", tc.name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), sharedSecret) {
 			t.Errorf("%s: the error leaks the secret: %v", tc.name, err)
