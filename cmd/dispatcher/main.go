@@ -67,10 +67,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -83,9 +82,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/health"
 	"github.com/openclaw/harness-operator/internal/journal"
 	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
@@ -94,9 +93,6 @@ import (
 const (
 	// leaderElectionID names the dispatcher's leader-election Lease.
 	leaderElectionID = "dispatcher.harness.openclaw.dev"
-	// labelManagedBy is app.kubernetes.io/managed-by, which the agentharness
-	// controller sets to agentharness.ManagedBy on server pods.
-	labelManagedBy = "app.kubernetes.io/managed-by"
 	// readHeaderTimeout bounds reading a request's headers (slowloris).
 	readHeaderTimeout = 10 * time.Second
 )
@@ -156,20 +152,6 @@ func main() {
 	}
 }
 
-// serverPodSelector selects the operator's server pods, as the agentharness
-// controller's pod cache does: the engine finds a harness's servers among them.
-func serverPodSelector() (labels.Selector, error) {
-	hasHarness, err := labels.NewRequirement(agentharness.LabelHarness, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	managed, err := labels.NewRequirement(labelManagedBy, selection.Equals, []string{agentharness.ManagedBy})
-	if err != nil {
-		return nil, err
-	}
-	return labels.NewSelector().Add(*hasHarness, *managed), nil
-}
-
 // sessionUIDs resolves the AgentSessions of a journal kept by name (before
 // sessions were keyed by UID) to the objects that exist now.
 func sessionUIDs(ctx context.Context, c client.Reader) func(ns, name string) (string, bool, error) {
@@ -201,10 +183,6 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
-	}
-	podSel, err := serverPodSelector()
-	if err != nil {
-		return fmt.Errorf("server pod selector: %w", err)
 	}
 	serving, err := newServingTLS(opts.tls, opts.leaderElectionNS, log)
 	if err != nil {
@@ -262,7 +240,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		GracefulShutdownTimeout:       &shutdown,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.skipControllerNameValidation)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: podSel},
+			// The server pods and StatefulSets of harnesses: the engine
+			// trusts a pod only when its harness's StatefulSet controls it.
+			&corev1.Pod{}:         {Label: harnessobjects.ManagedSelector()},
+			&appsv1.StatefulSet{}: {Label: harnessobjects.ManagedSelector()},
 		}},
 		// Secrets are never cached: the engine reads only the token Secrets
 		// of harnesses, through the API reader.

@@ -89,8 +89,11 @@ func TestDispatcher(t *testing.T) {
 	k8s := env.Client
 	cs, err := kubernetes.NewForConfig(env.Config)
 	must(t, err)
+	// The namespace of the codex harness, the manager's one harness namespace.
+	const ns = "dispatcher-main"
 	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
-		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2}).SetupWithManager(m)
+		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
+			HarnessNamespaces: []string{ns}}).SetupWithManager(m)
 	})
 	must(t, err)
 	defer func() { _ = mgr.Stop() }()
@@ -104,9 +107,7 @@ func TestDispatcher(t *testing.T) {
 			SessionOverrides: v1alpha1.SessionOverridesDeny,
 		},
 	}))
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "dispatcher-"}}
-	must(t, k8s.Create(ctx, nsObj))
-	ns := nsObj.Name
+	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(t, k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "harness-gateway-test"},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"harness.openclaw.dev"}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},

@@ -63,8 +63,10 @@ func TestTurnEndToEnd(t *testing.T) {
 	defer func() { _ = jrnl.Close() }()
 	eng := dispatch.New(c, c, jrnl, dispatch.Options{ReattachTimeout: 3 * time.Second})
 	defer eng.Close()
+	const ns = "e2e" // the manager's one harness namespace
 	mgr, err := testutil.StartManager(ctx, te, func(m ctrl.Manager) error {
-		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2}).SetupWithManager(m)
+		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
+			HarnessNamespaces: []string{ns}}).SetupWithManager(m)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,6 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const ns = "e2e"
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

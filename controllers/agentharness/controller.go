@@ -28,8 +28,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 const (
@@ -80,14 +79,15 @@ type Reconciler struct {
 	// Empty means DefaultOperatorNamespace.
 	OperatorNamespace string
 
-	// HarnessNamespaces, when set, are the only namespaces whose harnesses
-	// are served: the manager reads Secrets only there. A harness elsewhere
-	// (created before the setting, since admission refuses new ones) is
-	// reported not Ready with reason NamespaceNotManaged and gets no workload.
+	// HarnessNamespaces are the only namespaces whose harnesses are served:
+	// the manager may read Secrets only there. Empty means none. A harness
+	// elsewhere (created before the setting, since admission refuses new
+	// ones) is reported not Ready with reason NamespaceNotManaged and gets no
+	// workload.
 	HarnessNamespaces []string
 
 	// AppServerPort is the port the app-server listens on in its pod (the
-	// container port and Service port named PortName). Zero means
+	// container port and Service port named harnessobjects.PortName). Zero means
 	// DefaultAppServerPort.
 	AppServerPort int32
 
@@ -187,7 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // phases lists the ordered phases of the harness's mode.
 func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
-	if len(r.HarnessNamespaces) > 0 && !slices.Contains(r.HarnessNamespaces, h.Namespace) {
+	if !slices.Contains(r.HarnessNamespaces, h.Namespace) {
 		return []phase{{"namespace", r.unmanagedNamespace}}
 	}
 	if h.Spec.AppServer != nil {
@@ -298,20 +298,12 @@ type podCache struct{ cache.Cache }
 func (p podCache) GetCache() cache.Cache { return p.Cache }
 
 func newPodCache(mgr ctrl.Manager) (podCache, error) {
-	hasHarness, err := labels.NewRequirement(LabelHarness, selection.Exists, nil)
-	if err != nil {
-		return podCache{}, err
-	}
-	managed, err := labels.NewRequirement(labelManagedBy, selection.Equals, []string{ManagedBy})
-	if err != nil {
-		return podCache{}, err
-	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(),
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasHarness, *managed)},
+			&corev1.Pod{}: {Label: harnessobjects.ManagedSelector()},
 		},
 	})
 	if err != nil {
@@ -326,7 +318,7 @@ func newPodCache(mgr ctrl.Manager) (podCache, error) {
 
 // harnessForPod maps a server pod to its harness.
 func harnessForPod(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	name := pod.Annotations[AnnotationHarness]
+	name := pod.Annotations[harnessobjects.AnnotationHarness]
 	if name == "" {
 		return nil
 	}
@@ -347,12 +339,12 @@ func (r *Reconciler) workload(s *scope) workload {
 // non-empty token is kept, a missing one is generated.
 func (r *Reconciler) reconcileTokenSecret(ctx context.Context, s *scope) error {
 	h := s.harness
-	key := types.NamespacedName{Namespace: h.Namespace, Name: TokenSecretName(h)}
+	key := types.NamespacedName{Namespace: h.Namespace, Name: harnessobjects.TokenSecretName(h)}
 	var secret corev1.Secret
 	err := r.apiReader.Get(ctx, key, &secret)
 	switch {
-	case err == nil && len(secret.Data[TokenSecretKey]) > 0:
-		s.token = string(secret.Data[TokenSecretKey])
+	case err == nil && len(secret.Data[harnessobjects.TokenSecretKey]) > 0:
+		s.token = string(secret.Data[harnessobjects.TokenSecretKey])
 	case err == nil || apierrors.IsNotFound(err):
 		token, err := newToken()
 		if err != nil {
@@ -379,7 +371,7 @@ func newToken() (string, error) {
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 	if err := r.Apply(ctx, r.workload(s).service(), fieldOwner, client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply service %s: %w", WorkloadName(s.harness), err)
+		return fmt.Errorf("apply service %s: %w", harnessobjects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
@@ -390,7 +382,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 // adopts the pods and rolls them.
 func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	h := s.harness
-	name := WorkloadName(h)
+	name := harnessobjects.WorkloadName(h)
 	var existing appsv1.StatefulSet
 	err := r.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, &existing)
 	switch {
@@ -424,14 +416,14 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) error {
 	if err := r.Apply(ctx, r.workload(s).networkPolicy(), fieldOwner, client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply networkpolicy %s: %w", WorkloadName(s.harness), err)
+		return fmt.Errorf("apply networkpolicy %s: %w", harnessobjects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
 
 func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) error {
 	if err := r.Apply(ctx, r.workload(s).podDisruptionBudget(), fieldOwner, client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply poddisruptionbudget %s: %w", WorkloadName(s.harness), err)
+		return fmt.Errorf("apply poddisruptionbudget %s: %w", harnessobjects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
@@ -440,7 +432,7 @@ func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope)
 // spec.external.
 func (r *Reconciler) removeWorkload(ctx context.Context, s *scope) error {
 	h := s.harness
-	ns, name := h.Namespace, WorkloadName(h)
+	ns, name := h.Namespace, harnessobjects.WorkloadName(h)
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	objs := []struct {
@@ -451,7 +443,7 @@ func (r *Reconciler) removeWorkload(ctx context.Context, s *scope) error {
 		{&corev1.Service{}, name},
 		{&networkingv1.NetworkPolicy{}, name},
 		{&policyv1.PodDisruptionBudget{}, name},
-		{secret, TokenSecretName(h)},
+		{secret, harnessobjects.TokenSecretName(h)},
 	}
 	var errs []error
 	for _, o := range objs {

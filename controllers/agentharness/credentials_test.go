@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 var _ = Describe("credentials of the server pods", func() {
@@ -43,13 +44,13 @@ var _ = Describe("credentials of the server pods", func() {
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		Eventually(credentialsHash(h)).Should(MatchRegexp(`^[0-9a-f]{32}$`))
 		first := credentialsHash(h)()
-		config := waitStatefulSet(h).Spec.Template.Annotations[AnnotationConfigHash]
+		config := waitStatefulSet(h).Spec.Template.Annotations[harnessobjects.AnnotationConfigHash]
 
 		By("a new provider key rolls the pods (the spec did not change)")
 		setData(provider, "api-key", "sk-second")
 		Eventually(credentialsHash(h)).ShouldNot(Equal(first))
 		second := credentialsHash(h)()
-		Expect(waitStatefulSet(h).Spec.Template.Annotations[AnnotationConfigHash]).To(Equal(config))
+		Expect(waitStatefulSet(h).Spec.Template.Annotations[harnessobjects.AnnotationConfigHash]).To(Equal(config))
 		Expect(waitStatefulSet(h).Spec.Template.Annotations).NotTo(ContainElement(ContainSubstring("sk-second")))
 
 		By("a new env valueFrom key rolls the pods")
@@ -63,7 +64,7 @@ var _ = Describe("credentials of the server pods", func() {
 		current := getHarness(h)
 		calls.Reset()
 		token := &corev1.Secret{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: TokenSecretName(h)}, token)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: harnessobjects.TokenSecretName(h)}, token)).To(Succeed())
 		patch := client.MergeFrom(token.DeepCopy())
 		token.Annotations = map[string]string{"test.harness.openclaw.dev/touched": "yes"} // reconciles the harness
 		Expect(k8sClient.Patch(ctx, token, patch)).To(Succeed())

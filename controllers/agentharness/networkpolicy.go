@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 // The server pods' NetworkPolicy. Ingress: only the operator's manager and
@@ -55,8 +57,8 @@ func parseEgressCIDRs(cidrs []string) error {
 // app-server port, and lets the pods reach only DNS and the allowed egress.
 func (w workload) networkPolicy() *networkingv1ac.NetworkPolicyApplyConfiguration {
 	h := w.harness
-	return networkingv1ac.NetworkPolicy(WorkloadName(h), h.Namespace).
-		WithLabels(objectLabels(h)).
+	return networkingv1ac.NetworkPolicy(harnessobjects.WorkloadName(h), h.Namespace).
+		WithLabels(harnessobjects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
 			WithPodSelector(w.selector()).
@@ -66,9 +68,9 @@ func (w workload) networkPolicy() *networkingv1ac.NetworkPolicyApplyConfiguratio
 					WithNamespaceSelector(metav1ac.LabelSelector().
 						WithMatchLabels(map[string]string{corev1.LabelMetadataName: w.opNamespace})).
 					WithPodSelector(metav1ac.LabelSelector().
-						WithMatchLabels(map[string]string{labelName: "harness-operator"}).
+						WithMatchLabels(map[string]string{harnessobjects.LabelName: "harness-operator"}).
 						WithMatchExpressions(metav1ac.LabelSelectorRequirement().
-							WithKey(labelComponent).
+							WithKey(harnessobjects.LabelComponent).
 							WithOperator("In").
 							WithValues("manager", "dispatcher")))).
 				WithPorts(networkingv1ac.NetworkPolicyPort().

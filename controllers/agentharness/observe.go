@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 // externalServerName is the name of an external harness's one server.
@@ -35,42 +37,39 @@ type observedServer struct {
 }
 
 // observeServers lists the harness's server pods: the pods its selector
-// matches whose names are `<WorkloadName>-<ordinal>`.
+// matches that are its own (harnessobjects.OwnsServerPod: controlled by its
+// StatefulSet, an ordinal below replicas). The handshake sends the capability
+// token to these pods, so a pod that only carries the labels is ignored.
 func (r *Reconciler) observeServers(ctx context.Context, s *scope) error {
 	h := s.harness
+	sts := &appsv1.StatefulSet{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: harnessobjects.WorkloadName(h)}, sts)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get statefulset: %w", err)
+	}
 	var pods corev1.PodList
-	if err := r.pods.List(ctx, &pods, client.InNamespace(h.Namespace), client.MatchingLabels(selectorLabels(h))); err != nil {
+	if err := r.pods.List(ctx, &pods, client.InNamespace(h.Namespace), client.MatchingLabels(harnessobjects.SelectorLabels(h))); err != nil {
 		return fmt.Errorf("list server pods: %w", err)
 	}
-	prefix := WorkloadName(h) + "-"
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		ord, ok := podOrdinal(p.Name, prefix)
-		if !ok {
+		if !harnessobjects.OwnsServerPod(h, sts, p) {
 			continue
 		}
+		ord, _ := harnessobjects.PodOrdinal(h, p.Name)
 		s.servers = append(s.servers, observePod(p, ord))
 	}
 	slices.SortFunc(s.servers, func(a, b observedServer) int { return a.ordinal - b.ordinal })
 	return nil
 }
 
-func podOrdinal(name, prefix string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, prefix)
-	if !ok || rest == "" || (len(rest) > 1 && rest[0] == '0') {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return n, true
-}
-
 func observePod(p *corev1.Pod, ordinal int) observedServer {
 	srv := observedServer{name: p.Name, ordinal: ordinal, podIP: p.Status.PodIP}
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == ContainerName {
+		if cs.Name == harnessobjects.ContainerName {
 			srv.imageID = cs.ImageID
 			srv.digest = imageDigest(cs.ImageID)
 		}

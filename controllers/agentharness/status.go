@@ -247,8 +247,12 @@ func attestation(s *scope) (verdict, *harnessv1alpha1.RuntimeArtifact) {
 func (r *Reconciler) unmanagedNamespace(_ context.Context, s *scope) error {
 	h := s.harness
 	h.Status.ObservedGeneration = h.Generation
-	msg := fmt.Sprintf("namespace %s is not one of the operator's harness namespaces (%s): the operator cannot read Secrets here, so it serves no harness in it",
+	msg := fmt.Sprintf("namespace %s is not one of the operator's harness namespaces (%s; manager flag --harness-namespaces, chart value harnessNamespaces): the operator cannot read Secrets here, so it serves no harness in it",
 		h.Namespace, strings.Join(r.HarnessNamespaces, ", "))
+	if len(r.HarnessNamespaces) == 0 {
+		msg = fmt.Sprintf("no harness namespaces are configured (manager flag --harness-namespaces, chart value harnessNamespaces): the operator serves no harness, and none in namespace %s",
+			h.Namespace)
+	}
 	notManaged := verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonNamespaceNotManaged, msg}
 	setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, notManaged)
 	setCondition(h, harnessv1alpha1.HarnessConditionReady, notManaged)

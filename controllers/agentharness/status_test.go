@@ -16,6 +16,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 const (
@@ -250,7 +251,7 @@ var _ = Describe("external app-server", func() {
 		Expect(got.Status.Servers).To(Equal([]harnessv1alpha1.ServerStatus{{Name: "external", State: harnessv1alpha1.ServerNotReady}}))
 		Expect(got.Status.ReadyReplicas).To(BeZero())
 		Expect(handshakes.count(host)).To(BeZero())
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, &corev1.Service{})).
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, &corev1.Service{})).
 			NotTo(Succeed(), "an external harness has no workload")
 	})
 
@@ -266,11 +267,11 @@ var _ = Describe("external app-server", func() {
 		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &networkingv1.NetworkPolicy{},
 			&policyv1.PodDisruptionBudget{}} {
 			Eventually(func() bool {
-				return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: WorkloadName(h)}, obj))
+				return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, obj))
 			}).Should(BeTrue(), "%T", obj)
 		}
 		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: TokenSecretName(h)}, &corev1.Secret{}))
+			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.TokenSecretName(h)}, &corev1.Secret{}))
 		}).Should(BeTrue())
 		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionAttested, "False/ExternalServer"))
 	})

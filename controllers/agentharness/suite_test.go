@@ -31,6 +31,7 @@ import (
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -43,7 +44,11 @@ import (
 // auth arguments of the operator's own pod template. The controller's
 // handshakes therefore reach real servers.
 
-const operatorNamespace = "harness-operator-system"
+const (
+	operatorNamespace = "harness-operator-system"
+	// nsPrefix names the suite's namespaces, the manager's harness namespaces.
+	nsPrefix = "ah"
+)
 
 var (
 	suiteT      *testing.T
@@ -156,6 +161,7 @@ var _ = BeforeSuite(func() {
 		Client:                  testutil.CountingClient[*harnessv1alpha1.AgentHarness](mgr.GetClient(), calls),
 		MaxConcurrentReconciles: 4,
 		AppServerPort:           appPort,
+		HarnessNamespaces:       testutil.SuiteNamespaces(nsPrefix),
 	}
 	r.handshake = handshakes.wrap(appServerHandshake)
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
@@ -187,7 +193,7 @@ var _ = AfterSuite(func() {
 // Pod Security level, so the apiserver refuses a server pod built from a
 // template that is not restricted.
 func newNamespace() string {
-	name := fmt.Sprintf("ah-%d", nsCounter.Add(1))
+	name := testutil.SuiteNamespace(nsPrefix, int(nsCounter.Add(1)))
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}}})).To(Succeed())
@@ -269,7 +275,7 @@ func waitStatefulSet(h *harnessv1alpha1.AgentHarness) *appsv1.StatefulSet {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
 	Eventually(func() error {
-		return k8sClient.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: WorkloadName(h)}, sts)
+		return k8sClient.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: harnessobjects.WorkloadName(h)}, sts)
 	}).Should(Succeed())
 	return sts
 }
@@ -293,7 +299,7 @@ func authArgs(sts *appsv1.StatefulSet) []string {
 			secret := &corev1.Secret{}
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: sts.Name + "-token"}, secret)).To(Succeed())
 			file := filepath.Join(suiteT.TempDir(), "ws-shared-secret")
-			Expect(os.WriteFile(file, secret.Data[TokenSecretKey], 0o600)).To(Succeed())
+			Expect(os.WriteFile(file, secret.Data[harnessobjects.TokenSecretKey], 0o600)).To(Succeed())
 			out = append(out, file)
 			continue
 		}
@@ -328,22 +334,7 @@ func startPodServer(bin string, sts *appsv1.StatefulSet, host string) *codextest
 // writes the status a kubelet would: Running, Ready, podIP, imageID.
 func createServerPod(sts *appsv1.StatefulSet, ordinal int, ip, imageID string) *corev1.Pod {
 	GinkgoHelper()
-	tmpl := sts.Spec.Template
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   sts.Namespace,
-			Name:        fmt.Sprintf("%s-%d", sts.Name, ordinal),
-			Labels:      tmpl.Labels,
-			Annotations: tmpl.Annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name, UID: sts.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: *tmpl.Spec.DeepCopy(),
-	}
-	pod.Spec.Hostname = pod.Name
-	pod.Spec.Subdomain = sts.Spec.ServiceName
+	pod := testutil.ServerPod(sts, ordinal)
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	setPodStatus(pod, ip, imageID, true)
 	return pod
@@ -351,30 +342,7 @@ func createServerPod(sts *appsv1.StatefulSet, ordinal int, ip, imageID string) *
 
 func setPodStatus(pod *corev1.Pod, ip, imageID string, ready bool) {
 	GinkgoHelper()
-	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
-	readyStatus := corev1.ConditionFalse
-	if ready {
-		readyStatus = corev1.ConditionTrue
-	}
-	now := metav1.Now()
-	pod.Status = corev1.PodStatus{
-		Phase:  corev1.PodRunning,
-		PodIP:  ip,
-		PodIPs: []corev1.PodIP{{IP: ip}},
-		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: readyStatus, LastTransitionTime: now},
-		},
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name:    ContainerName,
-			Image:   pod.Spec.Containers[0].Image,
-			ImageID: imageID,
-			Ready:   ready,
-			Started: ptr.To(true),
-			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
-		}},
-	}
-	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
+	Expect(testutil.SetPodStatus(ctx, k8sClient, pod, ip, imageID, ready)).To(Succeed())
 }
 
 // eventsFor lists the Events regarding a harness as "type/reason: note".

@@ -1,63 +1,19 @@
 package agentharness
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // Pure functions of the controller, table-tested without an API server.
-
-func TestWorkloadName(t *testing.T) {
-	long := strings.Repeat("a", 60)
-	for _, tc := range []struct {
-		harness, want string
-	}{
-		{"codex", "codex-app-server"},
-		{"1codex", ""},
-		{"codex.pool", ""},
-		{long, ""},
-		{strings.Repeat("b", 253), ""},
-	} {
-		got := workloadName(tc.harness)
-		if tc.want != "" && got != tc.want {
-			t.Errorf("workloadName(%q) = %q, want %q", tc.harness, got, tc.want)
-		}
-		if len(got) > maxWorkloadName {
-			t.Errorf("workloadName(%q) = %q is longer than %d", tc.harness, got, maxWorkloadName)
-		}
-		if errs := validation.IsDNS1035Label(got); len(errs) > 0 {
-			t.Errorf("workloadName(%q) = %q is not a Service name: %v", tc.harness, got, errs)
-		}
-		if !strings.HasSuffix(got, workloadSuffix) {
-			t.Errorf("workloadName(%q) = %q lacks %q", tc.harness, got, workloadSuffix)
-		}
-	}
-	if workloadName("codex.pool") == workloadName("codex-pool") {
-		t.Error("names differing only by '.' vs '-' must not collide")
-	}
-	if workloadName(long+"x") == workloadName(long+"y") {
-		t.Error("long names differing at the end must not collide")
-	}
-}
-
-func TestHarnessLabelValue(t *testing.T) {
-	for _, name := range []string{"codex", strings.Repeat("a", 63), strings.Repeat("a.b-", 40) + "c"} {
-		v := harnessLabelValue(name)
-		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			t.Errorf("harnessLabelValue(%q) = %q: %v", name, v, errs)
-		}
-		if len(name) <= 63 && v != name {
-			t.Errorf("harnessLabelValue(%q) = %q, want the name itself", name, v)
-		}
-	}
-}
 
 func TestImageDigest(t *testing.T) {
 	d := "sha256:" + strings.Repeat("0", 64)
@@ -72,19 +28,6 @@ func TestImageDigest(t *testing.T) {
 	} {
 		if got := imageDigest(in); got != want {
 			t.Errorf("imageDigest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestPodOrdinal(t *testing.T) {
-	for name, want := range map[string]int{"x-app-server-0": 0, "x-app-server-12": 12, "x-app-server-01": -1,
-		"x-app-server-": -1, "x-app-server-a": -1, "y-app-server-1": -1, "x-app-server-1-2": -1} {
-		got, ok := podOrdinal(name, "x-app-server-")
-		if !ok {
-			got = -1
-		}
-		if got != want {
-			t.Errorf("podOrdinal(%q) = %d, want %d", name, got, want)
 		}
 	}
 }
@@ -235,6 +178,42 @@ func TestConditionEvents(t *testing.T) {
 	} {
 		if got := conditionEventWorthy(tc.prev, tc.cur); got != tc.want {
 			t.Errorf("%s: conditionEventWorthy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An empty HarnessNamespaces serves no namespace: the harness gets only the
+// NamespaceNotManaged verdict, whose message says how to configure one.
+func TestNoHarnessNamespacesServesNone(t *testing.T) {
+	h := &harnessv1alpha1.AgentHarness{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "codex", Generation: 3},
+		Spec:       harnessv1alpha1.AgentHarnessSpec{External: &harnessv1alpha1.ExternalServer{URL: "wss://codex.example"}},
+	}
+	for _, tc := range []struct {
+		namespaces []string
+		served     bool
+		message    string
+	}{
+		{nil, false, "no harness namespaces are configured (manager flag --harness-namespaces, chart value harnessNamespaces)"},
+		{[]string{"team-b"}, false, "namespace team-a is not one of the operator's harness namespaces (team-b; manager flag --harness-namespaces"},
+		{[]string{"team-b", "team-a"}, true, ""},
+	} {
+		r := &Reconciler{HarnessNamespaces: tc.namespaces}
+		phases := r.phases(h)
+		if served := phases[0].name != "namespace"; served != tc.served {
+			t.Errorf("HarnessNamespaces %q: served = %v, want %v", tc.namespaces, served, tc.served)
+			continue
+		}
+		if tc.served {
+			continue
+		}
+		s := &scope{harness: h.DeepCopy()}
+		if err := phases[0].run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		c := meta.FindStatusCondition(s.harness.Status.Conditions, harnessv1alpha1.HarnessConditionReady)
+		if c == nil || c.Reason != string(harnessv1alpha1.HarnessReasonNamespaceNotManaged) || !strings.Contains(c.Message, tc.message) {
+			t.Errorf("HarnessNamespaces %q: Ready = %+v, want NamespaceNotManaged containing %q", tc.namespaces, c, tc.message)
 		}
 	}
 }

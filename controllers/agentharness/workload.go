@@ -19,6 +19,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/codexconfig"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 // Settings of the server pods that are not in the API.
@@ -65,18 +66,18 @@ func (w workload) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
 }
 
 func (w workload) selector() *metav1ac.LabelSelectorApplyConfiguration {
-	return metav1ac.LabelSelector().WithMatchLabels(selectorLabels(w.harness))
+	return metav1ac.LabelSelector().WithMatchLabels(harnessobjects.SelectorLabels(w.harness))
 }
 
 // tokenSecret is the operator-generated shared secret of the pods'
 // signed-bearer auth (wsauth.go).
 func (w workload) tokenSecret(token string) *corev1ac.SecretApplyConfiguration {
 	h := w.harness
-	return corev1ac.Secret(TokenSecretName(h), h.Namespace).
-		WithLabels(objectLabels(h)).
+	return corev1ac.Secret(harnessobjects.TokenSecretName(h), h.Namespace).
+		WithLabels(harnessobjects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{TokenSecretKey: []byte(token)})
+		WithData(map[string][]byte{harnessobjects.TokenSecretKey: []byte(token)})
 }
 
 // service is the headless Service that gives each server pod a stable DNS
@@ -84,18 +85,18 @@ func (w workload) tokenSecret(token string) *corev1ac.SecretApplyConfiguration {
 // draining pod to reattach to a running turn.
 func (w workload) service() *corev1ac.ServiceApplyConfiguration {
 	h := w.harness
-	return corev1ac.Service(WorkloadName(h), h.Namespace).
-		WithLabels(objectLabels(h)).
+	return corev1ac.Service(harnessobjects.WorkloadName(h), h.Namespace).
+		WithLabels(harnessobjects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
 			WithPublishNotReadyAddresses(true).
-			WithSelector(selectorLabels(h)).
+			WithSelector(harnessobjects.SelectorLabels(h)).
 			WithPorts(corev1ac.ServicePort().
-				WithName(PortName).
+				WithName(harnessobjects.PortName).
 				WithProtocol(corev1.ProtocolTCP).
 				WithPort(w.port).
-				WithTargetPort(intstr.FromString(PortName))))
+				WithTargetPort(intstr.FromString(harnessobjects.PortName))))
 }
 
 // podDisruptionBudget lets voluntary disruptions take one server pod at a
@@ -103,8 +104,8 @@ func (w workload) service() *corev1ac.ServiceApplyConfiguration {
 // node drain.
 func (w workload) podDisruptionBudget() *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	h := w.harness
-	return policyv1ac.PodDisruptionBudget(WorkloadName(h), h.Namespace).
-		WithLabels(objectLabels(h)).
+	return policyv1ac.PodDisruptionBudget(harnessobjects.WorkloadName(h), h.Namespace).
+		WithLabels(harnessobjects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithSelector(w.selector()).
@@ -127,7 +128,7 @@ func (w workload) statefulSet() (*appsv1ac.StatefulSetApplyConfiguration, error)
 	}
 	stsSpec := appsv1ac.StatefulSetSpec().
 		WithReplicas(replicas).
-		WithServiceName(WorkloadName(h)).
+		WithServiceName(harnessobjects.WorkloadName(h)).
 		WithSelector(w.selector()).
 		WithPodManagementPolicy(appsv1.ParallelPodManagement).
 		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
@@ -138,8 +139,8 @@ func (w workload) statefulSet() (*appsv1ac.StatefulSetApplyConfiguration, error)
 	if spec.Storage != nil {
 		stsSpec.WithVolumeClaimTemplates(w.homeClaimTemplate())
 	}
-	return appsv1ac.StatefulSet(WorkloadName(h), h.Namespace).
-		WithLabels(objectLabels(h)).
+	return appsv1ac.StatefulSet(harnessobjects.WorkloadName(h), h.Namespace).
+		WithLabels(harnessobjects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(stsSpec), nil
 }
@@ -154,7 +155,7 @@ func (w workload) homeClaimTemplate() *corev1ac.PersistentVolumeClaimApplyConfig
 		pvc.WithStorageClassName(*st.StorageClassName)
 	}
 	return corev1ac.PersistentVolumeClaim(homeVolume, "").
-		WithLabels(selectorLabels(w.harness)).
+		WithLabels(harnessobjects.SelectorLabels(w.harness)).
 		WithSpec(pvc)
 }
 
@@ -216,13 +217,13 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 	}
 
 	container := corev1ac.Container().
-		WithName(ContainerName).
+		WithName(harnessobjects.ContainerName).
 		WithImage(spec.Image).
 		WithImagePullPolicy(cmp.Or(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
 		WithCommand(command...).
 		WithArgs(args...).
 		WithEnv(env...).
-		WithPorts(corev1ac.ContainerPort().WithName(PortName).WithContainerPort(w.port).WithProtocol(corev1.ProtocolTCP)).
+		WithPorts(corev1ac.ContainerPort().WithName(harnessobjects.PortName).WithContainerPort(w.port).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(mounts...).
 		WithStartupProbe(httpProbe("/healthz", 1, 60)).
 		WithReadinessProbe(httpProbe("/readyz", 5, 3)).
@@ -257,14 +258,14 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 		WithVolumes(volumes...)
 
 	tmpl := corev1ac.PodTemplateSpec().
-		WithLabels(objectLabels(h)).
-		WithAnnotations(map[string]string{AnnotationHarness: h.Name}).
+		WithLabels(harnessobjects.ObjectLabels(h)).
+		WithAnnotations(map[string]string{harnessobjects.AnnotationHarness: h.Name}).
 		WithSpec(podSpec)
 	hash, err := configHash(tmpl)
 	if err != nil {
 		return nil, err
 	}
-	tmpl.WithAnnotations(map[string]string{AnnotationConfigHash: hash, AnnotationCredentialsHash: w.credsHash})
+	tmpl.WithAnnotations(map[string]string{harnessobjects.AnnotationConfigHash: hash, AnnotationCredentialsHash: w.credsHash})
 	return tmpl, nil
 }
 
@@ -307,7 +308,7 @@ func (w workload) env() ([]*corev1ac.EnvVarApplyConfiguration, error) {
 
 func httpProbe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
-		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(PortName))).
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(harnessobjects.PortName))).
 		WithPeriodSeconds(period).
 		WithTimeoutSeconds(2).
 		WithFailureThreshold(failures)

@@ -4,6 +4,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 // Server pods authenticate their clients with Codex's signed bearer tokens:
@@ -27,7 +28,7 @@ const (
 )
 
 // wsSharedSecretFile is the shared secret's path in the container.
-const wsSharedSecretFile = WSSecretDir + "/" + TokenSecretKey
+const wsSharedSecretFile = WSSecretDir + "/" + harnessobjects.TokenSecretKey
 
 // wsAuthArgs are the default args' authentication flags.
 func wsAuthArgs() []string {
@@ -53,9 +54,9 @@ func wsAuthEnv() []*corev1ac.EnvVarApplyConfiguration {
 func (w workload) wsSecretMount() (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
 	vol := corev1ac.Volume().WithName(wsSecretVolume).
 		WithSecret(corev1ac.SecretVolumeSource().
-			WithSecretName(TokenSecretName(w.harness)).
+			WithSecretName(harnessobjects.TokenSecretName(w.harness)).
 			WithDefaultMode(0o440).
-			WithItems(corev1ac.KeyToPath().WithKey(TokenSecretKey).WithPath(TokenSecretKey)))
+			WithItems(corev1ac.KeyToPath().WithKey(harnessobjects.TokenSecretKey).WithPath(harnessobjects.TokenSecretKey)))
 	mount := corev1ac.VolumeMount().WithName(wsSecretVolume).WithMountPath(WSSecretDir).WithReadOnly(true)
 	return vol, mount
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
 // session reads the AgentSession; the dispatcher's own last write wins over
@@ -48,23 +50,33 @@ func (e *Engine) serverPods(ctx context.Context, h *v1alpha1.AgentHarness) (Serv
 	return out, nil
 }
 
-// harnessPods lists a managed harness's server pods and their app-server
-// port.
+// harnessPods lists a managed harness's own server pods
+// (harnessobjects.OwnsServerPod: controlled by its StatefulSet, an ordinal
+// below replicas) and their app-server port. Only these are sent the
+// capability token and turns; a pod that merely carries the labels,
+// annotation and name is never used.
 func (e *Engine) harnessPods(ctx context.Context, h *v1alpha1.AgentHarness) ([]corev1.Pod, int32, error) {
+	sts := &appsv1.StatefulSet{}
+	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: harnessobjects.WorkloadName(h)}, sts); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("read the StatefulSet of AgentHarness %s/%s: %w", h.Namespace, h.Name, err)
+	}
 	var list corev1.PodList
-	if err := e.reader.List(ctx, &list, client.InNamespace(h.Namespace)); err != nil {
+	if err := e.reader.List(ctx, &list, client.InNamespace(h.Namespace), client.MatchingLabels(harnessobjects.SelectorLabels(h))); err != nil {
 		return nil, 0, fmt.Errorf("list pods of %s: %w", h.Namespace, err)
 	}
 	var pods []corev1.Pod
 	var port int32
 	for _, p := range list.Items {
-		if p.Annotations[agentharness.AnnotationHarness] != h.Name {
+		if !harnessobjects.OwnsServerPod(h, sts, &p) {
 			continue
 		}
 		pods = append(pods, p)
 		for _, c := range p.Spec.Containers {
 			for _, cp := range c.Ports {
-				if cp.Name == agentharness.PortName {
+				if cp.Name == harnessobjects.PortName {
 					port = cp.ContainerPort
 				}
 			}
@@ -79,13 +91,18 @@ func (e *Engine) harnessPods(ctx context.Context, h *v1alpha1.AgentHarness) ([]c
 // shared secret, minted for each dial (a reattach long after the turn
 // started dials with a fresh one).
 func (e *Engine) serverAuth(ctx context.Context, h *v1alpha1.AgentHarness) (appserver.WebSocketOptions, error) {
-	name, key := agentharness.TokenSecretName(h), agentharness.TokenSecretKey
+	name, key := harnessobjects.TokenSecretName(h), harnessobjects.TokenSecretKey
 	if h.Spec.External != nil {
 		name, key = h.Spec.External.TokenSecretRef.Name, h.Spec.External.TokenSecretRef.Key
 	}
 	s := &corev1.Secret{}
 	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: name}, s); err != nil {
 		return appserver.WebSocketOptions{}, fmt.Errorf("read the token Secret %s/%s of AgentHarness %s: %w", h.Namespace, name, h.Name, err)
+	}
+	if h.Spec.External == nil && !metav1.IsControlledBy(s, h) {
+		// A Secret of the generated name that the manager did not create
+		// (it never adopts one) holds no token of this harness.
+		return appserver.WebSocketOptions{}, fmt.Errorf("the token Secret %s/%s is not controlled by AgentHarness %s", h.Namespace, name, h.Name)
 	}
 	tok := string(s.Data[key])
 	if tok == "" {

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -38,8 +38,8 @@ func TestServerAuthOfManagedAndExternalHarnesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: agentharness.TokenSecretName(managed)},
-			Data: map[string][]byte{agentharness.TokenSecretKey: []byte(secret)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: harnessobjects.TokenSecretName(managed)},
+			Data: map[string][]byte{harnessobjects.TokenSecretKey: []byte(secret)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "remote-token"},
 			Data: map[string][]byte{"token": []byte("static-external-token")}},
 	).Build()

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -94,7 +95,7 @@ func boundServer(h *v1alpha1.AgentHarness, pods ServerPods, name string) (Server
 		}
 		return podServer(p, pods.Port), nil
 	}
-	if ordinal, ok := podOrdinal(name); ok && ordinal < int(ptrOr(h.Spec.AppServer.Replicas, 1)) {
+	if ordinal, ok := harnessobjects.PodOrdinal(h, name); ok && ordinal < harnessobjects.Replicas(h) {
 		return Server{}, serverError(wire.CodeHarnessUnavailable,
 			"app-server pod %s, where this session's native thread lives, is being recreated; retry when it is back", name)
 	}
@@ -117,19 +118,6 @@ func podServes(p *corev1.Pod) bool {
 
 func podServer(p *corev1.Pod, port int32) Server {
 	return Server{Name: p.Name, URL: "ws://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(port)))}
-}
-
-// podOrdinal is the StatefulSet ordinal at the end of a pod name.
-func podOrdinal(name string) (int, bool) {
-	i := len(name)
-	for i > 0 && name[i-1] >= '0' && name[i-1] <= '9' {
-		i--
-	}
-	if i == len(name) || i < 2 || name[i-1] != '-' {
-		return 0, false
-	}
-	n, err := strconv.Atoi(name[i:])
-	return n, err == nil
 }
 
 func ptrOr(p *int32, def int32) int32 {

@@ -94,16 +94,3 @@ func TestPickServer(t *testing.T) {
 		})
 	}
 }
-
-func TestPodOrdinal(t *testing.T) {
-	for name, want := range map[string]int{"codex-app-server-0": 0, "a-12": 12} {
-		if got, ok := podOrdinal(name); !ok || got != want {
-			t.Errorf("podOrdinal(%q) = %d, %v; want %d", name, got, ok, want)
-		}
-	}
-	for _, name := range []string{"external", "pod7", "-3", "x-"} {
-		if _, ok := podOrdinal(name); ok {
-			t.Errorf("podOrdinal(%q) found an ordinal", name)
-		}
-	}
-}

@@ -54,9 +54,14 @@ var (
 	eng       *Engine
 	logs      = &logRecorder{}
 	nsCounter atomic.Int32
+	// appPort is the app-server port of managed harnesses' pods (their
+	// servers listen on 127.0.0.x:appPort).
+	appPort int32
 )
 
 const (
+	// nsPrefix names the suite's namespaces, the manager's harness namespaces.
+	nsPrefix    = "dispatch"
 	serverToken = "suite-capability-token-3b9f"
 	testModel   = "openai/stub-model"
 )
@@ -115,6 +120,9 @@ var _ = BeforeSuite(func() {
 	stub, err = stubmodel.New()
 	Expect(err).NotTo(HaveOccurred())
 	codexSrv = startServer("127.0.0.2", "", 0)
+	port, err := testutil.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	appPort = int32(port)
 
 	ctx, cancel = context.WithCancel(context.Background())
 	env, err = testutil.StartEnv()
@@ -136,7 +144,8 @@ var _ = BeforeSuite(func() {
 	eng = New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), ReattachTimeout: 3 * time.Second})
 
 	mgr, err = testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
-		if err := (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4}).SetupWithManager(m); err != nil {
+		if err := (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4,
+			AppServerPort: appPort, HarnessNamespaces: testutil.SuiteNamespaces(nsPrefix)}).SetupWithManager(m); err != nil {
 			return err
 		}
 		return (&FinalizerReconciler{Client: m.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(m)
@@ -180,7 +189,7 @@ func startServer(host, dir string, port int) *codextest.Server {
 // newNamespace creates a namespace for one spec.
 func newNamespace() string {
 	GinkgoHelper()
-	name := fmt.Sprintf("dispatch-%d", nsCounter.Add(1))
+	name := testutil.SuiteNamespace(nsPrefix, int(nsCounter.Add(1)))
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
 	return name
 }

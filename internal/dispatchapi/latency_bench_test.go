@@ -121,7 +121,8 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 	eng := dispatch.New(k8s, k8s, jrnl, dispatch.Options{})
 	defer eng.Close()
 	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
-		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4}).SetupWithManager(m)
+		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4,
+			HarnessNamespaces: []string{benchNS}}).SetupWithManager(m)
 	})
 	benchMust(b, err)
 	defer func() { _ = mgr.Stop() }()

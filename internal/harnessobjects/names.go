@@ -1,14 +1,24 @@
-package agentharness
+// Package harnessobjects is the naming contract of the objects the operator
+// runs for a managed AgentHarness: the names, labels and annotations of its
+// StatefulSet, Service, NetworkPolicy, PodDisruptionBudget, token Secret and
+// server pods, and which server pods are the harness's own. The manager
+// (controllers/agentharness) creates them and the dispatcher
+// (internal/dispatch) finds them with the same definitions; it is a leaf
+// package so that neither imports the other.
+package harnessobjects
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// Names, labels and annotations of the objects the controller owns. The
+// Names, labels and annotations of the objects the manager owns. The
 // dispatcher finds a harness's servers and token with them.
 const (
 	// LabelHarness carries the owning AgentHarness's name (shortened with a
@@ -36,10 +46,12 @@ const (
 	// ManagedBy is app.kubernetes.io/managed-by of owned objects and pods.
 	ManagedBy = "harness-operator"
 
-	labelName      = "app.kubernetes.io/name"
-	labelInstance  = "app.kubernetes.io/instance"
-	labelComponent = "app.kubernetes.io/component"
-	labelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelName, LabelInstance, LabelComponent and LabelManagedBy are the
+	// app.kubernetes.io labels of owned objects and pods.
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
 
 	// workloadSuffix ends the StatefulSet, Service, NetworkPolicy and PDB names.
 	workloadSuffix = "-app-server"
@@ -100,20 +112,37 @@ func shortHash(s string) string {
 
 func isLower(b byte) bool { return b >= 'a' && b <= 'z' }
 
-// selectorLabels select the server pods of a harness (immutable on the
-// StatefulSet, so they never change for a harness).
-func selectorLabels(h *harnessv1alpha1.AgentHarness) map[string]string {
+// SelectorLabels select the server pods of a harness (immutable on the
+// StatefulSet, so they never change for a harness). Labels are a filter,
+// never proof: OwnsServerPod decides which pods are the harness's.
+func SelectorLabels(h *harnessv1alpha1.AgentHarness) map[string]string {
 	return map[string]string{
 		LabelHarness:   harnessLabelValue(h.Name),
-		labelComponent: Component,
+		LabelComponent: Component,
 	}
 }
 
-// objectLabels are the labels of every owned object and server pod.
-func objectLabels(h *harnessv1alpha1.AgentHarness) map[string]string {
-	l := selectorLabels(h)
-	l[labelName] = string(h.Spec.Adapter)
-	l[labelInstance] = harnessLabelValue(h.Name)
-	l[labelManagedBy] = ManagedBy
+// ObjectLabels are the labels of every owned object and server pod.
+func ObjectLabels(h *harnessv1alpha1.AgentHarness) map[string]string {
+	l := SelectorLabels(h)
+	l[LabelName] = string(h.Spec.Adapter)
+	l[LabelInstance] = harnessLabelValue(h.Name)
+	l[LabelManagedBy] = ManagedBy
 	return l
+}
+
+// ManagedSelector selects every object and server pod the manager labels
+// for some harness (LabelHarness set, managed-by harness-operator): the
+// manager's and the dispatcher's caches of server pods and StatefulSets
+// hold only these. A filter, never proof of ownership.
+func ManagedSelector() labels.Selector {
+	hasHarness, err := labels.NewRequirement(LabelHarness, selection.Exists, nil)
+	if err != nil {
+		panic(err) // constant, valid arguments
+	}
+	managed, err := labels.NewRequirement(LabelManagedBy, selection.Equals, []string{ManagedBy})
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*hasHarness, *managed)
 }
