@@ -170,6 +170,10 @@ const (
 	HarnessReasonVersionNotSupported HarnessConditionReason = "VersionNotSupported"
 	// HarnessReasonNamespaceNotManaged: the harness is outside the operator's harness namespaces.
 	HarnessReasonNamespaceNotManaged HarnessConditionReason = "NamespaceNotManaged"
+	// HarnessReasonNameConflict: an object of a generated name exists and is not controlled by the harness; it is left alone.
+	HarnessReasonNameConflict HarnessConditionReason = "NameConflict"
+	// HarnessReasonReconcileFailed: a phase of the manager failed (an apply refused by quota, Pod Security or RBAC); the message says which.
+	HarnessReasonReconcileFailed HarnessConditionReason = "ReconcileFailed"
 )
 
 // AutoSelection says which providers `auto` may ask this harness about. It is

@@ -141,6 +141,9 @@ type scope struct {
 	requeueAfter time.Duration
 	// credentialsHash is AnnotationCredentialsHash of the pod template (managed).
 	credentialsHash string
+	// final says a phase set the verdict and no later phase runs (a name
+	// conflict: nothing is created).
+	final bool
 }
 
 func (s *scope) requeue(d time.Duration) {
@@ -174,15 +177,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	s := &scope{harness: h, before: h.Status.DeepCopy()}
-	for _, p := range r.phases(h) {
-		if err := p.run(ctx, s); err != nil {
-			return ctrl.Result{}, fmt.Errorf("reconcile %s: %w", p.name, err)
-		}
-	}
-	if err := r.writeStatus(ctx, s); err != nil {
-		return ctrl.Result{}, fmt.Errorf("write status: %w", err)
+	if err := r.runPhases(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
+}
+
+// runPhases runs the ordered phases, then writes the status once — also when
+// a phase failed: the failure becomes the Ready condition (reason
+// ReconcileFailed), so an apply refused by a quota, Pod Security or RBAC
+// shows in `kubectl describe`, not only in the manager's log.
+func (r *Reconciler) runPhases(ctx context.Context, s *scope) (err error) {
+	defer func() {
+		if werr := r.writeStatus(ctx, s); werr != nil {
+			err = errors.Join(err, fmt.Errorf("write status: %w", werr))
+		}
+	}()
+	for _, p := range r.phases(s.harness) {
+		if err := p.run(ctx, s); err != nil {
+			err = fmt.Errorf("reconcile %s: %w", p.name, err)
+			setCondition(s.harness, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+				harnessv1alpha1.HarnessReasonReconcileFailed, err.Error()})
+			return err
+		}
+		if s.final {
+			return nil
+		}
+	}
+	return nil
 }
 
 // phases lists the ordered phases of the harness's mode.
@@ -192,6 +214,7 @@ func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
 	}
 	if h.Spec.AppServer != nil {
 		return []phase{
+			{"name conflicts", r.checkNameConflicts},
 			{"token secret", r.reconcileTokenSecret},
 			{"credentials", r.hashCredentials},
 			{"service", r.reconcileService},
