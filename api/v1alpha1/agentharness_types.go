@@ -579,6 +579,7 @@ type AgentHarnessStatus struct {
 // +kubebuilder:printcolumn:name="Adapter",type=string,JSONPath=`.spec.adapter`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="has(self.spec.harnessId) || !(self.metadata.name in ['openclaw', 'pi', 'auto', 'default', 'codex-app-server'])",message="spec.harnessId defaults to metadata.name, which is a reserved runtime id here: set spec.harnessId or rename the object",fieldPath=`.spec.harnessId`

@@ -443,6 +443,7 @@ type AgentSessionStatus struct {
 // +kubebuilder:printcolumn:name="Harness",type=string,JSONPath=`.status.agentHarnessId`
 // +kubebuilder:printcolumn:name="Turns",type=integer,JSONPath=`.status.counters.turns`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type AgentSession struct {
 	metav1.TypeMeta `json:",inline"`

@@ -211,6 +211,7 @@ type RuntimePolicyStatus struct {
 // +kubebuilder:printcolumn:name="Models",type=string,JSONPath=`.spec.models[*].ref`
 // +kubebuilder:printcolumn:name="Overrides",type=string,JSONPath=`.spec.sessionOverrides`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RuntimePolicy struct {
 	metav1.TypeMeta `json:",inline"`

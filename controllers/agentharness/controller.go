@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
@@ -52,16 +53,17 @@ const (
 	// Reconciler.AppServerPort is zero.
 	DefaultAppServerPort int32 = 4500
 
-	// fieldOwner is the server-side apply field manager of owned objects.
-	fieldOwner = client.FieldOwner("harness-operator")
-	// eventReporter is the reportingController of the controller's Events.
-	eventReporter = "harness.openclaw.dev/agentharness-controller"
+	// controllerName names the controller and its Events' reporter.
+	controllerName = "agentharness"
 	// indexExternalTokenSecret indexes AgentHarnesses by the Secret named in
 	// spec.external.tokenSecretRef.
 	indexExternalTokenSecret = "spec.external.tokenSecretRef.name"
 	// tokenBytes is the entropy of a generated capability token.
 	tokenBytes = 32
 )
+
+// fieldManager owns the objects and the status the controller applies.
+var fieldManager = conditions.FieldManager("manager")
 
 // Reconciler reconciles AgentHarness objects: the app-server workload, the
 // version floor and attestation. The manager is the only writer of an
@@ -101,6 +103,7 @@ type Reconciler struct {
 	apiReader client.Reader // uncached reads (Secrets are cached as metadata only)
 	pods      client.Reader // server pods, from a label-filtered cache
 	recorder  events.EventRecorder
+	status    conditions.StatusWriter
 	handshake handshakeFunc
 	probe     probeFunc
 	results   *handshakeCache
@@ -262,7 +265,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.MaxConcurrentReconciles = 1
 	}
 	r.apiReader = mgr.GetAPIReader()
-	r.recorder = mgr.GetEventRecorder(eventReporter)
+	r.recorder = mgr.GetEventRecorder(conditions.EventReporter("manager", controllerName))
+	r.status = conditions.StatusWriter{Client: r.Client, Recorder: r.recorder, FieldManager: fieldManager,
+		Quiet: quietFirst, Warning: warningCondition}
 	if r.handshake == nil {
 		r.handshake = appServerHandshake
 	}
@@ -305,7 +310,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.harnessesForSecret), builder.OnlyMetadata).
 		WatchesRawSource(source.Kind(podCache.Cache, &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(harnessForPod))).
-		Named("agentharness").
+		Named(controllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
 		return fmt.Errorf("set up agentharness controller: %w", err)
@@ -378,7 +383,7 @@ func (r *Reconciler) reconcileTokenSecret(ctx context.Context, s *scope) error {
 	default:
 		return fmt.Errorf("get secret %s: %w", key.Name, err)
 	}
-	if err := r.Apply(ctx, r.workload(s).tokenSecret(s.token), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, r.workload(s).tokenSecret(s.token), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply secret %s: %w", key.Name, err)
 	}
 	return nil
@@ -393,7 +398,7 @@ func newToken() (string, error) {
 }
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
-	if err := r.Apply(ctx, r.workload(s).service(), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, r.workload(s).service(), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply service %s: %w", harnessobjects.WorkloadName(s.harness), err)
 	}
 	return nil
@@ -431,21 +436,21 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	if err := r.Apply(ctx, sts, fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, sts, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply statefulset %s: %w", name, err)
 	}
 	return nil
 }
 
 func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) error {
-	if err := r.Apply(ctx, r.workload(s).networkPolicy(), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, r.workload(s).networkPolicy(), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply networkpolicy %s: %w", harnessobjects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
 
 func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) error {
-	if err := r.Apply(ctx, r.workload(s).podDisruptionBudget(), fieldOwner, client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, r.workload(s).podDisruptionBudget(), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply poddisruptionbudget %s: %w", harnessobjects.WorkloadName(s.harness), err)
 	}
 	return nil

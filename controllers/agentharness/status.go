@@ -7,12 +7,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
@@ -49,7 +47,6 @@ func setCondition(h *harnessv1alpha1.AgentHarness, typ string, v verdict) {
 func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 	h := s.harness
 	st := &h.Status
-	st.ObservedGeneration = h.Generation
 
 	var servers []harnessv1alpha1.ServerStatus
 	var ready int32
@@ -113,7 +110,6 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 func (r *Reconciler) externalConditions(_ context.Context, s *scope) error {
 	h := s.harness
 	st := &h.Status
-	st.ObservedGeneration = h.Generation
 
 	srv := harnessv1alpha1.ServerStatus{Name: externalServerName, State: harnessv1alpha1.ServerReady}
 	if s.probeErr != nil {
@@ -246,7 +242,6 @@ func attestation(s *scope) (verdict, *harnessv1alpha1.RuntimeArtifact) {
 // namespaces: nothing is created for it and it never accepts turns.
 func (r *Reconciler) unmanagedNamespace(_ context.Context, s *scope) error {
 	h := s.harness
-	h.Status.ObservedGeneration = h.Generation
 	msg := fmt.Sprintf("namespace %s is not one of the operator's harness namespaces (%s; manager flag --harness-namespaces, chart value harnessNamespaces): the operator cannot read Secrets here, so it serves no harness in it",
 		h.Namespace, strings.Join(r.HarnessNamespaces, ", "))
 	if len(r.HarnessNamespaces) == 0 {
@@ -308,38 +303,27 @@ func agreedVersion(servers []harnessv1alpha1.ServerStatus) string {
 	return version
 }
 
-// writeStatus patches the status once, only when it changed, then records
-// an Event for every condition whose status or reason changed.
+// writeStatus applies the status once, only when it changed, setting
+// observedGeneration (the one place it is set); the StatusWriter records an
+// Event for every condition whose status or reason changed.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	h := s.harness
+	h.Status.ObservedGeneration = h.Generation
 	if equality.Semantic.DeepEqual(*s.before, h.Status) {
 		return nil
 	}
-	orig := h.DeepCopy()
-	orig.Status = *s.before
-	if err := r.Status().Patch(ctx, h, client.MergeFrom(orig)); err != nil {
+	if err := r.status.Apply(ctx, h, &h.Status, s.before.Conditions, h.Status.Conditions); err != nil {
 		return err
 	}
-	log := ctrl.LoggerFrom(ctx)
-	for _, typ := range []string{
-		harnessv1alpha1.HarnessConditionWorkloadReady,
-		harnessv1alpha1.HarnessConditionVersionSupported,
-		harnessv1alpha1.HarnessConditionAttested,
-		harnessv1alpha1.HarnessConditionReady,
-	} {
-		prev := meta.FindStatusCondition(s.before.Conditions, typ)
-		cur := meta.FindStatusCondition(h.Status.Conditions, typ)
-		if cur == nil || !conditionEventWorthy(prev, cur) {
-			continue
-		}
-		eventType := corev1.EventTypeNormal
-		if cur.Status == metav1.ConditionFalse || cur.Reason == string(harnessv1alpha1.HarnessReasonHandshakeFailed) {
-			eventType = corev1.EventTypeWarning
-		}
-		r.recorder.Eventf(h, nil, eventType, cur.Reason, typ, "%s", cur.Message)
-		log.Info("condition changed", "type", typ, "status", cur.Status, "reason", cur.Reason, "message", cur.Message)
+	if ready := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady); ready != nil {
+		ctrl.LoggerFrom(ctx).Info("status applied", "ready", ready.Status, "reason", ready.Reason, "message", ready.Message)
 	}
 	return nil
+}
+
+// warningCondition: a condition that is False, or a failed handshake.
+func warningCondition(c metav1.Condition) bool {
+	return c.Status == metav1.ConditionFalse || c.Reason == string(harnessv1alpha1.HarnessReasonHandshakeFailed)
 }
 
 // quietFirstReasons are first observations not worth an Event.
@@ -351,9 +335,8 @@ var quietFirstReasons = []string{
 	string(harnessv1alpha1.HarnessReasonExternalServer),
 }
 
-func conditionEventWorthy(prev, cur *metav1.Condition) bool {
-	if prev == nil {
-		return cur.Status == metav1.ConditionTrue || !slices.Contains(quietFirstReasons, cur.Reason)
-	}
-	return prev.Status != cur.Status || prev.Reason != cur.Reason
+// quietFirst: a first observation that is True is worth an Event, one that
+// is only pending is not.
+func quietFirst(c metav1.Condition) bool {
+	return c.Status != metav1.ConditionTrue && slices.Contains(quietFirstReasons, c.Reason)
 }

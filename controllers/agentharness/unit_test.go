@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/conditions"
 )
 
 // Pure functions of the controller, table-tested without an API server.
@@ -176,8 +177,8 @@ func TestConditionEvents(t *testing.T) {
 		{"reason changed", c(metav1.ConditionFalse, "HandshakeFailed"), c(metav1.ConditionFalse, "VersionBelowFloor"), true},
 		{"status changed", c(metav1.ConditionUnknown, "HandshakePending"), c(metav1.ConditionTrue, "VersionAccepted"), true},
 	} {
-		if got := conditionEventWorthy(tc.prev, tc.cur); got != tc.want {
-			t.Errorf("%s: conditionEventWorthy = %v, want %v", tc.name, got, tc.want)
+		if got := conditions.Transition(tc.prev, *tc.cur, quietFirst); got != tc.want {
+			t.Errorf("%s: Transition = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

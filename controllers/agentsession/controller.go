@@ -12,10 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -35,11 +32,6 @@ import (
 const (
 	// controllerName names the controller, its logger and its Events' reporter.
 	controllerName = "agentsession"
-	// FieldManager is the server-side apply field manager of the manager's part
-	// of AgentSession status (status.policy, status.observedGeneration and the
-	// PolicyResolved and Ready conditions). The dispatcher applies its part
-	// with a field manager of its own.
-	FieldManager = "harness-operator-manager"
 	// maxMatchedPolicies is the most names status.policy.matchedPolicies lists (the API's MaxItems).
 	maxMatchedPolicies = 64
 
@@ -56,16 +48,19 @@ var ownedConditions = []string{harnessv1alpha1.SessionConditionPolicyResolved, h
 // runtime policy asks for (status.policy) and the PolicyResolved and Ready
 // conditions. It never writes the dispatcher's fields (agentHarnessId,
 // lastSelection, nativeBinding, activeTurn, lastTurn, counters): status is
-// written with server-side apply under FieldManager, containing only the
-// manager's fields, and only when they change.
+// written with server-side apply under the manager's field manager
+// (conditions.FieldManager; the dispatcher applies its part under its own),
+// containing only the manager's fields, and only when they change.
 type Reconciler struct {
 	client.Client
 
 	// MaxConcurrentReconciles bounds parallel reconciles of AgentSession objects.
 	MaxConcurrentReconciles int
 
-	// recorder emits Events when the policy runtime changes; set by SetupWithManager.
+	// recorder emits an Event when the policy runtime changes, status one per
+	// condition transition; set by SetupWithManager.
 	recorder events.EventRecorder
+	status   conditions.StatusWriter
 }
 
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions,verbs=get;list;watch
@@ -220,53 +215,31 @@ func reconcileReadiness(s *scope) {
 
 // writeStatus applies the manager's part of the status with server-side apply
 // when it differs from the current one (conditions compared without
-// lastTransitionTime), then emits Events for what changed.
+// lastTransitionTime); the StatusWriter emits an Event per condition
+// transition, and a change of the policy runtime gets one more.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	cur := &s.session.Status
 	if managedEqual(cur, &s.desired) {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(harnessv1alpha1.GroupVersion.WithKind("AgentSession"))
-	u.SetNamespace(s.session.Namespace)
-	u.SetName(s.session.Name)
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s.desired)
-	if err != nil {
-		return fmt.Errorf("convert status: %w", err)
-	}
-	u.Object["status"] = status
-	if err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply status: %w", err)
+	if err := r.status.Apply(ctx, s.session, &s.desired, cur.Conditions, s.desired.Conditions); err != nil {
+		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("agent session policy status applied",
 		"runtime", s.desired.Policy.Runtime, "source", s.desired.Policy.Source,
 		"policy", s.resolution.Policy, "enforced", s.resolution.Enforced, "observedGeneration", s.desired.ObservedGeneration)
-	r.emitEvents(s)
-	return nil
-}
-
-// emitEvents records a change of the policy runtime and a transition of Ready.
-func (r *Reconciler) emitEvents(s *scope) {
-	if r.recorder == nil {
-		return
-	}
-	old, pol := s.session.Status.Policy, s.desired.Policy
-	if old != nil && old.Runtime != pol.Runtime {
+	if old, pol := cur.Policy, s.desired.Policy; old != nil && old.Runtime != pol.Runtime {
 		r.recorder.Eventf(s.session, nil, corev1.EventTypeNormal, "PolicyRuntimeChanged", "ResolvePolicy",
 			"Policy runtime changed from %s to %s (source %s).", old.Runtime, pol.Runtime, pol.Source)
 	}
-	ready := meta.FindStatusCondition(s.desired.Conditions, harnessv1alpha1.SessionConditionReady)
-	prev := meta.FindStatusCondition(s.session.Status.Conditions, harnessv1alpha1.SessionConditionReady)
-	if ready != nil && (prev == nil || prev.Status != ready.Status || prev.Reason != ready.Reason) {
-		typ := corev1.EventTypeNormal
-		if ready.Status != metav1.ConditionTrue {
-			typ = corev1.EventTypeWarning
-		}
-		if prev != nil || ready.Status != metav1.ConditionTrue {
-			r.recorder.Eventf(s.session, nil, typ, ready.Reason, "ResolvePolicy", "%s", ready.Message)
-		}
-	}
+	return nil
 }
+
+// quietFirst: a session that is fine from the start is not worth an Event.
+func quietFirst(c metav1.Condition) bool { return c.Status == metav1.ConditionTrue }
+
+// warningCondition: a condition that is not True.
+func warningCondition(c metav1.Condition) bool { return c.Status != metav1.ConditionTrue }
 
 // managedEqual compares the manager-owned part of two statuses: policy,
 // observedGeneration and the owned conditions (without lastTransitionTime).
@@ -318,7 +291,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index pinned AgentSessions: %w", err)
 	}
-	r.recorder = mgr.GetEventRecorder("harness-operator-" + controllerName)
+	r.recorder = mgr.GetEventRecorder(conditions.EventReporter("manager", controllerName))
+	r.status = conditions.StatusWriter{Client: r.Client, Recorder: r.recorder,
+		FieldManager: conditions.FieldManager("manager"), Quiet: quietFirst, Warning: warningCondition}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.AgentSession{}).
 		Watches(&harnessv1alpha1.RuntimePolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsForPolicy),

@@ -18,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/controllers/agentsession"
+	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // dispatcherManager is the field manager the dispatcher writes its part of
 // AgentSession status with (any manager other than the controller's).
-const dispatcherManager = "harness-operator-dispatcher"
+var dispatcherManager = conditions.FieldManager("dispatcher") // the rule the dispatcher follows too
 
 const timeout = 20 * time.Second
 
@@ -299,13 +299,13 @@ var _ = Describe("AgentSession controller", func() {
 				owned[mf.Manager] = mf.FieldsV1.GetRawString()
 			}
 		}
-		Expect(owned).To(HaveKey(agentsession.FieldManager))
+		Expect(owned).To(HaveKey(conditions.FieldManager("manager")))
 		Expect(owned).To(HaveKey(dispatcherManager))
 		for _, f := range []string{"f:agentHarnessId", "f:lastTurn", "f:counters", "f:lastSelection", "f:nativeBinding", "f:activeTurn"} {
-			Expect(owned[agentsession.FieldManager]).NotTo(ContainSubstring(f), "the manager must not own %s", f)
+			Expect(owned[conditions.FieldManager("manager")]).NotTo(ContainSubstring(f), "the manager must not own %s", f)
 		}
 		for _, f := range []string{"f:policy", "f:conditions", "f:observedGeneration"} {
-			Expect(owned[agentsession.FieldManager]).To(ContainSubstring(f))
+			Expect(owned[conditions.FieldManager("manager")]).To(ContainSubstring(f))
 			Expect(owned[dispatcherManager]).NotTo(ContainSubstring(f))
 		}
 		for _, f := range []string{"f:agentHarnessId", "f:lastTurn", "f:counters"} {

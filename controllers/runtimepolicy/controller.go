@@ -11,12 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,9 +29,6 @@ import (
 const (
 	// controllerName names the controller, its logger and its Events' reporter.
 	controllerName = "runtimepolicy"
-	// FieldManager is the server-side apply field manager of the status this
-	// controller writes.
-	FieldManager = "harness-operator-manager"
 	// maxConflicts is the most keys status.conflicts lists (the API's MaxItems).
 	maxConflicts = 64
 	// maxMessageKeys is the most keys a condition message names.
@@ -53,8 +46,9 @@ type Reconciler struct {
 	// MaxConcurrentReconciles bounds parallel reconciles of RuntimePolicy objects.
 	MaxConcurrentReconciles int
 
-	// recorder emits an Event per condition change; set by SetupWithManager.
-	recorder events.EventRecorder
+	// status applies the status and emits an Event per condition change;
+	// set by SetupWithManager.
+	status conditions.StatusWriter
 }
 
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=runtimepolicies,verbs=get;list;watch
@@ -244,46 +238,26 @@ func reconcileReferences(s *scope) {
 
 // writeStatus applies the desired status with server-side apply when it
 // differs from the current one (conditions compared without
-// lastTransitionTime), then emits an Event per changed condition.
+// lastTransitionTime); the StatusWriter emits an Event per changed condition.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	cur := &s.policy.Status
 	if statusEqual(cur, &s.desired) {
 		return nil
 	}
-	log := ctrl.LoggerFrom(ctx)
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(harnessv1alpha1.GroupVersion.WithKind("RuntimePolicy"))
-	u.SetName(s.policy.Name)
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s.desired)
-	if err != nil {
-		return fmt.Errorf("convert status: %w", err)
+	if err := r.status.Apply(ctx, s.policy, &s.desired, cur.Conditions, s.desired.Conditions); err != nil {
+		return err
 	}
-	u.Object["status"] = status
-	if err := r.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply status: %w", err)
-	}
-	log.Info("runtime policy status applied", "matchedNamespaces", s.desired.MatchedNamespaces,
+	ctrl.LoggerFrom(ctx).Info("runtime policy status applied", "matchedNamespaces", s.desired.MatchedNamespaces,
 		"conflicts", len(s.desired.Conflicts), "observedGeneration", s.desired.ObservedGeneration)
-	for _, c := range s.desired.Conditions {
-		old := meta.FindStatusCondition(cur.Conditions, c.Type)
-		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
-			continue
-		}
-		if r.recorder != nil {
-			r.recorder.Eventf(s.policy, nil, eventType(c), c.Reason, "Evaluate", "%s=%s: %s", c.Type, c.Status, c.Message)
-		}
-	}
 	return nil
 }
 
-// eventType is Warning for conditions that need an operator's attention.
-func eventType(c metav1.Condition) string {
-	bad := (c.Type == harnessv1alpha1.PolicyConditionConflicted && c.Status == metav1.ConditionTrue) ||
-		(c.Type != harnessv1alpha1.PolicyConditionConflicted && c.Status == metav1.ConditionFalse)
-	if bad {
-		return corev1.EventTypeWarning
+// warningCondition: a condition that needs an operator's attention.
+func warningCondition(c metav1.Condition) bool {
+	if c.Type == harnessv1alpha1.PolicyConditionConflicted {
+		return c.Status == metav1.ConditionTrue
 	}
-	return corev1.EventTypeNormal
+	return c.Status == metav1.ConditionFalse
 }
 
 // statusEqual compares two statuses, conditions without lastTransitionTime.
@@ -308,7 +282,9 @@ func normalizeConflicts(cs []harnessv1alpha1.PolicyConflict) []harnessv1alpha1.P
 // AgentHarnesses (creation, deletion, spec changes) are watched through
 // mapping functions; nothing polls.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.recorder = mgr.GetEventRecorder("harness-operator-" + controllerName)
+	r.status = conditions.StatusWriter{Client: r.Client,
+		Recorder:     mgr.GetEventRecorder(conditions.EventReporter("manager", controllerName)),
+		FieldManager: conditions.FieldManager("manager"), Warning: warningCondition}
 	allPolicies := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&harnessv1alpha1.RuntimePolicy{}).
