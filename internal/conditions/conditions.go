@@ -1,6 +1,9 @@
-// Package conditions holds the status-condition rules the controllers share:
-// a condition keeps its lastTransitionTime while its status stays, and two
-// conditions are the same when everything but that time is.
+// Package conditions holds the status discipline the controllers share: a
+// condition keeps its lastTransitionTime while its status stays, two
+// conditions are the same when everything but that time is, one
+// StatusWriter applies a controller's own status fields and records an Event
+// per condition transition, and one naming rule gives field managers and
+// Event reporters their names.
 package conditions
 
 import (
