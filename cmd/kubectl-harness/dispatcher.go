@@ -14,9 +14,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	authnv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/openclaw/harness-operator/internal/wire"
 )
@@ -25,12 +22,6 @@ import (
 const (
 	envDispatcherURL = "HARNESS_DISPATCHER_URL"
 	envDispatcherCA  = "HARNESS_DISPATCHER_CA"
-	// defaultServiceAccount is the ServiceAccount a token is requested for
-	// when the kubeconfig has no bearer token.
-	defaultServiceAccount = "harness-cli"
-	// tokenLifetime is the lifetime asked of a requested token (the API
-	// server's minimum is 10 minutes).
-	tokenLifetime = 600
 )
 
 // dispatcherFlags find and authenticate to the dispatcher.
@@ -38,6 +29,7 @@ type dispatcherFlags struct {
 	url            string
 	ca             string
 	serviceAccount string
+	audience       string
 	// namespace and service locate the dispatcher Service for the API
 	// server's service proxy (proxy.go), used when no URL is given.
 	namespace string
@@ -53,7 +45,10 @@ func (d *dispatcherFlags) add(f *pflag.FlagSet) {
 		envDispatcherNamespace+", else "+defaultDispatcherNamespace+").")
 	f.StringVar(&d.service, "dispatcher-service", "", "Name of the dispatcher Service (default: the one Service labeled "+dispatcherSelector.String()+").")
 	f.StringVar(&d.serviceAccount, "service-account", defaultServiceAccount,
-		"ServiceAccount (in the session's namespace) to request a short-lived token for when the kubeconfig has no bearer token.")
+		"ServiceAccount (in the session's namespace) whose short-lived token the CLI requests and sends to the dispatcher; "+
+			"the kubeconfig's own credential never reaches the dispatcher. Needs `create` on serviceaccounts/token for it.")
+	f.StringVar(&d.audience, "audience", defaultAudience,
+		"Audience of the requested token: the dispatcher's --token-audience (the chart's dispatcher.tokenAudience).")
 }
 
 // dispatcherClient calls the dispatcher's HTTP API.
@@ -71,20 +66,24 @@ type dispatcherClient struct {
 
 // dispatcher finds the dispatcher — --dispatcher, else
 // $HARNESS_DISPATCHER_URL, else the dispatcher Service through the API
-// server's service proxy — and gets a bearer token: the kubeconfig's, else
-// one requested for the ServiceAccount (TokenRequest, as `kubectl create
-// token` does).
-func (d *dispatcherFlags) dispatcher(ctx context.Context, kc *kubeClient) (*dispatcherClient, error) {
-	raw := d.url
+// server's service proxy — and requests the short-lived ServiceAccount token
+// it sends there (token.go), telling stderr whose it is.
+func (d *dispatcherFlags) dispatcher(ctx context.Context, kc *kubeClient, stderr io.Writer) (*dispatcherClient, error) {
+	raw, source := d.url, "--dispatcher"
 	if raw == "" {
-		raw = os.Getenv(envDispatcherURL)
+		raw, source = os.Getenv(envDispatcherURL), "$"+envDispatcherURL
 	}
 	if raw == "" {
-		return d.proxyDispatcher(ctx, kc)
+		return d.proxyDispatcher(ctx, kc, stderr)
 	}
 	base, err := url.Parse(raw)
-	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return nil, badInput(fmt.Errorf("dispatcher URL %q: want http(s)://host[:port][/path]", raw))
+	if err == nil && base.Scheme == "http" {
+		// The request carries a bearer token: in cleartext anyone on the
+		// path could replay it for its lifetime.
+		return nil, badInput(fmt.Errorf("%s %q: plain http:// is refused, the dispatcher token must travel over TLS; want https://host[:port][/path]", source, raw))
+	}
+	if err != nil || base.Scheme != "https" || base.Host == "" {
+		return nil, badInput(fmt.Errorf("%s %q: want https://host[:port][/path]", source, raw))
 	}
 	caFile := d.ca
 	if caFile == "" {
@@ -96,7 +95,7 @@ func (d *dispatcherFlags) dispatcher(ctx context.Context, kc *kubeClient) (*disp
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
-	token, err := d.bearerToken(ctx, kc)
+	token, err := d.requestToken(ctx, kc, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -122,33 +121,6 @@ func dispatcherTLS(caFile string) (*tls.Config, error) {
 	}
 	cfg.RootCAs = pool
 	return cfg, nil
-}
-
-func (d *dispatcherFlags) bearerToken(ctx context.Context, kc *kubeClient) (string, error) {
-	if t := kc.cfg.BearerToken; t != "" {
-		return t, nil
-	}
-	if f := kc.cfg.BearerTokenFile; f != "" {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("kubeconfig token file: %w", err)
-		}
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, nil
-		}
-	}
-	cs, err := kubernetes.NewForConfig(kc.cfg)
-	if err != nil {
-		return "", fmt.Errorf("create clientset: %w", err)
-	}
-	lifetime := int64(tokenLifetime)
-	tr, err := cs.CoreV1().ServiceAccounts(kc.namespace).CreateToken(ctx, d.serviceAccount,
-		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &lifetime}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("the kubeconfig has no bearer token, and requesting one for ServiceAccount %s/%s failed (pick another with --service-account): %w",
-			kc.namespace, d.serviceAccount, err)
-	}
-	return tr.Status.Token, nil
 }
 
 // sessionURL is the URL of an AgentSession's API path plus suffix.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -43,11 +44,12 @@ var dispatcherSelector = labels.Set{
 // tokens, exec plugins and impersonation work as for kubectl). The API
 // server authenticates the kubeconfig's credential, checks `create` (POST)
 // or `get` (GET) on services/proxy for that Service, removes Authorization
-// and forwards the rest, so the dispatcher's token travels in
+// and forwards the rest, so the dispatcher's token — the ServiceAccount's
+// (token.go), never the kubeconfig's — travels in
 // dispatchapi.ProxyAuthorizationHeader. The API server does not verify the
 // dispatcher's serving certificate on its hop, so --dispatcher-ca has no
 // meaning here and is refused rather than silently ignored.
-func (d *dispatcherFlags) proxyDispatcher(ctx context.Context, kc *kubeClient) (*dispatcherClient, error) {
+func (d *dispatcherFlags) proxyDispatcher(ctx context.Context, kc *kubeClient, stderr io.Writer) (*dispatcherClient, error) {
 	if d.ca != "" {
 		return nil, badInput(fmt.Errorf("--dispatcher-ca applies to a dispatcher URL (--dispatcher or $%s); without one the CLI goes through the API server's service proxy, "+
 			"which connects to the dispatcher itself", envDispatcherURL))
@@ -74,7 +76,7 @@ func (d *dispatcherFlags) proxyDispatcher(ctx context.Context, kc *kubeClient) (
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig HTTP client: %w", err)
 	}
-	token, err := d.bearerToken(ctx, kc)
+	token, err := d.requestToken(ctx, kc, stderr)
 	if err != nil {
 		return nil, err
 	}

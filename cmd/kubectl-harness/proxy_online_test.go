@@ -27,8 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -134,9 +132,10 @@ func (h *headerRecorder) last() (string, string, int) {
 // dispatcher URL against a real kube-apiserver: the CLI finds the labeled
 // dispatcher Service, goes through the API server's service proxy with the
 // kubeconfig's client certificate, and a real dispatchapi.Handler
-// authenticates the harness-cli token it receives in X-Harness-Authorization
-// (TokenReview and SubjectAccessReview on the same API server). The CLI
-// user is not an administrator: it holds exactly the RBAC the README lists.
+// authenticates the harness-cli token (dispatcher audience) it receives in
+// X-Harness-Authorization (TokenReview and SubjectAccessReview on the same
+// API server). The CLI user is not an administrator: it holds exactly the
+// RBAC the README lists.
 func TestDispatcherThroughServiceProxy(t *testing.T) {
 	te, _ := startCluster(t)
 	c := te.Client
@@ -161,25 +160,16 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	}))
 	// harness-cli may run turns and read them (the gateway grant).
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: defaultServiceAccount}}))
-	grant := func(ns, name string, rules []rbacv1.PolicyRule, subject rbacv1.Subject) {
-		t.Helper()
-		must(c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: rules}))
-		must(c.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects:   []rbacv1.Subject{subject},
-		}))
-	}
-	grant(ns, "harness-turns", []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+	grant(t, c, ns, "harness-turns", []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: defaultServiceAccount})
 	// The CLI user: reads sessions, requests harness-cli tokens, finds and
 	// uses the dispatcher Service's proxy (README, "through the API server").
 	user := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "cli-user"}
-	grant(ns, "cli-user", []rbacv1.PolicyRule{
+	grant(t, c, ns, "cli-user", []rbacv1.PolicyRule{
 		{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{defaultServiceAccount}, Verbs: []string{"create"}},
 	}, user)
-	grant(dns, "cli-user", []rbacv1.PolicyRule{
+	grant(t, c, dns, "cli-user", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list"}},
 		{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{"https:harness-operator-dispatcher:https"}, Verbs: []string{"create", "get"}},
 	}, user)
@@ -270,43 +260,47 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 		t.Fatalf("no services/proxy grant: exit %d, stderr %q", exit, errOut)
 	}
 	// On-call (config/rbac/oncall_role.yaml, bound cluster-wide) with a
-	// bearer-token kubeconfig: the same token authenticates to the API
-	// server (Authorization) and to the dispatcher (the forwarded header).
-	// The role has no `list` on Services, so it names the Service.
+	// bearer-token kubeconfig. That token never goes to the dispatcher: the
+	// CLI needs a ServiceAccount token, and the role grants no
+	// serviceaccounts/token, so on-call is refused, the permission named.
+	// With `create` on the token of a ServiceAccount that holds the on-call
+	// role (harness-oncall here), --service-account picks it and the
+	// transcript is read. The role has no `list` on Services, so it names
+	// the Service.
 	roleYAML, err := os.ReadFile("../../config/rbac/oncall_role.yaml")
 	must(err)
 	oncall := &rbacv1.ClusterRole{}
 	must(yaml.UnmarshalStrict(roleYAML, oncall))
 	must(c.Create(ctx, oncall))
-	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oncall"}}))
+	tokenKubeconfig, _ := serviceAccountKubeconfig(t, te, ns, "oncall")
+	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "harness-oncall"}}))
 	must(c.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "oncall"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: oncall.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "oncall"}},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "oncall"},
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "harness-oncall"},
+		},
 	}))
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "oncall", &authnv1.TokenRequest{}, metav1.CreateOptions{})
-	must(err)
-	tokenKubeconfig := filepath.Join(t.TempDir(), "oncall.kubeconfig")
-	must(clientcmd.WriteToFile(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"envtest": {Server: te.Config.Host, CertificateAuthorityData: te.Config.CAData}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"oncall": {Token: tok.Status.Token}},
-		Contexts:       map[string]*clientcmdapi.Context{"oncall": {Cluster: "envtest", AuthInfo: "oncall"}},
-		CurrentContext: "oncall",
-	}, tokenKubeconfig))
 	_, _, before := rec.last()
-	if _, errOut, exit = runCLI(t, noDispatcherEnv, "transcript", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns,
-		"--dispatcher-service", "harness-operator-dispatcher"); exit != exitOK {
+	_, errOut, exit = runCLI(t, noDispatcherEnv, "transcript", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns, "--dispatcher-service", "harness-operator-dispatcher")
+	if _, _, n = rec.last(); exit != exitFailure || n != before || !strings.Contains(errOut, "serviceaccounts/token (resourceName harness-cli)") {
+		t.Fatalf("on-call without a token grant: exit %d, stderr %q, dispatcher requests %d -> %d", exit, errOut, before, n)
+	}
+	grant(t, c, ns, "oncall-token", []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{"harness-oncall"}, Verbs: []string{"create"}},
+	}, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "oncall"})
+	oncallSA := "--service-account=harness-oncall"
+	if _, errOut, exit = runCLI(t, noDispatcherEnv, "transcript", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns, oncallSA,
+		"--dispatcher-service", "harness-operator-dispatcher"); exit != exitOK || !strings.Contains(errOut, "using system:serviceaccount:agents:harness-oncall") {
 		t.Fatalf("on-call transcript: exit %d, stderr %q", exit, errOut)
 	}
-	if authz, proxyAuth, n = rec.last(); n != before+1 || authz != "" || proxyAuth != "Bearer "+tok.Status.Token {
-		t.Fatalf("on-call transcript: the dispatcher saw Authorization %q, the forwarded header of the kubeconfig's token: %t", authz, proxyAuth == "Bearer "+tok.Status.Token)
-	}
-	_, errOut, exit = runCLI(t, noDispatcherEnv, "turn", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns, "--prompt", "x",
+	_, errOut, exit = runCLI(t, noDispatcherEnv, "turn", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns, "--prompt", "x", oncallSA,
 		"--dispatcher-service", "harness-operator-dispatcher")
 	if exit != exitFailure || !strings.Contains(errOut, "the API server answered 403") {
 		t.Fatalf("on-call turn (no create on services/proxy): exit %d, stderr %q", exit, errOut)
 	}
-	_, errOut, exit = runCLI(t, noDispatcherEnv, "transcript", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns)
+	_, errOut, exit = runCLI(t, noDispatcherEnv, "transcript", "s1", "--kubeconfig="+tokenKubeconfig, "-n", ns, oncallSA)
 	if exit != exitFailure || !strings.Contains(errOut, "forbidden") || !strings.Contains(errOut, "name it with --dispatcher-service") {
 		t.Fatalf("on-call lookup without list: exit %d, stderr %q", exit, errOut)
 	}

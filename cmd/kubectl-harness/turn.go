@@ -124,7 +124,7 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	dc, err := o.dispatcher.dispatcher(ctx, kc)
+	dc, err := o.dispatcher.dispatcher(ctx, kc, stderr)
 	if err != nil {
 		return err
 	}
@@ -413,7 +413,7 @@ func runTranscript(ctx context.Context, o transcriptOptions, name string, stdout
 	if err != nil {
 		return err
 	}
-	dc, err := o.dispatcher.dispatcher(ctx, kc)
+	dc, err := o.dispatcher.dispatcher(ctx, kc, stderr)
 	if err != nil {
 		return err
 	}

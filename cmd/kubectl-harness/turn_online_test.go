@@ -32,8 +32,8 @@ const e2eServerToken = "kubectl-harness-e2e-token-41d2"
 // binary against a dispatchapi.Handler over TLS in front of the real engine:
 // envtest's kube-apiserver (TokenRequest, TokenReview, SubjectAccessReview,
 // RBAC), the agentharness controller making an external AgentHarness Ready,
-// a real `codex app-server` and the stub model. The kubeconfig's user has a
-// client certificate, so the CLI requests a token for harness-cli.
+// a real `codex app-server` and the stub model. The CLI requests a
+// dispatcher-audience token for harness-cli and announces it on stderr.
 func TestTurnEndToEnd(t *testing.T) {
 	if os.Getenv(codextest.EnvBin) == "" {
 		t.Fatal("CODEX_BIN must be set: CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/kubectl-harness/")
@@ -125,7 +125,8 @@ func TestTurnEndToEnd(t *testing.T) {
 	if exit != exitOK || out != "The answer is forty-two.\n" {
 		t.Fatalf("turn: exit %d, stdout %q, stderr %s", exit, out, errOut)
 	}
-	if !strings.Contains(errOut, "run run-e2e-1: runtime codex, harness codex") || strings.Contains(errOut, "waiting") {
+	if !strings.Contains(errOut, "using system:serviceaccount:e2e:harness-cli (token for audience harness-dispatcher, valid 10m)\n") ||
+		!strings.Contains(errOut, "run run-e2e-1: runtime codex, harness codex") || strings.Contains(errOut, "waiting") {
 		t.Fatalf("turn stderr %q (no spinner when stderr is not a terminal)", errOut)
 	}
 

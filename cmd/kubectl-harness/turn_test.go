@@ -224,15 +224,46 @@ func TestDispatcherDiscovery(t *testing.T) {
 	t.Setenv(envDispatcherURL, "")
 	// Without a URL the CLI goes through the API server's proxy, where a
 	// --dispatcher-ca cannot apply: refused, naming the ways to give a URL.
-	_, err := (&dispatcherFlags{ca: "ca.pem"}).dispatcher(t.Context(), nil)
+	_, err := (&dispatcherFlags{ca: "ca.pem"}).dispatcher(t.Context(), nil, io.Discard)
 	if exitCode(err) != exitBadInput || !strings.Contains(err.Error(), "--dispatcher") || !strings.Contains(err.Error(), envDispatcherURL) {
 		t.Fatalf("no dispatcher: %v", err)
 	}
-	_, err = (&dispatcherFlags{url: "ftp://x"}).dispatcher(t.Context(), nil)
-	if exitCode(err) != exitBadInput {
-		t.Fatalf("bad URL: %v", err)
-	}
 	if _, err := dispatcherTLS(t.TempDir() + "/missing.pem"); exitCode(err) != exitBadInput {
 		t.Fatalf("missing CA: %v", err)
+	}
+}
+
+// TestDispatcherURLMustBeHTTPS: the CLI sends a bearer token to the
+// dispatcher, so a URL that would carry it in cleartext is refused before any
+// token is requested (no kubeconfig is needed to see the refusal), naming
+// where the URL came from.
+func TestDispatcherURLMustBeHTTPS(t *testing.T) {
+	tests := []struct {
+		name, flag, env string
+		wantInMessage   []string
+	}{
+		{"http flag", "http://dispatcher.example:8443", "", []string{"--dispatcher", `"http://dispatcher.example:8443"`, "plain http:// is refused", "over TLS"}},
+		{"http environment", "", "http://127.0.0.1:9444", []string{"$" + envDispatcherURL, "plain http:// is refused"}},
+		{"upper-case HTTP", "HTTP://dispatcher.example", "", []string{"--dispatcher", "plain http:// is refused"}},
+		{"other scheme", "ftp://x", "", []string{"--dispatcher", "want https://"}},
+		{"no host", "https://", "", []string{"--dispatcher", "want https://"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(envDispatcherURL, tt.env)
+			var stderr strings.Builder
+			_, err := (&dispatcherFlags{url: tt.flag, serviceAccount: defaultServiceAccount, audience: defaultAudience}).dispatcher(t.Context(), nil, &stderr)
+			if exitCode(err) != exitBadInput {
+				t.Fatalf("exit %d (%v), want %d", exitCode(err), err, exitBadInput)
+			}
+			for _, w := range tt.wantInMessage {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("a token was requested before the refusal: %q", stderr.String())
+			}
+		})
 	}
 }
