@@ -42,8 +42,13 @@ const (
 	probeAddr           = "127.0.0.1:8081"
 	dispatcherAddr      = "127.0.0.1:9444"
 	dispatcherProbeAddr = "127.0.0.1:8082"
-	gatewayRole         = "config/rbac/gateway_role.yaml"
-	sampleCodexAddr     = "127.0.0.1:4500" // the sample AgentHarness's external.url
+	// dispatcherAudience is the chart's dispatcher.tokenAudience and the
+	// default of kubectl harness --audience.
+	dispatcherAudience = "harness-dispatcher"
+	// sampleNamespace holds config/samples' harness and session.
+	sampleNamespace = "agents"
+	gatewayRole     = "config/rbac/gateway_role.yaml"
+	sampleCodexAddr = "127.0.0.1:4500" // the sample AgentHarness's external.url
 )
 
 func main() {
@@ -134,6 +139,9 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		"--webhook-dns-name=localhost",
 		"--webhook-cert-dir="+certDir,
 		"--webhook-cert-dir-from-secret",
+		// The samples' namespace: like the chart's harnessNamespaces, the
+		// only namespace that may hold AgentHarnesses.
+		"--harness-namespaces="+sampleNamespace,
 	)
 	if err != nil {
 		return err
@@ -145,7 +153,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 	}
 	// The app-server comes up before the sample harness that points at it,
 	// so the harness's first probe finds it and turns work at once.
-	token, err := ensureTokenSecret(ctx, c, "agents", "codex-token")
+	token, err := ensureTokenSecret(ctx, c, sampleNamespace, "codex-token")
 	if err != nil {
 		return err
 	}
@@ -165,7 +173,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		return err
 	}
 	if codexBin != "" {
-		if err := waitHarnessReady(ctx, c, client.ObjectKey{Namespace: "agents", Name: "codex"}); err != nil {
+		if err := waitHarnessReady(ctx, c, client.ObjectKey{Namespace: sampleNamespace, Name: "codex"}); err != nil {
 			return err
 		}
 	}
@@ -179,6 +187,11 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		// No Lease and no pod namespace to default to.
 		"--turn-token-secret-namespace="+operatorNamespace,
 		"--tls-ca-out="+caFile,
+		// As the chart does by default: only tokens requested for the
+		// dispatcher (kubectl harness requests this audience), never a
+		// credential that is valid at the API server.
+		"--token-audience="+dispatcherAudience,
+		"--require-token-audience",
 	)
 	if err != nil {
 		return err
@@ -186,7 +199,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 	if err := waitReady(ctx, "http://"+dispatcherProbeAddr+"/readyz", dispatcherExited); err != nil {
 		return err
 	}
-	if err := ensureCLIAccess(ctx, c, "agents", gatewayRole); err != nil {
+	if err := ensureCLIAccess(ctx, c, sampleNamespace, gatewayRole); err != nil {
 		return err
 	}
 	envFile := filepath.Join(local, "env")

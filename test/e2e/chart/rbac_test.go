@@ -187,8 +187,8 @@ var webhookConfigNames = []string{webhook.ValidatingConfigurationName, webhook.M
 
 // referenceGrants turns config/rbac rules into what the chart must grant:
 // cluster-wide rules stay cluster-wide, except Secrets, which move to the
-// harness namespaces when they are set; namespaced Roles apply in the release
-// namespace; webhook configurations are narrowed to their names.
+// harness namespaces (none when the list is empty); namespaced Roles apply in
+// the release namespace; webhook configurations are narrowed to their names.
 func referenceGrants(crs []rbacv1.ClusterRole, roles []rbacv1.Role, harnessNamespaces []string) []grant {
 	var out []grant
 	for _, cr := range crs {
@@ -196,7 +196,7 @@ func referenceGrants(crs []rbacv1.ClusterRole, roles []rbacv1.Role, harnessNames
 			if g.group == "admissionregistration.k8s.io" && g.verb != "list" && g.verb != "watch" {
 				g.names = webhookConfigNames
 			}
-			if g.group == "" && g.resource == "secrets" && len(harnessNamespaces) > 0 {
+			if g.group == "" && g.resource == "secrets" {
 				for _, ns := range harnessNamespaces {
 					g.namespace = ns
 					out = append(out, g)
@@ -236,7 +236,7 @@ func checkExact(t *testing.T, who string, got, want, extra []grant) {
 }
 
 // TestManagerRBAC checks the manager gets exactly config/rbac/role.yaml and
-// leader_election_role.yaml (Secrets per harness namespace when set), plus
+// leader_election_role.yaml (Secrets only per harness namespace), plus
 // metrics_auth_role.yaml (what its HTTPS metrics endpoint needs to authorize
 // scrapes).
 func TestManagerRBAC(t *testing.T) {
@@ -268,19 +268,12 @@ func TestManagerRBAC(t *testing.T) {
 			want := referenceGrants(crs, ns, c.harnessNamespaces)
 			got := r.grantsOf(t, fullname+"-manager")
 			checkExact(t, "the manager", got, want, nil)
-			if len(c.harnessNamespaces) > 0 {
-				for _, g := range got {
-					if g.resource == "secrets" && g.namespace == "" {
-						t.Errorf("with harnessNamespaces the manager still has cluster-wide %s", g)
-					}
-				}
-			}
 		})
 	}
 }
 
 // TestDispatcherRBAC checks the dispatcher gets exactly
-// config/rbac/dispatcher_role.yaml (Secrets per harness namespace when set),
+// config/rbac/dispatcher_role.yaml (Secrets only per harness namespace),
 // a leader-election Role and the turn-token Role of
 // config/rbac/dispatcher_turn_token_role.yaml in the release namespace and,
 // with its self-managed TLS certificate (dispatcher.tls.secretName empty), the

@@ -56,6 +56,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		// refuse a template's `fail`, so the schema carries them).
 		{"url with cert-manager", "webhook:\n  certMode: cert-manager\n  url: https://127.0.0.1:9443\n",
 			[]string{"at '/webhook/certMode': value must be 'self-managed'"}},
+		{"required token audience without an audience", "dispatcher:\n  tokenAudience: \"\"\n",
+			[]string{"at '/dispatcher/tokenAudience'", "minLength"}},
+		{"cli namespace not a DNS label", "cli:\n  serviceAccountNamespaces: [Team_A]\n",
+			[]string{"at '/cli/serviceAccountNamespaces/0'", "does not match pattern"}},
 		{"issuer without cert-manager", "webhook:\n  certManager:\n    issuer: Issuer/x\n",
 			[]string{"at '/webhook/certMode': value must be 'cert-manager'"}},
 	}

@@ -264,6 +264,11 @@ func TestDispatcher(t *testing.T) {
 			if args["--leader-elect"] != "true" || args["--leader-election-namespace"] != releaseNamespace {
 				t.Errorf("dispatcher leader election args = %v", ctr.Args)
 			}
+			// Only tokens requested for the dispatcher are accepted: the
+			// audience kubectl harness requests by default.
+			if args["--token-audience"] != "harness-dispatcher" || args["--require-token-audience"] != "true" {
+				t.Errorf("dispatcher args %v: want --token-audience=harness-dispatcher --require-token-audience=true", ctr.Args)
+			}
 			// The Secret the turn-token Role grants (config/rbac).
 			if args["--turn-token-secret-name"] != "harness-dispatcher-turn-token" || args["--turn-token-secret-namespace"] != releaseNamespace {
 				t.Errorf("dispatcher turn-token args = %v", ctr.Args)
