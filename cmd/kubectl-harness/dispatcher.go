@@ -46,7 +46,7 @@ func (d *dispatcherFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&d.service, "dispatcher-service", "", "Name of the dispatcher Service (default: the one Service labeled "+dispatcherSelector.String()+").")
 	f.StringVar(&d.serviceAccount, "service-account", defaultServiceAccount,
 		"ServiceAccount (in the session's namespace) whose short-lived token the CLI requests and sends to the dispatcher; "+
-			"the kubeconfig's own credential never reaches the dispatcher. Needs `create` on serviceaccounts/token for it.")
+			"the kubeconfig's own credential never reaches the dispatcher. Needs create on serviceaccounts/token for it.")
 	f.StringVar(&d.audience, "audience", defaultAudience,
 		"Audience of the requested token: the dispatcher's --token-audience (the chart's dispatcher.tokenAudience).")
 }

@@ -46,11 +46,15 @@ The dispatcher is --dispatcher, else $HARNESS_DISPATCHER_URL (its TLS
 certificate checked against the system roots plus --dispatcher-ca or
 $HARNESS_DISPATCHER_CA), else the dispatcher Service (--dispatcher-service, or
 the one labelled app.kubernetes.io/component=dispatcher in
---dispatcher-namespace) through the API server's service proxy. The token is
-the kubeconfig's bearer token, else a short-lived token requested for
---service-account in the session's namespace (as kubectl create token does);
-through the proxy it travels in the X-Harness-Authorization header, because
-the API server drops Authorization.
+--dispatcher-namespace) through the API server's service proxy; a plain
+http:// URL is refused. The kubeconfig's credential never reaches the
+dispatcher: the CLI requests a 10-minute token of --service-account (default
+harness-cli) in the session's namespace for --audience (as kubectl create
+token does; it needs create on serviceaccounts/token for that ServiceAccount),
+prints the identity on standard error and sends that token — through the proxy
+in the X-Harness-Authorization header, because the API server drops
+Authorization. The dispatcher records the ServiceAccount as the requester; the
+API server's audit log records who requested the token.
 
 Exit codes: 0 the turn completed (terminal ok), 3 a fail-closed decision, an
 error event or a terminal other than ok (aborted, timeout, failed), 2 bad input
