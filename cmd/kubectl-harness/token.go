@@ -56,8 +56,8 @@ func (d *dispatcherFlags) requestToken(ctx context.Context, kc *kubeClient, stde
 			"(the chart's harness-operator-cli ClusterRole grants it for harness-cli); or pick another ServiceAccount with --service-account: %w",
 			kc.namespace, d.serviceAccount, d.serviceAccount, kc.namespace, err)
 	case apierrors.IsNotFound(err):
-		return "", fmt.Errorf("ServiceAccount %s/%s does not exist: create it and bind it to the gateway role (README, \"Install on a cluster\"), "+
-			"or pick another with --service-account: %w", kc.namespace, d.serviceAccount, err)
+		return "", fmt.Errorf("ServiceAccount %s/%s does not exist: create it and bind it to the harness-operator-cli-serviceaccount ClusterRole "+
+			"(the chart does for the namespaces in cli.serviceAccountNamespaces), or pick another with --service-account: %w", kc.namespace, d.serviceAccount, err)
 	case err != nil:
 		return "", fmt.Errorf("request a token for ServiceAccount %s/%s: %w", kc.namespace, d.serviceAccount, err)
 	}

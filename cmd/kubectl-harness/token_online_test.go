@@ -81,7 +81,7 @@ func serviceAccountKubeconfig(t *testing.T, te *testutil.Env, ns, name string) (
 // dispatcher, with the permission and the ServiceAccount named; a plain
 // http:// URL is refused before any token is requested.
 func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
-	te, _ := startCluster(t)
+	te, adminKubeconfig := startCluster(t)
 	c := te.Client
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(te.Config)
@@ -214,6 +214,8 @@ func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
 			[]string{"you may not request a token for ServiceAccount agents/harness-cli", "`create` on serviceaccounts/token"}},
 		{"alice may not request another ServiceAccount's token", direct, []string{"--kubeconfig=" + aliceKubeconfig, "--service-account", "alice"}, exitFailure,
 			[]string{"you may not request a token for ServiceAccount agents/alice", "(resourceName alice)"}},
+		{"the ServiceAccount does not exist", direct, []string{"--kubeconfig=" + adminKubeconfig, "--service-account", "missing"}, exitFailure,
+			[]string{"ServiceAccount agents/missing does not exist", "cli.serviceAccountNamespaces", "--service-account"}},
 		{"a plain http:// URL", []string{envDispatcherURL + "=" + strings.Replace(srv.URL, "https://", "http://", 1)}, []string{"--kubeconfig=" + aliceKubeconfig}, exitBadInput,
 			[]string{"$" + envDispatcherURL, "plain http:// is refused"}},
 	} {
