@@ -28,18 +28,27 @@ import (
 func TestServerAuthOfManagedAndExternalHarnesses(t *testing.T) {
 	t.Parallel()
 	const secret = "managed-harness-shared-secret-0d7c5e9a1b"
-	managed := &v1alpha1.AgentHarness{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "codex"},
+	managed := &v1alpha1.AgentHarness{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "codex", UID: "codex-uid"},
 		Spec: v1alpha1.AgentHarnessSpec{AppServer: &v1alpha1.AppServerWorkload{}}}
 	external := &v1alpha1.AgentHarness{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "remote"},
 		Spec: v1alpha1.AgentHarnessSpec{External: &v1alpha1.ExternalServer{URL: "wss://codex.example",
 			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "remote-token", Key: "token"}}}}
+	// A Secret of a managed harness's generated name that the harness does
+	// not control (created by someone else; the manager never adopts it).
+	squatted := &v1alpha1.AgentHarness{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "squatted", UID: "squatted-uid"},
+		Spec: v1alpha1.AgentHarnessSpec{AppServer: &v1alpha1.AppServerWorkload{}}}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: harnessobjects.TokenSecretName(managed)},
+		// The manager's token Secret: controlled by the harness (the
+		// dispatcher trusts no other Secret of that name).
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: harnessobjects.TokenSecretName(managed),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(managed, v1alpha1.GroupVersion.WithKind("AgentHarness"))}},
 			Data: map[string][]byte{harnessobjects.TokenSecretKey: []byte(secret)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: harnessobjects.TokenSecretName(squatted)},
+			Data: map[string][]byte{harnessobjects.TokenSecretKey: []byte("a-secret-the-harness-does-not-own-00000")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "remote-token"},
 			Data: map[string][]byte{"token": []byte("static-external-token")}},
 	).Build()
@@ -50,6 +59,10 @@ func TestServerAuthOfManagedAndExternalHarnesses(t *testing.T) {
 	ext, err := e.serverAuth(ctx, external)
 	if err != nil || ext.Token != "static-external-token" || ext.SignedBearer != nil {
 		t.Fatalf("external harness auth = %+v, %v; want its static token", ext, err)
+	}
+
+	if got, err := e.serverAuth(ctx, squatted); err == nil || got.SignedBearer != nil || got.Token != "" {
+		t.Fatalf("a token Secret the harness does not control: %+v, %v; want an error and no credential", got, err)
 	}
 
 	auth, err := e.serverAuth(ctx, managed)
