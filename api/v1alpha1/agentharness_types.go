@@ -385,6 +385,14 @@ type ExternalServer struct {
 	// `Authorization: Bearer`.
 	// +required
 	TokenSecretRef SecretKeyReference `json:"tokenSecretRef"`
+
+	// caBundle is the PEM certificates of the certificate authorities that
+	// sign the server's certificate (a private CA); empty: the system roots
+	// of the manager and dispatcher images. Admission refuses a bundle that
+	// holds no certificate.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	CABundle []byte `json:"caBundle,omitempty"`
 }
 
 // AcceptHarnessesLabelPrefix begins the label by which a namespace consents to

@@ -31,6 +31,7 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentsession"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
 	"github.com/openclaw/harness-operator/internal/health"
+	"github.com/openclaw/harness-operator/internal/netguard"
 	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
@@ -50,9 +51,10 @@ type options struct {
 	operatorNamespace    string
 	harnessNamespaces    string
 	appServerEgress      string
-	// allowInsecureLoopbackExternal admits ws:// external servers on loopback.
-	allowInsecureLoopbackExternal bool
-	webhook                       webhookOptions
+	// externalDial is the dial policy of external app-servers (and its
+	// --allow-insecure-loopback-external, which admission applies too).
+	externalDial netguard.Flags
+	webhook      webhookOptions
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
 }
@@ -80,7 +82,7 @@ func main() {
 	flag.IntVar(&opts.gracefulShutdownSecs, "graceful-shutdown-seconds", 30, "Time given to running reconciles on shutdown.")
 	flag.StringVar(&opts.operatorNamespace, "operator-namespace", envOr("POD_NAMESPACE", agentharness.DefaultOperatorNamespace), "Namespace of the operator's manager and dispatcher pods: app-server NetworkPolicies admit them from there (default: $POD_NAMESPACE).")
 	flag.StringVar(&opts.harnessNamespaces, "harness-namespaces", "", "Comma-separated namespaces AgentHarnesses may live in. The manager caches Secrets only there (and in --operator-namespace), so its Secret access is granted by namespaced Roles, and admission refuses harnesses elsewhere. Empty: no namespace may hold AgentHarnesses.")
-	flag.BoolVar(&opts.allowInsecureLoopbackExternal, strings.TrimPrefix(webhook.AllowInsecureLoopbackExternalFlag, "--"), false, "Development only: admit external app-servers at plain ws:// on a loopback host (127.0.0.0/8, [::1], localhost). Without it external.url must be wss://.")
+	opts.externalDial.Bind(flag.CommandLine)
 	flag.StringVar(&opts.appServerEgress, "app-server-egress-cidrs", "", "Comma-separated CIDRs (e.g. the model provider's) that managed app-server pods may reach, besides the cluster DNS, through their NetworkPolicy. Empty: the public internet, never private, shared, link-local (cloud metadata) or loopback ranges.")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
 	flag.StringVar(&opts.webhook.issuer, "webhook-cert-manager-issuer", "", "With --webhook-cert-mode=cert-manager: the issuer of the serving certificate, Issuer/<name> or ClusterIssuer/<name> (default: a self-signed Issuer the manager creates).")
@@ -144,6 +146,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
+	externalDial, err := opts.externalDial.Policy()
+	if err != nil {
+		return err
+	}
 	if opts.operatorNamespace == "" {
 		// An empty namespace in the Secret cache's list would mean every namespace.
 		return fmt.Errorf("--operator-namespace must not be empty")
@@ -180,7 +186,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace, HarnessNamespaces: harnessNamespaces,
-			AppServerEgressCIDRs: strings.FieldsFunc(opts.appServerEgress, func(r rune) bool { return r == ',' || r == ' ' })},
+			AppServerEgressCIDRs: strings.FieldsFunc(opts.appServerEgress, func(r rune) bool { return r == ',' || r == ' ' }),
+			ExternalDial:         externalDial},
 		&runtimepolicy.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
 		&agentsession.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
 	}
@@ -202,7 +209,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	webhooksReady, err := webhook.Install(mgr, webhook.InstallOptions{
 		Mode: webhook.Mode(opts.webhook.mode), Certs: opts.webhook.certs, Issuer: opts.webhook.issuer, HarnessNamespaces: harnessNamespaces,
-		AllowInsecureLoopbackExternal: opts.allowInsecureLoopbackExternal,
+		AllowInsecureLoopbackExternal: opts.externalDial.AllowInsecureLoopback,
 	})
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ import (
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/internal/netguard"
 )
 
 const (
@@ -98,6 +99,11 @@ type Reconciler struct {
 	// model provider's. Empty means the public internet: every address but
 	// the private, shared, link-local and loopback ranges (networkpolicy.go).
 	AppServerEgressCIDRs []string
+
+	// ExternalDial is the policy every dial and /readyz probe of an external
+	// app-server passes (refused cluster ranges, metadata and link-local
+	// addresses, checked on each resolved address).
+	ExternalDial netguard.Policy
 
 	// Set by SetupWithManager.
 	apiReader client.Reader // uncached reads (Secrets are cached as metadata only)

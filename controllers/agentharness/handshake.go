@@ -62,17 +62,11 @@ func appServerHandshake(ctx context.Context, rawURL string, auth appserver.WebSo
 	return ua, nil
 }
 
-// probeFunc reports whether GET <base>/readyz answers 200.
-type probeFunc func(ctx context.Context, readyzURL string) error
+// probeFunc reports whether GET <base>/readyz answers 200, asked with
+// client (the external server's dial policy and CA bundle).
+type probeFunc func(ctx context.Context, readyzURL string, client *http.Client) error
 
-var probeClient = &http.Client{
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-	CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	},
-}
-
-func httpReadyz(ctx context.Context, readyzURL string) error {
+func httpReadyz(ctx context.Context, readyzURL string, probeClient *http.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyzURL, nil)

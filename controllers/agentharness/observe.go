@@ -18,6 +18,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/externalserver"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
@@ -211,7 +212,12 @@ func (r *Reconciler) probeExternal(ctx context.Context, s *scope) error {
 		s.probeErr = err
 		return nil
 	}
-	s.probeErr = r.probe(ctx, u)
+	opts, err := externalserver.DialOptions(s.harness.Spec.External, s.token, r.ExternalDial)
+	if err != nil {
+		s.probeErr = err
+		return nil
+	}
+	s.probeErr = r.probe(ctx, u, opts.Client())
 	if s.probeErr != nil {
 		ctrl.LoggerFrom(ctx).Info("external app-server probe failed", "url", u, "error", s.probeErr.Error())
 	}
@@ -227,8 +233,9 @@ func (r *Reconciler) handshakeExternal(ctx context.Context, s *scope) error {
 	key := h.Spec.External.URL + "#" + strconv.FormatInt(h.Generation, 10)
 	res := r.results.lookup(nn, h.UID, key)
 	if s.tokenMissing == "" && s.probeErr == nil && needsHandshake(res, tokenFingerprint(s.token), now) {
-		res = r.runHandshake(ctx, externalServerName, h.Spec.External.URL, s.token,
-			appserver.WebSocketOptions{Token: s.token}, res)
+		// DialOptions cannot fail here: probeExternal parsed the same bundle.
+		opts, _ := externalserver.DialOptions(h.Spec.External, s.token, r.ExternalDial)
+		res = r.runHandshake(ctx, externalServerName, h.Spec.External.URL, s.token, opts, res)
 		r.results.store(nn, h.UID, key, *res)
 	}
 	r.results.retain(nn, h.UID, map[string]bool{key: true})

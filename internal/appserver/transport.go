@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -142,6 +144,10 @@ type WebSocketOptions struct {
 	// connections): a netguard.Policy's Dialer keeps a user-named server off
 	// refused addresses, checked after name resolution.
 	Dialer *net.Dialer
+	// RootCAs, when set and HTTPClient is nil, are the only certificate
+	// authorities a wss:// server's certificate may chain to (an external
+	// server's private CA); nil: the system roots.
+	RootCAs *x509.CertPool
 	// PingInterval is how often the connection is pinged while open
 	// (DefaultPingInterval when zero; negative turns pings off). A peer that
 	// does not answer a ping within PingTimeout (DefaultPingTimeout when
@@ -189,6 +195,27 @@ func (t *wsTransport) setReadLimit(n int64) {
 	t.c.SetReadLimit(n)
 }
 
+// Client is the HTTP client of the upgrade request (and of other requests
+// to the same server, such as a /readyz probe): HTTPClient, or a client
+// without proxy, redirects or kept-alive connections that dials with Dialer
+// and trusts RootCAs.
+func (o WebSocketOptions) Client() *http.Client {
+	switch {
+	case o.HTTPClient != nil:
+		return o.HTTPClient
+	case o.Dialer == nil && o.RootCAs == nil:
+		return defaultWSClient
+	}
+	t := &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, DisableKeepAlives: true}
+	if o.Dialer != nil {
+		t.DialContext = o.Dialer.DialContext
+	}
+	if o.RootCAs != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: t, CheckRedirect: defaultWSClient.CheckRedirect}
+}
+
 // DialWebSocket connects to a `codex app-server --listen ws://…` endpoint.
 // It never sends an Origin header. A refused upgrade is a *HandshakeError
 // (errors.Is(err, ErrUnauthorized) for a missing or wrong token).
@@ -203,17 +230,7 @@ func DialWebSocket(ctx context.Context, rawURL string, opts WebSocketOptions) (T
 	if u.User != nil {
 		return nil, fmt.Errorf("appserver: websocket URL %q must not carry credentials; use the token option", u.Redacted())
 	}
-	client := opts.HTTPClient
-	switch {
-	case client != nil:
-	case opts.Dialer != nil:
-		client = &http.Client{
-			Transport:     &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, DisableKeepAlives: true, DialContext: opts.Dialer.DialContext},
-			CheckRedirect: defaultWSClient.CheckRedirect,
-		}
-	default:
-		client = defaultWSClient
-	}
+	client := opts.Client()
 	hdr := http.Header{}
 	if opts.SignedBearer != nil {
 		if opts.Token, err = opts.SignedBearer.Mint(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
 	"github.com/openclaw/harness-operator/internal/store"
@@ -47,6 +48,10 @@ type Options struct {
 	// PodSandbox is the sandbox of threads on server pods (DefaultPodSandbox);
 	// external servers keep their own configured mode.
 	PodSandbox string
+	// ExternalDial is the policy every dial of an external app-server passes
+	// (refused cluster ranges, metadata and link-local addresses, checked on
+	// each resolved address). The zero Policy refuses loopback too.
+	ExternalDial netguard.Policy
 	// WorkspaceRoot is the directory, on the app-server's filesystem, under
 	// which each session gets its working directory <root>/<ns>/<uid>.
 	// Empty means <the server's native home>/workspaces.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/externalserver"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 )
 
@@ -109,7 +110,7 @@ func (e *Engine) serverAuth(ctx context.Context, h *v1alpha1.AgentHarness) (apps
 		return appserver.WebSocketOptions{}, fmt.Errorf("the token Secret %s/%s of AgentHarness %s has no key %q", h.Namespace, name, h.Name, key)
 	}
 	if h.Spec.External != nil {
-		return appserver.WebSocketOptions{Token: tok}, nil
+		return externalserver.DialOptions(h.Spec.External, tok, e.opts.ExternalDial)
 	}
 	return appserver.WebSocketOptions{SignedBearer: appserver.ManagedServerAuth(tok)}, nil
 }

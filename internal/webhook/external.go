@@ -7,11 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/externalserver"
+	"github.com/openclaw/harness-operator/internal/netguard"
 )
 
 // AllowInsecureLoopbackExternalFlag is the manager (and dispatcher) flag that
 // admits plain ws:// external servers on a loopback host, for development.
-const AllowInsecureLoopbackExternalFlag = "--allow-insecure-loopback-external"
+const AllowInsecureLoopbackExternalFlag = "--" + netguard.AllowInsecureLoopbackFlag
 
 // externalURLErrors refuses a plain ws:// external.url unless the manager
 // runs with AllowInsecureLoopbackExternalFlag and the host is loopback: the
@@ -23,10 +25,21 @@ func externalURLErrors(h *v1alpha1.AgentHarness, allowInsecureLoopback bool) fie
 	if e == nil {
 		return nil
 	}
+	var errs field.ErrorList
+	if len(e.CABundle) > 0 {
+		if _, err := externalserver.CertPool(e.CABundle); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "external", "caBundle"), "(PEM)", "must hold at least one PEM certificate"))
+		}
+	}
+	return append(errs, externalURLFieldErrors(e.URL, allowInsecureLoopback)...)
+}
+
+// externalURLFieldErrors judges spec.external.url.
+func externalURLFieldErrors(rawURL string, allowInsecureLoopback bool) field.ErrorList {
 	path := field.NewPath("spec", "external", "url")
-	u, err := url.Parse(e.URL)
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, e.URL, "must be a wss:// URL")}
+		return field.ErrorList{field.Invalid(path, rawURL, "must be a wss:// URL")}
 	}
 	if u.User != nil {
 		return field.ErrorList{field.Invalid(path, u.Redacted(), "must not carry userinfo (user:password@host); the token comes from spec.external.tokenSecretRef")}
@@ -35,11 +48,11 @@ func externalURLErrors(h *v1alpha1.AgentHarness, allowInsecureLoopback bool) fie
 	case u.Scheme == "wss":
 		return nil
 	case u.Scheme != "ws":
-		return field.ErrorList{field.Invalid(path, e.URL, "must be a wss:// URL")}
+		return field.ErrorList{field.Invalid(path, rawURL, "must be a wss:// URL")}
 	case !isLoopbackHost(u.Hostname()):
-		return field.ErrorList{field.Invalid(path, e.URL, "must be wss://: plain ws:// is admitted only to a loopback host")}
+		return field.ErrorList{field.Invalid(path, rawURL, "must be wss://: plain ws:// is admitted only to a loopback host")}
 	case !allowInsecureLoopback:
-		return field.ErrorList{field.Invalid(path, e.URL,
+		return field.ErrorList{field.Invalid(path, rawURL,
 			"must be wss://: plain ws:// to a loopback host is admitted only when the manager runs with "+AllowInsecureLoopbackExternalFlag+" (development)")}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	certutil "k8s.io/client-go/util/cert"
+
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
@@ -37,4 +39,35 @@ func TestExternalURLErrors(t *testing.T) {
 			t.Errorf("%s: the error repeats the URL's password: %v", tc.url, errs[0])
 		}
 	}
+}
+
+func TestExternalCABundleErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		bundle []byte
+		want   string
+	}{
+		{name: "no bundle (system roots)"},
+		{name: "a PEM certificate", bundle: testCAPEM(t)},
+		{name: "not PEM", bundle: []byte("not a certificate"), want: "spec.external.caBundle: Invalid value: \"(PEM)\": must hold at least one PEM certificate"},
+	} {
+		h := &v1alpha1.AgentHarness{Spec: v1alpha1.AgentHarnessSpec{External: &v1alpha1.ExternalServer{URL: "wss://codex.example", CABundle: tc.bundle}}}
+		errs := externalURLErrors(h, false)
+		switch {
+		case tc.want == "" && len(errs) > 0:
+			t.Errorf("%s: refused: %v", tc.name, errs)
+		case tc.want != "" && (len(errs) != 1 || errs[0].Error() != tc.want):
+			t.Errorf("%s: errors %v, want %q", tc.name, errs, tc.want)
+		}
+	}
+}
+
+// testCAPEM is a self-signed CA certificate in PEM.
+func testCAPEM(t *testing.T) []byte {
+	t.Helper()
+	certPEM, _, err := certutil.GenerateSelfSignedCertKey("codex.example", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPEM
 }

@@ -1,0 +1,49 @@
+package netguard
+
+import (
+	"flag"
+	"fmt"
+)
+
+// Flag names of the external-server dial policy; the manager and the
+// dispatcher bind the same ones, so the chart renders one list for both.
+const (
+	RefusedCIDRsFlag          = "external-refused-cidrs"
+	AllowedCIDRsFlag          = "external-allowed-cidrs"
+	AllowInsecureLoopbackFlag = "allow-insecure-loopback-external"
+)
+
+// Flags are the command-line settings of a Policy.
+type Flags struct {
+	refused, allowed string
+	// AllowInsecureLoopback is --allow-insecure-loopback-external: plain ws://
+	// external servers on a loopback host are admitted and dialed
+	// (development only).
+	AllowInsecureLoopback bool
+}
+
+// Bind registers the flags on fs.
+func (f *Flags) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.refused, RefusedCIDRsFlag, "", "Comma-separated CIDRs an external app-server (spec.external.url) may not be dialed at, checked on every resolved address: set the cluster's service and pod ranges. Cloud metadata, link-local and loopback addresses are always refused.")
+	fs.StringVar(&f.allowed, AllowedCIDRsFlag, "", "Comma-separated CIDRs an external app-server may be dialed at although a rule refuses them (e.g. one in-cluster address).")
+	fs.BoolVar(&f.AllowInsecureLoopback, AllowInsecureLoopbackFlag, false, "Development only: admit and dial external app-servers at plain ws:// on a loopback host (127.0.0.0/8, [::1], localhost). Without it external.url must be wss:// and loopback addresses are refused.")
+}
+
+// Policy is the Policy the flags describe; an error names the flag and the
+// entry that is not a CIDR.
+func (f *Flags) Policy() (Policy, error) {
+	refused, err := ParseCIDRs("--"+RefusedCIDRsFlag, f.refused)
+	if err != nil {
+		return Policy{}, err
+	}
+	allowed, err := ParseCIDRs("--"+AllowedCIDRsFlag, f.allowed)
+	if err != nil {
+		return Policy{}, err
+	}
+	return Policy{ClusterCIDRs: refused, Allow: allowed, AllowLoopback: f.AllowInsecureLoopback}, nil
+}
+
+// String describes the policy for a start-up log line.
+func (f *Flags) String() string {
+	return fmt.Sprintf("refused %q, allowed %q, insecure loopback %v", f.refused, f.allowed, f.AllowInsecureLoopback)
+}
