@@ -93,7 +93,7 @@ func TestDispatcher(t *testing.T) {
 	const ns = "dispatcher-main"
 	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
 		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
-			HarnessNamespaces: []string{ns}}).SetupWithManager(m)
+			HarnessNamespaces: []string{ns}, ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m)
 	})
 	must(t, err)
 	defer func() { _ = mgr.Stop() }()

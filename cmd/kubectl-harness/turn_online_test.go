@@ -61,12 +61,12 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = jrnl.Close() }()
-	eng := dispatch.New(c, c, jrnl, dispatch.Options{ReattachTimeout: 3 * time.Second})
+	eng := dispatch.New(c, c, jrnl, dispatch.Options{ReattachTimeout: 3 * time.Second, ExternalDial: testutil.LoopbackExternalDial})
 	defer eng.Close()
 	const ns = "e2e" // the manager's one harness namespace
 	mgr, err := testutil.StartManager(ctx, te, func(m ctrl.Manager) error {
 		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
-			HarnessNamespaces: []string{ns}}).SetupWithManager(m)
+			HarnessNamespaces: []string{ns}, ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m)
 	})
 	if err != nil {
 		t.Fatal(err)

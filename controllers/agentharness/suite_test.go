@@ -162,6 +162,7 @@ var _ = BeforeSuite(func() {
 		MaxConcurrentReconciles: 4,
 		AppServerPort:           appPort,
 		HarnessNamespaces:       testutil.SuiteNamespaces(nsPrefix),
+		ExternalDial:            testutil.LoopbackExternalDial,
 	}
 	r.handshake = handshakes.wrap(appServerHandshake)
 	Expect(r.SetupWithManager(mgr)).To(Succeed())

@@ -141,11 +141,11 @@ var _ = BeforeSuite(func() {
 	jrnlDir = suiteT.TempDir()
 	jrnl, err = journal.Open(jrnlDir, journal.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	eng = New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), ReattachTimeout: 3 * time.Second})
+	eng = New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), ReattachTimeout: 3 * time.Second, ExternalDial: testutil.LoopbackExternalDial})
 
 	mgr, err = testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
 		if err := (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4,
-			AppServerPort: appPort, HarnessNamespaces: testutil.SuiteNamespaces(nsPrefix)}).SetupWithManager(m); err != nil {
+			AppServerPort: appPort, HarnessNamespaces: testutil.SuiteNamespaces(nsPrefix), ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m); err != nil {
 			return err
 		}
 		return (&FinalizerReconciler{Client: m.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(m)

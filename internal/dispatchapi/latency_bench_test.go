@@ -118,11 +118,11 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 	jrnl, err := journal.Open(b.TempDir(), journal.Options{})
 	benchMust(b, err)
 	defer func() { _ = jrnl.Close() }()
-	eng := dispatch.New(k8s, k8s, jrnl, dispatch.Options{})
+	eng := dispatch.New(k8s, k8s, jrnl, dispatch.Options{ExternalDial: testutil.LoopbackExternalDial})
 	defer eng.Close()
 	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
 		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 4,
-			HarnessNamespaces: []string{benchNS}}).SetupWithManager(m)
+			HarnessNamespaces: []string{benchNS}, ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m)
 	})
 	benchMust(b, err)
 	defer func() { _ = mgr.Stop() }()

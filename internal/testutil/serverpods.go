@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/internal/netguard"
 )
 
 // ServerPod is the pod the StatefulSet controller would create for sts at
@@ -69,3 +70,8 @@ func SetPodStatus(ctx context.Context, c client.Client, pod *corev1.Pod, ip, ima
 	}
 	return nil
 }
+
+// LoopbackExternalDial is the external-server dial policy of the suites:
+// their external app-servers are real Codex processes on loopback, which the
+// operator's default policy refuses (--allow-insecure-loopback-external).
+var LoopbackExternalDial = netguard.Policy{AllowLoopback: true}
