@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/store"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -34,7 +35,7 @@ var _ = Describe("A turn whose journal's disk runs full", func() {
 		full, err := journal.Open(dir, journal.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(full.Close)
-		fullEng := New(k8sClient, k8sClient, full, Options{Logger: logs.logger(), LeaseTTL: time.Hour})
+		fullEng := New(k8sClient, k8sClient, full, Options{Logger: logs.logger(), LeaseTTL: time.Hour, ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(fullEng.Close)
 
 		// Many small deltas: once the disk is full, the partials still

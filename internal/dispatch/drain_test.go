@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -25,7 +26,7 @@ var _ = Describe("Shutting down with a host tool call waiting for its client", f
 		j, err := journal.Open(suiteT.TempDir(), journal.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(j.Close)
-		leaving := New(k8sClient, k8sClient, j, Options{Logger: logs.logger()})
+		leaving := New(k8sClient, k8sClient, j, Options{Logger: logs.logger(), ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(leaving.Close)
 
 		stub.When("drain-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))

@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -178,7 +179,7 @@ var _ = Describe("Host tool timeout and the transcript limit", func() {
 		small, err := journal.Open(suiteT.TempDir(), journal.Options{MaxTranscriptBytes: 64})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(small.Close)
-		limited := New(k8sClient, k8sClient, small, Options{})
+		limited := New(k8sClient, k8sClient, small, Options{ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(limited.Close)
 		stub.When("tlim-1", stubmodel.Text("a reply that does not fit"))
 		c := &collector{}

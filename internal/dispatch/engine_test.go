@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -271,7 +272,7 @@ var _ = Describe("A session whose transcript mirror is full", func() {
 		small, err := journal.Open(suiteT.TempDir(), journal.Options{MaxTranscriptBytes: 600})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(small.Close)
-		tight := New(k8sClient, k8sClient, small, Options{})
+		tight := New(k8sClient, k8sClient, small, Options{ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(tight.Close)
 		run := func(runID, prompt string) ([]event, error) {
 			c := &collector{}
@@ -373,7 +374,7 @@ var _ = Describe("Start-up recovery", func() {
 		_, outcome, err := j1.Begin(keyOf(ns, "stale"), "run-r1", [32]byte{1})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(outcome).To(Equal(journal.BeginNew))
-		old := New(k8sClient, k8sClient, j1, Options{})
+		old := New(k8sClient, k8sClient, j1, Options{ExternalDial: testutil.LoopbackExternalDial})
 		now := metav1.Now()
 		Expect(old.apply(ctx, stale, &dispatcherStatus{
 			ActiveTurn: &v1alpha1.ActiveTurn{RunID: "run-r1", StartedAt: now, Deadline: metav1.NewTime(now.Add(time.Hour))},
@@ -384,7 +385,7 @@ var _ = Describe("Start-up recovery", func() {
 		j2, err := journal.Open(dir, journal.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(j2.Close)
-		restarted := New(k8sClient, k8sClient, j2, Options{})
+		restarted := New(k8sClient, k8sClient, j2, Options{ExternalDial: testutil.LoopbackExternalDial})
 		Expect(restarted.Recover(ctx)).To(Succeed())
 		s := getSession(ns, "stale")
 		Expect(s.Status.ActiveTurn).To(BeNil())
@@ -589,7 +590,7 @@ var _ = Describe("A namespace whose journal holds as many runs as retention may 
 		one, err := journal.Open(suiteT.TempDir(), journal.Options{MaxNamespaceRuns: 1})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(one.Close)
-		bounded := New(k8sClient, k8sClient, one, Options{})
+		bounded := New(k8sClient, k8sClient, one, Options{ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(bounded.Close)
 
 		stub.When("rl-1", stubmodel.Text("remembered"))

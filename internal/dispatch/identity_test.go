@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -156,7 +157,7 @@ var _ = Describe("The garbage collector", func() {
 		j2, err := journal.Open(suiteT.TempDir(), journal.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(j2.Close)
-		eng2 := New(k8sClient, k8sClient, j2, Options{Logger: logs.logger()})
+		eng2 := New(k8sClient, k8sClient, j2, Options{Logger: logs.logger(), ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(eng2.Close)
 		gc := &GarbageCollector{Engine: eng2, Store: j2, Sessions: k8sClient}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/store"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -56,7 +57,7 @@ var _ = Describe("A panic while a turn runs", func() {
 		DeferCleanup(j.Close)
 		s := &panickingStore{Journal: j}
 		s.armed.Store(true)
-		e := New(k8sClient, k8sClient, s, Options{Logger: logs.logger()})
+		e := New(k8sClient, k8sClient, s, Options{Logger: logs.logger(), ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(e.Close)
 
 		gate := stubmodel.NewGate()

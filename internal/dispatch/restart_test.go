@@ -10,6 +10,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -35,7 +36,7 @@ func abandonedTurn(ns, name, runID, marker string) *v1alpha1.NativeTurn {
 	dir := suiteT.TempDir()
 	dead, err := journal.Open(dir, journal.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	gone := New(k8sClient, k8sClient, dead, Options{Logger: logs.logger()})
+	gone := New(k8sClient, k8sClient, dead, Options{Logger: logs.logger(), ExternalDial: testutil.LoopbackExternalDial})
 	gate := stubmodel.NewGate()
 	DeferCleanup(func() { gate.Release(); gone.Close() })
 	stub.When(marker, stubmodel.Stall(gate, stubmodel.Text("nobody reads this")))
