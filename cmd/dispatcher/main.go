@@ -57,6 +57,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -79,6 +80,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -107,6 +109,9 @@ type options struct {
 	journalMinFree   int64
 	retention        retentionOptions
 	tokenAudience    string
+	limits           limitOptions
+	metricsAddr      string
+	insecureMetrics  bool // --metrics-insecure
 	shutdownGrace    time.Duration
 	gcInterval       time.Duration
 	tls              tlsOptions
@@ -120,14 +125,17 @@ type options struct {
 func main() {
 	var opts options
 	flag.StringVar(&opts.bindAddr, "bind-address", ":8443", "Address of the HTTPS API.")
-	flag.StringVar(&opts.probeAddr, "probe-bind-address", ":8081", "Address of /healthz, /readyz and /metrics.")
+	flag.StringVar(&opts.probeAddr, "probe-bind-address", ":8081", "Address of /healthz and /readyz (plain HTTP, unauthenticated: they show only the dispatcher's own checks).")
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8082", "Address of /metrics: HTTPS, each scrape authenticated and authorized through the API server (get on the non-resource URL /metrics); \"0\" disables it.")
+	flag.BoolVar(&opts.insecureMetrics, "metrics-insecure", false, "Serve /metrics over plain HTTP without authentication (local development only).")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
 	bindDiskSpaceFlags(flag.CommandLine, &opts.journalMinFree)
 	bindRetentionFlags(flag.CommandLine, &opts.retention)
 	bindTurnTokenFlags(flag.CommandLine, &opts.turnToken)
-	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher).")
+	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher); with --require-token-audience the only one accepted.")
+	bindLimitFlags(flag.CommandLine, &opts.limits)
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", dispatch.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
 	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM), with --tls-key-file; reloaded when the files change (e.g. a cert-manager Secret volume). Without it and --tls-secret-name: an ephemeral CA and certificate generated at every start (local development only: clients must trust a new CA after each restart).")
@@ -173,6 +181,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	log := ctrl.Log.WithName("dispatcher")
 	if opts.shutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
+	}
+	if err := opts.limits.validate(opts.tokenAudience); err != nil {
+		return err
 	}
 	if err := opts.retention.validate(); err != nil {
 		return err
@@ -228,11 +239,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	// the caches and the leader lease to be released.
 	shutdown := opts.shutdownGrace + 15*time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// /metrics shares the probe listener; /healthz and /readyz are
-		// added to it below (HealthProbeBindAddress stays off).
-		Metrics:                       metricsserver.Options{BindAddress: opts.probeAddr},
-		HealthProbeBindAddress:        "0",
+		Scheme:                        scheme,
+		Metrics:                       metricsOptions(opts),
+		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectionNS,
@@ -284,18 +293,28 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create the Kubernetes clientset: %w", err)
 	}
+	authorizer := dispatchapi.NewKubeAuthorizer(cs, opts.tokenAudience)
+	if opts.limits.requireAudience {
+		if err := authorizer.RequireAudience(); err != nil {
+			return err
+		}
+	}
 	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
 		Engine: eng, Store: jrnl, Sessions: mgr.GetCache(),
-		Authorizer: dispatchapi.NewKubeAuthorizer(cs, opts.tokenAudience),
-		TurnTokens: turnTokens,
-		Logger:     ctrl.Log.WithName("api"),
+		Authorizer:           authorizer,
+		TurnTokens:           turnTokens,
+		Logger:               ctrl.Log.WithName("api"),
+		AuthCacheTTL:         opts.limits.authCacheTTL,
+		NegativeAuthCacheTTL: opts.limits.authNegativeTTL,
+		UnverifiedRate:       opts.limits.unverifiedRate,
+		UnverifiedBurst:      opts.limits.unverifiedBurst,
 	})
 	if err != nil {
 		return fmt.Errorf("create the API handler: %w", err)
 	}
 	api := &apiServer{
 		addr: opts.bindAddr, tls: serving, handler: handler, grace: opts.shutdownGrace,
-		cache: mgr.GetCache(), engine: eng, log: log,
+		cache: mgr.GetCache(), engine: eng, limits: opts.limits, log: log,
 	}
 	if err := mgr.Add(api); err != nil {
 		return fmt.Errorf("add the API server: %w", err)
@@ -318,21 +337,39 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 			return nil
 		},
 	}
-	for path, h := range map[string]http.Handler{
-		"/healthz": http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}),
-		"/readyz":  http.StripPrefix("/readyz", &healthz.Handler{Checks: ready}),
-	} {
-		if err := mgr.AddMetricsServerExtraHandler(path, h); err != nil {
-			return fmt.Errorf("add %s: %w", path, err)
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add /healthz: %w", err)
+	}
+	for name, check := range ready {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return fmt.Errorf("add /readyz check %s: %w", name, err)
 		}
 	}
 
 	log.Info("starting dispatcher", "leaderElection", opts.leaderElect, "bindAddress", opts.bindAddr,
-		"probeBindAddress", opts.probeAddr, "journalDir", opts.journalDir)
+		"probeBindAddress", opts.probeAddr, "metricsBindAddress", opts.metricsAddr, "journalDir", opts.journalDir)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run dispatcher: %w", err)
 	}
 	return nil
+}
+
+// metricsOptions serves /metrics on its own listener: over HTTPS and only to
+// callers the API server authenticates and authorizes (as the manager's),
+// unless --metrics-insecure. The probes stay apart, unauthenticated.
+func metricsOptions(opts options) metricsserver.Options {
+	addr := opts.metricsAddr
+	if addr == "" {
+		addr = "0"
+	}
+	if opts.insecureMetrics {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{
+		BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization,
+		// No HTTP/2 (rapid-reset mitigation, as the manager).
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
 }
 
 // leading is ready once this replica leads (always, without leader election).

@@ -159,7 +159,7 @@ func TestDispatcher(t *testing.T) {
 				}
 			}
 		}
-		st, body := do(t, http.DefaultClient, http.MethodGet, probe+"/metrics", "", "", nil)
+		st, body := do(t, http.DefaultClient, http.MethodGet, "http://"+opts.metricsAddr+"/metrics", "", "", nil)
 		if st != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
 			t.Fatalf("/metrics: %d %.300s", st, body)
 		}
@@ -168,7 +168,7 @@ func TestDispatcher(t *testing.T) {
 		eventually(t, "two retention passes", func() bool {
 			return promtestutil.ToFloat64(retentionPasses.WithLabelValues("ok")) >= passesBefore+2
 		})
-		waitStatusBody(t, leader, probe+"/metrics", http.StatusOK, `harness_dispatcher_journal_retention_passes_total{result="ok"}`, 20*time.Second)
+		waitStatusBody(t, leader, "http://"+opts.metricsAddr+"/metrics", http.StatusOK, `harness_dispatcher_journal_retention_passes_total{result="ok"}`, 20*time.Second)
 	})
 
 	t.Run("the CA file verifies the served certificate; an untrusting client is refused", func(t *testing.T) {
@@ -528,7 +528,7 @@ func must(t *testing.T, err error) {
 func testOptions(t *testing.T, journalDir, caOut string) options {
 	t.Helper()
 	return options{
-		bindAddr: freeAddr(t), probeAddr: freeAddr(t),
+		bindAddr: freeAddr(t), probeAddr: freeAddr(t), metricsAddr: freeAddr(t), insecureMetrics: true,
 		leaderElect: true, leaderElectionNS: "default", turnToken: turnTokenOptions{secretName: defaultTurnTokenSecret},
 		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
 		retention: retentionOptions{interval: 100 * time.Millisecond},

@@ -40,6 +40,7 @@ type apiServer struct {
 	grace   time.Duration
 	cache   cache.Cache
 	engine  *dispatch.Engine
+	limits  limitOptions
 	log     logr.Logger
 
 	// serving is true while the listener accepts requests.
@@ -66,15 +67,19 @@ func (s *apiServer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("API server: listen on %s: %w", s.addr, err)
 	}
+	limits := s.limits.withDefaults()
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           bodyDeadline(s.handler, limits.bodyReadTimeout),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       limits.idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          stdlog.New(logWriter{s.log.WithName("http")}, "", 0),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
+	capped := &capListener{Listener: ln, max: int64(limits.maxConnections)}
+	go func() { served <- srv.Serve(tls.NewListener(capped, tlsConfig)) }()
 	s.serving.Store(true)
 	s.log.Info("serving the API", "address", ln.Addr().String())
 

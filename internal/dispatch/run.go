@@ -166,7 +166,13 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	t.settlePlace()
 	state, payload, typ := store.StateFinished, t.resultPayload(res), wire.EventResult
 	if terr != nil {
-		state, payload, typ = store.StateFailed, mustJSON(terr), wire.EventError
+		// The journaled error is what gateways read (the stream, GET
+		// …/turns/{runId}): without addresses or paths; the log keeps them.
+		shown := terr.Redacted()
+		if shown != terr {
+			t.e.log.Info("turn error details withheld from the client", "session", t.session, "runId", t.req.RunID, "code", terr.Code, "error", terr.Message)
+		}
+		state, payload, typ = store.StateFailed, mustJSON(shown), wire.EventError
 	}
 	if err := t.emit(typ, payload); err != nil {
 		t.e.log.Error(err, "journal append failed", "session", t.session, "runId", t.req.RunID, "event", typ)

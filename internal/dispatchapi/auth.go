@@ -2,11 +2,11 @@ package dispatchapi
 
 import (
 	"context"
-	"crypto/sha256"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -19,13 +19,12 @@ import (
 
 // The resource a caller needs permission on (DESIGN.md §4, issue 7).
 const (
-	APIGroup          = "harness.openclaw.dev"
-	Resource          = "agentsessions"
-	SubresourceTurns  = "turns"
-	VerbCreate        = "create"
-	VerbGet           = "get"
-	DefaultAuthTTL    = 10 * time.Second
-	authCacheMaxItems = 4096
+	APIGroup         = "harness.openclaw.dev"
+	Resource         = "agentsessions"
+	SubresourceTurns = "turns"
+	VerbCreate       = "create"
+	VerbGet          = "get"
+	DefaultAuthTTL   = 10 * time.Second
 )
 
 // Attributes is what a request asks to do: verb on
@@ -43,9 +42,14 @@ type Verdict struct {
 	Authenticated bool
 	// User is the authenticated user name (for logs and messages).
 	User string
+	// UID and Groups complete the identity: a run records who asked for it.
+	UID    string
+	Groups []string
 	// Allowed says whether User may do what the attributes ask.
 	Allowed bool
-	// Reason explains a denial (or a failed authentication).
+	// Reason explains a denial (or a failed authentication). The reason of
+	// a failed authentication is the API server's and is only logged: a
+	// caller without a valid token learns nothing about the API server.
 	Reason string
 }
 
@@ -62,6 +66,8 @@ type KubeAuthorizer struct {
 	client kubernetes.Interface
 	// audience is accepted besides the API server's own audiences.
 	audience string
+	// onlyAudience: audience alone is accepted (RequireAudience).
+	onlyAudience bool
 }
 
 // NewKubeAuthorizer returns an Authorizer backed by the API server of c. A
@@ -72,10 +78,25 @@ func NewKubeAuthorizer(c kubernetes.Interface, audience string) *KubeAuthorizer 
 	return &KubeAuthorizer{client: c, audience: audience}
 }
 
+// RequireAudience makes a accept only tokens issued for its audience, not
+// the API server's default audiences: a token a user holds for the API
+// server (a kubeconfig's, a pod's default service account token) is then
+// worth nothing at the dispatcher. It needs a non-empty audience.
+func (a *KubeAuthorizer) RequireAudience() error {
+	if a.audience == "" {
+		return errors.New("dispatchapi: requiring the token audience needs an audience")
+	}
+	a.onlyAudience = true
+	return nil
+}
+
 // Authorize implements Authorizer.
 func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
 	audiences := [][]string{nil}
-	if a.audience != "" {
+	switch {
+	case a.onlyAudience:
+		audiences = [][]string{{a.audience}}
+	case a.audience != "":
 		audiences = append(audiences, []string{a.audience})
 	}
 	var (
@@ -84,6 +105,7 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 		reason string
 	)
 	for _, aud := range audiences {
+		tokenReviewsSent.Inc()
 		tr, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
 			Spec: authnv1.TokenReviewSpec{Token: token, Audiences: aud},
 		}, metav1.CreateOptions{})
@@ -117,7 +139,7 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 	if err != nil {
 		return Verdict{}, fmt.Errorf("SubjectAccessReview: %w", err)
 	}
-	v := Verdict{Authenticated: true, User: user.Username, Allowed: sar.Status.Allowed && !sar.Status.Denied}
+	v := Verdict{Authenticated: true, User: user.Username, UID: user.UID, Groups: user.Groups, Allowed: sar.Status.Allowed && !sar.Status.Denied}
 	if !v.Allowed {
 		v.Reason = sar.Status.Reason
 		if sar.Status.EvaluationError != "" {
@@ -125,59 +147,6 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 		}
 	}
 	return v, nil
-}
-
-// authCache keeps verdicts for a short time, keyed by the token's SHA-256
-// and the attributes.
-type authCache struct {
-	ttl   time.Duration
-	now   func() time.Time
-	mu    sync.Mutex
-	items map[authKey]authEntry
-}
-
-type authKey struct {
-	token [32]byte
-	attrs Attributes
-}
-
-type authEntry struct {
-	v       Verdict
-	expires time.Time
-}
-
-func (c *authCache) get(k authKey) (Verdict, bool) {
-	if c.ttl <= 0 {
-		return Verdict{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.items[k]
-	if !ok || !c.now().Before(e.expires) {
-		delete(c.items, k)
-		return Verdict{}, false
-	}
-	return e.v, true
-}
-
-func (c *authCache) put(k authKey, v Verdict) {
-	if c.ttl <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if len(c.items) >= authCacheMaxItems {
-		for key, e := range c.items {
-			if !now.Before(e.expires) {
-				delete(c.items, key)
-			}
-		}
-		if len(c.items) >= authCacheMaxItems {
-			clear(c.items)
-		}
-	}
-	c.items[k] = authEntry{v: v, expires: now.Add(c.ttl)}
 }
 
 // ProxyAuthorizationHeader carries the bearer token of a request that comes
@@ -211,43 +180,65 @@ func bearerIn(h string) string {
 	return strings.TrimSpace(tok)
 }
 
-// authorize answers 401/403/503 itself and returns false, or returns true.
-func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attributes) bool {
+// authorize answers 401/403/429/503 itself and returns false, or returns
+// the caller's verdict and true.
+//
+// A token's verdict comes from the caches when they hold it; a token that is
+// not known to be valid costs a TokenReview, so those requests (only those)
+// are rate limited per source address first: a flood of made-up tokens is
+// refused with 429 RateLimited before it reaches the API server, while a
+// gateway whose token is cached as valid is never throttled.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attributes) (Verdict, bool) {
 	token := bearerToken(r)
 	if token == "" {
-		writeError(w, wire.Errorf(wire.CodeUnauthorized, "",
+		h.writeError(w, wire.Errorf(wire.CodeUnauthorized, "",
 			"a bearer token is required (Authorization: Bearer <Kubernetes token>, or %s: Bearer <Kubernetes token> through the API server's service proxy)", ProxyAuthorizationHeader), h.retryAfter)
-		return false
+		return Verdict{}, false
 	}
-	key := authKey{token: sha256.Sum256([]byte(token)), attrs: attrs}
-	v, ok := h.cache.get(key)
+	v, ok := h.cache.verdict(token, attrs)
 	if !ok {
+		if !h.cache.knownValid(token) && !h.limiter.allow(sourceHost(r)) {
+			authRateLimited.Inc()
+			h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
+				"too many requests with tokens the dispatcher has not verified yet from this address; retry later"), h.limiter.retryAfter())
+			return Verdict{}, false
+		}
 		var err error
 		v, err = h.auth.Authorize(r.Context(), token, attrs)
 		if err != nil {
 			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
-			writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
+			h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
 				"the dispatcher could not check the token with the Kubernetes API server; retry"), h.retryAfter)
-			return false
+			return Verdict{}, false
 		}
-		h.cache.put(key, v)
+		h.cache.put(token, attrs, v)
 	}
 	what := fmt.Sprintf("%s %s/%s %q in namespace %q (group %s)", attrs.Verb, Resource, attrs.Subresource, attrs.Name, attrs.Namespace, APIGroup)
 	switch {
 	case !v.Authenticated:
-		msg := "the bearer token was not accepted by the Kubernetes API server (TokenReview)"
-		if v.Reason != "" {
-			msg += ": " + v.Reason
-		}
-		writeError(w, wire.Errorf(wire.CodeUnauthorized, "", "%s", msg), h.retryAfter)
-		return false
+		// The API server's reason (which audiences, which issuer, …) is
+		// for the operator's log only.
+		h.log.V(1).Info("bearer token not accepted", "source", sourceHost(r), "reason", v.Reason)
+		h.writeError(w, wire.Errorf(wire.CodeUnauthorized, "",
+			"the bearer token was not accepted by the Kubernetes API server (TokenReview)"), h.retryAfter)
+		return Verdict{}, false
 	case !v.Allowed:
 		msg := fmt.Sprintf("user %q may not %s", v.User, what)
 		if v.Reason != "" {
 			msg += ": " + v.Reason
 		}
-		writeError(w, wire.Errorf(wire.CodeForbidden, "", "%s", msg), h.retryAfter)
-		return false
+		h.writeError(w, wire.Errorf(wire.CodeForbidden, "", "%s", msg), h.retryAfter)
+		return Verdict{}, false
 	}
-	return true
+	return v, true
+}
+
+// sourceHost is the host of the request's peer address: the TCP peer, never
+// a header a client could set (X-Forwarded-For).
+func sourceHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

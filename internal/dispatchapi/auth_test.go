@@ -27,8 +27,8 @@ func (c *countingAuthorizer) Authorize(_ context.Context, _ string, _ Attributes
 func TestAuthorizeCachesVerdictsByTokenHashAndAttributes(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fake := &countingAuthorizer{verdict: Verdict{Authenticated: true, User: "u", Allowed: true}}
-	h := &Handler{auth: fake, retryAfter: time.Second,
-		cache: &authCache{ttl: 10 * time.Second, now: func() time.Time { return now }, items: map[authKey]authEntry{}}}
+	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+		cache: newAuthCache(10*time.Second, 10*time.Second, func() time.Time { return now })}
 	run := func(token string, a Attributes) int {
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
 		if token != "" {
@@ -55,7 +55,7 @@ func TestAuthorizeCachesVerdictsByTokenHashAndAttributes(t *testing.T) {
 	if run("tok2", create) != http.StatusOK || fake.calls != 3 {
 		t.Fatalf("other token: %d reviews", fake.calls)
 	}
-	for k := range h.cache.items {
+	for _, k := range h.cache.verdicts.Keys() {
 		if k.token != sha256.Sum256([]byte("tok")) && k.token != sha256.Sum256([]byte("tok2")) {
 			t.Fatalf("unexpected cache key %x", k.token)
 		}
@@ -133,24 +133,24 @@ func TestBearerTokenThroughTheServiceProxy(t *testing.T) {
 // with neither header is 401 naming both.
 func TestAuthorizeReviewsTheProxiedToken(t *testing.T) {
 	fake := &recordingAuthorizer{verdict: Verdict{}}
-	h := &Handler{auth: fake, retryAfter: time.Second,
-		cache: &authCache{ttl: 0, now: time.Now, items: map[authKey]authEntry{}}}
+	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+		cache: newAuthCache(0, 0, time.Now)}
 	a := Attributes{Verb: VerbGet, Namespace: "ns", Name: "s", Subresource: SubresourceTurns}
 
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r.Header.Set(ProxyAuthorizationHeader, "Bearer not-a-valid-token")
 	w := httptest.NewRecorder()
-	if h.authorize(w, r, a) || w.Code != http.StatusUnauthorized || len(fake.tokens) != 1 || fake.tokens[0] != "not-a-valid-token" {
+	if _, ok := h.authorize(w, r, a); ok || w.Code != http.StatusUnauthorized || len(fake.tokens) != 1 || fake.tokens[0] != "not-a-valid-token" {
 		t.Fatalf("unauthenticated proxied token: code %d, reviewed %q", w.Code, fake.tokens)
 	}
 	fake.verdict = Verdict{Authenticated: true, User: "u", Allowed: true}
 	w = httptest.NewRecorder()
-	if !h.authorize(w, r, a) || len(fake.tokens) != 2 {
+	if _, ok := h.authorize(w, r, a); !ok || len(fake.tokens) != 2 {
 		t.Fatalf("allowed proxied token: code %d, reviewed %q", w.Code, fake.tokens)
 	}
 
 	w = httptest.NewRecorder()
-	if h.authorize(w, httptest.NewRequest(http.MethodGet, "/", nil), a) || w.Code != http.StatusUnauthorized ||
+	if _, ok := h.authorize(w, httptest.NewRequest(http.MethodGet, "/", nil), a); ok || w.Code != http.StatusUnauthorized ||
 		!strings.Contains(w.Body.String(), ProxyAuthorizationHeader) || len(fake.tokens) != 2 {
 		t.Fatalf("no token: code %d, body %s, reviews %d", w.Code, w.Body, len(fake.tokens))
 	}

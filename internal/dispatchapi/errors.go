@@ -46,14 +46,16 @@ func toAPIError(err error) *wire.Error {
 	}
 }
 
-// writeError answers err as JSON; a 503 gets Retry-After, and so does a
-// RetentionLimitReached whose wait is known.
-func writeError(w http.ResponseWriter, err error, retryAfter time.Duration) {
-	ae := toAPIError(err)
+// writeError answers err as JSON; a 503 and a RateLimited get Retry-After
+// (retryAfter), and so does a RetentionLimitReached whose wait is known. A
+// server-side error goes out redacted (wire.Error.Redacted: no addresses or
+// paths); the log keeps what was taken out.
+func (h *Handler) writeError(w http.ResponseWriter, err error, retryAfter time.Duration) {
+	ae := h.redacted(toAPIError(err))
 	status := ae.HTTPStatus()
 	var le *store.RetentionLimitError
 	switch {
-	case status == http.StatusServiceUnavailable:
+	case status == http.StatusServiceUnavailable, ae.Code == wire.CodeRateLimited:
 		w.Header().Set("Retry-After", retryAfterSeconds(retryAfter))
 	case errors.As(err, &le) && le.RetryAfter > 0:
 		w.Header().Set("Retry-After", retryAfterSeconds(le.RetryAfter))
@@ -62,6 +64,16 @@ func writeError(w http.ResponseWriter, err error, retryAfter time.Duration) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="harness-dispatcher"`)
 	}
 	writeJSON(w, status, ae)
+}
+
+// redacted is ae as a gateway may see it (wire.Error.Redacted), logging the
+// original when that took something out.
+func (h *Handler) redacted(ae *wire.Error) *wire.Error {
+	out := ae.Redacted()
+	if out != ae {
+		h.log.Info("error details withheld from the client", "code", ae.Code, "error", ae.Message)
+	}
+	return out
 }
 
 func retryAfterSeconds(d time.Duration) string {

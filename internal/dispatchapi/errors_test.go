@@ -33,7 +33,7 @@ func TestJournalRetentionRefusalsHaveTheirCodes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			writeError(w, tc.err, time.Second)
+			(&Handler{}).writeError(w, tc.err, time.Second)
 			var body wire.Error
 			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 				t.Fatal(err)

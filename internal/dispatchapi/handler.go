@@ -51,6 +51,15 @@ type Config struct {
 	// AuthCacheTTL is how long a verdict is cached (DefaultAuthTTL); negative
 	// disables the cache.
 	AuthCacheTTL time.Duration
+	// NegativeAuthCacheTTL is how long a token the API server rejected is
+	// remembered as rejected (DefaultNegativeAuthTTL; at most AuthCacheTTL).
+	NegativeAuthCacheTTL time.Duration
+	// UnverifiedRate and UnverifiedBurst limit, per source address, the
+	// requests whose token is not cached as valid (DefaultUnverifiedRate
+	// per second, DefaultUnverifiedBurst); a negative rate disables the
+	// limit.
+	UnverifiedRate  float64
+	UnverifiedBurst int
 	// RetryAfter is the Retry-After of 503 answers (DefaultRetryAfter).
 	RetryAfter time.Duration
 	// TurnTokens signs and checks turn tokens: in the dispatcher the key
@@ -77,6 +86,7 @@ type Handler struct {
 	retryAfter time.Duration
 	tokens     *turntoken.Key
 	cache      *authCache
+	limiter    *sourceLimiter
 	log        logr.Logger
 	mux        *http.ServeMux
 	writeWait  time.Duration // Config.StreamWriteTimeout
@@ -105,7 +115,19 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if ttl == 0 {
 		ttl = DefaultAuthTTL
 	}
-	h.cache = &authCache{ttl: ttl, now: time.Now, items: map[authKey]authEntry{}}
+	negTTL := cfg.NegativeAuthCacheTTL
+	if negTTL == 0 {
+		negTTL = DefaultNegativeAuthTTL
+	}
+	h.cache = newAuthCache(ttl, negTTL, time.Now)
+	perSecond, burst := cfg.UnverifiedRate, cfg.UnverifiedBurst
+	if perSecond == 0 {
+		perSecond = DefaultUnverifiedRate
+	}
+	if burst <= 0 {
+		burst = DefaultUnverifiedBurst
+	}
+	h.limiter = newSourceLimiter(perSecond, burst)
 	if h.tokens == nil {
 		var err error
 		if h.tokens, err = processTurnTokens(); err != nil {
@@ -144,11 +166,11 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, wire.Errorf(wire.CodeMethodNotAllowed, "",
+		h.writeError(w, wire.Errorf(wire.CodeMethodNotAllowed, "",
 			"method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), h.retryAfter)
 		return
 	}
-	writeError(w, wire.Errorf(wire.CodeNotFound, "", "no such endpoint: %s %s", r.Method, r.URL.Path), h.retryAfter)
+	h.writeError(w, wire.Errorf(wire.CodeNotFound, "", "no such endpoint: %s %s", r.Method, r.URL.Path), h.retryAfter)
 }
 
 // --- turn tokens ---
@@ -175,7 +197,7 @@ func (h *Handler) checkTurnToken(w http.ResponseWriter, r *http.Request, session
 		if got != "" {
 			msg = "the " + TurnTokenHeader + " header does not match this turn"
 		}
-		writeError(w, wire.Errorf(wire.CodeTurnTokenInvalid, "",
+		h.writeError(w, wire.Errorf(wire.CodeTurnTokenInvalid, "",
 			"%s: present the turnToken of the turn's `selected` event", msg), h.retryAfter)
 		return false
 	}
@@ -193,7 +215,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*v1alpha1.Age
 		if client.IgnoreNotFound(err) == nil {
 			err = wire.Errorf(wire.CodeSessionNotFound, "", "AgentSession %s/%s not found", ns, name)
 		}
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return nil, false
 	}
 	return s, true
@@ -217,14 +239,14 @@ func attrs(r *http.Request, verb string) Attributes {
 func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*wire.TurnRequest, bool) {
 	req, err := wire.DecodeTurnRequest(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return nil, false
 	}
 	return req, true
 }
 
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
-	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
 		return
 	}
 	req, ok := h.decodeTurn(w, r)
@@ -233,15 +255,16 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := h.eng.Decide(r.Context(), r.PathValue("ns"), r.PathValue("name"), req)
 	if err != nil {
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return
 	}
+	d.Error = h.redacted(d.Error)
 	writeJSON(w, http.StatusOK, d)
 }
 
 // turn runs (or resumes) a turn and streams its journaled events.
 func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
-	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
 		return
 	}
 	req, ok := h.decodeTurn(w, r)
@@ -269,7 +292,7 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 		run, err = h.eng.Start(r.Context(), r.PathValue("ns"), r.PathValue("name"), req)
 	}
 	if err != nil {
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return
 	}
 	h.stream(w, r, run, afterSeq)
@@ -284,11 +307,11 @@ func (h *Handler) lastEventID(w http.ResponseWriter, r *http.Request, req *wire.
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		writeError(w, wire.Errorf(wire.CodeBadRequest, "", "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
+		h.writeError(w, wire.Errorf(wire.CodeBadRequest, "", "Last-Event-ID must be an event id of this API (a non-negative integer)"), h.retryAfter)
 		return 0, false, false
 	}
 	if req.RunID == "" {
-		writeError(w, wire.Errorf(wire.CodeBadRequest, "", "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
+		h.writeError(w, wire.Errorf(wire.CodeBadRequest, "", "a reconnect with Last-Event-ID must repeat the turn's runId in the body"), h.retryAfter)
 		return 0, false, false
 	}
 	return n, true, true
@@ -351,7 +374,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 				// The run can no longer be read (retention pruned it,
 				// its file is damaged): say so rather than just stop.
 				// No id: it is not a journaled event.
-				b, _ := json.Marshal(toAPIError(err))
+				b, _ := json.Marshal(h.redacted(toAPIError(err)))
 				buf.Reset()
 				writeEvent(&buf, "", wire.EventError, b)
 				_ = out.writeFlush(buf.Bytes())
@@ -437,14 +460,14 @@ func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (store.Run, 
 		if errors.Is(err, store.ErrNotFound) {
 			err = wire.Errorf(wire.CodeRunNotFound, "", "run %q of AgentSession %s/%s is not in the journal", runID, ns, name)
 		}
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return nil, false
 	}
 	return run, true
 }
 
 func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
-	if !h.authorize(w, r, attrs(r, VerbGet)) {
+	if _, ok := h.authorize(w, r, attrs(r, VerbGet)); !ok {
 		return
 	}
 	run, ok := h.lookupRun(w, r)
@@ -470,7 +493,7 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
-	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
 		return
 	}
 	runID := r.PathValue("runId")
@@ -480,25 +503,25 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 	}
 	var body wire.ToolResultRequest
 	if err := wire.DecodeStrict(http.MaxBytesReader(w, r.Body, h.maxBody), &body); err != nil {
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return
 	}
 	if body.CallID == "" {
-		writeError(w, &wire.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
+		h.writeError(w, &wire.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
 		return
 	}
 	if _, ok := h.lookupRun(w, r); !ok {
 		return
 	}
 	if err := h.eng.SubmitToolResult(session, runID, body.CallID, body.ToolAnswer); err != nil {
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"runId": runID, "callId": body.CallID, "accepted": true})
 }
 
 func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
-	if !h.authorize(w, r, attrs(r, VerbCreate)) {
+	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
 		return
 	}
 	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
@@ -508,13 +531,13 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 		return
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		var empty struct{}
 		if err := wire.DecodeStrict(bytes.NewReader(body), &empty); err != nil {
-			writeError(w, err, h.retryAfter)
+			h.writeError(w, err, h.retryAfter)
 			return
 		}
 	}
@@ -523,7 +546,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if run.Info().State != store.StateRunning || !h.eng.Interrupt(session, runID) {
-		writeError(w, wire.Errorf(wire.CodeTurnNotRunning, "",
+		h.writeError(w, wire.Errorf(wire.CodeTurnNotRunning, "",
 			"run %q of AgentSession %s/%s is not running", runID, ns, name), h.retryAfter)
 		return
 	}
@@ -537,7 +560,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 // proper end (the client sees an unexpected EOF, never a shorter transcript
 // that looks complete).
 func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
-	if !h.authorize(w, r, attrs(r, VerbGet)) {
+	if _, ok := h.authorize(w, r, attrs(r, VerbGet)); !ok {
 		return
 	}
 	s, ok := h.session(w, r)
@@ -548,7 +571,7 @@ func (h *Handler) transcript(w http.ResponseWriter, r *http.Request) {
 	_, err := h.store.ReadTranscript(dispatch.SessionKey(s), body)
 	switch {
 	case err != nil && !body.started:
-		writeError(w, err, h.retryAfter)
+		h.writeError(w, err, h.retryAfter)
 	case err != nil:
 		h.log.V(1).Info("transcript cut short", "session", dispatch.SessionKey(s), "error", err.Error())
 		panic(http.ErrAbortHandler)

@@ -62,6 +62,10 @@ const (
 	CodeRequestTooLarge   ErrorCode = "RequestTooLarge"
 	CodeInternalError     ErrorCode = "InternalError"
 	CodeAuthUnavailable   ErrorCode = "AuthUnavailable"
+	// CodeRateLimited: too many requests with tokens the dispatcher has not
+	// verified yet came from the caller's address (each would cost a
+	// TokenReview); retry after Retry-After.
+	CodeRateLimited ErrorCode = "RateLimited"
 )
 
 // errorCodes is the one table of HTTP status and retryability per code:
@@ -105,6 +109,7 @@ var errorCodes = [...]struct {
 	{CodeInternalError, http.StatusInternalServerError, false, false},
 	// The authorizer could not be asked: the same request may pass later.
 	{CodeAuthUnavailable, http.StatusServiceUnavailable, true, false},
+	{CodeRateLimited, http.StatusTooManyRequests, true, false},
 }
 
 // ErrorCodes returns the codes of DESIGN.md §7 (the turn's errors, not the

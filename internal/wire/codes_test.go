@@ -33,20 +33,20 @@ func TestErrorCodeTable(t *testing.T) {
 }
 
 // The API's own codes keep the statuses the dispatcher always answered them
-// with; only a 503 is retryable, and none is a §7 turn error (kubectl-harness
+// with; only a 503 and a 429 are retryable, and none is a §7 turn error (kubectl-harness
 // exits 3 only for those).
 func TestAPICodesAnswerTheirStatus(t *testing.T) {
 	for code, status := range map[ErrorCode]int{
 		CodeBadRequest: 400, CodeUnauthorized: 401, CodeForbidden: 403, CodeTurnTokenInvalid: 403,
 		CodeSessionNotFound: 404, CodeRunNotFound: 404, CodeNotFound: 404, CodeMethodNotAllowed: 405,
 		CodeNoPendingToolCall: 409, CodeTurnNotRunning: 409, CodeRequestTooLarge: 413, CodeInternalError: 500,
-		CodeAuthUnavailable: 503,
+		CodeAuthUnavailable: 503, CodeRateLimited: 429,
 	} {
-		if code.HTTPStatus() != status || code.Retryable() != (status == 503) || code.IsTurnError() {
+		if code.HTTPStatus() != status || code.Retryable() != (status == 503 || status == 429) || code.IsTurnError() {
 			t.Errorf("%s = %d retryable=%v turn=%v, want %d", code, code.HTTPStatus(), code.Retryable(), code.IsTurnError(), status)
 		}
 	}
-	if got := len(errorCodes) - len(ErrorCodes()); got != 13 {
+	if got := len(errorCodes) - len(ErrorCodes()); got != 14 {
 		t.Errorf("the table has %d API codes; a new one needs a row in this test", got)
 	}
 }

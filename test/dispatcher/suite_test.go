@@ -74,7 +74,7 @@ var (
 
 	// apiBase is https://127.0.0.1:<port> of the dispatcher's API.
 	apiBase string
-	// metricsURL is the dispatcher's /metrics (on its probe address).
+	// metricsURL is the dispatcher's /metrics (plain HTTP: --metrics-insecure).
 	metricsURL string
 	// hc trusts only the CA the dispatcher wrote to --tls-ca-out.
 	hc *http.Client
@@ -162,7 +162,7 @@ var _ = BeforeSuite(func() {
 		"--webhook-cert-dir="+filepath.Join(work, "webhook-certs"),
 		"--webhook-cert-dir-from-secret",
 	)
-	bindAddr, dispatcherProbe := freeAddr(), freeAddr()
+	bindAddr, dispatcherProbe, dispatcherMetrics := freeAddr(), freeAddr(), freeAddr()
 	launch = dispatcherLaunch{
 		bin: filepath.Join(binDir, "dispatcher"), logDir: logDir, probeAddr: dispatcherProbe,
 		caFile: filepath.Join(work, "dispatcher-ca.pem"), journalDir: filepath.Join(work, "journal"),
@@ -171,6 +171,8 @@ var _ = BeforeSuite(func() {
 		"--kubeconfig=" + kubeconfig,
 		"--bind-address=" + bindAddr,
 		"--probe-bind-address=" + dispatcherProbe,
+		"--metrics-bind-address=" + dispatcherMetrics,
+		"--metrics-insecure",
 		"--journal-dir=" + launch.journalDir,
 		"--tls-ca-out=" + launch.caFile,
 		"--token-audience=" + audience,
@@ -181,7 +183,7 @@ var _ = BeforeSuite(func() {
 	startDispatcher()
 	Expect(manager.WaitReady("http://"+managerProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
 	apiBase = "https://" + bindAddr
-	metricsURL = "http://" + dispatcherProbe + "/metrics"
+	metricsURL = "http://" + dispatcherMetrics + "/metrics"
 
 	// Everything below goes through the manager's admission webhooks.
 	Expect(k8s.Create(ctx, &v1alpha1.RuntimePolicy{
