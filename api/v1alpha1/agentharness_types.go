@@ -360,6 +360,17 @@ type AppServerWorkload struct {
 	// +kubebuilder:validation:Maximum=10000
 	MaxSessionsPerReplica *int32 `json:"maxSessionsPerReplica,omitempty"`
 
+	// maxSessionsPerNamespace bounds the sessions of one other namespace
+	// bound to this harness's pods, all replicas together: a harness shared
+	// with other namespaces (allowedNamespaces) cannot be filled by one of
+	// them. A session over it is refused HarnessAtCapacity. The harness's own
+	// namespace is bounded only by maxSessionsPerReplica.
+	// +optional
+	// +kubebuilder:default=16
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxSessionsPerNamespace *int32 `json:"maxSessionsPerNamespace,omitempty"`
+
 	// storage is a persistent volume per replica for the native home; omitted
 	// uses an emptyDir (threads do not survive a pod restart).
 	// +optional

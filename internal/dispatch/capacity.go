@@ -17,8 +17,22 @@ import (
 // moves to another pod or is deleted (store.DeleteSession). Two turns racing
 // for the last place never both get it, and no turn lists AgentSessions.
 
+// A shared harness's sessions are also bounded per consuming namespace
+// (spec.appServer.maxSessionsPerNamespace, for namespaces other than the
+// harness's own): the same store reservations, on a key per harness and
+// namespace (tenantKey) instead of per pod. A session takes that place with
+// its first pod place on the harness, keeps it while bound to any of the
+// harness's pods, and gives it back when it moves to another harness or is
+// deleted.
+
 // serverKey names an app-server pod to the store.
 func serverKey(h *v1alpha1.AgentHarness, pod string) string { return h.Namespace + "/" + pod }
+
+// tenantKey names the places of namespace's sessions on the harness
+// harnessNS/harness. It has four segments, so it never equals a serverKey.
+func tenantKey(harnessNS, harness, namespace string) string {
+	return harnessNS + "/" + harness + "/namespace/" + namespace
+}
 
 // reserve takes the session's place on the chosen pod. A session already
 // bound there keeps its place (one bound before reservations existed takes
@@ -32,8 +46,14 @@ func (e *Engine) reserve(ctx context.Context, sess *v1alpha1.AgentSession, p *pr
 	if b := sess.Status.NativeBinding; b != nil && b.Pod == srv.Name && b.HarnessNamespace == h.Namespace {
 		limit, p.keepsPlace = math.MaxInt32, true // its place is its own
 	}
+	if terr := e.reserveTenant(ctx, sess, p); terr != nil {
+		return terr
+	}
 	err := e.store.Reserve(ctx, key, SessionKey(sess), limit)
 	var full *store.CapacityError
+	if err != nil {
+		e.unreserveTenant(p)
+	}
 	switch {
 	case errors.As(err, &full):
 		return wire.Errorf(wire.CodeHarnessAtCapacity, wire.ScopeHarness,
@@ -45,10 +65,54 @@ func (e *Engine) reserve(ctx context.Context, sess *v1alpha1.AgentSession, p *pr
 	return nil
 }
 
-// unreserve gives back a place reserve took for a turn that then did not
+// reserveTenant takes the session's place among its namespace's sessions on
+// a shared harness. A session already bound to the harness keeps its place
+// (one bound before these places existed takes it whatever the count).
+func (e *Engine) reserveTenant(ctx context.Context, sess *v1alpha1.AgentSession, p *prepared) *wire.Error {
+	h := p.harness
+	if sess.Namespace == h.Namespace {
+		return nil
+	}
+	key, limit := tenantKey(h.Namespace, h.Name, sess.Namespace), int(ptrOr(h.Spec.AppServer.MaxSessionsPerNamespace, 16))
+	b := sess.Status.NativeBinding
+	bound := b != nil && b.HarnessNamespace == h.Namespace && b.HarnessName == h.Name
+	if bound {
+		limit = math.MaxInt32
+	}
+	err := e.store.Reserve(ctx, key, SessionKey(sess), limit)
+	var full *store.CapacityError
+	switch {
+	case errors.As(err, &full):
+		return wire.Errorf(wire.CodeHarnessAtCapacity, wire.ScopeHarness,
+			"AgentHarness %s/%s holds %d sessions of namespace %s (maxSessionsPerNamespace %d)", h.Namespace, h.Name, full.Held, sess.Namespace, full.Limit)
+	case err != nil:
+		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "reserve a place for namespace %s on AgentHarness %s/%s: %v", sess.Namespace, h.Namespace, h.Name, err)
+	}
+	if !bound {
+		p.tenant = key
+	}
+	return nil
+}
+
+// unreserveTenant gives back a namespace place this turn took.
+func (e *Engine) unreserveTenant(p *prepared) {
+	if p.tenant == "" {
+		return
+	}
+	if err := e.store.Unreserve(context.WithoutCancel(e.ctx), p.tenant, p.session); err != nil {
+		e.log.Error(err, "give back a namespace's place on a harness", "place", p.tenant, "session", p.session)
+	}
+	p.tenant = ""
+}
+
+// unreserve gives back the places reserve took for a turn that then did not
 // bind the session to the pod (it was refused before it started there).
 func (e *Engine) unreserve(p *prepared) {
-	if p == nil || p.reserved == "" || p.keepsPlace {
+	if p == nil {
+		return
+	}
+	e.unreserveTenant(p)
+	if p.reserved == "" || p.keepsPlace {
 		return
 	}
 	if err := e.store.Unreserve(context.WithoutCancel(e.ctx), p.reserved, p.session); err != nil {
@@ -72,5 +136,12 @@ func (t *runningTurn) settlePlace() {
 	key := old.HarnessNamespace + "/" + old.Pod
 	if err := t.e.store.Unreserve(context.WithoutCancel(t.e.ctx), key, t.session); err != nil {
 		t.e.log.Error(err, "give back the place on the pod the session left", "server", key, "session", t.session)
+	}
+	if old.HarnessNamespace == t.p.harness.Namespace && old.HarnessName == t.p.harness.Name {
+		return // another pod of the same harness: the namespace place stays
+	}
+	tenant := tenantKey(old.HarnessNamespace, old.HarnessName, t.sess.Namespace)
+	if err := t.e.store.Unreserve(context.WithoutCancel(t.e.ctx), tenant, t.session); err != nil {
+		t.e.log.Error(err, "give back the namespace place on the harness the session left", "place", tenant, "session", t.session)
 	}
 }

@@ -27,6 +27,7 @@ type prepared struct {
 	session    string // SessionKey
 	reserved   string // the server pod whose place the session holds (reserve), "" for none
 	keepsPlace bool   // the session held that place before this turn
+	tenant     string // the namespace place this turn took (capacity.go), "" for none
 	rebind     bool
 	pod        bool // the server is a managed pod (not external)
 }
