@@ -416,6 +416,11 @@ func (in *AppServerWorkload) DeepCopyInto(out *AppServerWorkload) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxSessionsPerNamespace != nil {
+		in, out := &in.MaxSessionsPerNamespace, &out.MaxSessionsPerNamespace
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Storage != nil {
 		in, out := &in.Storage, &out.Storage
 		*out = new(AppServerStorage)
