@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -98,8 +99,10 @@ func bodyDeadline(next http.Handler, bodyTimeout time.Duration) http.Handler {
 	})
 }
 
-// deadlineBody lifts the read deadline once its body is read to the end or
-// closed.
+// deadlineBody lifts the read deadline once its body is read to the end,
+// or once it is closed (net/http then has read or discarded the rest under
+// the deadline). A read that fails (the deadline passed) lifts nothing: the
+// server's discard of the rest must fail too, and the connection close.
 type deadlineBody struct {
 	body interface {
 		Read([]byte) (int, error)
@@ -111,15 +114,16 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	if err != nil {
+	if errors.Is(err, io.EOF) {
 		b.once.Do(b.lift)
 	}
 	return n, err
 }
 
 func (b *deadlineBody) Close() error {
+	err := b.body.Close()
 	b.once.Do(b.lift)
-	return b.body.Close()
+	return err
 }
 
 var connectionsRefused = prometheus.NewCounter(prometheus.CounterOpts{

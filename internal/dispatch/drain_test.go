@@ -33,7 +33,7 @@ var _ = Describe("Shutting down with a host tool call waiting for its client", f
 		req := textReq("run-dr1", "drain-1: weather in Oslo?")
 		req.Tools = []wire.HostTool{{Name: "lookup_weather", Description: "Weather by city",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}
-		run, err := leaving.Start(ctx, ns, "drained", req)
+		run, err := leaving.Start(ctx, ns, "drained", req, journal.Requester{})
 		Expect(err).NotTo(HaveOccurred())
 		var call wire.ToolCall
 		for ev, err := range run.Events(ctx, 0) {

@@ -24,8 +24,8 @@ type panickingStore struct {
 	armed atomic.Bool
 }
 
-func (s *panickingStore) Claim(lease store.Lease, runID string, digest [32]byte) (store.Run, store.BeginOutcome, error) {
-	run, outcome, err := s.Journal.Claim(lease, runID, digest)
+func (s *panickingStore) Claim(lease store.Lease, runID string, digest [32]byte, by store.Requester) (store.Run, store.BeginOutcome, error) {
+	run, outcome, err := s.Journal.Claim(lease, runID, digest, by)
 	if err != nil || outcome != store.BeginNew {
 		return run, outcome, err
 	}

@@ -40,7 +40,7 @@ func abandonedTurn(ns, name, runID, marker string) *v1alpha1.NativeTurn {
 	gate := stubmodel.NewGate()
 	DeferCleanup(func() { gate.Release(); gone.Close() })
 	stub.When(marker, stubmodel.Stall(gate, stubmodel.Text("nobody reads this")))
-	_, err = gone.Start(ctx, ns, name, textReq(runID, marker+" a long job"))
+	_, err = gone.Start(ctx, ns, name, textReq(runID, marker+" a long job"), journal.Requester{})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = stub.WaitMarker(ctx, marker)
 	Expect(err).NotTo(HaveOccurred())

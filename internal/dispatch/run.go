@@ -183,6 +183,24 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	if err := t.e.store.SyncTranscript(t.session); err != nil {
 		t.e.log.Error(err, "transcript sync failed", "session", t.session)
 	}
+	t.logEnd(res, terr)
+}
+
+// logEnd writes the one record of a turn's end: who asked for it, where it
+// ran and how it ended (accountability: the same requester is in the run's
+// journal record and GET …/turns/{runId}).
+func (t *runningTurn) logEnd(res *wire.TurnResult, terr *wire.Error) {
+	by := t.run.Info().Requester
+	outcome := ""
+	switch {
+	case terr != nil:
+		outcome = string(terr.Code)
+	case res != nil:
+		outcome = string(res.Terminal.Kind)
+	}
+	t.e.log.Info("turn ended", "requester", by.User, "requesterUID", by.UID, "requesterGroups", by.Groups,
+		"namespace", t.sess.Namespace, "session", t.sess.Name, "runId", t.req.RunID,
+		"harness", t.p.harness.Namespace+"/"+t.p.harness.Name, "outcome", outcome)
 }
 
 // resultPayload is the `result` event of a turn that completed.

@@ -40,8 +40,10 @@ import (
 //     Interrupt reaches it from the moment Start returns; the turn then runs
 //     (run.go).
 //
-// A request without runId gets a generated one (req.RunID is set).
-func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest) (store.Run, error) {
+// A request without runId gets a generated one (req.RunID is set). by is
+// who asks (the API's authenticated caller): the run records it, and the
+// turn's end is logged with it.
+func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest, by store.Requester) (store.Run, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnReque
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: wait for the session lease of %s: %w", session, err)
 	}
-	run, t, err := e.begin(ctx, ns, name, lease, req, digest)
+	run, t, err := e.begin(ctx, ns, name, lease, req, digest, by)
 	if t == nil {
 		e.release(lease)
 		return run, err
@@ -110,7 +112,7 @@ func (e *Engine) known(ns, session, runID string, digest [32]byte) (store.Run, e
 // begin is steps 4 and 5 of Start, under the session's lease. It returns the
 // turn to execute (which then owns the lease) when a new run was journaled;
 // otherwise the known run or the refusal.
-func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, req *wire.TurnRequest, digest [32]byte) (store.Run, *runningTurn, error) {
+func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, req *wire.TurnRequest, digest [32]byte, by store.Requester) (store.Run, *runningTurn, error) {
 	session := lease.Session
 	if run, err := e.known(ns, session, req.RunID, digest); run != nil || err != nil {
 		return run, nil, err // the same runId ran while this request waited
@@ -133,7 +135,7 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	if terr != nil {
 		return nil, nil, terr
 	}
-	run, outcome, err := e.store.Claim(lease, req.RunID, digest)
+	run, outcome, err := e.store.Claim(lease, req.RunID, digest, by)
 	if err != nil {
 		e.unreserve(p)
 		var conflict *store.RunConflictError
@@ -172,14 +174,15 @@ type Sink func(eventType string, payload json.RawMessage)
 // Turn is Start followed until the run ends: its events go to sink, and
 // cancelling ctx interrupts the turn (terminal aborted). A refusal after
 // selection is given to sink as the `selected` and `error` events it would
-// have streamed. Turn returns nil for a completed turn (whatever its terminal
-// kind), the *wire.Error of a turn that failed or was refused, and Start's
-// other errors.
+// have streamed. The run records no requester (an in-process caller). Turn
+// returns nil for a completed turn (whatever its terminal kind), the
+// *wire.Error of a turn that failed or was refused, and Start's other
+// errors.
 func (e *Engine) Turn(ctx context.Context, ns, name string, req *wire.TurnRequest, sink Sink) error {
 	if sink == nil {
 		sink = func(string, json.RawMessage) {}
 	}
-	run, err := e.Start(ctx, ns, name, req)
+	run, err := e.Start(ctx, ns, name, req, store.Requester{})
 	if err != nil {
 		var r *refusal
 		if errors.As(err, &r) {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -51,6 +52,11 @@ type Verdict struct {
 	// a failed authentication is the API server's and is only logged: a
 	// caller without a valid token learns nothing about the API server.
 	Reason string
+}
+
+// requester is the verdict's identity as a run records it.
+func (v Verdict) requester() store.Requester {
+	return store.Requester{User: v.User, UID: v.UID, Groups: v.Groups}
 }
 
 // Authorizer authenticates a bearer token and checks its permission. An

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -27,6 +28,9 @@ func toAPIError(err error) *wire.Error {
 		return we
 	case errors.As(err, &mbe):
 		return wire.Errorf(wire.CodeRequestTooLarge, "", "the request body is larger than %d bytes", mbe.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The server's body read deadline (cmd/dispatcher --body-read-timeout).
+		return wire.Errorf(wire.CodeBadRequest, "", "the request body did not arrive in time")
 	case errors.As(err, &fe):
 		return wire.Errorf(wire.CodeBadRequest, "", "invalid request body: %v", fe)
 	case errors.Is(err, dispatch.ErrSessionNotFound):

@@ -264,7 +264,8 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 
 // turn runs (or resumes) a turn and streams its journaled events.
 func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
+	caller, ok := h.authorize(w, r, attrs(r, VerbCreate))
+	if !ok {
 		return
 	}
 	req, ok := h.decodeTurn(w, r)
@@ -289,7 +290,7 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 		// runs on the engine's context, not this request's: the client may
 		// leave and reconnect. While it waits for the session it is
 		// dropped with this request: nothing ran, its runId stays free.
-		run, err = h.eng.Start(r.Context(), r.PathValue("ns"), r.PathValue("name"), req)
+		run, err = h.eng.Start(r.Context(), r.PathValue("ns"), r.PathValue("name"), req, caller.requester())
 	}
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
@@ -447,6 +448,9 @@ type TurnState struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Error is the `error` payload of a failed run.
 	Error json.RawMessage `json:"error,omitempty"`
+	// Requester is who started the run (the authenticated caller of its
+	// first request); omitted for runs journaled without one.
+	Requester *store.Requester `json:"requester,omitempty"`
 }
 
 func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
@@ -476,6 +480,9 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 	}
 	info := run.Info()
 	st := TurnState{RunID: info.RunID, Session: info.Session, State: string(info.State), StartedAt: info.StartedAt, LastEventID: info.LastSeq}
+	if by := info.Requester; by.User != "" || by.UID != "" {
+		st.Requester = &by
+	}
 	if !info.FinishedAt.IsZero() {
 		t := info.FinishedAt
 		st.FinishedAt = &t

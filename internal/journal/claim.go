@@ -14,7 +14,7 @@ import (
 // is checked with its fence held shared, so no grant changes while the begin
 // record is written, and a BeginNew handle keeps checking it at every Append
 // and Finish (Run.holdLease).
-func (j *Journal) Claim(lease store.Lease, runID string, digest [32]byte) (store.Run, store.BeginOutcome, error) {
+func (j *Journal) Claim(lease store.Lease, runID string, digest [32]byte, by store.Requester) (store.Run, store.BeginOutcome, error) {
 	if err := validLease(lease); err != nil {
 		return nil, 0, err
 	}
@@ -28,7 +28,7 @@ func (j *Journal) Claim(lease store.Lease, runID string, digest [32]byte) (store
 		return nil, 0, fmt.Errorf("journal: claim run %q: %w", runID, err)
 	}
 	defer unfence()
-	r, outcome, err := j.Begin(lease.Session, runID, digest)
+	r, outcome, err := j.begin(lease.Session, runID, digest, by)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -13,6 +13,7 @@ type (
 	BeginOutcome         = store.BeginOutcome
 	Event                = store.Event
 	RunRef               = store.RunRef
+	Requester            = store.Requester
 	RunInfo              = store.RunInfo
 	PruneReport          = store.PruneReport
 	NamespaceUsage       = store.NamespaceUsage

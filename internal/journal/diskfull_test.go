@@ -127,7 +127,7 @@ func TestASessionWhoseTurnFailedOnAFullDiskCanBeDeletedWhileItIsFull(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, _, err := j.Claim(lease, "run-1", digestOf("body"))
+	w, _, err := j.Claim(lease, "run-1", digestOf("body"), Requester{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,9 +37,27 @@ type fileRecord struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Reason  string          `json:"reason,omitempty"`
+	// Requester is who asked for the run (begin record only).
+	Requester *Requester `json:"requester,omitempty"`
 	// Pruned marks the end record of a tombstone: the events before it and
 	// the result were pruned, LastSeq is the run's last event all the same.
 	Pruned bool `json:"pruned,omitempty"`
+}
+
+// requesterRecord is the begin record's requester: none when it is empty.
+func requesterRecord(by Requester) *Requester {
+	if by.User == "" && by.UID == "" && len(by.Groups) == 0 {
+		return nil
+	}
+	return &by
+}
+
+// requesterOf is the requester of a begin record.
+func requesterOf(begin fileRecord) Requester {
+	if begin.Requester == nil {
+		return Requester{}
+	}
+	return *begin.Requester
 }
 
 // encodeLine renders r as one JSON line (HTML characters are not escaped, so
@@ -276,7 +294,7 @@ func loadEndedRun(f *os.File, meta *runState) (*runState, error) {
 		return nil, errors.New("run file does not match the index")
 	}
 	return &runState{
-		key: meta.key, gen: meta.gen, path: meta.path, digest: meta.digest, startedAt: e.begin.At.UTC(),
+		key: meta.key, gen: meta.gen, path: meta.path, digest: meta.digest, startedAt: e.begin.At.UTC(), requester: requesterOf(e.begin),
 		state: e.end.State, lastSeq: e.end.LastSeq, evEnd: st.Size(),
 		finishedAt: e.end.At.UTC(), result: e.end.Result, reason: e.end.Reason,
 		done: closedChan,

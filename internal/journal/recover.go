@@ -133,7 +133,7 @@ func (j *Journal) loadRun(session, path string) error {
 	}
 	rs := &runState{
 		key: runKey{session, p.header.RunID}, path: path, digest: p.digest,
-		startedAt: p.header.At.UTC(), lastSeq: p.lastSeq, size: p.good,
+		startedAt: p.header.At.UTC(), requester: requesterOf(p.header), lastSeq: p.lastSeq, size: p.good,
 	}
 	if p.end != nil {
 		rs.state, rs.finishedAt, rs.reason, rs.done = p.end.State, p.end.At.UTC(), p.end.Reason, closedChan
@@ -170,7 +170,7 @@ func (j *Journal) indexEnded(session, path string) (rs *runState, ok bool, err e
 	}
 	return &runState{
 		key: runKey{session, e.begin.RunID}, path: path, digest: e.digest,
-		startedAt: e.begin.At.UTC(), state: e.end.State, lastSeq: e.end.LastSeq,
+		startedAt: e.begin.At.UTC(), requester: requesterOf(e.begin), state: e.end.State, lastSeq: e.end.LastSeq,
 		finishedAt: e.end.At.UTC(), reason: e.end.Reason, size: st.Size(), pruned: e.end.Pruned, done: closedChan,
 	}, true, nil
 }

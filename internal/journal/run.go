@@ -39,6 +39,7 @@ type runState struct {
 	path      string
 	digest    [32]byte
 	startedAt time.Time
+	requester Requester // who asked for the run (its begin record)
 	recovered bool
 	pruned    bool          // the file holds only the run's tombstone (tombstone.go)
 	ready     chan struct{} // non-nil while Begin creates the file; closed when done
@@ -87,7 +88,7 @@ func (rs *runState) currentState() State {
 // metaCopy is the ended run as the index keeps it; rs.mu must be held.
 func (rs *runState) metaCopy() *runState {
 	return &runState{
-		key: rs.key, gen: rs.gen, path: rs.path, digest: rs.digest, startedAt: rs.startedAt, size: rs.size,
+		key: rs.key, gen: rs.gen, path: rs.path, digest: rs.digest, startedAt: rs.startedAt, requester: rs.requester, size: rs.size,
 		state: rs.state, lastSeq: rs.lastSeq, finishedAt: rs.finishedAt, reason: rs.reason,
 		pruned: rs.pruned, done: closedChan,
 	}
@@ -101,6 +102,11 @@ func (rs *runState) metaCopy() *runState {
 // Nothing is recorded then. BeginNew returns only after the begin record is
 // fsynced. Begin never returns BeginNew for a runId the journal knows.
 func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutcome, error) {
+	return j.begin(session, runID, digest, Requester{})
+}
+
+// begin is Begin recording by as the run's requester.
+func (j *Journal) begin(session, runID string, digest [32]byte, by Requester) (*Run, BeginOutcome, error) {
 	if err := ValidateSession(session); err != nil {
 		return nil, 0, err
 	}
@@ -122,7 +128,7 @@ func (j *Journal) Begin(session, runID string, digest [32]byte) (*Run, BeginOutc
 			}
 			rs = &runState{
 				key: key, path: j.runPath(session, runID), digest: digest,
-				startedAt: j.now(), ready: make(chan struct{}),
+				startedAt: j.now(), requester: by, ready: make(chan struct{}),
 				state: StateRunning, done: make(chan struct{}),
 			}
 			j.indexRunLocked(rs)
@@ -275,13 +281,13 @@ func (j *Journal) create(s *sessionState, rs *runState) error {
 func beginLine(rs *runState) ([]byte, error) {
 	return encodeLine(fileRecord{
 		Rec: recBegin, V: formatVersion, Session: rs.key.session, RunID: rs.key.runID,
-		Digest: hex.EncodeToString(rs.digest[:]), At: rs.startedAt,
+		Digest: hex.EncodeToString(rs.digest[:]), At: rs.startedAt, Requester: requesterRecord(rs.requester),
 	})
 }
 
 // Ref names the run.
 func (r *Run) Ref() RunRef {
-	return RunRef{Session: r.rs.key.session, RunID: r.rs.key.runID, StartedAt: r.rs.startedAt, Recovered: r.rs.recovered}
+	return RunRef{Session: r.rs.key.session, RunID: r.rs.key.runID, StartedAt: r.rs.startedAt, Requester: r.rs.requester, Recovered: r.rs.recovered}
 }
 
 // Info returns a snapshot of the run.

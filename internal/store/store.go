@@ -38,7 +38,7 @@ type Store interface {
 	// Claim requires lease to be the session's current grant (ErrFenced
 	// otherwise) and binds the BeginNew handle to it: its Append and Finish
 	// succeed only while lease is still the session's current grant.
-	Claim(lease Lease, runID string, digest [32]byte) (Run, BeginOutcome, error)
+	Claim(lease Lease, runID string, digest [32]byte, by Requester) (Run, BeginOutcome, error)
 	// FindRun returns a read-only handle on a known run (for a reader that
 	// has the runId and an event id to resume after), ErrNotFound, or a
 	// *RunPrunedError for a run of which only the tombstone is kept. The

@@ -56,11 +56,22 @@ type Event struct {
 	Payload json.RawMessage `json:"payload,omitempty"` // compact JSON, or nil
 }
 
+// Requester is who asked for a run: the authenticated user of the request
+// that started it. It is empty for a run begun without one (in-process
+// callers, runs journaled before requesters were recorded).
+type Requester struct {
+	User   string   `json:"user,omitempty"`
+	UID    string   `json:"uid,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+}
+
 // RunRef names a run.
 type RunRef struct {
 	Session   string
 	RunID     string
 	StartedAt time.Time
+	// Requester is who asked for the run (Claim's).
+	Requester Requester
 	// Recovered is true for a run found running when the Store was opened:
 	// no handle of this Store writes it, and it stays running until
 	// Recover ends it.

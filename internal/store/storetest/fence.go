@@ -27,7 +27,7 @@ func testFencedAfterTakeover(t *testing.T, e *env) {
 	_, err := w.Append("partial", payload(1))
 	wantErr(t, "Append of a stale holder", err, store.ErrFenced)
 	wantErr(t, "Finish of a stale holder", w.Finish(store.StateFinished, nil), store.ErrFenced)
-	_, _, err = e.st.Claim(a, "run-2", digest("body"))
+	_, _, err = e.st.Claim(a, "run-2", digest("body"), store.Requester{})
 	wantErr(t, "Claim of a stale holder", err, store.ErrFenced)
 
 	found, err := e.st.FindRun(s, "run-1")
@@ -65,7 +65,7 @@ func testFencedAfterRelease(t *testing.T, e *env) {
 	release(t, e.st, a)
 	_, err := w.Append("partial", payload(0))
 	wantErr(t, "Append after Release", err, store.ErrFenced)
-	_, _, err = e.st.Claim(a, "run-2", digest("body"))
+	_, _, err = e.st.Claim(a, "run-2", digest("body"), store.Requester{})
 	wantErr(t, "Claim under a released lease", err, store.ErrFenced)
 	_, err = e.st.Renew(context.Background(), a, ttl)
 	wantErr(t, "Renew of a released lease", err, store.ErrFenced)

@@ -53,7 +53,7 @@ func testNamespaceBound(t *testing.T, e *env) {
 	finish(t, claimNew(t, e.st, l1, "run-1", "body"))
 	finish(t, claimNew(t, e.st, l2, "run-2", "body"))
 
-	_, _, err := e.st.Claim(l1, "run-3", digest("body"))
+	_, _, err := e.st.Claim(l1, "run-3", digest("body"), store.Requester{})
 	var le *store.RetentionLimitError
 	if !errors.As(err, &le) || !errors.Is(err, store.ErrRetentionLimitReached) || le.Namespace != "team-a" || le.Runs != 2 || le.Limit != 2 {
 		t.Fatalf("Claim of a new runId in a full namespace: %v (%+v), want a *RetentionLimitError for team-a at 2 of 2", err, le)
@@ -90,9 +90,9 @@ func testPrunedPayload(t *testing.T, e *env) {
 	if !errors.As(err, &pe) || pe.State != store.StateFinished || pe.RunID != "run-1" {
 		t.Fatalf("FindRun of a pruned run: %v, want a *RunPrunedError of the finished run", err)
 	}
-	_, _, err = e.st.Claim(lease, "run-1", digest("body"))
+	_, _, err = e.st.Claim(lease, "run-1", digest("body"), store.Requester{})
 	wantErr(t, "Claim of a pruned run", err, store.ErrRunPayloadPruned)
-	_, _, err = e.st.Claim(lease, "run-1", digest("other body"))
+	_, _, err = e.st.Claim(lease, "run-1", digest("other body"), store.Requester{})
 	wantErr(t, "Claim of a pruned run with another body", err, store.ErrRunConflict)
 	claim(t, e.st, lease, "run-2", "body", store.BeginReplay)
 }

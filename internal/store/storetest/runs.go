@@ -16,6 +16,40 @@ var runBehaviours = []behaviour{
 	{name: "SameRequestAttachesWhileRunningAndReplaysOnceEnded", test: testAttachThenReplay},
 	{name: "ClaimIsDurableAcrossRestart", test: testClaimDurable},
 	{name: "InvalidKeysAndLeasesAreRefused", test: testInvalidInput},
+	{name: "TheRequesterIsRecordedWithTheRun", test: testRequesterRecorded},
+}
+
+// testRequesterRecorded: who asked for a run is part of its record, before
+// and after a restart, for an ended run and one that was running.
+func testRequesterRecorded(t *testing.T, e *env) {
+	s := session("team-a", 1)
+	lease := acquire(t, e.st, s, "dispatcher-a")
+	by := store.Requester{User: "system:serviceaccount:team-a:gateway", UID: "6f1c", Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	done, _, err := e.st.Claim(lease, "run-done", digest("body"), by)
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	finish(t, done)
+	if _, _, err := e.st.Claim(lease, "run-live", digest("body"), by); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if got := done.Info().Requester; !equalRequester(got, by) {
+		t.Fatalf("requester of the claimed run: %+v, want %+v", got, by)
+	}
+	st := e.reopen(t)
+	for _, id := range []string{"run-done", "run-live"} {
+		r, err := st.FindRun(s, id)
+		if err != nil {
+			t.Fatalf("FindRun(%s) after restart: %v", id, err)
+		}
+		if got := r.Info().Requester; !equalRequester(got, by) {
+			t.Fatalf("requester of %s after restart: %+v, want %+v", id, got, by)
+		}
+	}
+}
+
+func equalRequester(a, b store.Requester) bool {
+	return a.User == b.User && a.UID == b.UID && strings.Join(a.Groups, ",") == strings.Join(b.Groups, ",")
 }
 
 // testConcurrentClaims: many requests race for one runId, each with its own
@@ -38,7 +72,7 @@ func testConcurrentClaims(t *testing.T, e *env) {
 		wg.Go(func() {
 			<-start
 			body := fmt.Sprintf("body-%d", i)
-			_, outcome, err := stores[i%2].Claim(lease, "run-1", digest(body))
+			_, outcome, err := stores[i%2].Claim(lease, "run-1", digest(body), store.Requester{})
 			results[i] = result{body, outcome, err}
 		})
 	}
@@ -112,7 +146,7 @@ func testAttachThenReplay(t *testing.T, e *env) {
 	if info := replay.Info(); info.State != store.StateFinished || info.LastSeq != 3 || string(info.Result) != `{"ok":true}` {
 		t.Fatalf("replayed info = %+v", info)
 	}
-	if _, _, err := e.st.Claim(lease, "run-1", digest("other body")); !errors.Is(err, store.ErrRunConflict) {
+	if _, _, err := e.st.Claim(lease, "run-1", digest("other body"), store.Requester{}); !errors.Is(err, store.ErrRunConflict) {
 		t.Fatalf("Claim of an ended runId with another body: %v, want ErrRunConflict", err)
 	}
 }
@@ -172,11 +206,11 @@ func testInvalidInput(t *testing.T, e *env) {
 	wantErr(t, "Acquire without an owner", err, store.ErrInvalidLease)
 	_, err = e.st.Acquire(ctx, s, "dispatcher-a", 0)
 	wantErr(t, "Acquire with ttl 0", err, store.ErrInvalidLease)
-	_, _, err = e.st.Claim(store.Lease{Session: s}, "run-1", digest("body"))
+	_, _, err = e.st.Claim(store.Lease{Session: s}, "run-1", digest("body"), store.Requester{})
 	wantErr(t, "Claim under a Lease no Acquire returned", err, store.ErrInvalidLease)
 	lease := acquire(t, e.st, s, "dispatcher-a")
 	for _, runID := range []string{"", strings.Repeat("r", store.MaxRunIDBytes+1), "\xff"} {
-		_, _, err = e.st.Claim(lease, runID, digest("body"))
+		_, _, err = e.st.Claim(lease, runID, digest("body"), store.Requester{})
 		wantErr(t, fmt.Sprintf("Claim of runId %.10q", runID), err, store.ErrInvalidRunID)
 	}
 	_, err = e.st.FindRun(s, "never-claimed")

@@ -73,7 +73,7 @@ func testClosed(t *testing.T, e *env) {
 		t.Fatalf("second Close: %v", err)
 	}
 	ctx := context.Background()
-	_, _, err := e.st.Claim(lease, "run-1", digest("body"))
+	_, _, err := e.st.Claim(lease, "run-1", digest("body"), store.Requester{})
 	wantErr(t, "Claim", err, store.ErrClosed)
 	_, err = e.st.FindRun(s, "run-1")
 	wantErr(t, "FindRun", err, store.ErrClosed)

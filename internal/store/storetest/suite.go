@@ -163,7 +163,7 @@ func claimNew(t *testing.T, st store.Store, lease store.Lease, runID, body strin
 
 func claim(t *testing.T, st store.Store, lease store.Lease, runID, body string, want store.BeginOutcome) store.Run {
 	t.Helper()
-	r, got, err := st.Claim(lease, runID, digest(body))
+	r, got, err := st.Claim(lease, runID, digest(body), store.Requester{})
 	if err != nil {
 		t.Fatalf("Claim(%s, %s): %v", lease.Session, runID, err)
 	}

@@ -1,0 +1,170 @@
+package testutil
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openclaw/harness-operator/internal/webhook"
+)
+
+// operatorNamespace is the manager's --operator-namespace in an Operator.
+const operatorNamespace = "harness-operator-system"
+
+// Operator is the system as it is deployed, each part its own OS process on
+// loopback: envtest's etcd and kube-apiserver, bin/manager (controllers and
+// admission webhooks reached by URL, as `make run` does) and bin/dispatcher
+// (self-managed ephemeral TLS). Stop ends them.
+type Operator struct {
+	Env *Env
+	// Kubeconfig is an admin's (system:masters) kubeconfig file.
+	Kubeconfig string
+	Manager    *Process
+	Dispatcher *Process
+	// APIBase is https://<addr> of the dispatcher's API, ProbeAddr its
+	// probe listener; HTTP trusts only the CA the dispatcher wrote.
+	APIBase, ProbeAddr string
+	HTTP               *http.Client
+}
+
+// StartOperator builds and starts the manager and the dispatcher against a
+// new envtest control plane, in work (logs, journal, certificates).
+// dispatcherArgs come after the suite's own flags (--kubeconfig,
+// --bind-address, --probe-bind-address, --journal-dir, --tls-ca-out,
+// --leader-elect=false): a test adds what it needs (--token-audience, …).
+func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err error) {
+	binDir, logDir := filepath.Join(work, "bin"), filepath.Join(work, "logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return nil, err
+	}
+	built := make(chan error, 1)
+	go func() { built <- BuildBinaries(binDir, "./cmd/manager", "./cmd/dispatcher") }()
+	env, err := StartEnv()
+	if err != nil {
+		<-built
+		return nil, err
+	}
+	o = &Operator{Env: env}
+	defer func() {
+		if err != nil {
+			o.Stop()
+		}
+	}()
+	if err := <-built; err != nil {
+		return o, err
+	}
+	if o.Kubeconfig, err = adminKubeconfig(env, work); err != nil {
+		return o, err
+	}
+	if o.Manager, err = startManager(env, o.Kubeconfig, binDir, logDir, work); err != nil {
+		return o, err
+	}
+	return o, o.startDispatcher(binDir, logDir, work, dispatcherArgs)
+}
+
+func adminKubeconfig(env *Env, work string) (string, error) {
+	admin, err := env.AddUser(envtest.User{Name: "operator-admin", Groups: []string{"system:masters"}})
+	if err != nil {
+		return "", err
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(work, "kubeconfig")
+	return path, os.WriteFile(path, kc, 0o600)
+}
+
+// startManager runs bin/manager with its webhooks on loopback, registered by
+// URL; the manager injects its CA into both configurations.
+func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, error) {
+	ctx := context.Background()
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return nil, err
+	}
+	validating, mutating := webhook.Configurations(webhook.URLClientConfig(fmt.Sprintf("https://localhost:%d", port)))
+	if err := errors.Join(env.Client.Create(ctx, validating), env.Client.Create(ctx, mutating)); err != nil {
+		return nil, err
+	}
+	probe, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := StartProcess("manager", filepath.Join(binDir, "manager"), logDir, nil,
+		"--kubeconfig="+kubeconfig, "--leader-elect=false", "--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe, "--operator-namespace="+operatorNamespace,
+		"--webhook-cert-mode=self-managed", "--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(port),
+		"--webhook-dns-name=localhost", "--webhook-cert-dir="+filepath.Join(work, "webhook-certs"), "--webhook-cert-dir-from-secret")
+	if err != nil {
+		return nil, err
+	}
+	return p, p.WaitReady("http://"+probe+"/readyz", 90*time.Second)
+}
+
+func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) error {
+	bind, err := FreeAddr()
+	if err != nil {
+		return err
+	}
+	if o.ProbeAddr, err = FreeAddr(); err != nil {
+		return err
+	}
+	caFile := filepath.Join(work, "dispatcher-ca.pem")
+	args := append([]string{
+		"--kubeconfig=" + o.Kubeconfig, "--bind-address=" + bind, "--probe-bind-address=" + o.ProbeAddr,
+		"--journal-dir=" + filepath.Join(work, "journal"), "--tls-ca-out=" + caFile, "--leader-elect=false",
+		"--turn-token-secret-namespace=" + operatorNamespace,
+		"--shutdown-grace=5s",
+	}, extra...)
+	if o.Dispatcher, err = StartProcess("dispatcher", filepath.Join(binDir, "dispatcher"), logDir, nil, args...); err != nil {
+		return err
+	}
+	if err := o.Dispatcher.WaitReady("http://"+o.ProbeAddr+"/readyz", 90*time.Second); err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("--tls-ca-out %s holds no certificate", caFile)
+	}
+	o.APIBase = "https://" + bind
+	o.HTTP = &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	return nil
+}
+
+// Stop stops the dispatcher, the manager and the control plane, and
+// returns what the processes' ends were, with any unexpected exit.
+func (o *Operator) Stop() error {
+	var errs []error
+	for _, p := range []*Process{o.Dispatcher, o.Manager} {
+		if p != nil {
+			p.Stop(15 * time.Second)
+			errs = append(errs, p.Unexpected())
+		}
+	}
+	if o.HTTP != nil {
+		o.HTTP.CloseIdleConnections()
+	}
+	if o.Env != nil {
+		errs = append(errs, o.Env.Stop())
+	}
+	return errors.Join(errs...)
+}

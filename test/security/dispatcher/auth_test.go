@@ -1,0 +1,89 @@
+package dispatcher_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
+)
+
+// Missing, garbage and wrong-audience tokens are 401 without the API
+// server's reasons; a token of an account without a grant is 403 naming the
+// permission; the control (the gateway's dispatcher-audience token) passes.
+func (s *suite) testTokens(t *testing.T) {
+	wantError(t, "no token", s.decide(t, "", nil), http.StatusUnauthorized, wire.CodeUnauthorized, "bearer token is required")
+	wantError(t, "garbage token", s.decide(t, "not-a-kubernetes-token", nil), http.StatusUnauthorized, wire.CodeUnauthorized, "not accepted")
+	e := wantError(t, "the API server's audience with --require-token-audience", s.decide(t, s.apiToken, nil),
+		http.StatusUnauthorized, wire.CodeUnauthorized, "not accepted")
+	if strings.Contains(e.Message, "audience") || strings.Contains(e.Message, "127.0.0.1") {
+		t.Fatalf("the 401 carries the API server's reason: %q", e.Message)
+	}
+	wantError(t, "an account without a grant", s.decide(t, s.nobody, nil), http.StatusForbidden, wire.CodeForbidden,
+		"system:serviceaccount:"+s.ns+":nobody", "create agentsessions/turns")
+	wantOK(t, "the gateway's dispatcher-audience token", s.decide(t, s.gateway, nil))
+}
+
+// X-Harness-Authorization is a second place for the same token: reviewed
+// like Authorization, never preferred to it.
+func (s *suite) testProxyHeader(t *testing.T) {
+	h := dispatchapi.ProxyAuthorizationHeader
+	wantOK(t, h+" alone", s.decide(t, "", map[string]string{h: "Bearer " + s.gateway}))
+	wantError(t, h+" with a garbage token", s.decide(t, "", map[string]string{h: "Bearer garbage"}),
+		http.StatusUnauthorized, wire.CodeUnauthorized, "not accepted")
+	wantError(t, "a valid "+h+" under a garbage Authorization", s.decide(t, "garbage", map[string]string{h: "Bearer " + s.gateway}),
+		http.StatusUnauthorized, wire.CodeUnauthorized, "not accepted")
+	wantError(t, h+" with an ungranted account's token", s.decide(t, "", map[string]string{h: "Bearer " + s.nobody}),
+		http.StatusForbidden, wire.CodeForbidden, "create agentsessions/turns")
+	wantOK(t, "Authorization with a garbage "+h, s.decide(t, s.gateway, map[string]string{h: "Bearer garbage"}))
+}
+
+// A turn token opens only its own run; the run records who started it.
+func (s *suite) testTurnTokens(t *testing.T) {
+	tokenOf := func(evs []sse.Event) string {
+		for _, e := range evs {
+			if e.Type == wire.EventSelected {
+				var sel struct {
+					TurnToken string `json:"turnToken"`
+				}
+				must(t, json.Unmarshal(e.Data, &sel))
+				return sel.TurnToken
+			}
+		}
+		t.Fatalf("no selected event in %d events", len(evs))
+		return ""
+	}
+	a := tokenOf(s.turn(t, s.ns, "demo", "run-a"))
+	b := tokenOf(s.turn(t, s.ns, "demo", "run-b"))
+	interrupt := func(token string) reply {
+		return s.call(t, http.MethodPost, s.url(s.ns, "demo", "/turns/run-b/interrupt"), s.gateway, "",
+			map[string]string{dispatchapi.TurnTokenHeader: token})
+	}
+	wantError(t, "interrupt run-b with run-a's turn token", interrupt(a), http.StatusForbidden, wire.CodeTurnTokenInvalid, "does not match this turn")
+	// Control: run-b's own token passes the check (the run has ended, so
+	// the answer is that it is not running).
+	wantError(t, "control: interrupt run-b with its own token", interrupt(b), http.StatusConflict, wire.CodeTurnNotRunning, "is not running")
+
+	r := s.call(t, http.MethodGet, s.url(s.ns, "demo", "/turns/run-b"), s.gateway, "", nil)
+	var st dispatchapi.TurnState
+	must(t, json.Unmarshal(r.body, &st))
+	want := "system:serviceaccount:" + s.ns + ":gateway"
+	if r.status != http.StatusOK || st.Requester == nil || st.Requester.User != want || st.Requester.UID == "" || len(st.Requester.Groups) == 0 {
+		t.Fatalf("GET run-b: %d %s, want the requester %s with UID and groups", r.status, r.body, want)
+	}
+}
+
+// Bodies over the limit and with duplicate keys are refused before any
+// turn; the control is the same request in bounds.
+func (s *suite) testBodies(t *testing.T) {
+	big := fmt.Sprintf(`{"prompt":%q}`, strings.Repeat("x", 2<<20))
+	wantError(t, "a 2 MiB body", s.call(t, http.MethodPost, s.url(s.ns, "demo", "/decide"), s.gateway, big, nil),
+		http.StatusRequestEntityTooLarge, wire.CodeRequestTooLarge, "larger than")
+	wantError(t, "duplicate keys", s.call(t, http.MethodPost, s.url(s.ns, "demo", "/decide"), s.gateway, `{"prompt":"a","prompt":"b"}`, nil),
+		http.StatusBadRequest, wire.CodeBadRequest, "prompt", "duplicate field")
+	wantOK(t, "the same body once", s.call(t, http.MethodPost, s.url(s.ns, "demo", "/decide"), s.gateway, `{"prompt":"a"}`, nil))
+}

@@ -1,0 +1,233 @@
+package dispatcher_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// An idle connection flood over --max-connections: the server holds at
+// most the cap, closes the extra connections at once, and a legitimate
+// request succeeds again once the flood is gone.
+func (s *suite) testConnectionFlood(t *testing.T) {
+	const flood = maxConnections + 8
+	addr := strings.TrimPrefix(s.op.APIBase, "https://")
+	s.op.HTTP.CloseIdleConnections()
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for range flood {
+		c, err := net.Dial("tcp", addr)
+		must(t, err)
+		conns = append(conns, c)
+	}
+	// Each connection sends nothing: the server either holds it (until
+	// its TLS handshake times out, seconds later) or closes it at once.
+	var wg sync.WaitGroup
+	closed := make([]bool, flood)
+	for i, c := range conns {
+		wg.Go(func() { closed[i], _, _ = closedWithin(c, 2*time.Second) })
+	}
+	wg.Wait()
+	n := 0
+	for _, c := range closed {
+		if c {
+			n++
+		}
+	}
+	held := flood - n
+	if held > maxConnections || n == 0 {
+		t.Fatalf("%d idle connections: %d held open, %d closed; want at most %d held", flood, held, n, maxConnections)
+	}
+	t.Logf("attack idle connection flood: %d connections, %d closed at once, %d held (cap %d)", flood, n, held, maxConnections)
+
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	conns = nil
+	// Control: once the flood's connections are closed, the server gives
+	// their places back and a legitimate request is served.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := s.tryDecide()
+		if err == nil && r == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("control: after the flood a legitimate request still fails: %d %v", r, err)
+		}
+		s.op.HTTP.CloseIdleConnections()
+	}
+	refused := s.metric(t, "harness_dispatcher_api_connections_refused_total")
+	if refused < 1 {
+		t.Fatalf("harness_dispatcher_api_connections_refused_total = %v, want the closed connections counted", refused)
+	}
+}
+
+// tryDecide is one legitimate request whose transport error is returned,
+// not fatal (the connection cap may close it).
+func (s *suite) tryDecide() (int, error) {
+	req, err := http.NewRequest(http.MethodPost, s.url(s.ns, "demo", "/decide"), strings.NewReader(decideBody))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.gateway)
+	resp, err := s.op.HTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// A flood of made-up tokens from one address: every legitimate request
+// (its token cached as valid) succeeds meanwhile, and the TokenReviews that
+// reach the API server stay within the rate limit's burst and rate (from
+// the API server's apiserver_request_total).
+func (s *suite) testTokenFlood(t *testing.T) {
+	const (
+		flood   = 300
+		workers = 10
+	)
+	wantOK(t, "the gateway's token before the flood", s.decide(t, s.gateway, nil)) // cached valid from here
+	before := s.tokenReviews(t)
+	start := time.Now()
+	var (
+		mu      sync.Mutex
+		answers = map[int]int{}
+		legit   []time.Duration
+		failed  []string
+		wg      sync.WaitGroup
+	)
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for range next {
+				st, err := s.tryWith(randomToken())
+				mu.Lock()
+				if err != nil {
+					failed = append(failed, err.Error())
+				}
+				answers[st]++
+				mu.Unlock()
+			}
+		})
+	}
+	done := make(chan struct{})
+	wg.Go(func() { // the busy gateway, throughout the flood
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			t0 := time.Now()
+			st, err := s.tryWith(s.gateway)
+			mu.Lock()
+			legit = append(legit, time.Since(t0))
+			if err != nil || st != http.StatusOK {
+				failed = append(failed, "legitimate request: "+strconv.Itoa(st)+" "+errString(err))
+			}
+			mu.Unlock()
+		}
+	})
+	for i := range flood {
+		next <- i
+	}
+	close(next)
+	close(done)
+	wg.Wait()
+	elapsed := time.Since(start)
+	reviews := s.tokenReviews(t) - before
+
+	if len(failed) > 0 {
+		t.Fatalf("during the flood: %d failures, first: %s", len(failed), failed[0])
+	}
+	if answers[http.StatusUnauthorized]+answers[http.StatusTooManyRequests] != flood || answers[http.StatusTooManyRequests] == 0 {
+		t.Fatalf("the flood's answers: %v, want only 401 and 429, some 429", answers)
+	}
+	bound := float64(unverifiedBurst) + unverifiedRate*elapsed.Seconds() + 2
+	if float64(reviews) > bound {
+		t.Fatalf("%d TokenReviews reached the API server during a %d-token flood of %v, want at most %.0f", reviews, flood, elapsed, bound)
+	}
+	slices.Sort(legit)
+	t.Logf("attack random-token flood: %d requests in %v, answers %v, %d TokenReviews (bound %.0f); %d legitimate requests all 200, latency p50 %v p99 %v max %v",
+		flood, elapsed.Round(time.Millisecond), answers, reviews, bound, len(legit),
+		legit[len(legit)/2].Round(time.Microsecond), legit[len(legit)*99/100].Round(time.Microsecond), legit[len(legit)-1].Round(time.Microsecond))
+}
+
+func (s *suite) tryWith(token string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, s.url(s.ns, "demo", "/decide"), strings.NewReader(decideBody))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.op.HTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "flood-" + hex.EncodeToString(b)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// tokenReviews is the API server's count of TokenReview requests
+// (apiserver_request_total{resource="tokenreviews"}, all codes).
+func (s *suite) tokenReviews(t *testing.T) int {
+	t.Helper()
+	raw, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	must(t, err)
+	total := 0.0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		must(t, err)
+		total += v
+	}
+	return int(total)
+}
+
+// metric is the value of an unlabelled counter of the dispatcher's /metrics.
+func (s *suite) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	r := s.scrape(t, s.scraper(t))
+	for line := range strings.SplitSeq(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			must(t, err)
+			return f
+		}
+	}
+	t.Fatalf("%s not in /metrics (%d)", name, r.status)
+	return 0
+}

@@ -1,0 +1,263 @@
+// Package dispatcher_test attacks the dispatcher as it is deployed: its own
+// process (bin/dispatcher) with bin/manager against envtest's real
+// kube-apiserver (TokenReview, SubjectAccessReview, RBAC, TokenRequest), a
+// real `codex app-server` registered as an external AgentHarness and the
+// stub model behind it, all on loopback. Every attack runs with its control
+// (the same request without the attacking difference), which must succeed.
+// Loops are bounded in count and time; latency figures are logged, never
+// asserted.
+package dispatcher_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// The dispatcher's limits under test: small, so the attacks stay bounded.
+const (
+	audience        = "harness-dispatcher"
+	serverToken     = "security-e2e-capability-token-7c41"
+	testModel       = "openai/stub-model"
+	gatewayRole     = "harness-gateway-security"
+	maxConnections  = 24
+	bodyReadTimeout = 2 * time.Second
+	idleTimeout     = 3 * time.Second
+	unverifiedRate  = 5
+	unverifiedBurst = 20
+)
+
+// suite is what every attack uses.
+type suite struct {
+	op  *testutil.Operator
+	k8s client.Client
+	cs  kubernetes.Interface
+	// ns holds the live harness, the session demo and the ServiceAccounts.
+	ns string
+	// gateway is a dispatcher-audience token of an account allowed turns
+	// in ns; apiToken the same account's token for the API server's own
+	// audience; nobody a dispatcher-audience token of an account without
+	// a grant.
+	gateway, apiToken, nobody string
+	metricsAddr               string
+	stub                      *stubmodel.Server
+}
+
+func TestDispatcherUnderAttack(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
+		t.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: KUBEBUILDER_ASSETS=... CODEX_BIN=$(hack/setup-codex.sh) go test ./test/security/dispatcher/")
+	}
+	s := start(t)
+	// The floods come last: the rate limit's budget of the loopback
+	// address is spent by them.
+	t.Run("tokens", s.testTokens)
+	t.Run("proxy header", s.testProxyHeader)
+	t.Run("another run's turn token", s.testTurnTokens)
+	t.Run("bodies", s.testBodies)
+	t.Run("server errors carry no addresses or paths", s.testRedactedServerErrors)
+	t.Run("metrics and probes", s.testMetricsAndProbes)
+	t.Run("slow clients", s.testSlowClients)
+	t.Run("idle connection flood", s.testConnectionFlood)
+	t.Run("random token flood", s.testTokenFlood)
+}
+
+func start(t *testing.T) *suite {
+	t.Helper()
+	work := t.TempDir()
+	stub, err := stubmodel.New()
+	must(t, err)
+	t.Cleanup(stub.Close)
+	cdx, err := codextest.StartErr(t, codextest.Options{
+		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken, Dir: filepath.Join(work, "codex"),
+	})
+	must(t, err)
+	t.Cleanup(cdx.Kill)
+	metricsAddr, err := testutil.FreeAddr()
+	must(t, err)
+	op, err := testutil.StartOperator(work,
+		"--token-audience="+audience, "--require-token-audience",
+		fmt.Sprintf("--max-connections=%d", maxConnections),
+		"--body-read-timeout="+bodyReadTimeout.String(), "--idle-timeout="+idleTimeout.String(),
+		fmt.Sprintf("--auth-unverified-rate=%d", unverifiedRate), fmt.Sprintf("--auth-unverified-burst=%d", unverifiedBurst),
+		"--metrics-bind-address="+metricsAddr)
+	if op != nil {
+		t.Cleanup(func() {
+			if err := op.Stop(); err != nil {
+				t.Error(err)
+			}
+			if t.Failed() {
+				t.Logf("dispatcher log:\n%s\nmanager log:\n%s", op.Dispatcher.Tail(16<<10), op.Manager.Tail(8<<10))
+			}
+		})
+	}
+	must(t, err)
+	s := &suite{op: op, k8s: op.Env.Client, metricsAddr: metricsAddr, stub: stub}
+	s.cs, err = kubernetes.NewForConfig(op.Env.Config)
+	must(t, err)
+	ctx := context.Background()
+	must(t, s.k8s.Create(ctx, &v1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "codex-only"},
+		Spec: v1alpha1.RuntimePolicySpec{
+			Providers:        []v1alpha1.ProviderRuntimePolicy{{Provider: "openai", Runtime: "codex"}},
+			SessionOverrides: v1alpha1.SessionOverridesDeny,
+		},
+	}))
+	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: gatewayRole},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+	}))
+	s.ns = s.namespace(t, "attack")
+	s.gateway = s.token(t, s.ns, "gateway", audience)
+	s.apiToken = s.token(t, s.ns, "gateway")
+	s.nobody = s.token(t, s.ns, "nobody", audience)
+	h, err := testutil.ExternalCodex(ctx, s.k8s, s.ns, cdx.URL, serverToken)
+	must(t, err)
+	_, err = testutil.WaitHarnessCondition(ctx, s.k8s, h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue, 60*time.Second)
+	must(t, err)
+	s.session(t, s.ns, "demo")
+	return s
+}
+
+// namespace creates a namespace where the suite's gateway account (of
+// s.ns, or of this namespace when it is the first) may run turns.
+func (s *suite) namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	must(t, s.k8s.Create(ctx, nsObj))
+	saNS := s.ns
+	if saNS == "" {
+		saNS = nsObj.Name
+	}
+	must(t, s.k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: nsObj.Name, Name: "gateway"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: gatewayRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: saNS, Name: "gateway"}},
+	}))
+	return nsObj.Name
+}
+
+func (s *suite) token(t *testing.T, ns, name string, audiences ...string) string {
+	t.Helper()
+	tok, err := testutil.ServiceAccountToken(context.Background(), s.k8s, s.cs, ns, name, audiences...)
+	must(t, err)
+	return tok
+}
+
+func (s *suite) session(t *testing.T, ns, name string) {
+	t.Helper()
+	must(t, s.k8s.Create(context.Background(), &v1alpha1.AgentSession{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name + "-id", Model: testModel},
+	}))
+}
+
+// --- requests ---
+
+func (s *suite) url(ns, session, suffix string) string {
+	return s.op.APIBase + "/v1/namespaces/" + ns + "/agentsessions/" + session + suffix
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// call sends one request; token goes in Authorization unless empty, hdr
+// adds headers.
+func (s *suite) call(t *testing.T, method, url, token, body string, hdr map[string]string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	must(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.op.HTTP.Do(req)
+	must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+const decideBody = `{"prompt":"hi"}`
+
+// decide is the cheapest authorized request: POST …/decide on demo.
+func (s *suite) decide(t *testing.T, token string, hdr map[string]string) reply {
+	t.Helper()
+	return s.call(t, http.MethodPost, s.url(s.ns, "demo", "/decide"), token, decideBody, hdr)
+}
+
+// wantError checks a refusal's status and code, and that its message
+// contains every word of names.
+func wantError(t *testing.T, what string, r reply, status int, code wire.ErrorCode, names ...string) wire.Error {
+	t.Helper()
+	var e wire.Error
+	if err := json.Unmarshal(r.body, &e); err != nil || r.status != status || e.Code != code {
+		t.Fatalf("%s: %d %s, want %d %s", what, r.status, r.body, status, code)
+	}
+	for _, n := range names {
+		if !strings.Contains(e.Message, n) {
+			t.Fatalf("%s: message %q does not name %q", what, e.Message, n)
+		}
+	}
+	t.Logf("attack %s: refused %d %s: %s", what, r.status, e.Code, e.Message)
+	return e
+}
+
+func wantOK(t *testing.T, what string, r reply) {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("control %s: %d %s, want 200", what, r.status, r.body)
+	}
+}
+
+// turn runs a turn on ns/session and returns its events once it ended.
+func (s *suite) turn(t *testing.T, ns, session, runID string) []sse.Event {
+	t.Helper()
+	return s.turnWith(t, ns, session, runID, "hello")
+}
+
+func (s *suite) turnWith(t *testing.T, ns, session, runID, prompt string) []sse.Event {
+	t.Helper()
+	r := s.call(t, http.MethodPost, s.url(ns, session, "/turns"), s.gateway, fmt.Sprintf(`{"runId":%q,"prompt":%q}`, runID, prompt), nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("turn %s: %d %s", runID, r.status, r.body)
+	}
+	var evs []sse.Event
+	must(t, sse.Read(bytes.NewReader(r.body), func(e sse.Event) bool { evs = append(evs, e); return true }))
+	return evs
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
