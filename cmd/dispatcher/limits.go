@@ -4,9 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +18,7 @@ import (
 // Defaults of the API server's limits (--help shows them).
 const (
 	defaultIdleTimeout     = 120 * time.Second
-	defaultBodyReadTimeout = 30 * time.Second
+	defaultReadTimeout     = 30 * time.Second
 	defaultMaxConnections  = 1024
 	// maxHeaderBytes bounds a request's headers: a bearer token is a few
 	// KiB at most.
@@ -31,7 +29,7 @@ const (
 // API server: connections, time, and the TokenReviews its tokens cost.
 type limitOptions struct {
 	idleTimeout     time.Duration
-	bodyReadTimeout time.Duration
+	readTimeout     time.Duration
 	maxConnections  int
 	requireAudience bool
 	authCacheTTL    time.Duration
@@ -42,7 +40,7 @@ type limitOptions struct {
 
 func bindLimitFlags(fs *flag.FlagSet, o *limitOptions) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", defaultIdleTimeout, "Close a keep-alive connection of the API that waits this long for its next request.")
-	fs.DurationVar(&o.bodyReadTimeout, "body-read-timeout", defaultBodyReadTimeout, "Time a client has to send a request's body (the headers have 10s); the answer, a turn stream included, is not limited by it.")
+	fs.DurationVar(&o.readTimeout, "read-timeout", defaultReadTimeout, "Time a client has to send a whole request, headers (at most 10s of it) and body; the answer, a turn stream included, is not limited by it.")
 	fs.IntVar(&o.maxConnections, "max-connections", defaultMaxConnections, "Most connections the API holds open at once; a connection over it is closed as soon as it is accepted.")
 	fs.BoolVar(&o.requireAudience, "require-token-audience", false, "Accept only bearer tokens issued for --token-audience, not tokens for the API server's own audiences (needs --token-audience).")
 	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", dispatchapi.DefaultAuthTTL, "How long the verdict of a valid token is cached (per route and session).")
@@ -56,8 +54,8 @@ func (o limitOptions) withDefaults() limitOptions {
 	if o.idleTimeout == 0 {
 		o.idleTimeout = defaultIdleTimeout
 	}
-	if o.bodyReadTimeout == 0 {
-		o.bodyReadTimeout = defaultBodyReadTimeout
+	if o.readTimeout == 0 {
+		o.readTimeout = defaultReadTimeout
 	}
 	if o.maxConnections == 0 {
 		o.maxConnections = defaultMaxConnections
@@ -67,63 +65,14 @@ func (o limitOptions) withDefaults() limitOptions {
 
 func (o limitOptions) validate(tokenAudience string) error {
 	switch {
-	case o.idleTimeout < 0, o.bodyReadTimeout < 0:
-		return fmt.Errorf("--idle-timeout and --body-read-timeout must not be negative, got %s and %s", o.idleTimeout, o.bodyReadTimeout)
+	case o.idleTimeout < 0, o.readTimeout < 0:
+		return fmt.Errorf("--idle-timeout and --read-timeout must not be negative, got %s and %s", o.idleTimeout, o.readTimeout)
 	case o.maxConnections < 0:
 		return fmt.Errorf("--max-connections must be at least 1, got %d", o.maxConnections)
 	case o.requireAudience && tokenAudience == "":
 		return errors.New("--require-token-audience needs --token-audience")
 	}
 	return nil
-}
-
-// bodyDeadline gives a client bodyTimeout to send a request's body. The
-// deadline is the connection's read deadline, so it is lifted as soon as
-// the body is read (or closed): the same deadline would otherwise end
-// net/http's background read that watches the connection while the
-// response streams, and with it the request's context and the turn stream.
-// http.Server.ReadTimeout cannot do this: it covers the whole request.
-// A request without a body is left alone (its background read starts
-// before the handler runs).
-func bodyDeadline(next http.Handler, bodyTimeout time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(bodyTimeout)) == nil {
-			r.Body = &deadlineBody{body: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts the read deadline once its body is read to the end,
-// or once it is closed (net/http then has read or discarded the rest under
-// the deadline). A read that fails (the deadline passed) lifts nothing: the
-// server's discard of the rest must fail too, and the connection close.
-type deadlineBody struct {
-	body interface {
-		Read([]byte) (int, error)
-		Close() error
-	}
-	lift func()
-	once sync.Once
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.body.Read(p)
-	if errors.Is(err, io.EOF) {
-		b.once.Do(b.lift)
-	}
-	return n, err
-}
-
-func (b *deadlineBody) Close() error {
-	err := b.body.Close()
-	b.once.Do(b.lift)
-	return err
 }
 
 var connectionsRefused = prometheus.NewCounter(prometheus.CounterOpts{

@@ -126,7 +126,7 @@ func main() {
 	var opts options
 	flag.StringVar(&opts.bindAddr, "bind-address", ":8443", "Address of the HTTPS API.")
 	flag.StringVar(&opts.probeAddr, "probe-bind-address", ":8081", "Address of /healthz and /readyz (plain HTTP, unauthenticated: they show only the dispatcher's own checks).")
-	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8082", "Address of /metrics: HTTPS, each scrape authenticated and authorized through the API server (get on the non-resource URL /metrics); \"0\" disables it.")
+	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8083", "Address of /metrics: HTTPS, each scrape authenticated and authorized through the API server (get on the non-resource URL /metrics); \"0\" disables it.")
 	flag.BoolVar(&opts.insecureMetrics, "metrics-insecure", false, "Serve /metrics over plain HTTP without authentication (local development only).")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")

@@ -69,9 +69,14 @@ func (s *apiServer) Start(ctx context.Context) error {
 	}
 	limits := s.limits.withDefaults()
 	srv := &http.Server{
-		Handler:           bodyDeadline(s.handler, limits.bodyReadTimeout),
-		TLSConfig:         tlsConfig,
+		Handler:   s.handler,
+		TLSConfig: tlsConfig,
+		// ReadTimeout bounds reading the request, body included; net/http
+		// lifts the read deadline once the body is read, so a turn stream
+		// is not cut by it (WriteTimeout, which would, stays unset: each
+		// stream write has its own deadline, dispatchapi).
 		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       limits.readTimeout,
 		IdleTimeout:       limits.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },

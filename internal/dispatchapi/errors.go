@@ -29,7 +29,7 @@ func toAPIError(err error) *wire.Error {
 	case errors.As(err, &mbe):
 		return wire.Errorf(wire.CodeRequestTooLarge, "", "the request body is larger than %d bytes", mbe.Limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		// The server's body read deadline (cmd/dispatcher --body-read-timeout).
+		// The server's request read deadline (cmd/dispatcher --read-timeout).
 		return wire.Errorf(wire.CodeBadRequest, "", "the request body did not arrive in time")
 	case errors.As(err, &fe):
 		return wire.Errorf(wire.CodeBadRequest, "", "invalid request body: %v", fe)

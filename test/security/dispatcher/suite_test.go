@@ -43,7 +43,7 @@ const (
 	testModel       = "openai/stub-model"
 	gatewayRole     = "harness-gateway-security"
 	maxConnections  = 24
-	bodyReadTimeout = 2 * time.Second
+	readTimeout = 2 * time.Second
 	idleTimeout     = 3 * time.Second
 	unverifiedRate  = 5
 	unverifiedBurst = 20
@@ -79,6 +79,7 @@ func TestDispatcherUnderAttack(t *testing.T) {
 	t.Run("server errors carry no addresses or paths", s.testRedactedServerErrors)
 	t.Run("metrics and probes", s.testMetricsAndProbes)
 	t.Run("slow clients", s.testSlowClients)
+	t.Run("a stream outlives the read timeout", s.testLongStream)
 	t.Run("idle connection flood", s.testConnectionFlood)
 	t.Run("random token flood", s.testTokenFlood)
 }
@@ -99,7 +100,7 @@ func start(t *testing.T) *suite {
 	op, err := testutil.StartOperator(work,
 		"--token-audience="+audience, "--require-token-audience",
 		fmt.Sprintf("--max-connections=%d", maxConnections),
-		"--body-read-timeout="+bodyReadTimeout.String(), "--idle-timeout="+idleTimeout.String(),
+		"--read-timeout="+readTimeout.String(), "--idle-timeout="+idleTimeout.String(),
 		fmt.Sprintf("--auth-unverified-rate=%d", unverifiedRate), fmt.Sprintf("--auth-unverified-burst=%d", unverifiedBurst),
 		"--metrics-bind-address="+metricsAddr)
 	if op != nil {
