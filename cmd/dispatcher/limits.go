@@ -17,9 +17,9 @@ import (
 
 // Defaults of the API server's limits (--help shows them).
 const (
-	defaultIdleTimeout     = 120 * time.Second
-	defaultReadTimeout     = 30 * time.Second
-	defaultMaxConnections  = 1024
+	defaultIdleTimeout    = 120 * time.Second
+	defaultReadTimeout    = 30 * time.Second
+	defaultMaxConnections = 1024
 	// maxHeaderBytes bounds a request's headers: a bearer token is a few
 	// KiB at most.
 	maxHeaderBytes = 64 << 10

@@ -43,7 +43,7 @@ const (
 	testModel       = "openai/stub-model"
 	gatewayRole     = "harness-gateway-security"
 	maxConnections  = 24
-	readTimeout = 2 * time.Second
+	readTimeout     = 2 * time.Second
 	idleTimeout     = 3 * time.Second
 	unverifiedRate  = 5
 	unverifiedBurst = 20
