@@ -43,6 +43,8 @@ type Operator struct {
 // dispatcherArgs come after the suite's own flags (--kubeconfig,
 // --bind-address, --probe-bind-address, --journal-dir, --tls-ca-out,
 // --leader-elect=false): a test adds what it needs (--token-audience, …).
+// On an error what was started is stopped again; o, when not nil, still
+// names the processes and their logs.
 func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err error) {
 	binDir, logDir := filepath.Join(work, "bin"), filepath.Join(work, "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
@@ -58,7 +60,7 @@ func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err erro
 	o = &Operator{Env: env}
 	defer func() {
 		if err != nil {
-			o.Stop()
+			err = errors.Join(err, o.Stop())
 		}
 	}()
 	if err := <-built; err != nil {
