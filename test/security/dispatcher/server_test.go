@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,13 @@ func (s *suite) testRedactedServerErrors(t *testing.T) {
 	e := wantError(t, "a turn on an unreachable server", r, http.StatusServiceUnavailable, wire.CodeHarnessUnavailable)
 	if m := addressOrPath.FindString(e.Message); m != "" {
 		t.Fatalf("the 503 names %q: %s", m, e.Message)
+	}
+	// The decision names the same unavailability, as redacted.
+	d := s.call(t, http.MethodPost, s.url(ns, "dead", "/decide"), s.gateway, decideBody, nil)
+	var dec wire.Decision
+	must(t, json.Unmarshal(d.body, &dec))
+	if d.status != http.StatusOK || dec.Error == nil || dec.Error.Code != wire.CodeHarnessUnavailable || addressOrPath.MatchString(dec.Error.Message) {
+		t.Fatalf("the decision on an unreachable server: %d %s", d.status, d.body)
 	}
 	evs := s.turn(t, s.ns, "demo", "run-redaction-control")
 	if last := evs[len(evs)-1]; last.Type != wire.EventResult {
