@@ -89,6 +89,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/health"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/netguard"
 	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 )
 
@@ -116,6 +117,7 @@ type options struct {
 	gcInterval       time.Duration
 	tls              tlsOptions
 	turnToken        turnTokenOptions
+	externalDial     netguard.Flags
 
 	// skipControllerNameValidation lets several dispatchers run in one
 	// process (tests only; no flag).
@@ -134,6 +136,7 @@ func main() {
 	bindDiskSpaceFlags(flag.CommandLine, &opts.journalMinFree)
 	bindRetentionFlags(flag.CommandLine, &opts.retention)
 	bindTurnTokenFlags(flag.CommandLine, &opts.turnToken)
+	opts.externalDial.Bind(flag.CommandLine)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher); with --require-token-audience the only one accepted.")
 	bindLimitFlags(flag.CommandLine, &opts.limits)
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
@@ -280,7 +283,12 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
-	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: owner})
+	externalDial, err := opts.externalDial.Policy()
+	if err != nil {
+		return err
+	}
+	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: owner,
+		ExternalDial: externalDial})
 	defer eng.Close()
 	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err

@@ -10,17 +10,52 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
 // operatorNamespace is the manager's --operator-namespace in an Operator.
 const operatorNamespace = "harness-operator-system"
+
+// ProcessSuiteNamespaces is how many namespaces a suite that runs the manager
+// as a process may hold AgentHarnesses in: ProcessNamespace(1…) are its
+// --harness-namespaces.
+const ProcessSuiteNamespaces = 32
+
+// processNamespacePrefix begins the names ProcessNamespace hands out.
+const processNamespacePrefix = "tenant"
+
+// ProcessNamespace is the n-th (from 1) namespace the manager of a process
+// suite serves (ManagerProcessArgs lists them all).
+func ProcessNamespace(n int) string {
+	if n > ProcessSuiteNamespaces {
+		panic(fmt.Sprintf("namespace %d is beyond testutil.ProcessSuiteNamespaces (%d): raise it", n, ProcessSuiteNamespaces))
+	}
+	return SuiteNamespace(processNamespacePrefix, n)
+}
+
+// ManagerProcessArgs are the flags that make a manager process serve a
+// process suite: its harness namespaces, and the loopback app-servers the
+// suites run as external servers (development mode).
+func ManagerProcessArgs() []string {
+	return []string{
+		"--harness-namespaces=" + strings.Join(SuiteNamespaces(processNamespacePrefix)[:ProcessSuiteNamespaces], ","),
+		"--" + netguard.AllowInsecureLoopbackFlag,
+	}
+}
+
+// DispatcherProcessArgs are the flags that let a dispatcher process dial the
+// suites' loopback app-servers.
+func DispatcherProcessArgs() []string {
+	return []string{"--" + netguard.AllowInsecureLoopbackFlag}
+}
 
 // Operator is the system as it is deployed, each part its own OS process on
 // loopback: envtest's etcd and kube-apiserver, bin/manager (controllers and
@@ -107,11 +142,13 @@ func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, 
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartProcess("manager", filepath.Join(binDir, "manager"), logDir, nil,
-		"--kubeconfig="+kubeconfig, "--leader-elect=false", "--metrics-bind-address=0",
-		"--health-probe-bind-address="+probe, "--operator-namespace="+operatorNamespace,
-		"--webhook-cert-mode=self-managed", "--webhook-host=127.0.0.1", "--webhook-port="+strconv.Itoa(port),
-		"--webhook-dns-name=localhost", "--webhook-cert-dir="+filepath.Join(work, "webhook-certs"), "--webhook-cert-dir-from-secret")
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--metrics-bind-address=0",
+		"--health-probe-bind-address=" + probe, "--operator-namespace=" + operatorNamespace,
+		"--webhook-cert-mode=self-managed", "--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port),
+		"--webhook-dns-name=localhost", "--webhook-cert-dir=" + filepath.Join(work, "webhook-certs"), "--webhook-cert-dir-from-secret",
+	}, ManagerProcessArgs()...)
+	p, err := StartProcess("manager", filepath.Join(binDir, "manager"), logDir, nil, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +169,7 @@ func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) 
 		"--journal-dir=" + filepath.Join(work, "journal"), "--tls-ca-out=" + caFile, "--leader-elect=false",
 		"--turn-token-secret-namespace=" + operatorNamespace,
 		"--shutdown-grace=5s",
-	}, extra...)
+	}, append(DispatcherProcessArgs(), extra...)...)
 	if o.Dispatcher, err = StartProcess("dispatcher", filepath.Join(binDir, "dispatcher"), logDir, nil, args...); err != nil {
 		return err
 	}

@@ -149,19 +149,20 @@ var _ = BeforeSuite(func() {
 	Expect(os.MkdirAll(logDir, 0o700)).To(Succeed())
 
 	managerProbe := freeAddr()
-	manager = startProcess("manager", filepath.Join(binDir, "manager"), logDir,
-		"--kubeconfig="+kubeconfig,
+	managerArgs := append([]string{
+		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--metrics-bind-address=0",
-		"--health-probe-bind-address="+managerProbe,
-		"--operator-namespace="+operatorNamespace,
+		"--health-probe-bind-address=" + managerProbe,
+		"--operator-namespace=" + operatorNamespace,
 		"--webhook-cert-mode=self-managed",
 		"--webhook-host=127.0.0.1",
-		"--webhook-port="+strconv.Itoa(webhookPort),
+		"--webhook-port=" + strconv.Itoa(webhookPort),
 		"--webhook-dns-name=localhost",
-		"--webhook-cert-dir="+filepath.Join(work, "webhook-certs"),
+		"--webhook-cert-dir=" + filepath.Join(work, "webhook-certs"),
 		"--webhook-cert-dir-from-secret",
-	)
+	}, testutil.ManagerProcessArgs()...)
+	manager = startProcess("manager", filepath.Join(binDir, "manager"), logDir, managerArgs...)
 	bindAddr, dispatcherProbe, dispatcherMetrics := freeAddr(), freeAddr(), freeAddr()
 	launch = dispatcherLaunch{
 		bin: filepath.Join(binDir, "dispatcher"), logDir: logDir, probeAddr: dispatcherProbe,
@@ -180,6 +181,7 @@ var _ = BeforeSuite(func() {
 		"--leader-election-namespace=default",
 		"--shutdown-grace=5s",
 	}
+	launch.args = append(launch.args, testutil.DispatcherProcessArgs()...)
 	startDispatcher()
 	Expect(manager.WaitReady("http://"+managerProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
 	apiBase = "https://" + bindAddr
@@ -330,9 +332,16 @@ func freePort() int {
 
 // newNamespace creates a namespace in which the gateway account (of ns,
 // once created) holds gatewayRole.
+// namespacesMade counts newNamespace's namespaces (specs run one at a time).
+var namespacesMade int
+
 func newNamespace(prefix string) string {
 	GinkgoHelper()
-	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	// The manager serves only its --harness-namespaces: the suite's
+	// namespaces are the process suites' list, in order.
+	namespacesMade++
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testutil.ProcessNamespace(namespacesMade),
+		Labels: map[string]string{"harness.openclaw.dev/test-purpose": prefix}}}
 	Expect(k8s.Create(ctx, obj)).To(Succeed())
 	saNS := ns
 	if saNS == "" {

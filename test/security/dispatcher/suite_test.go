@@ -63,6 +63,8 @@ type suite struct {
 	gateway, apiToken, nobody string
 	metricsAddr               string
 	stub                      *stubmodel.Server
+	// namespaces counts the namespaces made so far (testutil.ProcessNamespace).
+	namespaces int
 }
 
 func TestDispatcherUnderAttack(t *testing.T) {
@@ -146,7 +148,11 @@ func start(t *testing.T) *suite {
 func (s *suite) namespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	// The manager serves only its --harness-namespaces: the suite's
+	// namespaces are the process suites' list, in order.
+	s.namespaces++
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testutil.ProcessNamespace(s.namespaces),
+		Labels: map[string]string{"harness.openclaw.dev/test-purpose": prefix}}}
 	must(t, s.k8s.Create(ctx, nsObj))
 	saNS := s.ns
 	if saNS == "" {
