@@ -13,6 +13,11 @@ const (
 	AllowInsecureLoopbackFlag = "allow-insecure-loopback-external"
 )
 
+// DefaultRefusedCIDRs are the private and shared address ranges, where a
+// cluster's service and pod ranges live: refused unless the operator lists
+// an exception (--external-allowed-cidrs) or other ranges.
+const DefaultRefusedCIDRs = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
+
 // Flags are the command-line settings of a Policy.
 type Flags struct {
 	refused, allowed string
@@ -24,7 +29,7 @@ type Flags struct {
 
 // Bind registers the flags on fs.
 func (f *Flags) Bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.refused, RefusedCIDRsFlag, "", "Comma-separated CIDRs an external app-server (spec.external.url) may not be dialed at, checked on every resolved address: set the cluster's service and pod ranges. Cloud metadata, link-local and loopback addresses are always refused.")
+	fs.StringVar(&f.refused, RefusedCIDRsFlag, DefaultRefusedCIDRs, "Comma-separated CIDRs an external app-server (spec.external.url) may not be dialed at, checked on every resolved address; they must cover the cluster's service and pod ranges (the default: every private and shared range). Cloud metadata, link-local and loopback addresses are always refused.")
 	fs.StringVar(&f.allowed, AllowedCIDRsFlag, "", "Comma-separated CIDRs an external app-server may be dialed at although a rule refuses them (e.g. one in-cluster address).")
 	fs.BoolVar(&f.AllowInsecureLoopback, AllowInsecureLoopbackFlag, false, "Development only: admit and dial external app-servers at plain ws:// on a loopback host (127.0.0.0/8, [::1], localhost). Without it external.url must be wss:// and loopback addresses are refused.")
 }
