@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/testutil"
@@ -62,7 +63,10 @@ var _ = Describe("Server pods are the harness's own", Ordered, func() {
 
 		srv, err := codextest.StartErr(suiteT, codextest.Options{
 			ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, ListenHost: ownHost, Port: int(appPort),
-			WSToken: string(secret.Data[harnessobjects.TokenSecretKey]), WSTokenHashOnly: true,
+			// As the operator's pods run: signed-bearer auth with the
+			// token Secret as the shared secret.
+			WSSharedSecret: string(secret.Data[harnessobjects.TokenSecretKey]),
+			WSIssuer:       appserver.SignedBearerIssuer, WSAudience: appserver.SignedBearerAudience,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(srv.Kill)

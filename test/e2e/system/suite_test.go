@@ -94,6 +94,8 @@ var (
 	// gateway address.
 	stub        *stubmodel.Server
 	sampleCodex *codextest.Server
+	// sampleFront serves sampleCodex at wss:// (tlsfront_test.go).
+	sampleFront *tlsFront
 )
 
 var _ = BeforeSuite(func() {

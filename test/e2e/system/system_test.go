@@ -3,6 +3,7 @@
 package system
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -71,6 +72,10 @@ spec:
 			"--set", "image.digests.dispatcher="+dispatcherDigest,
 			"--set", "image.pullPolicy=Never",
 			"--set-json", "harnessNamespaces="+string(nsJSON),
+			// The TLS fronts of the external app-servers listen on the
+			// gateway, inside the private ranges the operator refuses to
+			// dial by default: the one exception.
+			"--set-json", `externalServers.allowedCIDRs=["`+env.gateway+`/32"]`,
 			"--wait", "--timeout", "5m")
 		Expect(r.exit).To(Equal(0), "helm install:\n%s", r)
 		Expect(r.stdout).To(ContainSubstring("STATUS: deployed"))
@@ -147,7 +152,7 @@ metadata: {name: codex, namespace: %s}
 spec:
   adapter: codex-app-server
   external:
-    url: ws://127.0.0.1:1
+    url: wss://codex.example:1
     tokenSecretRef: {name: codex-token, key: token}
 `, outsideNS))
 		Expect(r.exit).NotTo(Equal(0), "%s", r)
@@ -179,8 +184,11 @@ spec:
 		}
 		// The sample points at `make run`'s 127.0.0.1:4500; this suite's
 		// Codex listens on a port of its own, so both can run at once.
-		mustKubectl("patch", "agentharness", "codex", "-n", agentsNS, "--type=merge",
-			"-p", fmt.Sprintf(`{"spec":{"external":{"url":%q}}}`, sampleCodex.URL))
+		// It listens on plain ws://, which the operator dials only on
+		// loopback in development: a TLS front with a private CA serves it
+		// at wss:// (the harness trusts the CA, spec.external.caBundle).
+		sampleFront = startTLSFront(sampleCodex.URL)
+		mustKubectl("patch", "agentharness", "codex", "-n", agentsNS, "--type=merge", "-p", sampleFront.externalPatch())
 		mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/codex", "-n", agentsNS)
 	})
 
@@ -213,6 +221,7 @@ spec:
   external:
     url: %[2]s
     tokenSecretRef: {name: codex-token, key: token}
+    caBundle: %[3]s
 ---
 apiVersion: harness.openclaw.dev/v1alpha1
 kind: AgentSession
@@ -222,7 +231,7 @@ spec:
   sessionKey: agent:main:demo-b
   sessionId: 9b1f4c2e-7d3a-4e5b-8c6d-0a1b2c3d4e5f
   model: openai/gpt-5.5
-`, teamBNS, sampleCodex.URL))
+`, teamBNS, sampleFront.URL, base64.StdEncoding.EncodeToString(sampleFront.CABundle)))
 			mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/codex", "-n", teamBNS)
 			grantCLI(teamBNS)
 			r := harnessCLI("turn", "demo-b", "-n", teamBNS, "--prompt", "Say hello")
@@ -269,7 +278,7 @@ spec:
 			})
 			Expect(err).NotTo(HaveOccurred())
 			mustKubectl("patch", "agentharness", "codex", "-n", teamBNS, "--type=merge",
-				"-p", fmt.Sprintf(`{"spec":{"external":{"url":%q}}}`, belowFloor.URL))
+				"-p", startTLSFront(belowFloor.URL).externalPatch())
 			mustKubectl("wait", "--for=condition=VersionSupported=false", "--timeout=120s", "agentharness/codex", "-n", teamBNS)
 
 			before := len(stub.Requests())
