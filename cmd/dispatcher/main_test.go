@@ -33,6 +33,7 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/turntoken"
@@ -533,6 +534,8 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
 		retention: retentionOptions{interval: 100 * time.Millisecond},
 		tls:       tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
+		// The external app-server is a Codex process on loopback.
+		externalDial: netguard.Flags{AllowInsecureLoopback: true},
 		// Several dispatchers run in this one process.
 		skipControllerNameValidation: true,
 	}
