@@ -88,7 +88,7 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 			return false, "no Ready condition"
 		}
 		ok := c.Status == metav1.ConditionFalse && c.Reason == string(harnessv1alpha1.HarnessReasonNamespaceNotManaged) &&
-			strings.Contains(c.Message, "team-b is not one of the operator's harness namespaces (team-a)")
+			strings.Contains(c.Message, "team-b is not one of the operator's harness namespaces (team-a; manager flag --harness-namespaces")
 		return ok, c.Reason + ": " + c.Message
 	})
 	var secrets corev1.SecretList
