@@ -127,7 +127,10 @@ const (
 	HarnessConditionVersionSupported = "VersionSupported"
 	// HarnessConditionAttested: every server runs one identified runtime artifact.
 	HarnessConditionAttested = "Attested"
-	// HarnessConditionReady is WorkloadReady and VersionSupported; attestation is separate.
+	// HarnessConditionSandboxReady (only with spec.appServer.sandbox mode
+	// WorkspaceWrite): Codex's sandbox works on the server pods.
+	HarnessConditionSandboxReady = "SandboxReady"
+	// HarnessConditionReady is WorkloadReady and VersionSupported (and SandboxReady when a sandbox is asked for); attestation is separate.
 	HarnessConditionReady = "Ready"
 )
 
@@ -174,6 +177,12 @@ const (
 	HarnessReasonNameConflict HarnessConditionReason = "NameConflict"
 	// HarnessReasonReconcileFailed: a phase of the manager failed (an apply refused by quota, Pod Security or RBAC); the message says which.
 	HarnessReasonReconcileFailed HarnessConditionReason = "ReconcileFailed"
+	// HarnessReasonSandboxUsable: a server pod ran Codex's sandbox check successfully.
+	HarnessReasonSandboxUsable HarnessConditionReason = "SandboxUsable"
+	// HarnessReasonSandboxUnavailable: Codex's sandbox cannot run on the server pods (their check failed); the pods do not start and no turn runs.
+	HarnessReasonSandboxUnavailable HarnessConditionReason = "SandboxUnavailable"
+	// HarnessReasonSandboxNotChecked: no server pod has run the sandbox check yet.
+	HarnessReasonSandboxNotChecked HarnessConditionReason = "SandboxNotChecked"
 )
 
 // AutoSelection says which providers `auto` may ask this harness about. It is
@@ -294,6 +303,46 @@ type AppServerStorage struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
+// SandboxMode is how the native tool processes of threads run on the server
+// pods.
+// +kubebuilder:validation:Enum=Off;WorkspaceWrite
+type SandboxMode string
+
+const (
+	// SandboxModeOff runs them with full access to the pod (Codex's
+	// danger-full-access): the Pod is the isolation boundary.
+	SandboxModeOff SandboxMode = "Off"
+	// SandboxModeWorkspaceWrite runs them in Codex's workspace-write sandbox:
+	// they may write only the session's working directory, have no network
+	// and run in user and PID namespaces of their own.
+	SandboxModeWorkspaceWrite SandboxMode = "WorkspaceWrite"
+)
+
+// AppServerSandbox asks for Codex's sandbox around native tool processes.
+type AppServerSandbox struct {
+	// mode is Off (the default) or WorkspaceWrite. WorkspaceWrite needs user
+	// namespaces in the pods, which the container runtime's default seccomp
+	// profile refuses: each server pod first runs the check
+	// `codex sandbox -- true` (init container sandbox-check), and where it
+	// fails the pod does not start, the harness reports SandboxReady=False
+	// with the check's output, and no turn runs. There is no silent
+	// fallback to full access.
+	// +optional
+	// +kubebuilder:default=Off
+	Mode SandboxMode `json:"mode,omitempty"`
+
+	// seccompLocalhostProfile is a seccomp profile installed on the nodes
+	// (a path relative to the kubelet's seccomp directory) that allows user
+	// namespaces; the server pods use it instead of RuntimeDefault. Pod
+	// Security "restricted" admits Localhost profiles.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._/-]+$`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..') && !self.startsWith('/')",message="seccompLocalhostProfile is a path relative to the seccomp directory of the kubelet, without .."
+	SeccompLocalhostProfile string `json:"seccompLocalhostProfile,omitempty"`
+}
+
 // AppServerWorkload is an app-server the operator runs as a StatefulSet.
 type AppServerWorkload struct {
 	// image is the app-server container image, pinned by digest
@@ -370,6 +419,13 @@ type AppServerWorkload struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	MaxSessionsPerNamespace *int32 `json:"maxSessionsPerNamespace,omitempty"`
+
+	// sandbox asks for Codex's own sandbox (bubblewrap) around the native
+	// tool processes of every thread on the pods. Without it they run with
+	// full access to the pod, which is then the isolation boundary
+	// (docs/security.md).
+	// +optional
+	Sandbox *AppServerSandbox `json:"sandbox,omitempty"`
 
 	// storage is a persistent volume per replica for the native home; omitted
 	// uses an emptyDir (threads do not survive a pod restart).

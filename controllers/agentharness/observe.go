@@ -35,6 +35,8 @@ type observedServer struct {
 	imageID string
 	digest  string
 	state   harnessv1alpha1.ServerState
+	// sandbox is the pod's sandbox check (only with a sandbox asked for).
+	sandbox sandboxState
 }
 
 // observeServers lists the harness's server pods: the pods its selector
@@ -68,7 +70,7 @@ func (r *Reconciler) observeServers(ctx context.Context, s *scope) error {
 }
 
 func observePod(p *corev1.Pod, ordinal int) observedServer {
-	srv := observedServer{name: p.Name, ordinal: ordinal, podIP: p.Status.PodIP}
+	srv := observedServer{name: p.Name, ordinal: ordinal, podIP: p.Status.PodIP, sandbox: observeSandbox(p)}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == harnessobjects.ContainerName {
 			srv.imageID = cs.ImageID

@@ -101,6 +101,11 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 	setCondition(h, harnessv1alpha1.HarnessConditionAttested, av)
 	st.RuntimeArtifact = artifact
 
+	if sandboxRequested(h) {
+		setCondition(h, harnessv1alpha1.HarnessConditionSandboxReady, sandboxVerdict(s.servers))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, harnessv1alpha1.HarnessConditionSandboxReady)
+	}
 	setReady(h)
 	return nil
 }
@@ -254,11 +259,16 @@ func (r *Reconciler) unmanagedNamespace(_ context.Context, s *scope) error {
 	return nil
 }
 
-// setReady sets Ready = WorkloadReady ∧ VersionSupported.
+// setReady sets Ready = WorkloadReady ∧ VersionSupported (∧ SandboxReady
+// not False, when a sandbox is asked for).
 func setReady(h *harnessv1alpha1.AgentHarness) {
 	wr := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionWorkloadReady)
 	vs := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionVersionSupported)
+	sb := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionSandboxReady)
 	switch {
+	case sb != nil && sb.Status == metav1.ConditionFalse:
+		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+			harnessv1alpha1.HarnessReasonSandboxUnavailable, sb.Message})
 	case wr.Status != metav1.ConditionTrue:
 		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
 			harnessv1alpha1.HarnessReasonWorkloadNotReady, wr.Message})

@@ -216,10 +216,17 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 			WithReadOnly(true))
 	}
 
+	pull := cmp.Or(spec.ImagePullPolicy, corev1.PullIfNotPresent)
+	security := corev1ac.SecurityContext().
+		WithRunAsNonRoot(true).
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
+		WithSeccompProfile(seccompProfile(h))
 	container := corev1ac.Container().
 		WithName(harnessobjects.ContainerName).
 		WithImage(spec.Image).
-		WithImagePullPolicy(cmp.Or(spec.ImagePullPolicy, corev1.PullIfNotPresent)).
+		WithImagePullPolicy(pull).
 		WithCommand(command...).
 		WithArgs(args...).
 		WithEnv(env...).
@@ -229,12 +236,7 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 		WithReadinessProbe(httpProbe("/readyz", 5, 3)).
 		WithLivenessProbe(httpProbe("/healthz", 10, 3)).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithRunAsNonRoot(true).
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)))
+		WithSecurityContext(security)
 	if spec.Resources != nil {
 		var res corev1ac.ResourceRequirementsApplyConfiguration
 		if err := convert(spec.Resources, &res); err != nil {
@@ -253,9 +255,12 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 			WithRunAsGroup(podUser).
 			WithFSGroup(podUser).
 			WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
-			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+			WithSeccompProfile(seccompProfile(h))).
 		WithContainers(container).
 		WithVolumes(volumes...)
+	if sandboxRequested(h) {
+		podSpec.WithInitContainers(w.sandboxCheck(command[0], pull, security))
+	}
 
 	tmpl := corev1ac.PodTemplateSpec().
 		WithLabels(harnessobjects.ObjectLabels(h)).

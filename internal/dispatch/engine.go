@@ -8,6 +8,8 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
@@ -70,6 +72,17 @@ type Options struct {
 	// LeaseTTL is how long a session's lease lasts without renewal
 	// (DefaultLeaseTTL); a running turn renews it every third of it.
 	LeaseTTL time.Duration
+}
+
+// podSandbox is the native sandbox of threads on h's pods: Codex's
+// workspace-write when the harness asks for Codex's sandbox (its pods only
+// start where the sandbox works, so this never runs unsandboxed), else
+// Options.PodSandbox.
+func (e *Engine) podSandbox(h *v1alpha1.AgentHarness) string {
+	if sb := h.Spec.AppServer.Sandbox; sb != nil && sb.Mode == v1alpha1.SandboxModeWorkspaceWrite {
+		return string(appserver.SandboxWorkspaceWrite)
+	}
+	return e.opts.PodSandbox
 }
 
 func (o Options) withDefaults() Options {

@@ -141,7 +141,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		in.ThreadID = b.ThreadID
 	}
 	if t.p.pod {
-		in.Sandbox = t.e.opts.PodSandbox
+		in.Sandbox = t.e.podSandbox(t.p.harness)
 	}
 	if tp := t.p.decision.ToolPolicy; tp != nil {
 		in.Restricted = tp.Restricted
