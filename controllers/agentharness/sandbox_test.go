@@ -103,7 +103,7 @@ func TestObserveSandbox(t *testing.T) {
 	}{
 		{"running", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, sandboxState{}},
 		{"passed", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(0, "")}}, sandboxState{ran: true, message: "exit code 0 (Error)"}},
-		{"failed", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(1, " " + bwrapRefusal + "\n")}},
+		{"failed", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(1, " "+bwrapRefusal+"\n")}},
 			sandboxState{ran: true, failed: true, message: bwrapRefusal}},
 		{"crash loop: the last end", corev1.ContainerStatus{
 			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
