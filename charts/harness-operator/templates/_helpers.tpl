@@ -105,3 +105,17 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+The external app-server dial policy, passed identically to the manager and the
+dispatcher (both dial spec.external.url). Absent flags: the binaries' default,
+which refuses every private and shared range.
+*/}}
+{{- define "harness-operator.externalServerArgs" -}}
+{{- with .Values.externalServers.refusedCIDRs }}
+- --external-refused-cidrs={{ join "," . }}
+{{- end }}
+{{- with .Values.externalServers.allowedCIDRs }}
+- --external-allowed-cidrs={{ join "," . }}
+{{- end }}
+{{- end -}}

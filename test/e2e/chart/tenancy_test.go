@@ -161,7 +161,8 @@ func TestNetworkPoliciesOnByDefault(t *testing.T) {
 			{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{"harness.openclaw.dev/dispatcher-client": "true"},
 			}}}, Ports: port(8443)},
-			{From: everyNamespace, Ports: port(8081)},
+			// The HTTPS metrics, not the probe port (8081).
+			{From: everyNamespace, Ports: port(8083)},
 		},
 	}
 	for component, ingress := range want {

@@ -193,12 +193,13 @@ func TestManager(t *testing.T) {
 		want     map[string]string // flag -> value; "-" means absent
 		certVol  string            // "emptyDir", "secret" or "" (none)
 	}{
-		{"defaults", map[string]string{"--webhook-cert-mode": "self-managed", "--webhook-cert-dir-from-secret": "", "--webhook-cert-dir": certDir, "--harness-namespaces": "-"}, "emptyDir"},
+		// No egress list: the manager's default policy for app-server pods.
+		{"defaults", map[string]string{"--webhook-cert-mode": "self-managed", "--webhook-cert-dir-from-secret": "", "--webhook-cert-dir": certDir, "--harness-namespaces": "-", "--app-server-egress-cidrs": "-"}, "emptyDir"},
 		{"harness-namespaces", map[string]string{"--harness-namespaces": "team-a,team-b"}, "emptyDir"},
 		{"cert-manager", map[string]string{"--webhook-cert-mode": "cert-manager", "--webhook-cert-manager-issuer": "ClusterIssuer/corp-ca", "--webhook-cert-dir-from-secret": "-", "--webhook-cert-dir": certDir}, "secret"},
 		// The manager serving the webhooks runs outside the cluster.
 		{"webhook-url", map[string]string{"--webhook-cert-mode": "disabled", "--webhook-dns-name": "-", "--webhook-cert-dir-from-secret": "-"}, ""},
-		{"opt-ins", map[string]string{"--zap-log-level": "debug"}, "emptyDir"},
+		{"opt-ins", map[string]string{"--zap-log-level": "debug", "--app-server-egress-cidrs": "203.0.113.0/24,2001:db8::/32"}, "emptyDir"},
 	}
 	for _, c := range cases {
 		t.Run(c.valueSet, func(t *testing.T) {
