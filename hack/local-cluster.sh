@@ -144,7 +144,8 @@ usage: hack/local-cluster.sh <command>
   env           print export lines for eval: KUBECONFIG, KUBECTL, LOCAL_CLUSTER_DIR,
                 LOCAL_CLUSTER_GATEWAY_IP, LOCAL_CLUSTER_POD_CIDR, LOCAL_CLUSTER_NODE_NAME,
                 LOCAL_CLUSTER_SERVICE_CIDR, LOCAL_CLUSTER_KWOK_NODE_NAME,
-                LOCAL_CLUSTER_IMAGES_DIR, LOCAL_CLUSTER_VOLUMES_DIR
+                LOCAL_CLUSTER_IMAGES_DIR, LOCAL_CLUSTER_VOLUMES_DIR,
+                LOCAL_CLUSTER_SECCOMP_DIR
   snapshot      print the normalized machine state `down` must restore (for diffs)
 USAGE
 }
@@ -511,6 +512,9 @@ cmd_env() {
   printf 'export LOCAL_CLUSTER_KWOK_NODE_NAME=%q\n' "${KWOK_NODE_NAME}"
   printf 'export LOCAL_CLUSTER_IMAGES_DIR=%q\n' "${IMAGES_DIR}"
   printf 'export LOCAL_CLUSTER_VOLUMES_DIR=%q\n' "${VOLUMES_DIR}"
+  # Localhost seccomp profiles of Pods are files here (the kubelet's
+  # <root-dir>/seccomp).
+  printf 'export LOCAL_CLUSTER_SECCOMP_DIR=%q\n' "${KUBELET_ROOT}/seccomp"
 }
 
 main() {

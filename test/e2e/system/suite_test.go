@@ -82,6 +82,8 @@ var (
 		gateway string
 		// volumesDir is where the node's hostPath volumes may live.
 		volumesDir string
+		// seccompDir is the node's directory of Localhost seccomp profiles.
+		seccompDir string
 		// images are the refs and digests `make images` wrote (images.env).
 		images map[string]string
 	}
@@ -107,6 +109,7 @@ var _ = BeforeSuite(func() {
 	env.binDir = requireEnv("E2E_BIN_DIR", "the directory of kubectl-harness (make build)")
 	env.gateway = requireEnv("LOCAL_CLUSTER_GATEWAY_IP", "the CNI bridge's gateway address (hack/local-cluster.sh env)")
 	env.volumesDir = requireEnv("LOCAL_CLUSTER_VOLUMES_DIR", "the node's hostPath volumes directory (hack/local-cluster.sh env)")
+	env.seccompDir = requireEnv("LOCAL_CLUSTER_SECCOMP_DIR", "the node's Localhost seccomp profiles directory (hack/local-cluster.sh env)")
 	env.images = readImagesEnv(requireEnv("E2E_IMAGES_ENV", "the images.env of `make images`"))
 	var err error
 	env.repoRoot, err = testutil.ModuleRoot()

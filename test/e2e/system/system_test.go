@@ -318,6 +318,7 @@ spec:
 	})
 
 	managedHarnessSpecs()
+	sandboxSpecs()
 	faultSpecs()
 })
 
