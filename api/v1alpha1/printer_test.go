@@ -104,12 +104,13 @@ var _ = Describe("kubectl get", func() {
 		Expect(k8sClient.Status().Update(ctx, h)).To(Succeed())
 
 		table := getTable("/apis/harness.openclaw.dev/v1alpha1/namespaces/" + ns + "/agentharnesses")
-		Expect(columnNames(table)).To(Equal([]string{"Name", "HarnessID", "Adapter", "Version", "Ready", "Replicas", "Age"}))
+		Expect(columnNames(table)).To(Equal([]string{"Name", "HarnessID", "Adapter", "Version", "Ready", "Reason", "Replicas", "Age"}))
 		row := rowFor(table, "printed")
 		Expect(row).To(HaveKeyWithValue("HarnessID", "codex"))
 		Expect(row).To(HaveKeyWithValue("Adapter", "codex-app-server"))
 		Expect(row).To(HaveKeyWithValue("Version", "0.169.0"))
 		Expect(row).To(HaveKeyWithValue("Ready", "True"))
+		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.HarnessReasonReady)), "Ready's own reason, not another condition's")
 		Expect(row).To(HaveKeyWithValue("Replicas", BeNumerically("==", 1)))
 	})
 
@@ -126,12 +127,13 @@ var _ = Describe("kubectl get", func() {
 		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 
 		table := getTable("/apis/harness.openclaw.dev/v1alpha1/runtimepolicies")
-		Expect(columnNames(table)).To(Equal([]string{"Name", "Providers", "Models", "Overrides", "Accepted", "Age"}))
+		Expect(columnNames(table)).To(Equal([]string{"Name", "Providers", "Models", "Overrides", "Accepted", "Reason", "Age"}))
 		row := rowFor(table, p.Name)
 		Expect(row).To(HaveKeyWithValue("Providers", "openai"))
 		Expect(row).To(HaveKeyWithValue("Models", "anthropic/claude-opus-5"))
 		Expect(row).To(HaveKeyWithValue("Overrides", "Deny"))
 		Expect(row).To(HaveKeyWithValue("Accepted", "False"))
+		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.PolicyReasonInvalid)))
 	})
 
 	It("shows Model, Runtime, Harness, Turns and Ready for AgentSession", func() {
@@ -149,12 +151,13 @@ var _ = Describe("kubectl get", func() {
 		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
 
 		table := getTable("/apis/harness.openclaw.dev/v1alpha1/namespaces/" + ns + "/agentsessions")
-		Expect(columnNames(table)).To(Equal([]string{"Name", "Model", "Runtime", "Harness", "Turns", "Ready", "Age"}))
+		Expect(columnNames(table)).To(Equal([]string{"Name", "Model", "Runtime", "Harness", "Turns", "Ready", "Reason", "Age"}))
 		row := rowFor(table, "printed")
 		Expect(row).To(HaveKeyWithValue("Model", "openai/gpt-5.5"))
 		Expect(row).To(HaveKeyWithValue("Runtime", "codex"))
 		Expect(row).To(HaveKeyWithValue("Harness", "codex"))
 		Expect(row).To(HaveKeyWithValue("Turns", BeNumerically("==", 3)))
 		Expect(row).To(HaveKeyWithValue("Ready", "False"))
+		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.SessionReasonOverrideDenied)))
 	})
 })
