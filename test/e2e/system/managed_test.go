@@ -35,7 +35,7 @@ const (
 // StatefulSet runs the Codex app-server image in a real container.
 func managedHarnessSpecs() {
 	It("runs a managed AgentHarness's StatefulSet with the Codex image under `restricted`", func() {
-		repository, digest := image("CODEX_APP_SERVER")
+		_, digest := image("CODEX_APP_SERVER")
 		// What a user does for an OpenAI-compatible endpoint: the key as an
 		// environment variable, and a Codex config naming the endpoint as a
 		// model provider, placed in the native home (Codex merges it over
@@ -53,24 +53,7 @@ request_max_retries = 0
 stream_max_retries = 0
 `, stub.BaseURL())), 0o600)).To(Succeed())
 		mustKubectl("create", "secret", "generic", "codex-config", "-n", managedNS, "--from-file=config.toml="+config)
-		applyManifest("managed.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
-kind: AgentHarness
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  adapter: codex-app-server
-  autoSelection: {mode: ExplicitOnly}
-  appServer:
-    image: %[3]s@%[4]s
-    imagePullPolicy: Never
-    replicas: 1
-    credentials:
-      - name: OPENAI_API_KEY
-        mount: Env
-        secretKeyRef: {name: model-key, key: key}
-      - name: config.toml
-        mount: HomeFile
-        secretKeyRef: {name: codex-config, key: config.toml}
-`, poolHarness, managedNS, repository, digest))
+		applyManifest("managed.yaml", managedHarness(poolHarness, ""))
 		// Exactly one of each, owned by the harness (garbage-collected with it).
 		ownedOne := func(g Gomega, list client.ObjectList) client.Object {
 			g.Expect(admin.List(ctx, list, client.InNamespace(managedNS))).To(Succeed())

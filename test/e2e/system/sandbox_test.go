@@ -23,14 +23,13 @@ const userNamespacesProfile = `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"n
 	`"open_by_handle_at","init_module","finit_module","delete_module","bpf","perf_event_open","ptrace",` +
 	`"mount_setattr","move_mount","open_tree","fsopen","fsconfig","fsmount","fspick"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}`
 
-// sandboxedHarness is a managed harness like codex-pool (same model
-// credentials) that asks for Codex's sandbox, with a Localhost seccomp
-// profile when profile is not empty.
-func sandboxedHarness(name, profile string) string {
+// managedHarness is the manifest of a managed AgentHarness of managedNS
+// running the Codex image with the model credentials of codex-pool; sandbox,
+// when not empty, is its spec.appServer.sandbox (YAML flow mapping).
+func managedHarness(name, sandbox string) string {
 	repository, digest := image("CODEX_APP_SERVER")
-	seccomp := ""
-	if profile != "" {
-		seccomp = "\n      seccompLocalhostProfile: " + profile
+	if sandbox != "" {
+		sandbox = "\n    sandbox: " + sandbox
 	}
 	return fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
 kind: AgentHarness
@@ -41,9 +40,7 @@ spec:
   appServer:
     image: %[3]s@%[4]s
     imagePullPolicy: Never
-    replicas: 1
-    sandbox:
-      mode: WorkspaceWrite%[5]s
+    replicas: 1%[5]s
     credentials:
       - name: OPENAI_API_KEY
         mount: Env
@@ -51,14 +48,14 @@ spec:
       - name: config.toml
         mount: HomeFile
         secretKeyRef: {name: codex-config, key: config.toml}
-`, name, managedNS, repository, digest, seccomp)
+`, name, managedNS, repository, digest, sandbox)
 }
 
 // sandboxSpecs run Codex's sandbox (bubblewrap) on the real node, in Pods
 // under Pod Security `restricted` (docs/security.md records the probe).
 func sandboxSpecs() {
 	It("refuses to serve a harness whose sandbox cannot run in a restricted Pod with RuntimeDefault, showing bubblewrap's own refusal", func() {
-		applyManifest("sandbox-default.yaml", sandboxedHarness("codex-sandbox-default", ""))
+		applyManifest("sandbox-default.yaml", managedHarness("codex-sandbox-default", "{mode: WorkspaceWrite}"))
 		mustKubectl("wait", "--for=condition=SandboxReady=false", "--timeout=180s", "agentharness/codex-sandbox-default", "-n", managedNS)
 		h := &v1alpha1.AgentHarness{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: "codex-sandbox-default"}, h)).To(Succeed())
@@ -79,7 +76,7 @@ func sandboxSpecs() {
 	It("runs tools in Codex's sandbox where a Localhost profile allows user namespaces: no network, writes only in the session's directory", func() {
 		Expect(os.MkdirAll(filepath.Join(env.seccompDir, "harness-e2e"), 0o755)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(env.seccompDir, "harness-e2e", "userns.json"), []byte(userNamespacesProfile), 0o644)).To(Succeed())
-		applyManifest("sandbox-profile.yaml", sandboxedHarness("codex-sandboxed", "harness-e2e/userns.json"))
+		applyManifest("sandbox-profile.yaml", managedHarness("codex-sandboxed", "{mode: WorkspaceWrite, seccompLocalhostProfile: harness-e2e/userns.json}"))
 		mustKubectl("wait", "--for=condition=SandboxReady=true", "--timeout=180s", "agentharness/codex-sandboxed", "-n", managedNS)
 		mustKubectl("wait", "--for=condition=Ready", "--timeout=180s", "agentharness/codex-sandboxed", "-n", managedNS)
 		applyManifest("sandbox-session.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
