@@ -174,7 +174,14 @@ spec:
 		})
 		Expect(err).NotTo(HaveOccurred())
 
-		out := mustKubectl("apply", "-f", "config/samples/")
+		// The sample points at `make run`'s Codex on ws://127.0.0.1:4500,
+		// which only a manager in development mode admits. This suite's
+		// Codex listens on the gateway at plain ws:// too: a TLS front with
+		// a private CA serves it at wss://, and the applied copy of the
+		// samples points the harness there (spec.external.caBundle trusts
+		// the CA); everything else is applied as shipped.
+		sampleFront = startTLSFront(sampleCodex.URL)
+		out := mustKubectl("apply", "-f", samplesFor(sampleFront))
 		for _, want := range []string{
 			"runtimepolicy.harness.openclaw.dev/codex-only created",
 			"agentharness.harness.openclaw.dev/codex created",
@@ -182,13 +189,6 @@ spec:
 		} {
 			Expect(out).To(ContainSubstring(want))
 		}
-		// The sample points at `make run`'s 127.0.0.1:4500; this suite's
-		// Codex listens on a port of its own, so both can run at once.
-		// It listens on plain ws://, which the operator dials only on
-		// loopback in development: a TLS front with a private CA serves it
-		// at wss:// (the harness trusts the CA, spec.external.caBundle).
-		sampleFront = startTLSFront(sampleCodex.URL)
-		mustKubectl("patch", "agentharness", "codex", "-n", agentsNS, "--type=merge", "-p", sampleFront.externalPatch())
 		mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/codex", "-n", agentsNS)
 	})
 
@@ -369,6 +369,30 @@ func applyManifestResult(name, manifest string) result {
 	path := filepath.Join(work, name)
 	Expect(os.WriteFile(path, []byte(manifest), 0o600)).To(Succeed())
 	return kubectl("apply", "-f", path)
+}
+
+// samplesFor copies config/samples/ (its top level) into the suite's work
+// directory with the sample harness's external server replaced by front.
+func samplesFor(front *tlsFront) string {
+	GinkgoHelper()
+	dir := filepath.Join(work, "samples")
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	files, err := filepath.Glob("config/samples/*.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	const sampleURL = "    url: ws://127.0.0.1:4500\n"
+	replaced := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		Expect(err).NotTo(HaveOccurred())
+		text := string(data)
+		if strings.Contains(text, sampleURL) {
+			replaced++
+			text = strings.Replace(text, sampleURL, "    url: "+front.URL+"\n    caBundle: "+base64.StdEncoding.EncodeToString(front.CABundle)+"\n", 1)
+		}
+		Expect(os.WriteFile(filepath.Join(dir, filepath.Base(f)), []byte(text), 0o644)).To(Succeed())
+	}
+	Expect(replaced).To(Equal(1), "one sample harness points at %s", sampleURL)
+	return dir
 }
 
 // grantCLI lets `kubectl harness` run turns in namespace the way the chart's
