@@ -377,7 +377,7 @@ func samplesFor(front *tlsFront) string {
 	GinkgoHelper()
 	dir := filepath.Join(work, "samples")
 	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
-	files, err := filepath.Glob("config/samples/*.yaml")
+	files, err := filepath.Glob(filepath.Join(env.repoRoot, "config", "samples", "*.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	const sampleURL = "    url: ws://127.0.0.1:4500\n"
 	replaced := 0
