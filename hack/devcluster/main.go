@@ -31,6 +31,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/manifest"
+	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/scheme"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
@@ -142,6 +143,9 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		// The samples' namespace: like the chart's harnessNamespaces, the
 		// only namespace that may hold AgentHarnesses.
 		"--harness-namespaces="+sampleNamespace,
+		// The sample harness's Codex runs on this machine at plain
+		// ws://127.0.0.1:4500: development mode admits it.
+		"--"+netguard.AllowInsecureLoopbackFlag,
 	)
 	if err != nil {
 		return err
@@ -192,6 +196,8 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		// credential that is valid at the API server.
 		"--token-audience="+dispatcherAudience,
 		"--require-token-audience",
+		// ... and dials it.
+		"--"+netguard.AllowInsecureLoopbackFlag,
 	)
 	if err != nil {
 		return err
