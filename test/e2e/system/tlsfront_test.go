@@ -28,6 +28,8 @@ type tlsFront struct {
 	CABundle []byte
 	ln       net.Listener
 	conns    sync.WaitGroup
+	mu       sync.Mutex
+	open     map[net.Conn]bool // the accepted connections, closed with the front
 }
 
 // startTLSFront forwards wss://<gateway>:<port> to the ws:// server at
@@ -45,9 +47,11 @@ func startTLSFront(backend string) *tlsFront {
 	ln, err := tls.Listen("tcp", net.JoinHostPort(env.gateway, "0"),
 		&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
 	Expect(err).NotTo(HaveOccurred())
-	f := &tlsFront{URL: "wss://" + ln.Addr().String() + u.Path, CABundle: certPEM, ln: ln}
+	f := &tlsFront{URL: "wss://" + ln.Addr().String() + u.Path, CABundle: certPEM, ln: ln, open: map[net.Conn]bool{}}
 	go f.serve(u.Host)
-	DeferCleanup(f.close)
+	// Until the suite ends, like the Codex behind it (not the spec's end:
+	// later specs run turns through it).
+	suiteT.Cleanup(f.close)
 	return f
 }
 
@@ -57,10 +61,18 @@ func (f *tlsFront) serve(backend string) {
 		if err != nil {
 			return
 		}
+		f.mu.Lock()
+		f.open[c] = true
+		f.mu.Unlock()
 		f.conns.Add(1)
 		go func() {
 			defer f.conns.Done()
-			defer func() { _ = c.Close() }()
+			defer func() {
+				f.mu.Lock()
+				delete(f.open, c)
+				f.mu.Unlock()
+				_ = c.Close()
+			}()
 			b, err := net.Dial("tcp", backend)
 			if err != nil {
 				return
@@ -79,6 +91,12 @@ func (f *tlsFront) close() {
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		GinkgoWriter.Printf("close the TLS front: %v\n", err)
 	}
+	f.mu.Lock()
+	for c := range f.open {
+		_ = c.Close() // ends both copies of that connection
+	}
+	f.mu.Unlock()
+	f.conns.Wait()
 }
 
 // externalPatch is the merge patch that points a harness at the front.
