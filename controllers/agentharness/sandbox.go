@@ -22,6 +22,9 @@ import (
 // SandboxCheckContainer is the init container that runs the check.
 const SandboxCheckContainer = "sandbox-check"
 
+// sandboxCheckDir is the check's working directory, on the pod's /tmp volume.
+const sandboxCheckDir = "/tmp/sandbox-check"
+
 // maxSandboxMessage bounds the check's output copied into the condition.
 const maxSandboxMessage = 512
 
@@ -50,6 +53,11 @@ func (w workload) sandboxCheck(binary string, pull corev1.PullPolicy, security *
 		WithImagePullPolicy(pull).
 		WithCommand(binary).
 		WithArgs("sandbox", "-c", `sandbox_mode="workspace-write"`, "--", "true").
+		// A writable directory, as a session's working directory is: in
+		// workspace-write bubblewrap keeps .git of the working directory
+		// read-only, which needs a mount point it can create (the root
+		// filesystem is read-only).
+		WithWorkingDir(sandboxCheckDir).
 		WithEnv(
 			corev1ac.EnvVar().WithName("CODEX_HOME").WithValue(HomeMountPath),
 			corev1ac.EnvVar().WithName("HOME").WithValue(HomeMountPath)).
