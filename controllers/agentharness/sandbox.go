@@ -22,8 +22,12 @@ import (
 // SandboxCheckContainer is the init container that runs the check.
 const SandboxCheckContainer = "sandbox-check"
 
-// sandboxCheckDir is the check's working directory, on the pod's /tmp volume.
-const sandboxCheckDir = "/tmp/sandbox-check"
+// sandboxCheckDir is the check's working directory: a volume of its own
+// (writable by the pod's fsGroup, as a session's directory is writable).
+const (
+	sandboxCheckDir    = "/tmp/sandbox-check"
+	sandboxCheckVolume = "sandbox-check"
+)
 
 // maxSandboxMessage bounds the check's output copied into the condition.
 const maxSandboxMessage = 512
@@ -43,10 +47,12 @@ func seccompProfile(h *harnessv1alpha1.AgentHarness) *corev1ac.SeccompProfileApp
 	return corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)
 }
 
-// sandboxCheck is the init container: the app-server's image and binary run
+// sandboxCheck is the init container, and the volume of its working
+// directory: the app-server's image and binary run
 // `sandbox -c sandbox_mode="workspace-write" -- true` with the app-server's
 // security context and home, and none of its credentials.
-func (w workload) sandboxCheck(binary string, pull corev1.PullPolicy, security *corev1ac.SecurityContextApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
+func (w workload) sandboxCheck(binary string, pull corev1.PullPolicy, security *corev1ac.SecurityContextApplyConfiguration) (*corev1ac.ContainerApplyConfiguration, *corev1ac.VolumeApplyConfiguration) {
+	volume := corev1ac.Volume().WithName(sandboxCheckVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource())
 	return corev1ac.Container().
 		WithName(SandboxCheckContainer).
 		WithImage(w.harness.Spec.AppServer.Image).
@@ -56,16 +62,18 @@ func (w workload) sandboxCheck(binary string, pull corev1.PullPolicy, security *
 		// A writable directory, as a session's working directory is: in
 		// workspace-write bubblewrap keeps .git of the working directory
 		// read-only, which needs a mount point it can create (the root
-		// filesystem is read-only).
+		// filesystem is read-only, and a directory runc creates for
+		// workingDir belongs to root).
 		WithWorkingDir(sandboxCheckDir).
 		WithEnv(
 			corev1ac.EnvVar().WithName("CODEX_HOME").WithValue(HomeMountPath),
 			corev1ac.EnvVar().WithName("HOME").WithValue(HomeMountPath)).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(homeVolume).WithMountPath(HomeMountPath),
-			corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp")).
+			corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"),
+			corev1ac.VolumeMount().WithName(sandboxCheckVolume).WithMountPath(sandboxCheckDir)).
 		WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError).
-		WithSecurityContext(security)
+		WithSecurityContext(security), volume
 }
 
 // sandboxState is what a pod's check says.

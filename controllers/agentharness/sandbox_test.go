@@ -35,6 +35,8 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 		Expect(check.Args).To(Equal([]string{"sandbox", "-c", `sandbox_mode="workspace-write"`, "--", "true"}))
 		Expect(check.Image).To(Equal(h.Spec.AppServer.Image))
 		Expect(check.WorkingDir).To(Equal("/tmp/sandbox-check"), "a writable working directory, as a session's is")
+		Expect(check.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "sandbox-check", MountPath: "/tmp/sandbox-check"}))
+		Expect(spec.Volumes).To(ContainElement(HaveField("Name", "sandbox-check")))
 		Expect(check.SecurityContext.SeccompProfile).To(Equal(localhost))
 		Expect(spec.Containers[0].SecurityContext.SeccompProfile).To(Equal(localhost))
 		Expect(check.SecurityContext.AllowPrivilegeEscalation).To(Equal(ptr.To(false)))

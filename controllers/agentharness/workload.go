@@ -259,7 +259,8 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 		WithContainers(container).
 		WithVolumes(volumes...)
 	if sandboxRequested(h) {
-		podSpec.WithInitContainers(w.sandboxCheck(command[0], pull, security))
+		check, volume := w.sandboxCheck(command[0], pull, security)
+		podSpec.WithInitContainers(check).WithVolumes(volume)
 	}
 
 	tmpl := corev1ac.PodTemplateSpec().
