@@ -89,7 +89,7 @@ var _ = Describe("kubectl get", func() {
 		}))
 	})
 
-	It("shows HarnessID, Adapter, Version, Ready and Replicas for AgentHarness", func() {
+	It("shows HarnessID, Adapter, Version, Ready with its reason and Replicas for AgentHarness", func() {
 		ns := newNamespace()
 		h := validExternalHarness(ns, "printed")
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
@@ -114,7 +114,7 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Replicas", BeNumerically("==", 1)))
 	})
 
-	It("shows Providers, Models, Overrides and Accepted for RuntimePolicy", func() {
+	It("shows Providers, Models, Overrides and Accepted with its reason for RuntimePolicy", func() {
 		p := validPolicy("printed-" + rand.String(6))
 		p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "anthropic/claude-opus-5", Runtime: "claude-cli"}}
 		p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny
@@ -136,7 +136,7 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.PolicyReasonInvalid)))
 	})
 
-	It("shows Model, Runtime, Harness, Turns and Ready for AgentSession", func() {
+	It("shows Model, Runtime, Harness, Turns and Ready with its reason for AgentSession", func() {
 		ns := newNamespace()
 		s := validSession(ns, "printed")
 		Expect(k8sClient.Create(ctx, s)).To(Succeed())

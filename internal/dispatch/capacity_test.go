@@ -20,13 +20,7 @@ import (
 // maxSessionsPerReplica: the place is reserved atomically in the store, and
 // a session bound there keeps its own place whatever the count.
 func TestMaxSessionsPerReplicaHoldsUnderARace(t *testing.T) {
-	j, err := journal.Open(t.TempDir(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = j.Close() }()
-	e := New(nil, nil, j, Options{})
-	defer e.Close()
+	e, j := journalOnlyEngine(t)
 	h := &v1alpha1.AgentHarness{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "codex"},
 		Spec:       v1alpha1.AgentHarnessSpec{AppServer: &v1alpha1.AppServerWorkload{MaxSessionsPerReplica: ptr.To[int32](2)}},
@@ -74,13 +68,7 @@ func TestMaxSessionsPerReplicaHoldsUnderARace(t *testing.T) {
 // named, while another namespace (the control) and the harness's own still
 // find places; a refused session holds no place on the pod.
 func TestOneNamespaceCannotTakeAllOfASharedHarness(t *testing.T) {
-	j, err := journal.Open(t.TempDir(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = j.Close() }()
-	e := New(nil, nil, j, Options{})
-	defer e.Close()
+	e, j := journalOnlyEngine(t)
 	h := &v1alpha1.AgentHarness{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "codex"},
 		Spec: v1alpha1.AgentHarnessSpec{AppServer: &v1alpha1.AppServerWorkload{
@@ -115,4 +103,20 @@ func TestOneNamespaceCannotTakeAllOfASharedHarness(t *testing.T) {
 			t.Fatalf("the harness's own namespace, session %d: %v", i, r)
 		}
 	}
+}
+
+// journalOnlyEngine is an engine on a journal of its own and no API server:
+// enough for the store reservations capacity.go makes.
+func journalOnlyEngine(t *testing.T) (*Engine, *journal.Journal) {
+	t.Helper()
+	j, err := journal.Open(t.TempDir(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(nil, nil, j, Options{})
+	t.Cleanup(func() {
+		e.Close()
+		_ = j.Close()
+	})
+	return e, j
 }
