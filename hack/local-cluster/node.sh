@@ -107,7 +107,9 @@ kill_pod_processes() {
     pids=""
     for d in $(cgroup_roots); do
       [[ -d "${d}" ]] || continue
-      pids+="$(find "${d}" -name cgroup.procs -exec cat {} + 2>/dev/null | tr '\n' ' ')"
+      # A Pod's cgroup can vanish while find walks the tree (its last
+      # process just died): find then fails, which must not end `down`.
+      pids+="$({ find "${d}" -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | tr '\n' ' ')"
     done
     [[ -z "${pids// /}" ]] && return 0
     # shellcheck disable=SC2086 # a list of PIDs

@@ -71,6 +71,8 @@ func sandboxSpecs() {
 		Expect(ready).To(Equal("False/SandboxUnavailable"))
 		Expect(sandbox).To(ContainSubstring("No permissions to create a new namespace"))
 		Expect(h.Status.ReadyReplicas).To(BeZero(), "the pod never started its app-server")
+		// Its pod restarts the failing check with back-off until deleted.
+		mustKubectl("delete", "agentharness", "codex-sandbox-default", "-n", managedNS, "--wait=true")
 	})
 
 	It("runs tools in Codex's sandbox where a Localhost profile allows user namespaces: no network, writes only in the session's directory", func() {
