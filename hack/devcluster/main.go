@@ -43,6 +43,8 @@ const (
 	probeAddr           = "127.0.0.1:8081"
 	dispatcherAddr      = "127.0.0.1:9444"
 	dispatcherProbeAddr = "127.0.0.1:8082"
+	// dispatcherMetricsAddr is the dispatcher's /metrics (docs/dispatcher-api.md).
+	dispatcherMetricsAddr = "127.0.0.1:8083"
 	// dispatcherAudience is the chart's dispatcher.tokenAudience and the
 	// default of kubectl harness --audience.
 	dispatcherAudience = "harness-dispatcher"
@@ -196,8 +198,11 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		// credential that is valid at the API server.
 		"--token-audience="+dispatcherAudience,
 		"--require-token-audience",
-		// ... and dials it.
+		// Dials the sample harness's Codex at plain ws://127.0.0.1:4500
+		// (development mode, as the manager admits it).
 		"--"+netguard.AllowInsecureLoopbackFlag,
+		// HTTPS and authorized, on loopback only.
+		"--metrics-bind-address="+dispatcherMetricsAddr,
 	)
 	if err != nil {
 		return err
