@@ -28,17 +28,25 @@ func latestTurn(c *appserver.Client, threadID string) appserver.TurnStatus {
 }
 
 // abandonedTurn starts a turn of ns/name on an engine of its own whose model
-// stalls, and then loses that engine's journal as a dispatcher that died
+// stalls, and then kills that engine's store as a dispatcher that died
 // would: the native turn keeps running on the app-server with nobody
-// following it. It returns the native turn as status.activeTurn records it.
+// following it (the dead engine writes nothing more, and does not interrupt
+// it). It returns the native turn as status.activeTurn records it.
 func abandonedTurn(ns, name, runID, marker string) *v1alpha1.NativeTurn {
 	GinkgoHelper()
-	dir := suiteT.TempDir()
-	dead, err := journal.Open(dir, journal.Options{})
+	dead, err := journal.Open(suiteT.TempDir(), journal.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	gone := New(k8sClient, k8sClient, dead, Options{Logger: logs.logger(), ExternalDial: testutil.LoopbackExternalDial})
+	killed := newDeadStore(dead)
+	gone := New(k8sClient, k8sClient, killed, Options{Logger: logs.logger(), ExternalDial: testutil.LoopbackExternalDial})
 	gate := stubmodel.NewGate()
-	DeferCleanup(func() { gate.Release(); gone.Close() })
+	DeferCleanup(func() {
+		gate.Release()
+		// The journal closes first, so the writes that were waiting fail,
+		// as a dead process's would never land.
+		_ = dead.Close()
+		killed.bury()
+		gone.Close()
+	})
 	stub.When(marker, stubmodel.Stall(gate, stubmodel.Text("nobody reads this")))
 	_, err = gone.Start(ctx, ns, name, textReq(runID, marker+" a long job"), journal.Requester{})
 	Expect(err).NotTo(HaveOccurred())
@@ -52,7 +60,7 @@ func abandonedTurn(ns, name, runID, marker string) *v1alpha1.NativeTurn {
 		return native
 	}).ShouldNot(BeNil())
 	Expect(native.TurnID).NotTo(BeEmpty())
-	Expect(dead.Close()).To(Succeed()) // the journal as the process left it: the run running
+	killed.kill() // the store as the process left it: the run running
 	return native
 }
 
