@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
@@ -32,20 +33,10 @@ func TestManagerServesProbesAndSecureMetrics(t *testing.T) {
 	cfg := env.Config
 
 	probeAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, options{
-			metricsAddr: metricsAddr, secureMetrics: true, probeAddr: probeAddr,
-			harnessConcurrency: 3, policyConcurrency: 1, sessionConcurrency: 5,
-			gracefulShutdownSecs: 5, operatorNamespace: "harness-operator-system", webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager returned an error on shutdown: %v", err)
-		}
+	done := startManager(t, cfg, options{
+		metricsAddr: metricsAddr, secureMetrics: true, probeAddr: probeAddr,
+		harnessConcurrency: 3, policyConcurrency: 1, sessionConcurrency: 5,
+		gracefulShutdownSecs: 5, operatorNamespace: "harness-operator-system", webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
 	})
 
 	plain := &http.Client{Timeout: 2 * time.Second}
@@ -154,6 +145,23 @@ func waitFor(t *testing.T, what string, check func() (bool, string)) {
 }
 
 // waitForRun is waitFor that also ends when the manager returns (done).
+// startManager runs the manager with cfg and opts until the test ends (its
+// context is cancelled then, and an error on shutdown fails the test); run's
+// result arrives on the returned channel (waitForRun).
+func startManager(t *testing.T, cfg *rest.Config, opts options) chan error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager returned an error on shutdown: %v", err)
+		}
+	})
+	return done
+}
+
 func waitForRun(t *testing.T, done chan error, what string, check func() (bool, string)) {
 	t.Helper()
 	deadline := time.NewTimer(30 * time.Second)

@@ -48,20 +48,10 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 	restricted := restrictedManager(t, env, operatorNS, teamA)
 
 	probeAddr := freeAddr(t)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(runCtx, restricted.Config(), options{
-			metricsAddr: "0", probeAddr: probeAddr, harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1,
-			gracefulShutdownSecs: 5, operatorNamespace: operatorNS, harnessNamespaces: teamA + ", " + teamA,
-			webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager returned an error on shutdown: %v", err)
-		}
+	startManager(t, restricted.Config(), options{
+		metricsAddr: "0", probeAddr: probeAddr, harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1,
+		gracefulShutdownSecs: 5, operatorNamespace: operatorNS, harnessNamespaces: teamA + ", " + teamA,
+		webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
 	})
 	plain := &http.Client{Timeout: 2 * time.Second}
 	waitFor(t, "readyz with namespaced Secret access", func() (bool, string) { return get(plain, "http://"+probeAddr+"/readyz", "") })
@@ -156,20 +146,10 @@ func TestNoHarnessNamespacesNeedSecretAccessOnlyInTheOperatorNamespace(t *testin
 	restricted := restrictedManager(t, env, operatorNS)
 
 	probeAddr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, restricted.Config(), options{
-			metricsAddr: "0", probeAddr: probeAddr, harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1,
-			gracefulShutdownSecs: 5, operatorNamespace: operatorNS, harnessNamespaces: "",
-			webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager returned an error on shutdown: %v", err)
-		}
+	done := startManager(t, restricted.Config(), options{
+		metricsAddr: "0", probeAddr: probeAddr, harnessConcurrency: 1, policyConcurrency: 1, sessionConcurrency: 1,
+		gracefulShutdownSecs: 5, operatorNamespace: operatorNS, harnessNamespaces: "",
+		webhook: webhookOptions{mode: "disabled"}, skipNameValidation: true,
 	})
 	plain := &http.Client{Timeout: 2 * time.Second}
 	waitForRun(t, done, "readyz with Secret access only in the operator namespace", func() (bool, string) {
