@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/conditions"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/netguard"
@@ -144,6 +145,9 @@ type scope struct {
 	results map[string]*handshakeResult
 	// probeErr is the external /readyz probe's failure.
 	probeErr error
+	// externalDial is how the probe and the handshake reach the external
+	// server (its token, the dial policy, its CA bundle).
+	externalDial appserver.WebSocketOptions
 	// external is the external server's handshake result.
 	external *handshakeResult
 	// requeueAfter asks for the next reconcile (external probe, handshake retry).

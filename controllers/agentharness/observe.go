@@ -214,12 +214,11 @@ func (r *Reconciler) probeExternal(ctx context.Context, s *scope) error {
 		s.probeErr = err
 		return nil
 	}
-	opts, err := externalserver.DialOptions(s.harness.Spec.External, s.token, r.ExternalDial)
-	if err != nil {
+	if s.externalDial, err = externalserver.DialOptions(s.harness.Spec.External, s.token, r.ExternalDial); err != nil {
 		s.probeErr = err
 		return nil
 	}
-	s.probeErr = r.probe(ctx, u, opts.Client())
+	s.probeErr = r.probe(ctx, u, s.externalDial.Client())
 	if s.probeErr != nil {
 		ctrl.LoggerFrom(ctx).Info("external app-server probe failed", "url", u, "error", s.probeErr.Error())
 	}
@@ -235,9 +234,7 @@ func (r *Reconciler) handshakeExternal(ctx context.Context, s *scope) error {
 	key := h.Spec.External.URL + "#" + strconv.FormatInt(h.Generation, 10)
 	res := r.results.lookup(nn, h.UID, key)
 	if s.tokenMissing == "" && s.probeErr == nil && needsHandshake(res, tokenFingerprint(s.token), now) {
-		// DialOptions cannot fail here: probeExternal parsed the same bundle.
-		opts, _ := externalserver.DialOptions(h.Spec.External, s.token, r.ExternalDial)
-		res = r.runHandshake(ctx, externalServerName, h.Spec.External.URL, s.token, opts, res)
+		res = r.runHandshake(ctx, externalServerName, h.Spec.External.URL, s.token, s.externalDial, res)
 		r.results.store(nn, h.UID, key, *res)
 	}
 	r.results.retain(nn, h.UID, map[string]bool{key: true})
