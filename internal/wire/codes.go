@@ -62,6 +62,12 @@ const (
 	CodeRequestTooLarge   ErrorCode = "RequestTooLarge"
 	CodeInternalError     ErrorCode = "InternalError"
 	CodeAuthUnavailable   ErrorCode = "AuthUnavailable"
+	// CodeNoPendingRequest: the run has no approval or user-input request
+	// with that requestId (never asked, or the turn ended).
+	CodeNoPendingRequest ErrorCode = "NoPendingRequest"
+	// CodeRequestAlreadyResolved: the request was answered (or timed out)
+	// before this answer; the first resolution stands.
+	CodeRequestAlreadyResolved ErrorCode = "RequestAlreadyResolved"
 	// CodeRateLimited: too many requests with tokens the dispatcher has not
 	// verified yet came from the caller's address (each would cost a
 	// TokenReview); retry after Retry-After.
@@ -105,6 +111,8 @@ var errorCodes = [...]struct {
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, false, false},
 	{CodeNoPendingToolCall, http.StatusConflict, false, false},
 	{CodeTurnNotRunning, http.StatusConflict, false, false},
+	{CodeNoPendingRequest, http.StatusNotFound, false, false},
+	{CodeRequestAlreadyResolved, http.StatusConflict, false, false},
 	{CodeRequestTooLarge, http.StatusRequestEntityTooLarge, false, false},
 	{CodeInternalError, http.StatusInternalServerError, false, false},
 	// The authorizer could not be asked: the same request may pass later.
