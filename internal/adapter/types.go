@@ -65,6 +65,10 @@ type TurnInput struct {
 	// ThreadID is the session's bound native thread to resume; empty starts
 	// a new thread.
 	ThreadID string `json:"threadId,omitempty"`
+	// ReseedFrom, with ThreadID empty, is a thread whose conversation the
+	// new thread continues: the engine sets it when the host tools offered
+	// differ from those the bound thread was started with.
+	ReseedFrom string `json:"reseedFrom,omitempty"`
 }
 
 // EffectiveToolTimeout is ToolTimeout or DefaultToolTimeout.
@@ -143,6 +147,9 @@ func (in TurnInput) Validate() error {
 				return bad("tools[%d] %q: parameters must be a JSON object schema: %v", i, t.Name, err)
 			}
 		}
+	}
+	if in.ThreadID != "" && in.ReseedFrom != "" {
+		return bad("threadId and reseedFrom are exclusive: a turn resumes a thread or re-seeds a new one")
 	}
 	if in.ToolTimeout < 0 {
 		return bad("toolTimeout %v is negative", in.ToolTimeout)

@@ -61,6 +61,9 @@ const (
 	PhaseEnd      = "end"
 	PhaseDeclined = "declined"
 	PhaseRefused  = "refused"
+	// PhaseReseeded (stream lifecycle): the turn continues the conversation
+	// on a new native thread because its host tools changed.
+	PhaseReseeded = "reseeded"
 )
 
 // AgentEvent is runtime activity that is not assistant text.

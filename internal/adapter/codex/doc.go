@@ -42,7 +42,10 @@
 //     to the model at all. Codex itself answers calls to tools the thread
 //     never registered (and native tools an isolated thread lacks) with
 //     "unsupported call: <name>" without an item, so nothing ran and there
-//     is no tool_terminal to report (TestToolsNotOfferedAreRefused).
+//     is no tool_terminal to report (TestToolsNotOfferedAreRefused). The
+//     engine therefore re-seeds when the host tools change: a new thread
+//     with the new tools and the old conversation injected
+//     (TurnInput.ReseedFrom, Reseed; thread/fork keeps the source's tools).
 //   - Native tool isolation (CanIsolate, IsolationConfig) works only for
 //     models Codex does not know; catalog models keep apply_patch (and in
 //     code mode the MCP-resource helpers); a configured MCP server adds

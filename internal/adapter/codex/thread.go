@@ -37,7 +37,7 @@ import (
 func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []appserver.DynamicTool) (*appserver.Thread, error) {
 	in := t.in
 	if in.ThreadID == "" {
-		th, err := c.StartThread(ctx, appserver.ThreadStartParams{
+		params := appserver.ThreadStartParams{
 			Model:                 in.Model,
 			Cwd:                   in.Cwd,
 			ApprovalPolicy:        t.opts.approvalPolicy,
@@ -46,7 +46,16 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 			DeveloperInstructions: in.DeveloperInstructions,
 			ReasoningEffort:       t.effort,
 			Config:                t.config,
-		}, appserver.ThreadOptions{Handlers: &appserver.Handlers{ToolCall: t.onToolCall}})
+		}
+		opts := appserver.ThreadOptions{Handlers: &appserver.Handlers{ToolCall: t.onToolCall}}
+		if in.ReseedFrom != "" {
+			th, err := Reseed(ctx, c, in.ReseedFrom, params, opts)
+			if err == nil {
+				t.reseeded = in.ReseedFrom
+			}
+			return th, err
+		}
+		th, err := c.StartThread(ctx, params, opts)
 		if err != nil {
 			return nil, fmt.Errorf("codex: thread/start: %w", err)
 		}
@@ -170,6 +179,9 @@ func (t *Turn) emitPrompt() {
 		rec.Images = append(rec.Images, img.URL+img.Path)
 	}
 	t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: rec})
+	if t.reseeded != "" {
+		t.emit(t.reseedEvent())
+	}
 	for _, w := range t.warnings {
 		t.emit(adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamWarning, Text: w}})
 	}

@@ -73,6 +73,7 @@ type Turn struct {
 	sentAt   time.Time    // when turn/start was sent
 	connGen  int          // connection generation: 0, then +1 per Reattach
 	warnings []string
+	reseeded string // the thread this turn's thread was re-seeded from
 
 	items      map[string]*itemState
 	texts      []string // completed assistant messages
@@ -140,7 +141,9 @@ func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapt
 //     sandbox, developer instructions, reasoning effort, the offered host
 //     tools as dynamicTools, the isolation config) or resumes ThreadID
 //     (thread/resume with the same overrides; Codex keeps the dynamic tools
-//     of thread/start, see the package doc);
+//     of thread/start, see the package doc), or re-seeds ReseedFrom: a new
+//     thread with this turn's tools that continues its conversation (Reseed),
+//     announced by a lifecycle/reseeded agent_event;
 //  4. sends turn/start with the prompt and images and emits the prompt's
 //     transcript record.
 //
@@ -187,15 +190,9 @@ func start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 	for _, id := range in.SafeDeniedTools {
 		t.safeDenied[toolpolicy.Normalize(id)] = true
 	}
-	var dynamic []appserver.DynamicTool
-	if !in.DisableTools {
-		for _, tool := range in.Tools {
-			if t.safeDenied[toolpolicy.Normalize(tool.Name)] {
-				continue // safe-denied: never offered
-			}
-			t.offered[tool.Name] = true
-			dynamic = append(dynamic, appserver.FunctionTool(tool.Name, tool.Description, tool.Parameters))
-		}
+	dynamic := offeredTools(in)
+	for _, tool := range dynamic {
+		t.offered[tool.Name] = true
 	}
 
 	// The tool-policy gate and the reasoning effort need the catalog.

@@ -1,0 +1,275 @@
+package codex
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/toolpolicy"
+	"github.com/openclaw/harness-operator/internal/wire"
+)
+
+// Re-seeding a thread: continuing a conversation on a new native thread.
+//
+// Codex fixes a thread's dynamic tools at thread/start: thread/resume
+// ignores dynamicTools, and so does thread/fork, whose fork keeps the
+// source's tools (TestForkKeepsTheSourceThreadsTools). No other request sets
+// them. What works (TestReseedContinuesTheConversationWithNewTools) is a
+// new thread started with the new tools, into which thread/inject_items
+// appends the earlier conversation as raw Responses API items before the
+// first turn: the model's first request on the new thread carries Codex's
+// own context for the new thread, then the injected history, then the
+// prompt.
+//
+// The history is read with thread/items/list (public, paginated; the rollout
+// file is Codex's private format and can outgrow one message) and converted:
+// user messages (text; an image the user attached is listed without its
+// data, so it becomes a "[image]" note), assistant messages, host (dynamic)
+// tool calls and command executions as function_call/function_call_output
+// pairs. Reasoning (encrypted for the model that wrote it), plans, web
+// searches and other native items are not carried over; nor is a compaction
+// summary (the items list shows the items compaction replaced, so they are
+// carried instead).
+
+// maxHistoryPages bounds thread/items/list paging (100 items a page).
+const maxHistoryPages = 1000
+
+// offeredTools are the host tools a turn offers as dynamicTools: none when
+// tools are disabled, never a safe-denied one.
+func offeredTools(in adapter.TurnInput) []appserver.DynamicTool {
+	if in.DisableTools {
+		return nil
+	}
+	denied := map[string]bool{}
+	for _, id := range in.SafeDeniedTools {
+		denied[toolpolicy.Normalize(id)] = true
+	}
+	var out []appserver.DynamicTool
+	for _, tool := range in.Tools {
+		if !denied[toolpolicy.Normalize(tool.Name)] {
+			out = append(out, appserver.FunctionTool(tool.Name, tool.Description, tool.Parameters))
+		}
+	}
+	return out
+}
+
+// HostToolsFingerprint identifies the host tool surface a thread started
+// for in would offer: a sha256 over the offered tools' names, descriptions
+// and parameter schemas (JSON with sorted keys), in name order, so a
+// gateway listing the same tools in another order or with reformatted
+// schemas gets the same fingerprint. A turn offering no host tools has a
+// fingerprint too: "" is reserved for "unknown".
+func HostToolsFingerprint(in adapter.TurnInput) string {
+	type tool struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Parameters  any    `json:"parameters"`
+	}
+	tools := []tool{}
+	for _, dt := range offeredTools(in) {
+		var schema any
+		_ = json.Unmarshal(dt.InputSchema, &schema) // Validate checked it is a JSON object
+		tools = append(tools, tool{Name: dt.Name, Description: dt.Description, Parameters: schema})
+	}
+	slices.SortFunc(tools, func(a, b tool) int { return strings.Compare(a.Name, b.Name) })
+	b, _ := json.Marshal(tools) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Reseed starts a new thread with p and continues the conversation of
+// thread from on it (thread/start, then thread/inject_items with from's
+// history). The new thread offers p's dynamic tools and nothing of from's.
+//
+// from is resumed first (and released again): Codex answers
+// thread/items/list for a thread it has no rollout for with "not supported
+// yet", while thread/resume says "no rollout found", which is
+// ErrThreadNotFound as for a resumed turn (TestReseedFromAnUnknownThread);
+// a stored thread that is not loaded is read from its rollout
+// (TestReseedAfterServerRestart); and a from that
+// still runs an orphaned turn is ErrThreadBusy (its turn is interrupted), so
+// no history is copied from the middle of a turn. A failure after
+// thread/start leaves the new thread unused (it is archived with the
+// session's working directory).
+func Reseed(ctx context.Context, c *appserver.Client, from string, p appserver.ThreadStartParams,
+	opts appserver.ThreadOptions) (*appserver.Thread, error) {
+	history, err := sourceHistory(ctx, c, from)
+	if err != nil {
+		return nil, err
+	}
+	th, err := c.StartThread(ctx, p, opts)
+	if err != nil {
+		return nil, fmt.Errorf("codex: re-seed thread %s: thread/start: %w", from, err)
+	}
+	if len(history) == 0 {
+		return th, nil
+	}
+	if err := c.Call(ctx, "thread/inject_items", map[string]any{"threadId": th.ID, "items": history}, nil); err != nil {
+		th.Release()
+		return nil, fmt.Errorf("codex: re-seed thread %s: thread/inject_items into %s: %w", from, th.ID, err)
+	}
+	return th, nil
+}
+
+// reseedEvent is the lifecycle/reseeded agent_event of a re-seeded turn:
+// the text names both threads and the host tools the new thread offers,
+// Data carries the same as {fromThreadId, threadId, hostTools}. A
+// fingerprint cannot name the tools the old thread offered, so the event
+// lists the new surface, not a difference.
+func (t *Turn) reseedEvent() adapter.Event {
+	tools := []string{}
+	for name := range t.offered {
+		tools = append(tools, name)
+	}
+	slices.Sort(tools)
+	offered := "no host tools"
+	if len(tools) > 0 {
+		offered = "host tools " + strings.Join(tools, ", ")
+	}
+	data, _ := json.Marshal(map[string]any{"fromThreadId": t.reseeded, "threadId": t.threadID, "hostTools": tools})
+	return adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamLifecycle, Phase: wire.PhaseReseeded,
+		Text: fmt.Sprintf("the host tools changed since thread %s started: the conversation continues on new thread %s, "+
+			"which offers %s", t.reseeded, t.threadID, offered), Data: data}}
+}
+
+// sourceHistory loads thread id (thread/resume, keeping its config), refuses
+// it while a turn runs on it, and reads its history.
+func sourceHistory(ctx context.Context, c *appserver.Client, id string) ([]map[string]any, error) {
+	_ = c.Call(ctx, "thread/unsubscribe", map[string]any{"threadId": id}, nil)
+	th, err := c.ResumeThread(ctx, appserver.ThreadResumeParams{ThreadID: id, ExcludeTurns: true}, appserver.ThreadOptions{})
+	if err != nil {
+		var rpc *appserver.RPCError
+		if errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, "no rollout found") {
+			return nil, fmt.Errorf("%w: re-seed from %s: %s", ErrThreadNotFound, id, rpc.Message)
+		}
+		return nil, fmt.Errorf("codex: re-seed: thread/resume %s: %w", id, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_ = c.Call(cctx, "thread/unsubscribe", map[string]any{"threadId": id}, nil)
+		th.Release()
+	}()
+	if err := interruptOrphan(ctx, c, th.Info); err != nil {
+		return nil, err
+	}
+	return threadHistory(ctx, c, id)
+}
+
+// threadHistory reads thread id's items (thread/items/list, oldest first)
+// as Responses API input items.
+func threadHistory(ctx context.Context, c *appserver.Client, id string) ([]map[string]any, error) {
+	var out []map[string]any
+	params := map[string]any{"threadId": id, "limit": threadListPage}
+	for range maxHistoryPages {
+		var res struct {
+			Data []struct {
+				Item historyItem `json:"item"`
+			} `json:"data"`
+			NextCursor *string `json:"nextCursor"`
+		}
+		if err := c.Call(ctx, "thread/items/list", params, &res); err != nil {
+			return nil, fmt.Errorf("codex: re-seed: thread/items/list %s: %w", id, err)
+		}
+		for _, d := range res.Data {
+			out = append(out, d.Item.responseItems()...)
+		}
+		if res.NextCursor == nil || *res.NextCursor == "" || len(res.Data) == 0 {
+			return out, nil
+		}
+		params["cursor"] = *res.NextCursor
+	}
+	return nil, fmt.Errorf("codex: re-seed: thread %s has more than %d pages of items", id, maxHistoryPages)
+}
+
+// historyItem is the part of a ThreadItem (thread/items/list) a re-seed
+// carries over.
+type historyItem struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"` // userMessage
+	Text string `json:"text"` // agentMessage
+	// dynamicToolCall
+	Tool         string          `json:"tool"`
+	Arguments    json.RawMessage `json:"arguments"`
+	ContentItems []struct {
+		Text string `json:"text"`
+	} `json:"contentItems"`
+	// commandExecution
+	Command          string  `json:"command"`
+	Cwd              string  `json:"cwd"`
+	AggregatedOutput *string `json:"aggregatedOutput"`
+	ExitCode         *int    `json:"exitCode"`
+	Status           string  `json:"status"`
+}
+
+// responseItems converts one thread item to Responses API input items.
+func (it historyItem) responseItems() []map[string]any {
+	switch it.Type {
+	case "userMessage":
+		var parts []map[string]any
+		for _, c := range it.Content {
+			text := c.Text
+			if c.Type == "image" || c.Type == "localImage" {
+				text = "[image]"
+			}
+			if text != "" {
+				parts = append(parts, map[string]any{"type": "input_text", "text": text})
+			}
+		}
+		if len(parts) == 0 {
+			return nil
+		}
+		return []map[string]any{{"type": "message", "role": "user", "content": parts}}
+	case "agentMessage":
+		if it.Text == "" {
+			return nil
+		}
+		return []map[string]any{{"type": "message", "role": "assistant",
+			"content": []map[string]any{{"type": "output_text", "text": it.Text}}}}
+	case "dynamicToolCall":
+		if it.Status == "inProgress" {
+			return nil
+		}
+		var out []string
+		for _, c := range it.ContentItems {
+			out = append(out, c.Text)
+		}
+		return functionCall(it.ID, it.Tool, string(orEmptyObject(it.Arguments)), strings.Join(out, "\n"))
+	case "commandExecution":
+		if it.Status == "inProgress" {
+			return nil
+		}
+		args, _ := json.Marshal(map[string]string{"cmd": it.Command, "workdir": it.Cwd})
+		out := deref(it.AggregatedOutput)
+		if it.ExitCode != nil {
+			out = fmt.Sprintf("Exit code: %d\nOutput:\n%s", *it.ExitCode, out)
+		}
+		return functionCall(it.ID, "exec_command", string(args), out)
+	}
+	return nil
+}
+
+func functionCall(callID, name, args, output string) []map[string]any {
+	return []map[string]any{
+		{"type": "function_call", "call_id": callID, "name": name, "arguments": args},
+		{"type": "function_call_output", "call_id": callID, "output": output},
+	}
+}
+
+func orEmptyObject(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || string(b) == "null" {
+		return json.RawMessage("{}")
+	}
+	return b
+}
