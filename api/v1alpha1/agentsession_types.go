@@ -276,6 +276,16 @@ type NativeBinding struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	HarnessName string `json:"harnessName,omitempty"`
+
+	// hostToolsFingerprint identifies the host tools the thread was started
+	// with (`sha256:` and a hash of their names, descriptions and parameter
+	// schemas, as offered after the tool policy). A turn that offers other
+	// host tools continues the conversation on a new thread started with
+	// them (a re-seed). Empty means unknown (a thread bound before the field
+	// existed): the next turn that offers host tools re-seeds.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	HostToolsFingerprint string `json:"hostToolsFingerprint,omitempty"`
 }
 
 // ActiveTurn is the turn running now (dispatcher).
