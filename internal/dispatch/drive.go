@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -24,7 +25,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 	nt, err := codex.Start(ctx, t.p.client, in, hooks)
 	var detached *codex.DetachedError
 	if err != nil && (nt == nil || !errors.As(err, &detached)) {
-		return nil, t.notStarted(err, in.ThreadID)
+		return nil, t.notStarted(err, cmp.Or(in.ThreadID, in.ReseedFrom))
 	}
 	t.native = nt
 	if t.e.live.started(t.live, nt) {

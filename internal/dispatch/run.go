@@ -39,6 +39,8 @@ type runningTurn struct {
 	partialSeen   bool        // the time to the first partial is recorded
 	transcriptErr error       // the transcript mirror refused a record
 	writeErr      error       // the journal refused an event: the turn fails
+
+	toolsFingerprint string // the binding's hostToolsFingerprint once the turn has its thread (input)
 }
 
 func (e *Engine) newTurn(lease store.Lease, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, run store.Run) *runningTurn {
@@ -137,9 +139,6 @@ func (t *runningTurn) input() adapter.TurnInput {
 		ToolTimeout:           time.Duration(t.req.ToolTimeoutMs) * time.Millisecond,
 		Deadline:              t.deadline(),
 	}
-	if b := t.sess.Status.NativeBinding; !t.p.rebind && b != nil {
-		in.ThreadID = b.ThreadID
-	}
 	if t.p.pod {
 		in.Sandbox = t.e.podSandbox(t.p.harness)
 	}
@@ -147,6 +146,11 @@ func (t *runningTurn) input() adapter.TurnInput {
 		in.Restricted = tp.Restricted
 		in.SafeDeniedTools = tp.SafeDeniedTools
 	}
+	binding := t.sess.Status.NativeBinding
+	if t.p.rebind {
+		binding = nil
+	}
+	t.toolsFingerprint = continueThread(&in, binding)
 	return in
 }
 
@@ -231,7 +235,8 @@ func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished
 	if t.native != nil && t.native.ThreadID() != "" {
 		st.AgentHarnessID = d.HarnessID
 		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: t.native.ThreadID(), Pod: t.p.server.Name, Generation: t.sess.Spec.ResetGeneration,
-			SessionUID: string(t.sess.UID), HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name}
+			SessionUID: string(t.sess.UID), HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name,
+			HostToolsFingerprint: t.toolsFingerprint}
 	}
 	switch {
 	case terr != nil:
