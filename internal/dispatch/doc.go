@@ -52,7 +52,8 @@
 // threads and directory on the app-servers), recover.go (start-up
 // recovery), reads.go (the session, server pods and token reads), records.go
 // (the decision record, status helpers), servers.go (PickServer),
-// metrics.go. What crosses the API — the request, the events and their
+// reseed.go (resume the bound thread or re-seed it when the host tools
+// changed), metrics.go. What crosses the API — the request, the events and their
 // payloads, the error — is package wire's.
 //
 // Decisions taken here:
