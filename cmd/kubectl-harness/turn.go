@@ -26,6 +26,7 @@ type turnOptions struct {
 	prompt     string
 	runID      string
 	model      string
+	native     nativeFlags
 }
 
 func newTurnCommand() *cobra.Command {
@@ -56,13 +57,27 @@ in the X-Harness-Authorization header, because the API server drops
 Authorization. The dispatcher records the ServiceAccount as the requester; the
 API server's audit log records who requested the token.
 
+Approvals and questions: with --approval-mode (untrusted, on-request) the
+runtime asks before native actions; each approval_request is shown (kind,
+command or changed paths, cwd, reason) and answered by --approve: ask prompts
+on the terminal (y once, t for this turn, n deny; the end of input denies),
+always approves each request once, never denies. Without --approve the CLI asks
+when standard input is a terminal and otherwise denies: a script never
+approves an action nobody saw. A user_input_request (the runtime asks the user,
+e.g. with --collaboration-mode plan) is asked on the terminal with ask: a
+choice's number or, where the question takes one, free text; a secret answer
+is read without echo and never printed. With always or never the CLI answers
+it at once with no answers, so the turn goes on. Each request's resolution is
+shown; an answer refused because the request was resolved first (409) or is
+no longer pending (404) is reported and the turn goes on.
+
 Exit codes: 0 the turn completed (terminal ok), 3 a fail-closed decision, an
 error event or a terminal other than ok (aborted, timeout, failed), 2 bad input
 (an unknown session, a malformed flag), 1 other failures.`,
 		Example: `  kubectl harness turn demo -n agents --prompt "What is 6 x 7?"`,
 		Args:    oneSession,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTurn(cmd.Context(), o, args[0], cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runTurn(cmd.Context(), o, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -71,6 +86,7 @@ error event or a terminal other than ok (aborted, timeout, failed), 2 bad input
 	f.StringVar(&o.prompt, "prompt", "", "The user's text (required).")
 	f.StringVar(&o.runID, "run-id", "", "The turn's runId (default: a fresh one); repeating one resumes that run.")
 	f.StringVar(&o.model, "model", "", "provider/model for this turn (default: the session's spec.model).")
+	o.native.add(f)
 	return cmd
 }
 
@@ -94,9 +110,17 @@ func newCLIRunID() string {
 	return "cli-" + hex.EncodeToString(b)
 }
 
-func runTurn(ctx context.Context, o turnOptions, name string, stdout, stderr io.Writer) error {
+func runTurn(ctx context.Context, o turnOptions, name string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if strings.TrimSpace(o.prompt) == "" {
 		return badInput(errors.New("--prompt is required"))
+	}
+	nativeOpts, err := o.native.options()
+	if err != nil {
+		return err
+	}
+	mode, err := o.native.answerMode(isTerminal(stdin))
+	if err != nil {
+		return err
 	}
 	kc, err := o.kube.client()
 	if err != nil {
@@ -124,7 +148,7 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdout, stderr io.
 	if req.RunID == "" {
 		req.RunID = newCLIRunID()
 	}
-	body, err := json.Marshal(req)
+	body, err := turnBody(req, nativeOpts)
 	if err != nil {
 		return err
 	}
@@ -132,9 +156,11 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	p := &turnPrinter{out: stdout, errOut: stderr, spin: newSpinner(stderr), atLineStart: true}
+	turns := dc.sessionURL(kc.namespace, name, "/turns")
+	p := &turnPrinter{out: stdout, errOut: stderr, spin: newSpinner(stderr), atLineStart: true,
+		native: newAnswerer(mode, stdin, stdout, stderr, dc, turns)}
 	defer p.spin.halt()
-	return streamTurn(ctx, dc, dc.sessionURL(kc.namespace, name, "/turns"), body, p, stderr)
+	return streamTurn(ctx, dc, turns, body, p, stderr)
 }
 
 // streamTurn posts the turn and hands its events to p; a stream that breaks
@@ -164,7 +190,7 @@ func streamTurn(ctx context.Context, dc *dispatcherClient, u string, body []byte
 			if ev.ID != "" {
 				lastID = ev.ID
 			}
-			done, err := p.event(ev)
+			done, err := p.event(ctx, ev)
 			if done {
 				finished, outcome = true, err
 				return false
@@ -203,6 +229,7 @@ type turnPrinter struct {
 	spin        *spinner
 	atLineStart bool
 	texts       bool // some assistant text was printed
+	native      *answerer
 }
 
 func (p *turnPrinter) lineBreak() {
@@ -221,11 +248,12 @@ func (p *turnPrinter) line(format string, args ...any) {
 }
 
 // event renders ev; done reports the terminal event, with the exit error.
-func (p *turnPrinter) event(ev sse.Event) (bool, error) {
+func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 	switch ev.Type {
 	case wire.EventSelected:
 		var d wire.SelectedEvent
 		if json.Unmarshal(ev.Data, &d) == nil {
+			p.native.begin(d)
 			p.spin.halt()
 			_, _ = fmt.Fprintf(p.errOut, "run %s: runtime %s, harness %s (%s)\n", d.RunID, d.Runtime, orDash(d.HarnessID), d.Reason)
 			p.spin.start()
@@ -266,6 +294,12 @@ func (p *turnPrinter) event(ev sse.Event) (bool, error) {
 		} else {
 			p.line("[tool] %s %s", tt.Tool, tt.Outcome)
 		}
+	case wire.EventApprovalRequest:
+		p.approvalRequest(ctx, ev.Data)
+	case wire.EventUserInputRequest:
+		p.userInputRequest(ctx, ev.Data)
+	case wire.EventRequestResolved:
+		p.requestResolved(ev.Data)
 	case wire.EventResult:
 		p.spin.halt()
 		var res wire.ResultEvent

@@ -123,8 +123,9 @@ func runStream(t *testing.T, srv *sseServer) (string, string, error) {
 	base, _ := url.Parse(hs.URL)
 	dc := &dispatcherClient{base: base, http: hs.Client(), token: "tok-1"}
 	var out, errOut bytes.Buffer
-	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true}
-	err := streamTurn(t.Context(), dc, dc.sessionURL("agents", "demo", "/turns"), []byte(`{"runId":"run-1","prompt":"hi"}`), p, &errOut)
+	turns := dc.sessionURL("agents", "demo", "/turns")
+	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true, native: newAnswerer(approveNever, strings.NewReader(""), &out, &errOut, dc, turns)}
+	err := streamTurn(t.Context(), dc, turns, []byte(`{"runId":"run-1","prompt":"hi"}`), p, &errOut)
 	return out.String(), errOut.String(), err
 }
 
