@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -263,44 +262,6 @@ func describeApproval(req wire.ApprovalRequest) string {
 		b.WriteString(": " + req.Reason)
 	}
 	return b.String()
-}
-
-// describeResolution is the line of a request_resolved event.
-func describeResolution(what string, r wire.RequestResolved) string {
-	s := strings.ReplaceAll(string(r.Resolution), "_", " ")
-	switch r.Resolution {
-	case wire.ResolvedApprovedForTurn:
-		s = "approved for this turn"
-	case wire.ResolvedTimedOut:
-		if what == "approval" {
-			s += " (denied)"
-		} else {
-			s += " (no answers)"
-		}
-	}
-	if r.AutoApproved {
-		s += " (approved for this turn earlier)"
-	}
-	line := fmt.Sprintf("[%s] %s %s", what, r.RequestID, s)
-	if len(r.Answers) > 0 {
-		line += ": " + describeAnswers(r.Answers)
-	}
-	return line
-}
-
-func describeAnswers(answers map[string]wire.UserInputValue) string {
-	ids := make([]string, 0, len(answers))
-	for id := range answers {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	parts := make([]string, 0, len(ids))
-	for _, id := range ids {
-		v := answers[id]
-		vals := append(slices.Clone(v.Choices), v.Text)
-		parts = append(parts, id+" = "+strings.Join(slices.DeleteFunc(vals, func(s string) bool { return s == "" }), ", "))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // post sends an answer (path "approvals" or "user-input") with the turn

@@ -78,6 +78,30 @@ func TestParseAnswer(t *testing.T) {
 	}
 }
 
+// TestRequestLines: what the stream shows of a request and its outcome; a
+// timed-out approval says it was denied.
+func TestRequestLines(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{describeApproval(wire.ApprovalRequest{Kind: wire.ApprovalFileChange, ChangedPaths: []string{"a.go", "b/c.go"}, Cwd: "/w"}), "file change a.go, b/c.go in /w"},
+		{describeApproval(wire.ApprovalRequest{Kind: wire.ApprovalPermissions, Reason: "needs network"}), "permissions: needs network"},
+		{describeResolution("approval", wire.RequestResolved{RequestID: "a", Resolution: wire.ResolvedApprovedOnce}), "[approval] a approved once"},
+		{describeResolution("approval", wire.RequestResolved{RequestID: "a", Resolution: wire.ResolvedTimedOut}), "[approval] a timed out (denied)"},
+		{describeResolution("user input", wire.RequestResolved{RequestID: "u", Resolution: wire.ResolvedTimedOut}), "[user input] u timed out (no answers)"},
+		{describeResolution("user input", wire.RequestResolved{RequestID: "u", Resolution: wire.ResolvedCancelled}), "[user input] u cancelled"},
+		// Never shown as a request: answered by an earlier approve_for_turn.
+		{describeResolution("request", wire.RequestResolved{RequestID: "b", Resolution: wire.ResolvedApprovedOnce, AutoApproved: true}), "[approval] b approved by an earlier approval for this turn"},
+		{describeResolution("user input", wire.RequestResolved{RequestID: "u", Resolution: wire.ResolvedAnswered, Answers: map[string]wire.UserInputValue{
+			"z": {Text: "free"}, "a": {Choices: []string{"one", "two"}, Text: "more"}}}), "[user input] u answered: a = one, two, more; z = free"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
 // TestApproveDefaultsToDenyWithoutATerminal: a script (no terminal on
 // standard input) denies unless it says --approve=always; bad flag values are
 // bad input naming the flag.

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -58,4 +61,39 @@ func (p *turnPrinter) requestResolved(data []byte) {
 	what := p.native.what(r.RequestID)
 	p.native.settle(r.RequestID)
 	p.line("%s", describeResolution(what, r))
+}
+
+// describeResolution is the line of a request_resolved event.
+func describeResolution(what string, r wire.RequestResolved) string {
+	s := strings.ReplaceAll(string(r.Resolution), "_", " ")
+	switch {
+	case r.AutoApproved:
+		what, s = "approval", "approved by an earlier approval for this turn"
+	case r.Resolution == wire.ResolvedApprovedForTurn:
+		s = "approved for this turn"
+	case r.Resolution == wire.ResolvedTimedOut && what == "approval":
+		s += " (denied)"
+	case r.Resolution == wire.ResolvedTimedOut:
+		s += " (no answers)"
+	}
+	line := fmt.Sprintf("[%s] %s %s", what, r.RequestID, s)
+	if len(r.Answers) > 0 {
+		line += ": " + describeAnswers(r.Answers)
+	}
+	return line
+}
+
+func describeAnswers(answers map[string]wire.UserInputValue) string {
+	ids := make([]string, 0, len(answers))
+	for id := range answers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	parts := make([]string, 0, len(ids))
+	for _, id := range ids {
+		v := answers[id]
+		vals := append(slices.Clone(v.Choices), v.Text)
+		parts = append(parts, id+" = "+strings.Join(slices.DeleteFunc(vals, func(s string) bool { return s == "" }), ", "))
+	}
+	return strings.Join(parts, "; ")
 }
