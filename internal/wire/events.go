@@ -51,6 +51,9 @@ const (
 	StreamUserInput = "user_input" // user-input requests (declined)
 	StreamError     = "error"      // runtime errors reported during the turn
 	StreamWarning   = "warning"    // adapter notes, e.g. a refused server request
+	// StreamCompaction: the runtime compacted the thread's context (phase
+	// start, then end); earlier history now reaches the model as a summary.
+	StreamCompaction = "compaction"
 )
 
 // Agent event phases.
@@ -158,6 +161,9 @@ type ToolTerminal struct {
 	// Native marks a tool of the runtime's own surface (no OpenClaw tool
 	// definition); its facts come from the runtime's protocol.
 	Native bool `json:"native,omitempty"`
+	// NativeMutation are the mutation and replay facts of a native tool;
+	// nil for host tools.
+	NativeMutation *NativeMutation `json:"nativeMutation,omitempty"`
 }
 
 // Transcript record types and roles.

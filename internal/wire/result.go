@@ -66,9 +66,15 @@ type Usage struct {
 }
 
 // ToolError is the last unresolved tool failure of a turn (the seed's
-// lastToolError): set by every failed tool terminal, cleared only when a
-// later call of the same tool with the same arguments succeeds — unrelated
-// successful tools leave it in place.
+// lastToolError: "the host keeps an unresolved mutating failure across
+// unrelated successful tools and clears it only after the matching action
+// succeeds"). The rules, in order, for each tool terminal:
+//   - a failure replaces it, except that a failure that is not a
+//     MutatingAction never replaces one that is: the newest mutating failure
+//     wins, and a later read-only or refused failure cannot hide it;
+//   - a success of the matching action (same ActionFingerprint) clears it;
+//   - any other success clears it only when it is not a MutatingAction (the
+//     turn moved on from a failure that changed nothing).
 type ToolError struct {
 	CallID    string          `json:"callId"`
 	Tool      string          `json:"tool"`
@@ -78,6 +84,14 @@ type ToolError struct {
 	Reason           string `json:"reason"`
 	Message          string `json:"message"`
 	Native           bool   `json:"native,omitempty"`
+	// MutatingAction: the failed call may have changed state — a native
+	// tool's NativeMutation.MutatingAction, or, for a host tool (which the
+	// operator cannot classify), whether it started.
+	MutatingAction bool `json:"mutatingAction,omitempty"`
+	// ActionFingerprint identifies the failed action: the native tool's
+	// NativeMutation.ActionFingerprint, or for a host tool its name and
+	// canonical arguments.
+	ActionFingerprint string `json:"actionFingerprint,omitempty"`
 }
 
 // TurnResult is the outcome of one turn (the `result` event without the

@@ -115,6 +115,8 @@ func (t *Turn) itemStarted(it appserver.Item) {
 		t.emit(agentEvent(wire.StreamReasoning, wire.PhaseStart, it.ID, ""))
 	case "plan":
 		t.emit(agentEvent(wire.StreamPlan, wire.PhaseStart, it.ID, ""))
+	case "contextCompaction":
+		t.emit(agentEvent(wire.StreamCompaction, wire.PhaseStart, it.ID, ""))
 	default:
 		if n, ok := describeNative(it); ok {
 			a := agentEvent(wire.StreamTool, wire.PhaseStart, it.ID, it.Status)
@@ -154,6 +156,10 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 		a := agentEvent(wire.StreamPlan, wire.PhaseEnd, it.ID, "")
 		a.Agent.Text = it.Text
 		t.emit(a)
+	case "contextCompaction":
+		// Codex also sends the deprecated thread/compacted notification for
+		// the same compaction; the item alone is relayed.
+		t.emit(agentEvent(wire.StreamCompaction, wire.PhaseEnd, it.ID, ""))
 	case "dynamicToolCall":
 		a := agentEvent(wire.StreamTool, wire.PhaseEnd, it.ID, it.Status)
 		a.Agent.Tool, a.Agent.CallID = it.Tool, it.ID
@@ -194,7 +200,7 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 			Type: wire.RecordToolResult, Role: wire.RoleTool, CallID: it.ID, Tool: n.tool, Text: n.output,
 			IsError: n.failure != nil, Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
 		term := &wire.ToolTerminal{CallID: it.ID, Tool: n.tool, Arguments: n.args, ExecutionStarted: n.started,
-			Outcome: wire.OutcomeSuccess, Native: true}
+			Outcome: wire.OutcomeSuccess, Native: true, NativeMutation: n.mutation}
 		if n.failure != nil {
 			term.Outcome, term.Failure = wire.OutcomeFailure, n.failure
 		}
@@ -266,30 +272,10 @@ func (t *Turn) terminal(term *wire.ToolTerminal) {
 	}
 	t.terminals[term.CallID] = true
 	t.emit(adapter.Event{Type: wire.EventToolTerminal, ToolTerminal: term})
-	if term.Outcome == wire.OutcomeFailure {
-		e := &wire.ToolError{CallID: term.CallID, Tool: term.Tool, Arguments: term.Arguments,
-			ExecutionStarted: term.ExecutionStarted, Native: term.Native}
-		if term.Failure != nil {
-			e.Reason, e.Message = term.Failure.Reason, term.Failure.Message
-		}
-		t.lastErr = e
-		return
-	}
-	// Only the matching action clears an unresolved failure.
-	if t.lastErr != nil && t.lastErr.Tool == term.Tool && sameJSON(t.lastErr.Arguments, term.Arguments) {
-		t.lastErr = nil
-	}
+	t.lastErr = nextToolError(t.lastErr, term)
 }
 
-func sameJSON(a, b json.RawMessage) bool {
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
-		return string(a) == string(b)
-	}
-	ja, _ := json.Marshal(va)
-	jb, _ := json.Marshal(vb)
-	return string(ja) == string(jb)
-}
+func sameJSON(a, b json.RawMessage) bool { return canonicalJSON(a) == canonicalJSON(b) }
 
 func contentText(items []appserver.ContentItem) string {
 	var parts []string
@@ -308,7 +294,8 @@ type native struct {
 	output   string          // result text for the transcript
 	started  bool            // executionStarted
 	failure  *wire.ToolFailure
-	artifact string // a file the runtime created and persisted itself
+	artifact string               // a file the runtime created and persisted itself
+	mutation *wire.NativeMutation // the protocol-owned mutation facts
 }
 
 // describeNative maps a native tool item (commandExecution, fileChange,
@@ -396,5 +383,13 @@ func describeNative(it appserver.Item) (native, bool) {
 	default:
 		return native{}, false
 	}
+	key, changed := any(n.args), []string(nil)
+	if it.Type == "fileChange" {
+		// A patch is the same action as a later patch of the same files,
+		// whatever its hunks: that one succeeding resolves the failure.
+		changed = changedPaths(raw.Changes)
+		key = changed
+	}
+	n.mutation = nativeMutation(it.Type, n.tool, n.started, key, changed)
 	return n, true
 }
