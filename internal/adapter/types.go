@@ -69,6 +69,9 @@ type TurnInput struct {
 	// new thread continues: the engine sets it when the host tools offered
 	// differ from those the bound thread was started with.
 	ReseedFrom string `json:"reseedFrom,omitempty"`
+	// PassThrough are the attempt's fields the operator forwards without
+	// acting on them (wire.PassThrough); the Codex adapter uses none.
+	PassThrough wire.PassThrough `json:"passThrough,omitzero"`
 }
 
 // EffectiveToolTimeout is ToolTimeout or DefaultToolTimeout.

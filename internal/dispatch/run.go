@@ -138,6 +138,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		DisableTools:          t.req.DisableTools,
 		ToolTimeout:           time.Duration(t.req.ToolTimeoutMs) * time.Millisecond,
 		Deadline:              t.deadline(),
+		PassThrough:           t.req.PassThrough,
 	}
 	if t.p.pod {
 		in.Sandbox = t.e.podSandbox(t.p.harness)

@@ -27,6 +27,7 @@ const (
 // ignores the turn-only fields.
 type TurnRequest struct {
 	Attempt
+	PassThrough
 
 	// Prompt is the user's text.
 	Prompt string `json:"prompt,omitempty"`
@@ -104,6 +105,9 @@ func DecodeTurnRequest(r io.Reader) (*TurnRequest, error) {
 // is a *FieldError.
 func (r *TurnRequest) Validate() error {
 	if err := r.Attempt.Validate(); err != nil {
+		return err
+	}
+	if err := r.PassThrough.Validate(); err != nil {
 		return err
 	}
 	bad := func(field, msg string) error { return &FieldError{Field: field, Message: msg} }
