@@ -116,10 +116,12 @@ type TurnResult struct {
 	// LastToolError is the last unresolved tool failure, if any.
 	LastToolError *ToolError `json:"lastToolError,omitempty"`
 	// ToolMediaURLs are media produced by tools for delivery: host tool
-	// answers' MediaURLs and the native runtime's own artifacts.
+	// answers' MediaURLs and the native runtime's own artifacts when a
+	// gateway can fetch them.
 	ToolMediaURLs []string `json:"toolMediaUrls,omitempty"`
 	// HostOwnedToolMediaURLs ⊆ ToolMediaURLs are artifacts the native
 	// runtime created and persisted itself — never model-selected host-tool
-	// media.
+	// media. The Codex adapter reports none: its artifacts are files on the
+	// app-server's filesystem, not URLs (internal/adapter/codex doc).
 	HostOwnedToolMediaURLs []string `json:"hostOwnedToolMediaUrls,omitempty"`
 }

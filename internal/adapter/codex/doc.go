@@ -87,11 +87,17 @@
 // # Usage and media
 //
 // Usage is the difference of thread/tokenUsage/updated totals across the
-// turn (each model request reports the thread's running total). Native
-// artifacts: an imageGeneration item's savedPath (a file Codex wrote
-// itself, on the app-server's filesystem) goes to both ToolMediaURLs and
-// HostOwnedToolMediaURLs; host tool media (ToolAnswer.MediaURLs) only to
-// ToolMediaURLs. With image generation off, as in the operator's test
-// servers (and under IsolationConfig), Codex persists no artifacts and
-// HostOwnedToolMediaURLs stays empty; the imageGeneration path is untested.
+// turn (each model request reports the thread's running total). Host tool
+// media (ToolAnswer.MediaURLs) go to ToolMediaURLs. Native artifacts are not
+// reported as media: an imageGeneration item's savedPath is a file on the
+// app-server's filesystem (under $CODEX_HOME/generated_images), which no
+// gateway can fetch, and serving it through the dispatcher is not possible
+// safely with Codex 0.169.0 — fs/getMetadata reports no size, so fs/readFile
+// cannot be bounded before it reads, and a file whose base64 exceeds the
+// connection's message limit (appserver.DefaultMaxMessageBytes) would break
+// the pooled connection the session's turns share. HostOwnedToolMediaURLs
+// therefore stays empty; the path is named in the tool_result transcript
+// record and in the tool agent_event's raw item. (The stub model cannot
+// make Codex generate images — image generation is a hosted tool — so the
+// imageGeneration item shape is untested against the real binary.)
 package codex

@@ -186,10 +186,6 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 		a := agentEvent(wire.StreamTool, wire.PhaseEnd, it.ID, it.Status)
 		a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
 		t.emit(a)
-		if n.artifact != "" {
-			t.media = append(t.media, n.artifact)
-			t.hostOwned = append(t.hostOwned, n.artifact)
-		}
 		if t.terminals[it.ID] {
 			return // declined earlier: already reported
 		}
@@ -294,7 +290,6 @@ type native struct {
 	output   string          // result text for the transcript
 	started  bool            // executionStarted
 	failure  *wire.ToolFailure
-	artifact string               // a file the runtime created and persisted itself
 	mutation *wire.NativeMutation // the protocol-owned mutation facts
 }
 
@@ -377,7 +372,8 @@ func describeNative(it appserver.Item) (native, bool) {
 		case it.Status == "failed" || len(raw.Failure) > 0 && string(raw.Failure) != "null":
 			failed("image generation failed: " + string(raw.Failure))
 		case raw.SavedPath != "":
-			n.artifact = raw.SavedPath
+			// A path on the app-server's filesystem: the transcript names
+			// it, but it is no media URL a gateway can fetch (doc.go).
 			n.output = raw.SavedPath
 		}
 	default:

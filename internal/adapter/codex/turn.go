@@ -87,7 +87,6 @@ type Turn struct {
 	calls      map[string]*hostCall
 	lastErr    *wire.ToolError
 	media      []string
-	hostOwned  []string
 	requestSeq int
 	pending    *appserver.TurnCompletedEvent // completion recovered by Reattach
 	stopCause  error                         // errAborted or errTimeout once interrupting

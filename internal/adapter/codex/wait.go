@@ -223,15 +223,14 @@ func (t *Turn) complete(term wire.Terminal, status string) *wire.TurnResult {
 	t.emit(adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamLifecycle,
 		Phase: wire.PhaseEnd, Status: status, Text: term.Message}})
 	res := &wire.TurnResult{
-		ThreadID:               t.threadID,
-		TurnID:                 t.turnID,
-		AssistantTexts:         append([]string{}, t.texts...),
-		Terminal:               term,
-		PlanText:               strings.Join(nonEmpty(append(append([]string{}, t.plans...), t.planSteps)), "\n\n"),
-		ReasoningText:          strings.Join(nonEmpty(t.reasoning), "\n\n"),
-		LastToolError:          t.lastErr,
-		ToolMediaURLs:          t.media,
-		HostOwnedToolMediaURLs: t.hostOwned,
+		ThreadID:       t.threadID,
+		TurnID:         t.turnID,
+		AssistantTexts: append([]string{}, t.texts...),
+		Terminal:       term,
+		PlanText:       strings.Join(nonEmpty(append(append([]string{}, t.plans...), t.planSteps)), "\n\n"),
+		ReasoningText:  strings.Join(nonEmpty(t.reasoning), "\n\n"),
+		LastToolError:  t.lastErr,
+		ToolMediaURLs:  t.media,
 	}
 	if t.usageSeen {
 		res.Usage = wire.Usage{
