@@ -111,3 +111,24 @@ func TestCompactionIsReportedAsAnAgentEvent(t *testing.T) {
 		t.Fatalf("event order %s", order)
 	}
 }
+
+// A patch Codex rejects before applying it (here: it updates a file that
+// does not exist) produces no item at all with Codex 0.169.0: the model is
+// told the error as the exec_command output, but no tool_terminal can be
+// reported and lastToolError stays unset. Pins the gap documented in
+// docs/codex-app-server.md.
+func TestRejectedPatchProducesNoNativeItem(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, codextest.Options{})
+	r.stub.When("REJECT", applyPatch("*** Update File: missing.txt\n@@\n-a\n+b\n"), stubmodel.Text("ok"))
+	rec := &recorder{}
+	res := run(t, r, r.input("REJECT this"), rec)
+	if terms := rec.terminals(); len(terms) != 0 || res.LastToolError != nil {
+		t.Fatalf("terminals %+v, lastToolError %+v", terms, res.LastToolError)
+	}
+	outs := r.stub.FunctionCallOutputs()
+	if len(outs) != 1 || !strings.Contains(outs[0].Output, "missing.txt") {
+		t.Fatalf("the model was told %+v", outs)
+	}
+	t.Logf("the model was told: %q", outs[0].Output)
+}
