@@ -42,27 +42,27 @@ func TestNativeOutcomesCarryMutationFacts(t *testing.T) {
 
 	terms := rec.terminals()
 	if len(terms) != 4 {
-		t.Fatalf("tool_terminal events %+v", terms)
+		t.Fatalf("tool_terminal events %s", mustJSON(t, terms))
 	}
 	added, failed, refused, echo := terms[0], terms[1], terms[2], terms[3]
 	if m := added.NativeMutation; added.Tool != "apply_patch" || added.Outcome != wire.OutcomeSuccess || m == nil ||
 		m.Mutation != wire.MutationYes || !m.MutatingAction || m.ReplaySafe || !slices.Equal(m.ChangedPaths, []string{hello}) {
-		t.Errorf("the added file's terminal %+v / %+v", added, added.NativeMutation)
+		t.Errorf("the added file's terminal %s", mustJSON(t, added))
 	}
 	if m := failed.NativeMutation; failed.Tool != "apply_patch" || failed.Outcome != wire.OutcomeFailure || m == nil ||
 		!m.MutatingAction || !slices.Equal(m.ChangedPaths, []string{sub}) {
-		t.Errorf("the failed patch's terminal %+v / %+v", failed, failed.NativeMutation)
+		t.Errorf("the failed patch's terminal %s", mustJSON(t, failed))
 	}
 	if refused.Tool != "lookup_weather" || refused.Outcome != wire.OutcomeFailure || refused.ExecutionStarted || refused.NativeMutation != nil {
-		t.Errorf("the refused host tool's terminal %+v (host tools carry no nativeMutation)", refused)
+		t.Errorf("the refused host tool's terminal %s (host tools carry no nativeMutation)", mustJSON(t, refused))
 	}
 	if m := echo.NativeMutation; echo.Tool != "exec" || echo.Outcome != wire.OutcomeSuccess || m == nil ||
 		m.Mutation != wire.MutationPossibly || !m.MutatingAction || len(m.ChangedPaths) != 0 {
-		t.Errorf("the command's terminal %+v / %+v", echo, echo.NativeMutation)
+		t.Errorf("the command's terminal %s", mustJSON(t, echo))
 	}
 	if e := res.LastToolError; e == nil || e.CallID != failed.CallID || !e.MutatingAction ||
 		e.ActionFingerprint != failed.NativeMutation.ActionFingerprint {
-		t.Fatalf("lastToolError %+v, want the failed patch %s", e, failed.CallID)
+		t.Fatalf("lastToolError %s, want the failed patch %s", mustJSON(t, e), failed.CallID)
 	}
 
 	// The next turn removes the file in the way and retries the patch.
@@ -77,10 +77,10 @@ func TestNativeOutcomesCarryMutationFacts(t *testing.T) {
 	terms = rec.terminals()
 	if len(terms) != 2 || terms[1].Outcome != wire.OutcomeSuccess || terms[1].NativeMutation == nil ||
 		terms[1].NativeMutation.ActionFingerprint != failed.NativeMutation.ActionFingerprint {
-		t.Fatalf("retry terminals %+v", terms)
+		t.Fatalf("retry terminals %s", mustJSON(t, terms))
 	}
 	if res.LastToolError != nil {
-		t.Fatalf("after the same patch succeeded: lastToolError %+v", res.LastToolError)
+		t.Fatalf("after the same patch succeeded: lastToolError %s", mustJSON(t, res.LastToolError))
 	}
 	if !exists(sub) {
 		t.Fatalf("%s was not created", sub)
