@@ -304,6 +304,10 @@ type AgentHarnessSpec struct {
 	// (default: its own namespace).
 	// +optional
 	AllowedNamespaces *AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+
+	// mcp says which MCP servers a turn on this harness may name (default: none).
+	// +optional
+	MCP *HarnessMCP `json:"mcp,omitempty"`
 }
 
 // ServerStatus is one app-server as the manager last saw it.
