@@ -72,6 +72,10 @@ const (
 	// verified yet came from the caller's address (each would cost a
 	// TokenReview); retry after Retry-After.
 	CodeRateLimited ErrorCode = "RateLimited"
+	// CodeNoNativeThread: the session has no native thread bound on a live
+	// server, so there is nothing to read (the MCP inventory); reads never
+	// start one.
+	CodeNoNativeThread ErrorCode = "NoNativeThread"
 )
 
 // errorCodes is the one table of HTTP status and retryability per code:
@@ -118,6 +122,7 @@ var errorCodes = [...]struct {
 	// The authorizer could not be asked: the same request may pass later.
 	{CodeAuthUnavailable, http.StatusServiceUnavailable, true, false},
 	{CodeRateLimited, http.StatusTooManyRequests, true, false},
+	{CodeNoNativeThread, http.StatusNotFound, false, false},
 }
 
 // ErrorCodes returns the codes of DESIGN.md §7 (the turn's errors, not the

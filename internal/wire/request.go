@@ -28,6 +28,7 @@ const (
 type TurnRequest struct {
 	Attempt
 	PassThrough
+	MCPTurnFields
 
 	// Prompt is the user's text.
 	Prompt string `json:"prompt,omitempty"`
@@ -124,6 +125,9 @@ func (r *TurnRequest) Validate() error {
 		if (img.URL == "") == (img.Path == "") {
 			return bad("images["+strconv.Itoa(i)+"]", "exactly one of url and path is required")
 		}
+	}
+	if err := r.MCPTurnFields.Validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, t := range r.Tools {

@@ -1,0 +1,174 @@
+package wire
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MaxMCPServers bounds a turn's mcpServers.
+const MaxMCPServers = 16
+
+// MaxMCPTimeout bounds startupTimeoutMs and toolTimeoutMs of one MCP server.
+const MaxMCPTimeout = MaxToolTimeout
+
+// mcpNameRE is what a server name may be: Codex joins it into tool names
+// (mcp__<server>__<tool>), which the Responses API limits to these
+// characters.
+var mcpNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// headerNameRE is an HTTP header field name (RFC 9110 token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+
+// MCPTurnFields are a turn request's MCP fields (embedded in TurnRequest, so
+// the JSON stays flat).
+type MCPTurnFields struct {
+	// MCPServers are the MCP servers offered to the native runtime in this
+	// turn: streamable-HTTP servers by URL. The dispatcher admits each URL
+	// only when it matches the harness's spec.mcp.allowedURLPrefixes and
+	// resolves to an address its dial policy allows, and reads header values
+	// from Secrets only when the requester may get them.
+	MCPServers []MCPServer `json:"mcpServers,omitzero"`
+}
+
+// MCPServer is one MCP server of a turn.
+type MCPServer struct {
+	// Name is the server's name (letters, digits, '_' and '-'): the model
+	// sees its tools as mcp__<name>__<tool>; the stream reports them as
+	// <name>__<tool>.
+	Name string `json:"name"`
+	// URL is the streamable-HTTP endpoint: https (plain http only to a
+	// loopback host on a dispatcher in development mode), no user
+	// information, no dot segments.
+	URL string `json:"url,omitempty"`
+	// Command would start a stdio server inside the harness pod: refused,
+	// no harness image declares stdio servers.
+	Command string `json:"command,omitempty"`
+	// Headers are HTTP headers sent with every request to the server, each
+	// value read from a Secret in the session's namespace.
+	Headers []MCPHeader `json:"headers,omitzero"`
+	// EnabledTools, when not empty, are the only tools of the server offered
+	// to the model.
+	EnabledTools []string `json:"enabledTools,omitzero"`
+	// DisabledTools are tools of the server never offered to the model.
+	DisabledTools []string `json:"disabledTools,omitzero"`
+	// StartupTimeoutMs bounds connecting and listing the tools (the
+	// runtime's default when zero).
+	StartupTimeoutMs int64 `json:"startupTimeoutMs,omitempty"`
+	// ToolTimeoutMs bounds each call of one of its tools (the runtime's
+	// default when zero).
+	ToolTimeoutMs int64 `json:"toolTimeoutMs,omitempty"`
+}
+
+// MCPHeader is one HTTP header of an MCP server, its value from a Secret.
+type MCPHeader struct {
+	// Name is the header's name.
+	Name string `json:"name"`
+	// ValueFrom says where the value comes from.
+	ValueFrom MCPHeaderSource `json:"valueFrom"`
+}
+
+// MCPHeaderSource is where a header value comes from.
+type MCPHeaderSource struct {
+	// SecretKeyRef is a key of a Secret in the session's namespace.
+	SecretKeyRef *SecretKeyRef `json:"secretKeyRef,omitempty"`
+}
+
+// SecretKeyRef names a key of a Secret in the session's namespace.
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// Validate checks the MCP fields' shape (the dispatcher checks what needs
+// the cluster); the error is a *FieldError naming the field.
+func (m *MCPTurnFields) Validate() error {
+	if len(m.MCPServers) > MaxMCPServers {
+		return &FieldError{Field: "mcpServers", Message: fmt.Sprintf("at most %d servers", MaxMCPServers)}
+	}
+	seen := map[string]bool{}
+	for i, s := range m.MCPServers {
+		field := "mcpServers[" + strconv.Itoa(i) + "]"
+		if !mcpNameRE.MatchString(s.Name) {
+			return &FieldError{Field: field + ".name", Message: "must be 1 to 64 letters, digits, '_' or '-'"}
+		}
+		if seen[s.Name] {
+			return &FieldError{Field: field + ".name", Message: fmt.Sprintf("duplicate server name %q", s.Name)}
+		}
+		seen[s.Name] = true
+		if err := s.validate(field); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *MCPServer) validate(field string) error {
+	bad := func(f, msg string) error { return &FieldError{Field: field + f, Message: msg} }
+	if s.Command != "" {
+		return bad(".command", "stdio MCP servers are not available: the harness image declares none; name a streamable-HTTP server by url")
+	}
+	if s.URL == "" {
+		return bad(".url", "is required")
+	}
+	if err := ValidMCPURL(s.URL); err != nil {
+		return bad(".url", err.Error())
+	}
+	names := map[string]bool{}
+	for j, h := range s.Headers {
+		hf := ".headers[" + strconv.Itoa(j) + "]"
+		if !headerNameRE.MatchString(h.Name) {
+			return bad(hf+".name", "must be an HTTP header name")
+		}
+		if names[strings.ToLower(h.Name)] {
+			return bad(hf+".name", fmt.Sprintf("duplicate header %q", h.Name))
+		}
+		names[strings.ToLower(h.Name)] = true
+		ref := h.ValueFrom.SecretKeyRef
+		if ref == nil || ref.Name == "" || ref.Key == "" {
+			return bad(hf+".valueFrom.secretKeyRef", "name and key are required (header values come only from a Secret)")
+		}
+	}
+	for _, l := range []struct {
+		f     string
+		tools []string
+	}{{".enabledTools", s.EnabledTools}, {".disabledTools", s.DisabledTools}} {
+		for j, t := range l.tools {
+			if strings.TrimSpace(t) == "" {
+				return bad(l.f+"["+strconv.Itoa(j)+"]", "must not be empty")
+			}
+		}
+	}
+	if err := validTimeout(field+".startupTimeoutMs", s.StartupTimeoutMs, MaxMCPTimeout); err != nil {
+		return err
+	}
+	return validTimeout(field+".toolTimeoutMs", s.ToolTimeoutMs, MaxMCPTimeout)
+}
+
+// ValidMCPURL checks the shape of an MCP server URL: absolute http(s), a
+// host, no user information (it would be journaled with the request), no
+// fragment, and no dot segments (which would let a URL match an allowed
+// prefix and reach another path).
+func ValidMCPURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("is not a URL")
+	case u.Scheme != "https" && u.Scheme != "http":
+		return fmt.Errorf("must be an https URL")
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("must name a host")
+	case u.User != nil:
+		return fmt.Errorf("must not carry user information; send credentials as headers from a Secret")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("must not have a fragment")
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("must not contain . or .. path segments")
+		}
+	}
+	return nil
+}
