@@ -72,6 +72,9 @@ type TurnInput struct {
 	// PassThrough are the attempt's fields the operator forwards without
 	// acting on them (wire.PassThrough); the Codex adapter uses none.
 	PassThrough wire.PassThrough `json:"passThrough,omitzero"`
+	// MCPServers are this turn's admitted MCP servers; never serialized (the
+	// header values are credentials).
+	MCPServers []MCPServer `json:"-"`
 }
 
 // EffectiveToolTimeout is ToolTimeout or DefaultToolTimeout.

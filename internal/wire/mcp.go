@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -171,4 +172,36 @@ func ValidMCPURL(raw string) error {
 		}
 	}
 	return nil
+}
+
+// MCPInventory is the MCP tool catalog of a session's bound native thread
+// (GET …/mcp-inventory).
+type MCPInventory struct {
+	// ThreadID is the native thread the catalog belongs to.
+	ThreadID string `json:"threadId"`
+	// Servers are the thread's MCP servers, by name.
+	Servers []MCPServerInventory `json:"servers"`
+}
+
+// MCPServerInventory is one MCP server of a thread and its tools.
+type MCPServerInventory struct {
+	// Name is the server's raw name (the turn's mcpServers[].name).
+	Name string `json:"name"`
+	// Status is the runtime's connection state (connected, failed, …),
+	// when it reports one.
+	Status string `json:"status,omitempty"`
+	// Error says why the runtime has no tool list for the server.
+	Error string `json:"error,omitempty"`
+	// Tools are the tools the server offers, by name.
+	Tools []MCPTool `json:"tools"`
+}
+
+// MCPTool is one tool of an MCP server.
+type MCPTool struct {
+	// Name is the tool's raw name on its server.
+	Name string `json:"name"`
+	// Description is the server's description of the tool.
+	Description string `json:"description,omitempty"`
+	// InputSchema is the JSON schema of its arguments.
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 }

@@ -218,6 +218,13 @@ func start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 		}
 		t.config = cfg
 	}
+	mcp, err := mcpConfig(in, restricted)
+	if err != nil {
+		return nil, err
+	}
+	if mcp != nil {
+		t.config = merged(t.config, mcp)
+	}
 	effort, err := ReasoningEffort(in.ThinkLevel, cat.Efforts(in.Model))
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
