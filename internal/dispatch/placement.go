@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/selection"
 	"github.com/openclaw/harness-operator/internal/snapshot"
@@ -29,7 +30,8 @@ type prepared struct {
 	keepsPlace bool   // the session held that place before this turn
 	tenant     string // the namespace place this turn took (capacity.go), "" for none
 	rebind     bool
-	pod        bool // the server is a managed pod (not external)
+	pod        bool                // the server is a managed pod (not external)
+	mcpServers []adapter.MCPServer // the turn's admitted MCP servers (mcp.go)
 }
 
 // prepare is step 4 of Start: nothing it does starts a thread or a turn. A

@@ -139,6 +139,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		ToolTimeout:           time.Duration(t.req.ToolTimeoutMs) * time.Millisecond,
 		Deadline:              t.deadline(),
 		PassThrough:           t.req.PassThrough,
+		MCPServers:            t.p.mcpServers,
 	}
 	if t.p.pod {
 		in.Sandbox = t.e.podSandbox(t.p.harness)

@@ -135,6 +135,10 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	if terr != nil {
 		return nil, nil, terr
 	}
+	if err := e.admitMCP(ctx, sess, req, p, by); err != nil {
+		e.unreserve(p)
+		return nil, nil, err
+	}
 	run, outcome, err := e.store.Claim(lease, req.RunID, digest, by)
 	if err != nil {
 		e.unreserve(p)

@@ -146,3 +146,46 @@ func TestSafeDeniedMCPToolNotOffered(t *testing.T) {
 		t.Errorf("the model was offered %v, want lookup without the safe-denied erase", tools)
 	}
 }
+
+// In a sandboxed thread (workspace-write, as on pods of a harness that asks
+// for Codex's sandbox, or an external server's own mode) Codex asks for
+// approval before an MCP tool call unless the tool is annotated read-only;
+// with approval policy never the call is refused without reaching the
+// server and the model reads why. A read-only tool runs (the control).
+func TestSandboxedMCPCallNeedsApproval(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		readOnly bool
+		wantRun  bool
+	}{
+		{"a tool without annotations is refused", false, false},
+		{"a read-only tool runs", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := mcpserver.Tool{Name: "lookup", Reply: "lookup-result-42", InputSchema: json.RawMessage(`{"type":"object"}`)}
+			if tc.readOnly {
+				tool.Annotations = json.RawMessage(`{"readOnlyHint":true}`)
+			}
+			mcp := mcpserver.Start(t, tool)
+			r := newRig(t, codextest.Options{})
+			r.stub.When("sandboxed", stubmodel.Call(stubmodel.FunctionCall{Namespace: "mcp__docs", Name: "lookup", Arguments: `{}`}),
+				stubmodel.Text("done"))
+			in := r.input("sandboxed call")
+			in.Sandbox = "workspace-write"
+			in.MCPServers = []adapter.MCPServer{{Name: "docs", URL: mcp.URL}}
+			run(t, r, in, &recorder{})
+			outs := r.stub.FunctionCallOutputs()
+			if len(outs) != 1 {
+				t.Fatalf("function outputs %q, want one", outs)
+			}
+			ran := len(mcp.Calls()) == 1 && strings.Contains(outs[0].Output, "lookup-result-42")
+			if ran != tc.wantRun {
+				t.Fatalf("ran = %v (server calls %d, model read %q), want %v", ran, len(mcp.Calls()), outs[0].Output, tc.wantRun)
+			}
+			if !tc.wantRun && (len(mcp.Calls()) != 0 || !strings.Contains(outs[0].Output, "requires approval, but approval policy is never")) {
+				t.Fatalf("a refused call reached the server (%d) or the model read %q", len(mcp.Calls()), outs[0].Output)
+			}
+		})
+	}
+}

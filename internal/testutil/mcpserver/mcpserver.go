@@ -22,6 +22,8 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Annotations are the tool's MCP annotations (readOnlyHint, …), if any.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 	// Reply is the text a call returns.
 	Reply string `json:"-"`
 }
