@@ -142,6 +142,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	m.HandleFunc("POST "+base+"/turns/{runId}/tool-results", h.toolResult)
 	m.HandleFunc("POST "+base+"/turns/{runId}/interrupt", h.interrupt)
 	m.HandleFunc("GET "+base+"/transcript", h.transcript)
+	m.HandleFunc("GET "+base+"/mcp-inventory", h.mcpInventory)
 	m.HandleFunc("/", h.notFound)
 	h.mux = m
 	return h, nil
