@@ -80,6 +80,11 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 			validPolicy("ok-" + rand.String(8)), validSession(ns, "ok-session"),
 			withURL(validExternalHarness(ns, "ok-wss"), "wss://codex.example:443/v1"),
 			withURL(validExternalHarness(ns, "ok-ws-v6-loopback"), "ws://[::1]:4500"),
+			func() client.Object {
+				h := validExternalHarness(ns, "ok-mcp")
+				h.Spec.MCP = &harnessv1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com/tools/", "http://127.0.0.1:9/"}}
+				return h
+			}(),
 		} {
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
 		}
@@ -131,6 +136,9 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 			h.Spec.AppServer.Credentials[0].Mount = harnessv1alpha1.CredentialMountHomeFile
 			h.Spec.AppServer.Credentials[0].Name = "../auth.json"
 		}), "spec.appServer.credentials[0]", "must be a plain file name"),
+		Entry("an MCP URL prefix must end its host with a slash", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.MCP = &harnessv1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com"}}
+		}), "spec.mcp.allowedURLPrefixes", "host is followed by a '/'"),
 		Entry("external.url must be ws:// or wss://", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "http://127.0.0.1:4500" }),
 			"spec.external.url", "external.url must be a ws:// or wss:// URL"),
 		// The control of the two below is the valid fixture (ws://127.0.0.1)
