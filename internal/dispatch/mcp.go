@@ -134,7 +134,7 @@ func (e *Engine) checkMCPAddress(ctx context.Context, raw string) string {
 		}
 		loopback = loopback && a.IsLoopback()
 	}
-	if u.Scheme == "http" && !(loopback && policy.AllowLoopback) {
+	if u.Scheme == "http" && (!loopback || !policy.AllowLoopback) {
 		return fmt.Sprintf("must be https: plain http is admitted only to a loopback host on a dispatcher running with --%s (development)",
 			netguard.AllowInsecureLoopbackFlag)
 	}
