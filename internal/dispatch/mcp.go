@@ -46,7 +46,8 @@ const mcpResolveTimeout = 5 * time.Second
 //  4. each header's Secret, in the session's namespace, only after a
 //     SubjectAccessReview says the requester may get it (access.Checker);
 //     the values go to the adapter's input, never to the journal, events,
-//     status or logs.
+//     status or logs. A caller without a name (Engine.Turn, in-process) is
+//     refused any Secret.
 //
 // A refusal is a *refusal with the decision: Forbidden for what the
 // harness's owner, the operator or RBAC refuses, BadRequest for a Secret

@@ -47,7 +47,6 @@ type Server struct {
 	mu       sync.Mutex
 	calls    []Call
 	requests []string // JSON-RPC methods in arrival order
-	called   chan struct{}
 }
 
 // Start serves tools on a loopback port until the test ends.
@@ -57,7 +56,7 @@ func Start(tb testing.TB, tools ...Tool) *Server {
 	if err != nil {
 		tb.Fatalf("mcpserver: listen: %v", err)
 	}
-	s := &Server{URL: "http://" + l.Addr().String() + "/mcp", tools: tools, called: make(chan struct{}, 64)}
+	s := &Server{URL: "http://" + l.Addr().String() + "/mcp", tools: tools}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", s.handle)
 	s.srv = &http.Server{Handler: mux}
@@ -86,9 +85,6 @@ func (s *Server) Methods() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.requests...)
 }
-
-// Called receives one value per answered tool call.
-func (s *Server) Called() <-chan struct{} { return s.called }
 
 type message struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -163,7 +159,6 @@ func (s *Server) answer(msg message, h http.Header) (any, map[string]any) {
 			s.mu.Lock()
 			s.calls = append(s.calls, Call{Tool: p.Name, Arguments: p.Arguments, Header: h.Clone()})
 			s.mu.Unlock()
-			s.called <- struct{}{}
 			return map[string]any{"content": []any{map[string]any{"type": "text", "text": t.Reply}}, "isError": false}, nil
 		}
 		return nil, map[string]any{"code": -32602, "message": fmt.Sprintf("unknown tool %q", p.Name)}
