@@ -102,6 +102,13 @@ var _ = Describe("MCP servers of a turn", Ordered, func() {
 			}
 		}
 		Expect(tools).To(ContainElements("docs__lookup/"+wire.PhaseStart, "docs__lookup/"+wire.PhaseEnd))
+		var terminals []string
+		for _, raw := range ofType(evs, wire.EventToolTerminal) {
+			var tt wire.ToolTerminal
+			Expect(json.Unmarshal(raw, &tt)).To(Succeed())
+			terminals = append(terminals, tt.Tool+"/"+string(tt.Outcome))
+		}
+		Expect(terminals).To(Equal([]string{"docs__lookup/" + string(wire.OutcomeSuccess)}), "one native tool_terminal")
 
 		for _, e := range evs {
 			Expect(string(e.Payload)).NotTo(ContainSubstring(headerValue), "event %s", e.Type)
