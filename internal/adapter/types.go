@@ -75,6 +75,10 @@ type TurnInput struct {
 	// MCPServers are this turn's admitted MCP servers; never serialized (the
 	// header values are credentials).
 	MCPServers []MCPServer `json:"-"`
+	// NativeActionOptions are the attempt's approvalMode and
+	// collaborationMode: approval requests and user-input requests reach
+	// the client through Hooks.AnswerApproval and Hooks.AnswerUserInput.
+	wire.NativeActionOptions
 }
 
 // EffectiveToolTimeout is ToolTimeout or DefaultToolTimeout.
@@ -99,6 +103,17 @@ type Hooks struct {
 	// executionStarted true. Nil fails every host tool call before it
 	// starts.
 	AnswerTool func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error)
+	// AnswerApproval is called once per approval request the adapter asks
+	// the client about, after the approval_request event was emitted. It
+	// blocks until the client's decision or until ctx ends (the tool
+	// timeout: the action is denied; or the turn's end). Nil denies every
+	// request.
+	AnswerApproval func(ctx context.Context, req wire.ApprovalRequest) (wire.ApprovalDecision, error)
+	// AnswerUserInput is called once per user-input request, after the
+	// user_input_request event was emitted. It blocks until the client's
+	// answers (already checked against the questions) or until ctx ends:
+	// the request then gets no answers. Nil answers nothing.
+	AnswerUserInput func(ctx context.Context, req wire.UserInputRequest) (map[string]wire.UserInputValue, error)
 }
 
 // ErrInvalidInput is wrapped by errors for a TurnInput the adapter refuses
@@ -159,6 +174,9 @@ func (in TurnInput) Validate() error {
 	}
 	if in.ToolTimeout < 0 {
 		return bad("toolTimeout %v is negative", in.ToolTimeout)
+	}
+	if err := in.NativeActionOptions.Validate(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }

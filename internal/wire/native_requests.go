@@ -195,6 +195,9 @@ const (
 type RequestResolved struct {
 	// RequestID is the resolved request.
 	RequestID string `json:"requestId"`
+	// CallID is the native item id of the action or question (the callId
+	// of its tool events and tool_terminal).
+	CallID string `json:"callId,omitempty"`
 	// Resolution is how it ended.
 	Resolution Resolution `json:"resolution"`
 	// AutoApproved marks an approval answered by an earlier

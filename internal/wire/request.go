@@ -29,6 +29,7 @@ type TurnRequest struct {
 	Attempt
 	PassThrough
 	MCPTurnFields
+	NativeActionOptions
 
 	// Prompt is the user's text.
 	Prompt string `json:"prompt,omitempty"`
@@ -119,6 +120,9 @@ func (r *TurnRequest) Validate() error {
 		return err
 	}
 	if err := validTimeout("toolTimeoutMs", r.ToolTimeoutMs, MaxToolTimeout); err != nil {
+		return err
+	}
+	if err := r.NativeActionOptions.Validate(); err != nil {
 		return err
 	}
 	for i, img := range r.Images {

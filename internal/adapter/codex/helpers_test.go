@@ -93,7 +93,11 @@ type recorder struct {
 	events []adapter.Event
 	// answer answers host tool calls (nil: AnswerTool is nil).
 	answer func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error)
-	onEmit func(adapter.Event)
+	// approve and reply answer approval and user-input requests (nil: the
+	// hook is nil).
+	approve func(ctx context.Context, req wire.ApprovalRequest) (wire.ApprovalDecision, error)
+	reply   func(ctx context.Context, req wire.UserInputRequest) (map[string]wire.UserInputValue, error)
+	onEmit  func(adapter.Event)
 }
 
 func (rec *recorder) hooks() adapter.Hooks {
@@ -108,6 +112,12 @@ func (rec *recorder) hooks() adapter.Hooks {
 	}}
 	if rec.answer != nil {
 		h.AnswerTool = rec.answer
+	}
+	if rec.approve != nil {
+		h.AnswerApproval = rec.approve
+	}
+	if rec.reply != nil {
+		h.AnswerUserInput = rec.reply
 	}
 	return h
 }
@@ -199,13 +209,8 @@ func (rec *recorder) types() []string {
 // run starts a turn and waits for its result, failing the test on an error.
 func run(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder) *wire.TurnResult {
 	t.Helper()
-	return runOpts(t, r, in, rec, startOptions{})
-}
-
-func runOpts(t *testing.T, r *rig, in adapter.TurnInput, rec *recorder, opts startOptions) *wire.TurnResult {
-	t.Helper()
 	ctx := testCtx(t, 60*time.Second)
-	turn, err := start(ctx, r.c, in, rec.hooks(), opts)
+	turn, err := Start(ctx, r.c, in, rec.hooks())
 	if err != nil {
 		t.Fatalf("start %q: %v", in.Prompt, err)
 	}

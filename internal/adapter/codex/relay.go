@@ -108,6 +108,7 @@ func (t *Turn) itemStarted(it appserver.Item) {
 	if st.startGen < 0 {
 		st.startGen = t.connGen
 	}
+	t.noteItem(it)
 	switch it.Type {
 	case "userMessage", "agentMessage", "dynamicToolCall":
 		// The prompt record, partials and the host tool handler cover these.
@@ -204,9 +205,10 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 	}
 }
 
-// serverRequest makes a declined approval or user-input request visible: an
-// agent_event and a failed tool_terminal (DESIGN.md §5 rule 9). Host tool
-// calls are reported by their handler.
+// serverRequest makes a declined approval or unanswered user-input request
+// visible, once: an agent_event and a failed tool_terminal (DESIGN.md §5
+// rule 9); its approval_request and request_resolved came from its handler
+// (requests.go). Host tool calls are reported by their handler.
 func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 	var p struct {
 		ItemID  string `json:"itemId"`
@@ -245,7 +247,13 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 	if callID == "" {
 		callID = fmt.Sprintf("%s#%d", e.Method, t.requestSeq)
 	}
-	msg := fmt.Sprintf("%s request declined: harness-operator does not relay approvals or user input to the gateway", e.Method)
+	if !e.Declined {
+		return // approved or answered: the item reports the action
+	}
+	msg, report := t.declineReport(e)
+	if !report {
+		return
+	}
 	a := agentEvent(stream, wire.PhaseDeclined, p.ItemID, "")
 	a.Agent.Tool, a.Agent.CallID, a.Agent.Text, a.Agent.Data = tool, callID, msg, e.Params
 	t.emit(a)

@@ -40,14 +40,14 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 		params := appserver.ThreadStartParams{
 			Model:                 in.Model,
 			Cwd:                   in.Cwd,
-			ApprovalPolicy:        t.opts.approvalPolicy,
+			ApprovalPolicy:        approvalPolicy(t.in.ApprovalMode),
 			Sandbox:               appserver.SandboxMode(in.Sandbox),
 			DynamicTools:          dynamic,
 			DeveloperInstructions: in.DeveloperInstructions,
 			ReasoningEffort:       t.effort,
 			Config:                t.config,
 		}
-		opts := appserver.ThreadOptions{Handlers: &appserver.Handlers{ToolCall: t.onToolCall}}
+		opts := appserver.ThreadOptions{Handlers: t.serverHandlers()}
 		if in.ReseedFrom != "" {
 			th, err := Reseed(ctx, c, in.ReseedFrom, params, opts)
 			if err == nil {
@@ -95,13 +95,13 @@ func (t *Turn) resume(ctx context.Context, c *appserver.Client, id string) (*app
 		ThreadID:              id,
 		Model:                 t.in.Model,
 		Cwd:                   t.in.Cwd,
-		ApprovalPolicy:        t.opts.approvalPolicy,
+		ApprovalPolicy:        approvalPolicy(t.in.ApprovalMode),
 		Sandbox:               appserver.SandboxMode(t.in.Sandbox),
 		DeveloperInstructions: t.in.DeveloperInstructions,
 		ReasoningEffort:       t.effort,
 		Config:                cfg,
 		ExcludeTurns:          true,
-	}, appserver.ThreadOptions{Handlers: &appserver.Handlers{ToolCall: t.onToolCall}})
+	}, appserver.ThreadOptions{Handlers: t.serverHandlers()})
 	if err != nil {
 		// Codex answers a thread it has no rollout for with an invalid-request
 		// error (TestResumeOfUnknownThread pins the text of the pinned release).
@@ -146,8 +146,8 @@ func (t *Turn) sendTurnStart(ctx context.Context) error {
 		input = append(input, item)
 	}
 	params := map[string]any{"threadId": t.threadID, "input": input}
-	if len(t.opts.collaborationMode) > 0 {
-		params["collaborationMode"] = t.opts.collaborationMode
+	if mode := t.collaborationMode(); mode != nil {
+		params["collaborationMode"] = mode
 	}
 	var res struct {
 		Turn appserver.TurnInfo `json:"turn"`

@@ -2,7 +2,6 @@ package codex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -37,14 +36,6 @@ var (
 	errTimeout = errors.New("the turn's deadline passed")
 )
 
-// startOptions are knobs the operator does not expose; tests use them to
-// reach protocol paths (approval requests need a policy other than never;
-// plan items and user-input requests need plan mode).
-type startOptions struct {
-	approvalPolicy    appserver.ApprovalPolicy
-	collaborationMode json.RawMessage
-}
-
 // Turn is one turn on a Codex app-server. Start returns it running; Wait
 // relays its events until it ends; after a *DetachedError, Reattach moves it
 // to a new connection and Wait continues. Interrupt may be called from any
@@ -52,7 +43,6 @@ type startOptions struct {
 type Turn struct {
 	in    adapter.TurnInput
 	hooks adapter.Hooks
-	opts  startOptions
 
 	// Thread parameters, re-sent on Reattach.
 	config map[string]any
@@ -88,6 +78,7 @@ type Turn struct {
 	lastErr    *wire.ToolError
 	media      []string
 	requestSeq int
+	native     nativeRequests                // approval and user-input requests
 	pending    *appserver.TurnCompletedEvent // completion recovered by Reattach
 	stopCause  error                         // errAborted or errTimeout once interrupting
 	closing    bool                          // the turn is being completed: no new tool calls
@@ -150,10 +141,6 @@ func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapt
 // together with a *DetachedError: Reattach it. Any other error means no turn
 // ran.
 func Start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapter.Hooks) (*Turn, error) {
-	return start(ctx, c, in, h, startOptions{})
-}
-
-func start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapter.Hooks, opts startOptions) (*Turn, error) {
 	if err := in.Validate(); err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
 	}
@@ -171,18 +158,16 @@ func start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 	if _, err := ReasoningEffort(in.ThinkLevel, nil); err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
 	}
-	if opts.approvalPolicy == "" {
-		opts.approvalPolicy = appserver.ApprovalNever
-	}
 	restricted := in.Restricted || in.DisableTools
 
 	t := &Turn{
-		in: in, hooks: h, opts: opts,
+		in: in, hooks: h,
 		offered:     map[string]bool{},
 		safeDenied:  map[string]bool{},
 		items:       map[string]*itemState{},
 		terminals:   map[string]bool{},
 		calls:       map[string]*hostCall{},
+		native:      newNativeRequests(),
 		promptSent:  make(chan struct{}),
 		interruptCh: make(chan struct{}),
 	}

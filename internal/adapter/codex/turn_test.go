@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -425,28 +423,27 @@ func TestClassification(t *testing.T) {
 	r.stub.When("REASON", stubmodel.Reasoning("Thinking it over."))
 	r.stub.When("PLANONLY", stubmodel.Text("<proposed_plan>\n# Plan\n- step one\n</proposed_plan>\n"))
 	r.stub.When("SILENT", stubmodel.Text("NO_REPLY"))
-	plan := json.RawMessage(`{"mode":"plan","settings":{"model":"` + codextest.StubModel + `","reasoning_effort":null,"developer_instructions":null}}`)
 	cases := []struct {
 		prompt string
-		opts   startOptions
+		mode   wire.CollaborationMode
 		want   wire.Classification
 		check  func(*wire.TurnResult, *recorder) string
 	}{
-		{"EMPTY", startOptions{}, wire.ClassEmpty, nil},
-		{"REASON", startOptions{}, wire.ClassReasoningOnly, func(res *wire.TurnResult, rec *recorder) string {
+		{"EMPTY", "", wire.ClassEmpty, nil},
+		{"REASON", "", wire.ClassReasoningOnly, func(res *wire.TurnResult, rec *recorder) string {
 			if res.ReasoningText != "Thinking it over." || len(rec.agent(wire.StreamReasoning)) < 2 {
 				return "reasoning text/events missing"
 			}
 			return ""
 		}},
-		{"PLANONLY", startOptions{collaborationMode: plan}, wire.ClassPlanningOnly, func(res *wire.TurnResult, rec *recorder) string {
+		{"PLANONLY", wire.CollaborationPlan, wire.ClassPlanningOnly, func(res *wire.TurnResult, rec *recorder) string {
 			ends := rec.agent(wire.StreamPlan)
 			if res.PlanText != "# Plan\n- step one\n" || len(ends) == 0 || ends[len(ends)-1].Text != res.PlanText {
 				return "plan text/events missing: " + res.PlanText
 			}
 			return ""
 		}},
-		{"SILENT", startOptions{}, "", func(res *wire.TurnResult, rec *recorder) string {
+		{"SILENT", "", "", func(res *wire.TurnResult, rec *recorder) string {
 			if !slices.Equal(res.AssistantTexts, []string{"NO_REPLY"}) {
 				return "NO_REPLY not kept"
 			}
@@ -455,7 +452,9 @@ func TestClassification(t *testing.T) {
 	}
 	for _, tc := range cases {
 		rec := &recorder{}
-		res := runOpts(t, r, r.input(tc.prompt), rec, tc.opts)
+		in := r.input(tc.prompt)
+		in.CollaborationMode = tc.mode
+		res := run(t, r, in, rec)
 		if res.Terminal.Kind != wire.TerminalOK || res.Classification != tc.want {
 			t.Errorf("%s: terminal %s classification %q, want %q (texts %q)", tc.prompt, res.Terminal.Kind, res.Classification, tc.want, res.AssistantTexts)
 			continue
@@ -465,53 +464,6 @@ func TestClassification(t *testing.T) {
 				t.Errorf("%s: %s", tc.prompt, msg)
 			}
 		}
-	}
-}
-
-// Approval and user-input requests are declined visibly: an agent_event and
-// one failed tool_terminal with executionStarted false; nothing runs.
-func TestDeclinedApprovalAndUserInput(t *testing.T) {
-	t.Parallel()
-	r := newRig(t, codextest.Options{})
-	target := filepath.Join(r.srv.Workdir, "approved.txt")
-	r.stub.When("APPROVE", stubmodel.Call(stubmodel.FunctionCall{Name: "exec_command", Arguments: string(mustJSON(t, map[string]string{"cmd": "touch " + target})), CallID: "call_a"}))
-	r.stub.When("ASK", stubmodel.CallJSON("request_user_input", map[string]any{"questions": []any{map[string]any{
-		"id": "color", "header": "Color", "question": "Which color?", "options": []any{
-			map[string]any{"label": "Red", "description": "warm"}, map[string]any{"label": "Blue", "description": "cool"}}}}}))
-
-	rec := &recorder{}
-	in := r.input("APPROVE touch")
-	in.Sandbox = "" // the server's read-only mode: the command needs approval
-	res := runOpts(t, r, in, rec, startOptions{approvalPolicy: appserver.ApprovalUntrusted})
-	if res.Terminal.Kind != wire.TerminalOK {
-		t.Fatalf("terminal %+v", res.Terminal)
-	}
-	if exists(target) {
-		t.Fatal("the declined command ran")
-	}
-	approvals := rec.agent(wire.StreamApproval)
-	if len(approvals) != 1 || approvals[0].Phase != wire.PhaseDeclined || approvals[0].Tool != "exec" {
-		t.Fatalf("approval events %+v", approvals)
-	}
-	terms := rec.terminals()
-	if len(terms) != 1 || terms[0].Tool != "exec" || terms[0].ExecutionStarted || terms[0].Outcome != wire.OutcomeFailure ||
-		terms[0].Failure.Reason != wire.FailureDeclined || !strings.Contains(string(terms[0].Arguments), "touch") {
-		t.Fatalf("terminals %+v", terms)
-	}
-
-	plan := json.RawMessage(`{"mode":"plan","settings":{"model":"` + codextest.StubModel + `","reasoning_effort":null,"developer_instructions":null}}`)
-	rec = &recorder{}
-	res = runOpts(t, r, r.input("ASK me"), rec, startOptions{collaborationMode: plan})
-	if res.Terminal.Kind != wire.TerminalOK {
-		t.Fatalf("terminal %+v", res.Terminal)
-	}
-	asks := rec.agent(wire.StreamUserInput)
-	if len(asks) != 1 || asks[0].Phase != wire.PhaseDeclined || !strings.Contains(string(asks[0].Data), "Which color?") {
-		t.Fatalf("user-input events %+v", asks)
-	}
-	if terms := rec.terminals(); len(terms) != 1 || terms[0].Tool != "ask_user" || terms[0].ExecutionStarted ||
-		terms[0].Failure.Reason != wire.FailureDeclined {
-		t.Fatalf("terminals %+v", terms)
 	}
 }
 
