@@ -21,6 +21,8 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 		AnswerTool: func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
 			return t.e.live.awaitTool(ctx, toolKey{t.session, t.req.RunID, call.CallID}, call.Tool)
 		},
+		AnswerApproval:  t.answerApproval,
+		AnswerUserInput: t.answerUserInput,
 	}
 	nt, err := codex.Start(ctx, t.p.client, in, hooks)
 	var detached *codex.DetachedError

@@ -17,8 +17,11 @@ type liveTurns struct {
 	mu    sync.Mutex
 	runs  map[string]*liveRun              // by session key
 	tools map[toolKey]chan wire.ToolAnswer // host tool calls waiting for the client
-	idle  chan struct{}                    // closed and replaced when the last run ends
-	count int
+	// requests are the approval and user-input requests of running turns
+	// (requests.go).
+	requests map[requestKey]*pendingRequest
+	idle     chan struct{} // closed and replaced when the last run ends
+	count    int
 }
 
 type toolKey struct{ session, runID, callID string }
@@ -55,6 +58,11 @@ func (l *liveTurns) remove(session string, r *liveRun) {
 	defer l.mu.Unlock()
 	if l.runs[session] == r {
 		delete(l.runs, session)
+	}
+	for k := range l.requests {
+		if k.session == session && k.runID == r.runID {
+			delete(l.requests, k)
+		}
 	}
 	l.count--
 	if l.count == 0 {

@@ -30,6 +30,7 @@ func (t *runningTurn) relay(ev adapter.Event) {
 	if ev.Type == wire.EventToolCall && ev.ToolCall != nil {
 		t.e.live.expectTool(toolKey{t.session, t.req.RunID, ev.ToolCall.CallID})
 	}
+	t.registerRequest(ev)
 	if err := t.emit(ev.Type, payload); err != nil && t.writeErr == nil {
 		t.writeErr = err
 		t.e.log.Error(err, "journal append failed; interrupting the turn", "session", t.session, "runId", t.req.RunID, "event", ev.Type)

@@ -140,6 +140,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		Deadline:              t.deadline(),
 		PassThrough:           t.req.PassThrough,
 		MCPServers:            t.p.mcpServers,
+		NativeActionOptions:   t.req.NativeActionOptions,
 	}
 	if t.p.pod {
 		in.Sandbox = t.e.podSandbox(t.p.harness)

@@ -45,6 +45,10 @@ func toAPIError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeBadRequest, "", "%v", err)
 	case errors.Is(err, dispatch.ErrNoPendingToolCall):
 		return wire.Errorf(wire.CodeNoPendingToolCall, "", "%v", err)
+	case errors.Is(err, dispatch.ErrNoPendingRequest):
+		return wire.Errorf(wire.CodeNoPendingRequest, "", "%v", err)
+	case errors.Is(err, dispatch.ErrRequestAlreadyResolved):
+		return wire.Errorf(wire.CodeRequestAlreadyResolved, "", "%v", err)
 	default:
 		return wire.Errorf(wire.CodeInternalError, "", "%v", err)
 	}

@@ -28,7 +28,8 @@ const (
 	DefaultMaxBodyBytes = 1 << 20
 	// DefaultRetryAfter is the Retry-After of 503 answers.
 	DefaultRetryAfter = 1 * time.Second
-	// TurnTokenHeader carries the turn token of tool-results and interrupt.
+	// TurnTokenHeader carries the turn token of tool-results, interrupt,
+	// approvals and user-input.
 	TurnTokenHeader = "X-Harness-Turn-Token"
 	// RunIDHeader names the run of a turn stream.
 	RunIDHeader = "X-Harness-Run-Id"
@@ -141,6 +142,8 @@ func NewHandler(cfg Config) (*Handler, error) {
 	m.HandleFunc("GET "+base+"/turns/{runId}", h.getTurn)
 	m.HandleFunc("POST "+base+"/turns/{runId}/tool-results", h.toolResult)
 	m.HandleFunc("POST "+base+"/turns/{runId}/interrupt", h.interrupt)
+	m.HandleFunc("POST "+base+"/turns/{runId}/approvals", h.approval)
+	m.HandleFunc("POST "+base+"/turns/{runId}/user-input", h.userInput)
 	m.HandleFunc("GET "+base+"/transcript", h.transcript)
 	m.HandleFunc("GET "+base+"/mcp-inventory", h.mcpInventory)
 	m.HandleFunc("/", h.notFound)
