@@ -84,7 +84,7 @@ func (w *walker) value(t reflect.Type, path string) error {
 		switch {
 		case t == toolListType:
 			return &FieldError{Field: path, Message: errToolListNull.Error()}
-		case t.Kind() == reflect.Pointer, t.Kind() == reflect.Slice:
+		case t.Kind() == reflect.Pointer, t.Kind() == reflect.Slice, t.Kind() == reflect.Map:
 			return nil // absent
 		}
 		return &FieldError{Field: path, Message: "must not be null"}
@@ -98,6 +98,11 @@ func (w *walker) value(t reflect.Type, path string) error {
 			return &FieldError{Field: path, Message: "must be an object"}
 		}
 		return w.object(t, path)
+	case reflect.Map:
+		if d, ok := tok.(json.Delim); !ok || d != '{' || t.Key().Kind() != reflect.String {
+			return &FieldError{Field: path, Message: "must be an object"}
+		}
+		return w.members(t.Elem(), path)
 	case reflect.Slice:
 		if d, ok := tok.(json.Delim); !ok || d != '[' {
 			return &FieldError{Field: path, Message: "must be an array"}
@@ -158,6 +163,34 @@ func (w *walker) object(t reflect.Type, path string) error {
 			return &FieldError{Field: field, Message: "unknown field"}
 		}
 		if err := w.value(ft, field); err != nil {
+			return err
+		}
+	}
+	if _, err := w.dec.Token(); err != nil {
+		return w.syntax(path, err)
+	}
+	return nil
+}
+
+// members walks the members of a map-typed object whose '{' was read: any
+// key once, each value of type elem.
+func (w *walker) members(elem reflect.Type, path string) error {
+	seen := map[string]bool{}
+	for w.dec.More() {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return w.syntax(path, err)
+		}
+		key, _ := tok.(string)
+		field := key
+		if path != "" {
+			field = path + "." + key
+		}
+		if seen[key] {
+			return &FieldError{Field: field, Message: "duplicate field"}
+		}
+		seen[key] = true
+		if err := w.value(elem, field); err != nil {
 			return err
 		}
 	}
