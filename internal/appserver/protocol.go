@@ -194,7 +194,10 @@ type ThreadInfo struct {
 	ReasoningEffort *string         `json:"reasoningEffort"`
 	ApprovalPolicy  json.RawMessage `json:"approvalPolicy"`
 	Sandbox         json.RawMessage `json:"sandbox"`
-	Thread          struct {
+	// CollaborationMode is the thread's effective collaboration mode
+	// (thread/resume only; it outlives the turn that set it).
+	CollaborationMode json.RawMessage `json:"collaborationMode"`
+	Thread            struct {
 		ID        string          `json:"id"`
 		Path      *string         `json:"path"`
 		Ephemeral bool            `json:"ephemeral"`

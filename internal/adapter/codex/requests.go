@@ -71,17 +71,27 @@ func approvalPolicy(m wire.ApprovalMode) appserver.ApprovalPolicy {
 }
 
 // collaborationMode is turn/start's collaborationMode: plan mode with the
-// turn's model and effort and Codex's built-in plan instructions (null);
-// nil for the default mode.
+// turn's model and effort and Codex's built-in plan instructions (null).
+// Codex keeps a turn's mode for the thread's later turns (its resume echo
+// says so; TestPlanModeEndsWithItsTurn), so a turn in the default mode on a
+// thread left in plan mode sends the default mode back; otherwise nil (a
+// default-mode thread's developer instructions stay as they are).
 func (t *Turn) collaborationMode() map[string]any {
+	mode := "plan"
 	if t.in.CollaborationMode != wire.CollaborationPlan {
-		return nil
+		var current struct {
+			Mode string `json:"mode"`
+		}
+		if t.th == nil || json.Unmarshal(t.th.Info.CollaborationMode, &current) != nil || current.Mode != "plan" {
+			return nil
+		}
+		mode = "default"
 	}
 	var effort any
 	if t.effort != "" {
 		effort = t.effort
 	}
-	return map[string]any{"mode": "plan", "settings": map[string]any{
+	return map[string]any{"mode": mode, "settings": map[string]any{
 		"model": t.in.Model, "reasoning_effort": effort, "developer_instructions": nil}}
 }
 

@@ -3,6 +3,7 @@ package codex
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -313,6 +314,88 @@ func TestStartRefusesUnknownNativeActionModes(t *testing.T) {
 		mutate(&in)
 		if _, err := Start(testCtx(t, 10*time.Second), r.c, in, adapter.Hooks{}); !errors.Is(err, adapter.ErrInvalidInput) {
 			t.Errorf("err %v, want ErrInvalidInput", err)
+		}
+	}
+}
+
+// Plan mode is the turn's, not the thread's: the next turn without it runs
+// in Codex's default mode, where request_user_input is unavailable.
+func TestPlanModeEndsWithItsTurn(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, codextest.Options{})
+	ask := stubmodel.CallJSON("request_user_input", map[string]any{"questions": []any{map[string]any{
+		"id": "go", "header": "Go", "question": "Go on?", "options": []any{map[string]any{"label": "Yes", "description": "go"}}}}})
+	r.stub.When("PLANFIRST", ask, stubmodel.Text("planned"))
+	r.stub.When("DEFAULTNEXT", ask, stubmodel.Text("done"))
+	var asked atomic.Int32
+	rec := &recorder{reply: func(context.Context, wire.UserInputRequest) (map[string]wire.UserInputValue, error) {
+		asked.Add(1)
+		return map[string]wire.UserInputValue{"go": {Choices: []string{"Yes"}}}, nil
+	}}
+	in := r.input("PLANFIRST")
+	in.CollaborationMode = wire.CollaborationPlan
+	first := run(t, r, in, rec)
+	in = r.input("DEFAULTNEXT")
+	in.ThreadID = first.ThreadID
+	run(t, r, in, rec)
+	if asked.Load() != 1 {
+		t.Fatalf("the user was asked %d times, want once (in the plan turn)", asked.Load())
+	}
+	if outs := lastOutputs(r, "DEFAULTNEXT"); len(outs) == 0 || !strings.Contains(outs[len(outs)-1].Output, "unavailable in Default mode") {
+		t.Fatalf("the model was told %+v", outs)
+	}
+}
+
+// Which native actions Codex 0.169.0 asks about, by approval mode and
+// sandbox (docs/codex-app-server.md, "Approvals and user input"): untrusted
+// asks for every command that is not known to be safe and every patch;
+// on-request asks only when the model requests escalation
+// (sandbox_permissions require_escalated), never in danger-full-access.
+func TestWhichActionsCodexAsksAbout(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, codextest.Options{})
+	escalated := func(marker string) stubmodel.Reply {
+		return stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo x >> " + marker,
+			"sandbox_permissions": "require_escalated", "justification": "write the marker"})
+	}
+	cases := []struct {
+		sandbox string
+		mode    wire.ApprovalMode
+		action  string
+		asks    bool
+	}{
+		{"danger-full-access", wire.ApprovalModeUntrusted, "command", true},
+		{"danger-full-access", wire.ApprovalModeUntrusted, "patch", true},
+		{"danger-full-access", wire.ApprovalModeOnRequest, "command", false},
+		{"danger-full-access", wire.ApprovalModeOnRequest, "patch", false},
+		{"danger-full-access", wire.ApprovalModeOnRequest, "escalated", false},
+		{"workspace-write", wire.ApprovalModeUntrusted, "command", true},
+		{"workspace-write", wire.ApprovalModeUntrusted, "patch", true},
+		{"workspace-write", wire.ApprovalModeOnRequest, "command", false},
+		{"workspace-write", wire.ApprovalModeOnRequest, "patch", false},
+		{"workspace-write", wire.ApprovalModeOnRequest, "escalated", true},
+		{"workspace-write", wire.ApprovalModeNever, "escalated", false},
+	}
+	for i, tc := range cases {
+		marker := fmt.Sprintf("MATRIX%d", i)
+		file := filepath.Join(r.srv.Workdir, marker+".txt")
+		switch tc.action {
+		case "command":
+			r.stub.When(marker, echoCall(file))
+		case "patch":
+			r.stub.When(marker, patchCall(marker+".md"))
+		default:
+			r.stub.When(marker, escalated(file))
+		}
+		var asked atomic.Int32
+		rec := &recorder{approve: decide(wire.ApproveOnce, &asked)}
+		in := r.input(marker)
+		in.Sandbox, in.ApprovalMode = tc.sandbox, tc.mode
+		if res := run(t, r, in, rec); res.Terminal.Kind != wire.TerminalOK {
+			t.Fatalf("%+v: terminal %+v", tc, res.Terminal)
+		}
+		if got := asked.Load() > 0; got != tc.asks {
+			t.Errorf("%s %s %s: asked %v, want %v", tc.sandbox, tc.mode, tc.action, got, tc.asks)
 		}
 	}
 }
