@@ -11,8 +11,8 @@
 // # What the adapter sends
 //
 // thread/start: the bare model, the session's cwd (created first with
-// fs/createDirectory, on the server's filesystem), approvalPolicy never, the
-// sandbox the engine chose (danger-full-access in pods, the server's own
+// fs/createDirectory, on the server's filesystem), the approvalPolicy of the
+// attempt's approvalMode (never by default), the sandbox the engine chose (danger-full-access in pods, the server's own
 // mode when empty), developerInstructions, model_reasoning_effort
 // (ReasoningEffort), the offered host tools as dynamicTools, and the turn's
 // thread config: IsolationConfig() on a restricted turn, SafeDenyConfig's
@@ -20,7 +20,24 @@
 // config, see below). turn/start: the prompt as a text item, images as
 // `image` (data: or http(s) URL) or `localImage` (a path on the server; Codex
 // reads the file and sends it as a data URL; detail "low" makes Codex drop a
-// local image for models without low detail).
+// local image for models without low detail), and collaborationMode plan
+// when the attempt asks for it (default again on a thread a plan turn left
+// in plan mode).
+//
+// # Approvals and user input (requests.go)
+//
+// Codex's approval requests (commands, file changes, permissions, MCP
+// elicitations) and plan mode's request_user_input are relayed to the
+// client: an approval_request or user_input_request event with the action's
+// facts, Hooks.AnswerApproval / AnswerUserInput until the tool timeout,
+// then one request_resolved before Codex is answered. No answer denies (an
+// approval) or answers nothing (user input), visibly: request_resolved
+// timed_out, then the declined agent_event and tool_terminal.
+// approve_for_turn is the adapter's (Codex's acceptForSession would
+// outlive the turn). A request Codex re-sends after a reattach is answered
+// with the first delivery's resolution, never asked twice
+// (TestReattachWithPendingApproval). Which actions Codex asks about per
+// mode and sandbox: docs/codex-app-server.md, "Approvals and user input".
 //
 // # Codex behaviour this package relies on (0.169.0, each pinned by a test)
 //
@@ -75,8 +92,8 @@
 //     (turn/start collaborationMode {"mode":"plan"}), removed from the
 //     assistant message. A plan-mode answer that is only a plan has no
 //     agentMessage at all, so the turn classifies planning-only
-//     (TestClassification). The operator does not start plan-mode turns
-//     (the prepared attempt has no such field); tests do.
+//     (TestClassification). A turn runs in plan mode when its attempt says
+//     collaborationMode plan.
 //   - turn/plan/updated (explanation + steps of the update_plan tool),
 //     rendered as "- [status] step" lines. Codex 0.169.0 does not offer
 //     update_plan to models it does not know ("unsupported call:

@@ -105,7 +105,9 @@ func TestApprovedCommandRunsOnce(t *testing.T) {
 	if got := rec.resolutions(); len(got) != 1 || got[0].RequestID != reqs[0].RequestID || got[0].Resolution != wire.ResolvedApprovedOnce {
 		t.Fatalf("resolutions %+v", got)
 	}
-	if terms := rec.terminals(); len(terms) != 1 || terms[0].CallID != reqs[0].CallID || terms[0].Outcome != wire.OutcomeSuccess {
+	// After it ran, its facts again: the command and cwd that reached it.
+	if terms := rec.terminals(); len(terms) != 1 || terms[0].CallID != reqs[0].CallID || terms[0].Outcome != wire.OutcomeSuccess ||
+		!jsonEq(terms[0].Arguments, mustJSON(t, map[string]string{"command": reqs[0].Command, "cwd": in.Cwd})) {
 		t.Fatalf("terminals %+v", terms)
 	}
 }

@@ -127,7 +127,7 @@ func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapt
 //     *wire.Error — no thread, no model request;
 //  3. creates the working directory (fs/createDirectory), refuses an
 //     images[].path outside it (confineImages), and starts the
-//     thread (thread/start: bare model, cwd, approvalPolicy never, the
+//     thread (thread/start: bare model, cwd, the approvalMode's approvalPolicy, the
 //     sandbox, developer instructions, reasoning effort, the offered host
 //     tools as dynamicTools, the isolation config) or resumes ThreadID
 //     (thread/resume with the same overrides; Codex keeps the dynamic tools
