@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -27,6 +28,7 @@ type requestKey struct{ session, runID, requestID string }
 
 // pendingRequest is one request; liveTurns.mu guards it.
 type pendingRequest struct {
+	approval *wire.ApprovalRequest  // nil for user input (or an approval resolved unasked)
 	input    *wire.UserInputRequest // nil for an approval
 	answered chan struct{}          // closed by the accepted answer
 	resolved bool                   // answered, or its wait ended
@@ -34,9 +36,9 @@ type pendingRequest struct {
 	answers  map[string]wire.UserInputValue
 }
 
-// expectRequest registers a request before its client hears of it; input
-// is nil for an approval.
-func (l *liveTurns) expectRequest(key requestKey, input *wire.UserInputRequest) *pendingRequest {
+// expectRequest registers a request before its client hears of it: one of
+// approval and input, or neither to look it up.
+func (l *liveTurns) expectRequest(key requestKey, approval *wire.ApprovalRequest, input *wire.UserInputRequest) *pendingRequest {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.requests == nil {
@@ -44,7 +46,7 @@ func (l *liveTurns) expectRequest(key requestKey, input *wire.UserInputRequest) 
 	}
 	p := l.requests[key]
 	if p == nil {
-		p = &pendingRequest{input: input, answered: make(chan struct{})}
+		p = &pendingRequest{approval: approval, input: input, answered: make(chan struct{})}
 		l.requests[key] = p
 	}
 	return p
@@ -54,7 +56,7 @@ func (l *liveTurns) expectRequest(key requestKey, input *wire.UserInputRequest) 
 // a later answer is refused with ErrRequestAlreadyResolved — including a
 // request the adapter resolved without asking (approved for the turn).
 func (l *liveTurns) resolveRequest(key requestKey) {
-	p := l.expectRequest(key, nil)
+	p := l.expectRequest(key, nil, nil)
 	l.mu.Lock()
 	p.resolved = true
 	l.mu.Unlock()
@@ -64,7 +66,7 @@ func (l *liveTurns) resolveRequest(key requestKey) {
 // and the end of the wait are decided under the lock, so an answer the API
 // accepted (202) is the one delivered.
 func (l *liveTurns) awaitRequest(ctx context.Context, key requestKey) (*pendingRequest, error) {
-	p := l.expectRequest(key, nil)
+	p := l.expectRequest(key, nil, nil)
 	select {
 	case <-p.answered:
 		return p, nil
@@ -104,11 +106,14 @@ func (l *liveTurns) answerRequest(key requestKey, check func(*pendingRequest) er
 // SubmitApproval answers the approval request of the running turn runID of
 // the session (SessionKey). It returns ErrNoPendingRequest or
 // ErrRequestAlreadyResolved (wrapped), or a *wire.FieldError for a request
-// that is a user-input request.
+// that is a user-input request or a decision the request does not offer.
 func (e *Engine) SubmitApproval(session, runID string, a wire.ApprovalAnswer) error {
 	return e.live.answerRequest(requestKey{session, runID, a.RequestID}, func(p *pendingRequest) error {
 		if p.input != nil {
 			return &wire.FieldError{Field: "requestId", Message: fmt.Sprintf("%q is a user-input request: answer it at …/user-input", a.RequestID)}
+		}
+		if p.approval != nil && !slices.Contains(p.approval.Decisions, a.Decision) {
+			return &wire.FieldError{Field: "decision", Message: fmt.Sprintf("request %q offers %v, not %q", a.RequestID, p.approval.Decisions, a.Decision)}
 		}
 		p.decision = a.Decision
 		return nil
@@ -138,9 +143,9 @@ func (e *Engine) SubmitUserInput(session, runID string, a wire.UserInputAnswer) 
 func (t *runningTurn) registerRequest(ev adapter.Event) {
 	switch {
 	case ev.Type == wire.EventApprovalRequest && ev.ApprovalRequest != nil:
-		t.e.live.expectRequest(requestKey{t.session, t.req.RunID, ev.ApprovalRequest.RequestID}, nil)
+		t.e.live.expectRequest(requestKey{t.session, t.req.RunID, ev.ApprovalRequest.RequestID}, ev.ApprovalRequest, nil)
 	case ev.Type == wire.EventUserInputRequest && ev.UserInputRequest != nil:
-		t.e.live.expectRequest(requestKey{t.session, t.req.RunID, ev.UserInputRequest.RequestID}, ev.UserInputRequest)
+		t.e.live.expectRequest(requestKey{t.session, t.req.RunID, ev.UserInputRequest.RequestID}, nil, ev.UserInputRequest)
 	case ev.Type == wire.EventRequestResolved && ev.RequestResolved != nil:
 		t.e.live.resolveRequest(requestKey{t.session, t.req.RunID, ev.RequestResolved.RequestID})
 	}

@@ -10,12 +10,13 @@ import (
 
 // An answer that arrives after the request's wait ended is refused with
 // RequestAlreadyResolved (409), and an answer accepted before it is the one
-// delivered, even when the deadline passed meanwhile.
+// delivered, even when the deadline passed meanwhile; a decision the request
+// does not offer is refused naming the field.
 func TestRequestAnswerRacesItsDeadlineOnce(t *testing.T) {
 	e := &Engine{}
 	key := requestKey{"ns/s", "run-1", "call_1"}
 
-	e.live.expectRequest(key, nil)
+	e.live.expectRequest(key, nil, nil)
 	expired, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := e.live.awaitRequest(expired, key); err == nil {
@@ -27,7 +28,11 @@ func TestRequestAnswerRacesItsDeadlineOnce(t *testing.T) {
 	}
 
 	key2 := requestKey{"ns/s", "run-1", "call_2"}
-	e.live.expectRequest(key2, nil)
+	e.live.expectRequest(key2, &wire.ApprovalRequest{RequestID: "call_2", Decisions: []wire.ApprovalDecision{wire.ApproveOnce, wire.Deny}}, nil)
+	var fe *wire.FieldError
+	if err := e.SubmitApproval("ns/s", "run-1", wire.ApprovalAnswer{RequestID: "call_2", Decision: wire.ApproveForTurn}); !errors.As(err, &fe) || fe.Field != "decision" {
+		t.Fatalf("a decision the request does not offer: %v, want a FieldError on decision", err)
+	}
 	if err := e.SubmitApproval("ns/s", "run-1", wire.ApprovalAnswer{RequestID: "call_2", Decision: wire.Deny}); err != nil {
 		t.Fatal(err)
 	}

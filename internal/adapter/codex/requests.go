@@ -394,7 +394,7 @@ func (t *Turn) declineReport(e appserver.ServerRequestHandled) (string, bool) {
 	_ = json.Unmarshal(e.Params, &p)
 	nr := t.native.byID[requestID(p)]
 	if nr == nil {
-		return fmt.Sprintf("%s request declined: no client answers it", e.Method), true
+		return fmt.Sprintf("%s request declined", e.Method), true
 	}
 	if nr.reported {
 		return "", false
