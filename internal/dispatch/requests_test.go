@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"errors"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -138,8 +139,8 @@ var _ = Describe("Native requests", Ordered, func() {
 			err := eng.SubmitUserInput(session, "run-ask1", wire.UserInputAnswer{RequestID: q.RequestID,
 				Answers: map[string]wire.UserInputValue{"color": {Choices: []string{"Green"}}}})
 			var fe *wire.FieldError
-			Expect(err).To(BeAssignableToTypeOf(fe))
-			Expect(err.(*wire.FieldError).Field).To(Equal("answers.color.choices[0]"))
+			Expect(errors.As(err, &fe)).To(BeTrue(), "a FieldError: %v", err)
+			Expect(fe.Field).To(Equal("answers.color.choices[0]"))
 			Expect(eng.SubmitUserInput(session, "run-ask1", wire.UserInputAnswer{RequestID: q.RequestID,
 				Answers: map[string]wire.UserInputValue{"color": {Choices: []string{"Blue"}, Text: "navy, really"}}})).To(Succeed())
 		}
