@@ -78,15 +78,6 @@ func (n *nativeFlags) answerMode(stdinTerminal bool) (string, error) {
 	return "", badInput(fmt.Errorf("--approve %q: want ask, always or never", n.approve))
 }
 
-// turnBody is the turn request with the native-action fields, flat in one
-// JSON object as the dispatcher reads it.
-func turnBody(req wire.TurnRequest, o wire.NativeActionOptions) ([]byte, error) {
-	return json.Marshal(struct {
-		wire.TurnRequest
-		wire.NativeActionOptions
-	}{req, o})
-}
-
 // isTerminal says whether r is a terminal.
 func isTerminal(r any) bool {
 	f, ok := r.(*os.File)

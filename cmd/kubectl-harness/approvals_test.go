@@ -149,14 +149,15 @@ func TestTurnBodyCarriesNativeActionFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := wire.TurnRequest{Attempt: wire.Attempt{RunID: "r"}, Prompt: "hi"}
-	b, _ := turnBody(req, o)
+	req := wire.TurnRequest{Attempt: wire.Attempt{RunID: "r"}, Prompt: "hi", NativeActionOptions: o}
+	b, _ := json.Marshal(req)
 	var got map[string]any
 	_ = json.Unmarshal(b, &got)
 	if got["approvalMode"] != "on-request" || got["collaborationMode"] != "plan" || got["prompt"] != "hi" {
 		t.Fatalf("body %s", b)
 	}
-	b, _ = turnBody(req, wire.NativeActionOptions{})
+	req.NativeActionOptions = wire.NativeActionOptions{}
+	b, _ = json.Marshal(req)
 	if bytes.Contains(b, []byte("approvalMode")) || bytes.Contains(b, []byte("collaborationMode")) {
 		t.Fatalf("flags not given, but the body has them: %s", b)
 	}

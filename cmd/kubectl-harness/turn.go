@@ -143,12 +143,13 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdin io.Reader, s
 			RunID: o.runID, AgentID: sess.Spec.AgentID, SessionKey: sess.Spec.SessionKey, SessionID: sess.Spec.SessionID,
 			Provider: provider, ModelID: modelID,
 		},
-		Prompt: o.prompt,
+		Prompt:              o.prompt,
+		NativeActionOptions: nativeOpts,
 	}
 	if req.RunID == "" {
 		req.RunID = newCLIRunID()
 	}
-	body, err := turnBody(req, nativeOpts)
+	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}

@@ -147,6 +147,24 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatalf("status after a turn: exit %d, stderr %s\n%s", exit, errOut, out)
 	}
 
+	// Approvals through the CLI: in untrusted mode Codex asks before the
+	// command runs; --approve always lets it run once, --approve never
+	// denies it and the marker stays as it was.
+	marker := filepath.Join(codex.Workdir, "approved.txt")
+	approveCall := stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo x >> " + marker})
+	stub.When("e2e-approve", approveCall)
+	out, errOut, exit = runCLI(t, env, "turn", "e2e-1", kc, "-n", ns, "--prompt", "e2e-approve: write the marker",
+		"--approval-mode", "untrusted", "--approve", "always")
+	if got, _ := os.ReadFile(marker); exit != exitOK || string(got) != "x\n" || !strings.Contains(out, "[approval]") {
+		t.Fatalf("approved turn: exit %d, marker %q, stdout %q, stderr %s", exit, got, out, errOut)
+	}
+	stub.When("e2e-deny", approveCall)
+	out, errOut, exit = runCLI(t, env, "turn", "e2e-1", kc, "-n", ns, "--prompt", "e2e-deny: write the marker again",
+		"--approval-mode", "untrusted", "--approve", "never")
+	if got, _ := os.ReadFile(marker); exit != exitOK || string(got) != "x\n" || !strings.Contains(out, "denied") {
+		t.Fatalf("denied turn: exit %d, marker %q, stdout %q, stderr %s", exit, got, out, errOut)
+	}
+
 	// A fail-closed decision: an override the Deny policy refuses.
 	must(c.Create(ctx, &v1alpha1.AgentSession{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "denied"},
