@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -184,6 +186,76 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		expectError(post(url, gateway, `{"runId":"run-l-unknown","prompt":"lambda-1 go"}`, map[string]string{"Last-Event-ID": "3"}),
 			http.StatusNotFound, wire.CodeRunNotFound)
 		Expect(stub.RequestsContaining("lambda-1")).To(HaveLen(1))
+	})
+
+	It("relays an approval across a dropped stream: the reattached stream delivers the pending request again, it is answered once, a second answer is 409, and the command runs once", func() {
+		newSession(ns, "approve", testModel)
+		marker := filepath.Join(codex.Workdir, "approved-"+ns+".txt")
+		stub.When("approve-1", stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo x >> " + marker}))
+		body := `{"runId":"run-a1","prompt":"approve-1: write the marker","approvalMode":"untrusted"}`
+		url := sessionURL(ns, "approve") + "/turns"
+		answerURL := sessionURL(ns, "approve") + "/turns/run-a1/approvals"
+
+		// Read up to the approval request, then drop the connection
+		// without answering: the command waits.
+		resp := open(url, gateway, body, nil)
+		sc := sse.NewScanner(resp.Body)
+		var token string
+		var asked wire.ApprovalRequest
+		var before int64
+		for {
+			e, ok := nextEvent(sc)
+			Expect(ok).To(BeTrue(), "the stream ended before an approval_request")
+			if e.Type == wire.EventSelected {
+				var sel wire.SelectedEvent
+				Expect(json.Unmarshal(e.Data, &sel)).To(Succeed())
+				token = sel.TurnToken
+			}
+			if e.Type == wire.EventApprovalRequest {
+				Expect(json.Unmarshal(e.Data, &asked)).To(Succeed())
+				break
+			}
+			before = e.ID
+		}
+		_ = resp.Body.Close()
+		Expect(asked.Kind).To(Equal(wire.ApprovalCommand))
+		Expect(asked.Command).To(ContainSubstring("echo x >> " + marker))
+		Expect(marker).NotTo(BeAnExistingFile(), "the command ran before its approval")
+
+		// Reattach from before the request: it comes again, still pending.
+		answered := 0
+		resp = open(url, gateway, body, map[string]string{"Last-Event-ID": strconv.FormatInt(before, 10)})
+		defer func() { _ = resp.Body.Close() }()
+		evs := scanSSE(resp.Body, func(e sseEvent) {
+			if e.Type != wire.EventApprovalRequest {
+				return
+			}
+			var again wire.ApprovalRequest
+			Expect(json.Unmarshal(e.Data, &again)).To(Succeed())
+			Expect(again.RequestID).To(Equal(asked.RequestID))
+			approve := fmt.Sprintf(`{"requestId":%q,"decision":"approve_once"}`, again.RequestID)
+			expectError(post(answerURL, gateway, approve, map[string]string{dispatchapi.TurnTokenHeader: "not-the-token"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+			var ok map[string]any
+			decodeJSON(post(answerURL, gateway, approve, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusAccepted, &ok)
+			deny := fmt.Sprintf(`{"requestId":%q,"decision":"deny"}`, again.RequestID)
+			expectError(post(answerURL, gateway, deny, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, wire.CodeRequestAlreadyResolved)
+			answered++
+		})
+		checkIDs(evs, before)
+		Expect(answered).To(Equal(1), "events %v", typesOf(evs))
+		var resolutions []wire.RequestResolved
+		for _, e := range evs {
+			if e.Type == wire.EventRequestResolved {
+				var r wire.RequestResolved
+				Expect(json.Unmarshal(e.Data, &r)).To(Succeed())
+				resolutions = append(resolutions, r)
+			}
+		}
+		Expect(resolutions).To(HaveLen(1))
+		Expect(resolutions[0].Resolution).To(Equal(wire.ResolvedApprovedOnce))
+		Expect(evs[len(evs)-1].Type).To(Equal(wire.EventResult), "events %v", typesOf(evs))
+		Expect(os.ReadFile(marker)).To(Equal([]byte("x\n")), "the approved command ran exactly once; events %s", eventData(evs))
+		Expect(stub.RequestsContaining("approve-1")).NotTo(BeEmpty())
 	})
 
 	It("interrupts a running turn only with its turn token and the grant", func() {
@@ -554,6 +626,15 @@ func checkIDs(evs []sseEvent, after int64) {
 	for i, e := range evs {
 		Expect(e.ID).To(Equal(after+int64(i)+1), "event %d (%s), events %v", i, e.Type, typesOf(evs))
 	}
+}
+
+// eventData renders events as "type data" lines, for failure messages.
+func eventData(evs []sseEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "\n%d %s %s", e.ID, e.Type, e.Data)
+	}
+	return b.String()
 }
 
 func typesOf(evs []sseEvent) []string {

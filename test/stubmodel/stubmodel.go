@@ -11,7 +11,7 @@
 // requests whose latest user message contains a marker, [Server.Enqueue]
 // queues replies for any request, and everything else gets the default reply
 // ("Hello from stub"; a shell tool call for a message starting with
-// ShellDirective; or "got tool output: <output>" when the latest input is
+// ShellDirective; a call of any tool for one starting with ToolDirective; or "got tool output: <output>" when the latest input is
 // a function_call_output). Replies are built with [Text], [Call], [Reasoning],
 // [HTTPError], [Cut] and [Stall]; [Reply.HoldBefore] pauses a text stream
 // between two deltas. A [Gate] releases stalled and held streams and reports
@@ -233,7 +233,26 @@ func (s *Server) pickLocked(r *Request) Reply {
 	if cmd, ok := strings.CutPrefix(strings.TrimSpace(last), ShellDirective); ok {
 		return CallJSON("exec_command", map[string]string{"cmd": strings.TrimSpace(cmd)})
 	}
+	if call, ok := strings.CutPrefix(strings.TrimSpace(last), ToolDirective); ok {
+		return toolDirectiveCall(strings.TrimSpace(call))
+	}
 	return Text(DefaultText)
+}
+
+// toolDirectiveCall is the call a ToolDirective message asks for: the tool
+// name (`namespace.name` for a namespaced tool), then its JSON arguments
+// ("{}" when none are given).
+func toolDirectiveCall(spec string) Reply {
+	name, args, _ := strings.Cut(spec, " ")
+	args = strings.TrimSpace(args)
+	if args == "" {
+		args = "{}"
+	}
+	fc := FunctionCall{Name: name, Arguments: args}
+	if ns, bare, ok := strings.Cut(name, "."); ok {
+		fc.Namespace, fc.Name = ns, bare
+	}
+	return Call(fc)
 }
 
 // ShellDirective starts a user message whose default reply is a call of
@@ -241,6 +260,13 @@ func (s *Server) pickLocked(r *Request) Reply {
 // command — so `make run` can show what a session's working directory holds:
 // `kubectl harness turn demo --prompt "RUN_SHELL: ls -A"`.
 const ShellDirective = "RUN_SHELL:"
+
+// ToolDirective starts a user message whose default reply is a call of the
+// named tool with the JSON arguments that follow — so `make run` can show
+// host tool calls, user-input requests and MCP calls without a scripted
+// stub: `--prompt 'CALL_TOOL: get_weather {"city":"Paris"}'`, or
+// `CALL_TOOL: mcp__docs.lookup {"q":"x"}` for a tool in a namespace.
+const ToolDirective = "CALL_TOOL:"
 
 func (s *Server) handleResponses(w http.ResponseWriter, hr *http.Request) {
 	s.handlers.Add(1)

@@ -451,3 +451,26 @@ func TestShellDirectiveCallsTheShellTool(t *testing.T) {
 		t.Fatalf("reply to %q: %v, want an exec_command call of ls -A", stubmodel.ShellDirective+" ls -A", call)
 	}
 }
+
+// A message starting with the tool directive makes the model call the named
+// tool with the given arguments; `namespace.name` calls a namespaced tool.
+func TestToolDirectiveCallsTheNamedTool(t *testing.T) {
+	t.Parallel()
+	s := stubmodel.Start(t)
+	for _, c := range []struct{ msg, namespace, name, args string }{
+		{stubmodel.ToolDirective + ` get_weather {"city":"Paris"}`, "", "get_weather", `{"city":"Paris"}`},
+		{stubmodel.ToolDirective + " mcp__docs.lookup", "mcp__docs", "lookup", "{}"},
+	} {
+		_, evs, _ := post(t, ctxT(t), s, userBody(c.msg))
+		var call map[string]any
+		for _, ev := range evs {
+			if item, ok := ev.Data["item"].(map[string]any); ok && ev.Name == "response.output_item.done" {
+				call = item
+			}
+		}
+		ns, _ := call["namespace"].(string)
+		if call["type"] != "function_call" || call["name"] != c.name || ns != c.namespace || call["arguments"] != c.args {
+			t.Errorf("reply to %q: %v, want a call of %s.%s with %s", c.msg, call, c.namespace, c.name, c.args)
+		}
+	}
+}

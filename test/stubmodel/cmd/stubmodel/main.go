@@ -2,7 +2,8 @@
 // test/stubmodel) on a TCP address, so that an app-server running in a Pod can
 // reach it over the network in the end-to-end suite. Every request gets the
 // stub's default replies (DefaultText, the shell tool call for a message that
-// starts with stubmodel.ShellDirective, or the echo of a tool's output).
+// starts with stubmodel.ShellDirective, a call of any tool for one that
+// starts with stubmodel.ToolDirective, or the echo of a tool's output).
 //
 // The package's own constructors listen on loopback only; this command is the
 // one place it listens on another address, and only inside a container.
