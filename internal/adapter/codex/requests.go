@@ -240,22 +240,14 @@ func (t *Turn) onApproval(_ context.Context, req appserver.ApprovalRequest) apps
 		defer t.mu.Unlock()
 		return t.resolveApproval(nr, f, wire.ResolvedDenied, false)
 	}
-	t.handlers.Add(1)
-	defer t.handlers.Done()
-	turnCtx := t.turnCtx
-	t.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(turnCtx, timeout)
-	d, err := t.hooks.AnswerApproval(ctx, f)
-	expired := ctx.Err()
-	cancel()
-
-	t.mu.Lock()
+	d, missing, answered := awaitClient(t, timeout, func(ctx context.Context) (wire.ApprovalDecision, error) {
+		return t.hooks.AnswerApproval(ctx, f)
+	})
 	defer t.mu.Unlock()
 	res := wire.ResolvedDenied
 	switch {
-	case err != nil:
-		res = unanswered(expired, turnCtx)
+	case !answered:
+		res = missing
 	case d == wire.ApproveOnce:
 		res = wire.ResolvedApprovedOnce
 	case d == wire.ApproveForTurn:
@@ -267,13 +259,27 @@ func (t *Turn) onApproval(_ context.Context, req appserver.ApprovalRequest) apps
 	return t.resolveApproval(nr, f, res, false)
 }
 
-// unanswered is the resolution of a request whose wait ended without an
-// answer: its own deadline, or the turn's end.
-func unanswered(expired error, turnCtx context.Context) wire.Resolution {
-	if errors.Is(expired, context.DeadlineExceeded) && turnCtx.Err() == nil {
-		return wire.ResolvedTimedOut
+// awaitClient asks the client with t.mu released, bounded by the request's
+// timeout and the turn's life; t.mu is held on entry and again on return.
+// Without an answer, missing says why the wait ended: the request's own
+// deadline (timed out) or the turn's end (cancelled).
+func awaitClient[T any](t *Turn, timeout time.Duration, ask func(context.Context) (T, error)) (v T, missing wire.Resolution, answered bool) {
+	t.handlers.Add(1)
+	defer t.handlers.Done()
+	turnCtx := t.turnCtx
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(turnCtx, timeout)
+	v, err := ask(ctx)
+	expired := ctx.Err()
+	cancel()
+	t.mu.Lock()
+	switch {
+	case err == nil:
+		return v, "", true
+	case errors.Is(expired, context.DeadlineExceeded) && turnCtx.Err() == nil:
+		return v, wire.ResolvedTimedOut, false
 	}
-	return wire.ResolvedCancelled
+	return v, wire.ResolvedCancelled, false
 }
 
 // resolveApproval records and emits an approval's resolution and returns

@@ -70,20 +70,12 @@ func (t *Turn) onUserInput(_ context.Context, req appserver.UserInputRequest) ma
 		t.resolveUserInput(nr, r, wire.ResolvedCancelled, nil)
 		return nil
 	}
-	t.handlers.Add(1)
-	defer t.handlers.Done()
-	turnCtx := t.turnCtx
-	t.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(turnCtx, timeout)
-	answers, err := t.hooks.AnswerUserInput(ctx, r)
-	expired := ctx.Err()
-	cancel()
-
-	t.mu.Lock()
+	answers, missing, answered := awaitClient(t, timeout, func(ctx context.Context) (map[string]wire.UserInputValue, error) {
+		return t.hooks.AnswerUserInput(ctx, r)
+	})
 	defer t.mu.Unlock()
-	if err != nil {
-		t.resolveUserInput(nr, r, unanswered(expired, turnCtx), nil)
+	if !answered {
+		t.resolveUserInput(nr, r, missing, nil)
 		return nil
 	}
 	t.resolveUserInput(nr, r, wire.ResolvedAnswered, answers)
