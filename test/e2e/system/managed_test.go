@@ -116,6 +116,28 @@ spec:
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 
+	It("asks the gateway before a native command runs in the Codex container: approved it runs, denied it does not", func() {
+		// The redirect makes the command one Codex does not consider safe,
+		// so approval mode untrusted asks before it runs; the CLI answers.
+		const approved, denied = "approved-in-pod", "denied-in-pod"
+		r := harnessCLI("turn", poolSession, "-n", managedNS, "--approval-mode", "untrusted", "--approve", "always", "--prompt",
+			stubmodel.ShellDirective+" echo "+approved+" > approved.txt; cat approved.txt")
+		Expect(r.exit).To(Equal(0), "%s", r)
+		Expect(r.stdout).To(ContainSubstring("[approval]"))
+		Expect(r.stdout).To(ContainSubstring("approved once"))
+		r = harnessCLI("turn", poolSession, "-n", managedNS, "--approval-mode", "untrusted", "--approve", "never", "--prompt",
+			stubmodel.ShellDirective+" echo "+denied+" > denied.txt; cat denied.txt")
+		Expect(r.exit).To(Equal(0), "%s", r)
+		Expect(r.stdout).To(ContainSubstring("denied"))
+		var ran, refused bool
+		for _, o := range stub.FunctionCallOutputs() {
+			ran = ran || strings.Contains(o.Output, approved)
+			refused = refused || strings.Contains(o.Output, denied)
+		}
+		Expect(ran).To(BeTrue(), "the approved command's output reached the model")
+		Expect(refused).To(BeFalse(), "the denied command ran")
+	})
+
 	It("runs a native command inside the Codex container", func() {
 		// The stub model answers the directive with Codex's exec_command
 		// tool; Codex runs it with the image's bash in its container, and
