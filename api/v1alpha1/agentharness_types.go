@@ -308,6 +308,16 @@ type AgentHarnessSpec struct {
 	// mcp says which MCP servers a turn on this harness may name (default: none).
 	// +optional
 	MCP *HarnessMCP `json:"mcp,omitempty"`
+
+	// delegates are the subjects this harness's owner trusts to run existing
+	// sessions with spec.modelSelectionLocked: Locked whose pin and override
+	// name this harness, on behalf of their owners (default: none). Each also
+	// needs the verb `delegate` on agentsessions/turns in the session's
+	// namespace; see docs/security.md. Keep the list tight.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Delegates []Delegate `json:"delegates,omitempty"`
 }
 
 // ServerStatus is one app-server as the manager last saw it.

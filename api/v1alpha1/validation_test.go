@@ -85,6 +85,14 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 				h.Spec.MCP = &harnessv1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com/tools/", "http://127.0.0.1:9/"}}
 				return h
 			}(),
+			func() client.Object {
+				h := validExternalHarness(ns, "ok-delegates")
+				h.Spec.Delegates = []harnessv1alpha1.Delegate{
+					{Kind: harnessv1alpha1.DelegateServiceAccount, Namespace: "voice", Name: "transport"},
+					{Kind: harnessv1alpha1.DelegateUser, Name: "alice"}, {Kind: harnessv1alpha1.DelegateGroup, Name: "voice-bots"},
+				}
+				return h
+			}(),
 		} {
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
 		}
@@ -139,6 +147,12 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 		Entry("an MCP URL prefix must end its host with a slash", harness(func(h *harnessv1alpha1.AgentHarness) {
 			h.Spec.MCP = &harnessv1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com"}}
 		}), "spec.mcp.allowedURLPrefixes", "host is followed by a '/'"),
+		Entry("a ServiceAccount delegate names its namespace", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.Delegates = []harnessv1alpha1.Delegate{{Kind: harnessv1alpha1.DelegateServiceAccount, Name: "transport"}}
+		}), "spec.delegates[0]", "namespace must be set for kind ServiceAccount"),
+		Entry("a user delegate has no namespace", harness(func(h *harnessv1alpha1.AgentHarness) {
+			h.Spec.Delegates = []harnessv1alpha1.Delegate{{Kind: harnessv1alpha1.DelegateUser, Name: "alice", Namespace: "voice"}}
+		}), "spec.delegates[0]", "and only then"),
 		Entry("external.url must be ws:// or wss://", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "http://127.0.0.1:4500" }),
 			"spec.external.url", "external.url must be a ws:// or wss:// URL"),
 		// The control of the two below is the valid fixture (ws://127.0.0.1)
