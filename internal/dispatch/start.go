@@ -44,6 +44,11 @@ import (
 // who asks (the API's authenticated caller): the run records it, and the
 // turn's end is logged with it.
 func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnRequest, by store.Requester) (store.Run, error) {
+	return e.start(ctx, ns, name, req, by, false)
+}
+
+// start is Start, or StartDelegated when delegated.
+func (e *Engine) start(ctx context.Context, ns, name string, req *wire.TurnRequest, by store.Requester, delegated bool) (store.Run, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,7 +68,7 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnReque
 		return nil, err
 	}
 	if run, err := e.known(ns, session, req.RunID, digest); run != nil || err != nil {
-		return run, err
+		return follow(run, err, by, delegated)
 	}
 	if err := e.store.Admit(session); err != nil {
 		// A new runId could not be remembered: nothing runs.
@@ -77,7 +82,7 @@ func (e *Engine) Start(ctx context.Context, ns, name string, req *wire.TurnReque
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: wait for the session lease of %s: %w", session, err)
 	}
-	run, t, err := e.begin(ctx, ns, name, lease, req, digest, by)
+	run, t, err := e.begin(ctx, ns, name, lease, req, digest, by, delegated)
 	if t == nil {
 		e.release(lease)
 		return run, err
@@ -112,9 +117,10 @@ func (e *Engine) known(ns, session, runID string, digest [32]byte) (store.Run, e
 // begin is steps 4 and 5 of Start, under the session's lease. It returns the
 // turn to execute (which then owns the lease) when a new run was journaled;
 // otherwise the known run or the refusal.
-func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, req *wire.TurnRequest, digest [32]byte, by store.Requester) (store.Run, *runningTurn, error) {
+func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, req *wire.TurnRequest, digest [32]byte, by store.Requester, delegated bool) (store.Run, *runningTurn, error) {
 	session := lease.Session
 	if run, err := e.known(ns, session, req.RunID, digest); run != nil || err != nil {
+		run, err = follow(run, err, by, delegated)
 		return run, nil, err // the same runId ran while this request waited
 	}
 	// The session may have changed while this turn waited for the lock —
@@ -134,6 +140,12 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	p, terr := e.prepare(ctx, sess, req)
 	if terr != nil {
 		return nil, nil, terr
+	}
+	if delegated {
+		if err := e.admitDelegate(sess, req, p, by); err != nil {
+			e.unreserve(p)
+			return nil, nil, err
+		}
 	}
 	if err := e.admitMCP(ctx, sess, req, p, by); err != nil {
 		e.unreserve(p)

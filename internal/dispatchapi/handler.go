@@ -250,7 +250,7 @@ func (h *Handler) decodeTurn(w http.ResponseWriter, r *http.Request) (*wire.Turn
 }
 
 func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
+	if _, _, ok := h.authorizeRun(w, r); !ok {
 		return
 	}
 	req, ok := h.decodeTurn(w, r)
@@ -268,7 +268,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 
 // turn runs (or resumes) a turn and streams its journaled events.
 func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
-	caller, ok := h.authorize(w, r, attrs(r, VerbCreate))
+	caller, delegate, ok := h.authorizeRun(w, r)
 	if !ok {
 		return
 	}
@@ -289,6 +289,11 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		run, err = h.reconnect(r, session, req)
+		if err == nil && delegate {
+			err = dispatch.DelegateMayFollow(run, caller.requester())
+		}
+	} else if delegate {
+		run, err = h.eng.StartDelegated(r.Context(), r.PathValue("ns"), r.PathValue("name"), req, caller.requester())
 	} else {
 		// Start returns once the run is journaled (or refused); the turn
 		// runs on the engine's context, not this request's: the client may
@@ -504,7 +509,7 @@ func (h *Handler) getTurn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
+	if _, _, ok := h.authorizeRun(w, r); !ok {
 		return
 	}
 	runID := r.PathValue("runId")
@@ -532,7 +537,7 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
+	if _, _, ok := h.authorizeRun(w, r); !ok {
 		return
 	}
 	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")

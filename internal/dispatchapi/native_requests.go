@@ -50,7 +50,7 @@ func (h *Handler) userInput(w http.ResponseWriter, r *http.Request) {
 // nativeAnswer authorizes an answer (create on the session, the turn
 // token), decodes its body strictly into v and checks that the run exists.
 func (h *Handler) nativeAnswer(w http.ResponseWriter, r *http.Request, v any) (session, runID string, ok bool) {
-	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
+	if _, _, ok := h.authorizeRun(w, r); !ok {
 		return "", "", false
 	}
 	runID = r.PathValue("runId")

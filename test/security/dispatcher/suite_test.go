@@ -77,6 +77,7 @@ func TestDispatcherUnderAttack(t *testing.T) {
 	t.Run("tokens", s.testTokens)
 	t.Run("proxy header", s.testProxyHeader)
 	t.Run("another run's turn token", s.testTurnTokens)
+	t.Run("delegated execution", s.testDelegation)
 	t.Run("bodies", s.testBodies)
 	t.Run("server errors carry no addresses or paths", s.testRedactedServerErrors)
 	t.Run("metrics and probes", s.testMetricsAndProbes)

@@ -1,0 +1,117 @@
+package dispatcher_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/wire"
+)
+
+// Delegated execution needs both the harness owner's consent (AgentHarness
+// spec.delegates) and the session namespace's RBAC grant (the verb
+// `delegate` on agentsessions/turns), and runs only a locked session the
+// attempt names exactly. Every attack is the allowed request with one
+// difference; the allowed request itself is the control and runs a real
+// Codex turn.
+func (s *suite) testDelegation(t *testing.T) {
+	ctx := context.Background()
+	const role = "harness-delegate-security"
+	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"},
+			Verbs: []string{dispatchapi.VerbDelegate, "get"}}},
+	}))
+	subjects := []rbacv1.Subject{}
+	for _, sa := range []string{"voice", "voice-unlisted"} {
+		subjects = append(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: s.ns, Name: sa})
+	}
+	must(t, s.k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "delegates"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   subjects,
+	}))
+	h := &v1alpha1.AgentHarness{}
+	must(t, s.k8s.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: "codex"}, h))
+	patch := client.MergeFrom(h.DeepCopy())
+	h.Spec.Delegates = []v1alpha1.Delegate{
+		{Kind: v1alpha1.DelegateServiceAccount, Namespace: s.ns, Name: "voice"},
+		{Kind: v1alpha1.DelegateServiceAccount, Namespace: s.ns, Name: "voice-nogrant"},
+	}
+	must(t, s.k8s.Patch(ctx, h, patch))
+	voice := s.token(t, s.ns, "voice", audience)
+	noGrant := s.token(t, s.ns, "voice-nogrant", audience)
+	unlisted := s.token(t, s.ns, "voice-unlisted", audience)
+	for _, name := range []string{"locked", "unlocked"} {
+		lock := v1alpha1.ModelSelectionLocked
+		if name == "unlocked" {
+			lock = v1alpha1.ModelSelectionUnlocked
+		}
+		must(t, s.k8s.Create(ctx, &v1alpha1.AgentSession{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name},
+			Spec: v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name + "-id", Model: testModel,
+				RuntimeOverride: "codex", ModelSelectionLocked: lock},
+		}))
+	}
+	// The delegate repeats the session's identity exactly; the session has
+	// no pin yet (no turn ran on it), so agentHarnessId is absent.
+	body := func(session, runID string) string {
+		return fmt.Sprintf(`{"runId":%q,"prompt":"hello","sessionKey":"agent:main:%s","sessionId":"%s-id","agentHarnessRuntimeOverride":"codex"}`,
+			runID, session, session)
+	}
+	asDelegate := map[string]string{dispatchapi.DelegateHeader: "true"}
+	delegated := func(token, session, b string) reply {
+		return s.call(t, http.MethodPost, s.url(s.ns, session, "/turns"), token, b, asDelegate)
+	}
+
+	wantError(t, "a listed delegate without the RBAC grant", delegated(noGrant, "locked", body("locked", "d-nogrant")),
+		http.StatusForbidden, wire.CodeForbidden, "system:serviceaccount:"+s.ns+":voice-nogrant", "delegate agentsessions/turns")
+	wantError(t, "a granted delegate the harness does not list", delegated(unlisted, "locked", body("locked", "d-unlisted")),
+		http.StatusForbidden, wire.CodeForbidden, "voice-unlisted", "AgentHarness "+s.ns+"/codex spec.delegates")
+	wantError(t, "a listed, granted delegate on an unlocked session", delegated(voice, "unlocked", body("unlocked", "d-unlocked")),
+		http.StatusForbidden, wire.CodeForbidden, "spec.modelSelectionLocked: Locked")
+	wantError(t, "a delegate that omits the session id", delegated(voice, "locked", strings.Replace(body("locked", "d-noid"), `"sessionId":"locked-id",`, "", 1)),
+		http.StatusUnprocessableEntity, wire.CodeSessionMismatch, `sessionId "" must repeat spec.sessionId "locked-id"`)
+	wantError(t, "the gateway's create grant sent as a delegate", delegated(s.gateway, "locked", body("locked", "d-gateway")),
+		http.StatusForbidden, wire.CodeForbidden, "delegate agentsessions/turns")
+
+	// The control: listed and granted, on the locked session. The
+	// dispatcher's informer sees the patched spec.delegates shortly after
+	// the API server: until then the answer is the not-listed refusal.
+	var ok reply
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok = delegated(voice, "locked", body("locked", "d-ok"))
+		if ok.status != http.StatusForbidden || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ok.status != http.StatusOK || !strings.Contains(string(ok.body), "event: result") {
+		t.Fatalf("control: the listed, granted delegate's turn: %d %s", ok.status, ok.body)
+	}
+	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/d-ok"), voice, "", nil)
+	var st dispatchapi.TurnState
+	must(t, json.Unmarshal(r.body, &st))
+	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
+		t.Fatalf("GET d-ok: %d %s; want a finished run requested by %s", r.status, r.body, want)
+	}
+
+	// A delegate follows only its own runs: repeating the owner's request
+	// body (same runId, same digest) does not hand it the owner's stream.
+	owner := `{"runId":"owner-1","prompt":"hello"}`
+	wantOK(t, "the owner's turn on the locked session", s.call(t, http.MethodPost, s.url(s.ns, "locked", "/turns"), s.gateway, owner, nil))
+	wantError(t, "a delegate repeating the owner's run", delegated(voice, "locked", owner),
+		http.StatusForbidden, wire.CodeForbidden, "started by another requester")
+	wantOK(t, "control: the owner repeating its run", s.call(t, http.MethodPost, s.url(s.ns, "locked", "/turns"), s.gateway, owner, nil))
+}
