@@ -166,6 +166,9 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	if terr == nil {
 		terr = recordingFailure(t.writeErr, t.transcriptErr)
 	}
+	if terr == nil {
+		terr = authFailure(res, t.p.harness)
+	}
 	recordFinished(t.labels, res, terr, finished.Sub(t.started.Time))
 	// The status first: a client that reads the session after the run's
 	// end finds the turn recorded there.

@@ -44,6 +44,9 @@ const (
 	CodeHarnessUnavailable ErrorCode = "HarnessUnavailable"
 	// CodeHarnessAtCapacity: every ready server is full.
 	CodeHarnessAtCapacity ErrorCode = "HarnessAtCapacity"
+	// CodeAuthFailed: the model provider refused the harness's credential
+	// (HTTP 401); the same turn fails again until the credential is fixed.
+	CodeAuthFailed ErrorCode = "AuthFailed"
 )
 
 // The dispatcher API's own codes: requests the API refuses before (or
@@ -104,6 +107,9 @@ var errorCodes = [...]struct {
 	{CodeRetentionLimitReached, http.StatusTooManyRequests, true, true},
 	{CodeHarnessUnavailable, http.StatusServiceUnavailable, true, true},
 	{CodeHarnessAtCapacity, http.StatusServiceUnavailable, true, true},
+	// 502: an upstream (the model provider) refused the harness's
+	// credential; not the caller's bearer token (that is 401 Unauthorized).
+	{CodeAuthFailed, http.StatusBadGateway, false, true},
 
 	{CodeBadRequest, http.StatusBadRequest, false, false},
 	{CodeUnauthorized, http.StatusUnauthorized, false, false},
