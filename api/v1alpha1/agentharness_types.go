@@ -384,6 +384,15 @@ type AgentHarnessStatus struct {
 	// runtimeArtifact identifies the artifact when every server runs one digest.
 	// +optional
 	RuntimeArtifact *RuntimeArtifact `json:"runtimeArtifact,omitempty"`
+
+	// capabilities lists what a gateway may ask this harness for (turns, isolated
+	// completion, settled-turn finalization, approvals, …) and whether its adapter
+	// offers each, so a gateway can tell an absent capability from a failed call.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Capabilities []HarnessCapability `json:"capabilities,omitempty"`
 }
 
 // AgentHarness registers an agent harness — a native agent runtime such as

@@ -1,0 +1,64 @@
+package v1alpha1
+
+// HarnessCapabilityName names one operation a gateway may ask a harness for.
+// +kubebuilder:validation:Enum=Turns;HostTools;Interrupt;Approvals;UserInput;MCP;Reseed;IsolatedCompletion;SettledTurnFinalization;DelegatedExecution;AuthProfiles
+type HarnessCapabilityName string
+
+const (
+	// CapabilityTurns: prepared turns on a native thread (…/turns).
+	CapabilityTurns HarnessCapabilityName = "Turns"
+	// CapabilityHostTools: host tools the gateway answers (…/tool-results).
+	CapabilityHostTools HarnessCapabilityName = "HostTools"
+	// CapabilityInterrupt: a running turn can be interrupted (…/interrupt).
+	CapabilityInterrupt HarnessCapabilityName = "Interrupt"
+	// CapabilityApprovals: native approval requests reach the gateway (…/approvals).
+	CapabilityApprovals HarnessCapabilityName = "Approvals"
+	// CapabilityUserInput: native user-input requests reach the gateway (…/user-input).
+	CapabilityUserInput HarnessCapabilityName = "UserInput"
+	// CapabilityMCP: a turn's MCP servers are attached to the native runtime.
+	CapabilityMCP HarnessCapabilityName = "MCP"
+	// CapabilityReseed: a session's conversation continues on a new native thread
+	// (new host tools, a return from another runtime).
+	CapabilityReseed HarnessCapabilityName = "Reseed"
+	// CapabilityIsolatedCompletion: one prompt-only inference with no tools and no
+	// thread state (…/completions; the seed's runIsolatedCompletionV2).
+	CapabilityIsolatedCompletion HarnessCapabilityName = "IsolatedCompletion"
+	// CapabilitySettledTurnFinalization: a final answer on a frozen transcript after
+	// tools settled (…/turns/{runId}/finalize; the seed's finalizeSettledTurn).
+	CapabilitySettledTurnFinalization HarnessCapabilityName = "SettledTurnFinalization"
+	// CapabilityDelegatedExecution: a delegate runs locked sessions for their owner.
+	CapabilityDelegatedExecution HarnessCapabilityName = "DelegatedExecution"
+	// CapabilityAuthProfiles: a turn carries a prepared auth profile for its session.
+	CapabilityAuthProfiles HarnessCapabilityName = "AuthProfiles"
+)
+
+// CapabilitySupport says whether a harness offers a capability.
+// +kubebuilder:validation:Enum=Supported;ModelDependent;Unsupported
+type CapabilitySupport string
+
+const (
+	// CapabilitySupported: offered for every model.
+	CapabilitySupported CapabilitySupport = "Supported"
+	// CapabilityModelDependent: offered only for the models the message names; a
+	// request for another model is refused visibly before any model request.
+	CapabilityModelDependent CapabilitySupport = "ModelDependent"
+	// CapabilityUnsupported: absent; a request for it is refused, never attempted.
+	CapabilityUnsupported CapabilitySupport = "Unsupported"
+)
+
+// HarnessCapability is one capability of a harness and whether it is offered.
+type HarnessCapability struct {
+	// name is the capability.
+	// +required
+	Name HarnessCapabilityName `json:"name"`
+
+	// support is Supported, ModelDependent or Unsupported.
+	// +required
+	Support CapabilitySupport `json:"support"`
+
+	// message says which models have a ModelDependent capability, or why one is
+	// Unsupported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+}
