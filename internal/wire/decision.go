@@ -40,6 +40,9 @@ type Decision struct {
 	MatchedPolicies []string `json:"matchedPolicies,omitempty"`
 	// Error is set when the attempt fails closed or contradicts its session.
 	Error *Error `json:"error,omitempty"`
+	// Capabilities are what the selected harness offers (AdapterCapabilities),
+	// so a gateway tells an absent capability from a failed call.
+	Capabilities []v1alpha1.HarnessCapability `json:"capabilities,omitzero"`
 }
 
 // HarnessRef names an AgentHarness object.

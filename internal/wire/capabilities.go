@@ -1,0 +1,54 @@
+package wire
+
+import "github.com/openclaw/harness-operator/api/v1alpha1"
+
+// codexIsolationModels is the rule by which Codex 0.169.0 can prove an empty
+// native tool surface (internal/adapter/codex CanIsolate): only for models
+// it has no catalog metadata for.
+const codexIsolationModels = "only models outside the app-server's Codex model catalog (model/list): Codex keeps " +
+	"native tools (apply_patch, MCP resource helpers) for catalog models, so a request for one is refused with " +
+	"ToolPolicyUnenforceable before any model request"
+
+// AdapterCapabilities lists what a harness driven by adapter a offers, in
+// the order of v1alpha1's HarnessCapabilityName constants. The AgentHarness
+// controller publishes it as status.capabilities and the dispatcher puts it
+// in every decision for the selected harness, so the two never disagree. An
+// unknown adapter offers nothing. It returns a new slice each call.
+func AdapterCapabilities(a v1alpha1.HarnessAdapter) []v1alpha1.HarnessCapability {
+	if a != v1alpha1.AdapterCodexAppServer {
+		return nil
+	}
+	yes := func(n v1alpha1.HarnessCapabilityName) v1alpha1.HarnessCapability {
+		return v1alpha1.HarnessCapability{Name: n, Support: v1alpha1.CapabilitySupported}
+	}
+	perModel := func(n v1alpha1.HarnessCapabilityName) v1alpha1.HarnessCapability {
+		return v1alpha1.HarnessCapability{Name: n, Support: v1alpha1.CapabilityModelDependent, Message: codexIsolationModels}
+	}
+	no := func(n v1alpha1.HarnessCapabilityName, why string) v1alpha1.HarnessCapability {
+		return v1alpha1.HarnessCapability{Name: n, Support: v1alpha1.CapabilityUnsupported, Message: why}
+	}
+	return []v1alpha1.HarnessCapability{
+		yes(v1alpha1.CapabilityTurns),
+		yes(v1alpha1.CapabilityHostTools),
+		yes(v1alpha1.CapabilityInterrupt),
+		yes(v1alpha1.CapabilityApprovals),
+		yes(v1alpha1.CapabilityUserInput),
+		yes(v1alpha1.CapabilityMCP),
+		yes(v1alpha1.CapabilityReseed),
+		perModel(v1alpha1.CapabilityIsolatedCompletion),
+		perModel(v1alpha1.CapabilitySettledTurnFinalization),
+		no(v1alpha1.CapabilityDelegatedExecution, "this dispatcher does not run sessions for delegates yet"),
+		no(v1alpha1.CapabilityAuthProfiles, "turns use the app-server's own credential; per-session auth profiles are not forwarded yet"),
+	}
+}
+
+// CapabilityOf returns the support of capability n in caps (Unsupported when
+// it is not listed: absent is never assumed present).
+func CapabilityOf(caps []v1alpha1.HarnessCapability, n v1alpha1.HarnessCapabilityName) v1alpha1.CapabilitySupport {
+	for _, c := range caps {
+		if c.Name == n {
+			return c.Support
+		}
+	}
+	return v1alpha1.CapabilityUnsupported
+}
