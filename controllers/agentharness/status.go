@@ -14,6 +14,7 @@ import (
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // artifactPrefix starts runtimeArtifact.id: `codex-app-server:<version>`.
@@ -319,6 +320,10 @@ func agreedVersion(servers []harnessv1alpha1.ServerStatus) string {
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	h := s.harness
 	h.Status.ObservedGeneration = h.Generation
+	// The same table the dispatcher puts in every decision, so a gateway
+	// reading either sees one answer; set in every mode (an unready harness
+	// still tells what it would offer).
+	h.Status.Capabilities = wire.AdapterCapabilities(h.Spec.Adapter)
 	if equality.Semantic.DeepEqual(*s.before, h.Status) {
 		return nil
 	}
