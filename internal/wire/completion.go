@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -95,52 +96,60 @@ type CompletionResult struct {
 	Usage Usage `json:"usage"`
 }
 
-// Validate checks the completion input's shape; finalize also requires a
-// frozen transcript. Errors name the field.
+// Validate checks the attempt and the completion input's shape; finalize
+// also requires a settled frozen transcript. Errors are *FieldError naming
+// the field.
 func (r *CompletionRequest) Validate(finalize bool) error {
-	if strings.TrimSpace(r.Prompt) == "" {
-		return fmt.Errorf("prompt is required")
+	if err := r.Attempt.Validate(); err != nil {
+		return err
 	}
-	if r.TimeoutMs < 0 || r.TimeoutMs > MaxTurnTimeout.Milliseconds() {
-		return fmt.Errorf("timeoutMs must be between 0 and %d", MaxTurnTimeout.Milliseconds())
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	if strings.TrimSpace(r.Prompt) == "" {
+		return bad("prompt", "is required")
+	}
+	if err := validTimeout("timeoutMs", r.TimeoutMs, MaxTurnTimeout); err != nil {
+		return err
 	}
 	if finalize {
 		if r.TranscriptSource != TranscriptSourceOpenClaw {
-			return fmt.Errorf("transcriptSource must be %q (the transcript frozen at the settled tool-result boundary), got %q",
+			return bad("transcriptSource", "must be %q (the transcript frozen at the settled tool-result boundary), got %q",
 				TranscriptSourceOpenClaw, r.TranscriptSource)
 		}
 		if len(r.Messages) == 0 {
-			return fmt.Errorf("messages is empty: a finalization needs the settled attempt's frozen transcript")
+			return bad("messages", "is empty: a finalization needs the settled attempt's frozen transcript")
 		}
 	}
 	if len(r.Messages) > MaxCompletionMessages {
-		return fmt.Errorf("messages has %d entries, more than the limit of %d", len(r.Messages), MaxCompletionMessages)
+		return bad("messages", "has %d entries, more than the limit of %d", len(r.Messages), MaxCompletionMessages)
 	}
 	size := len(r.Prompt) + len(r.Instructions)
 	open := map[string]bool{}
 	for i, m := range r.Messages {
+		field := "messages[" + strconv.Itoa(i) + "]"
 		size += len(m.Text) + len(m.Arguments) + len(m.Name)
 		switch m.Role {
 		case MessageRoleUser, MessageRoleAssistant:
 		case MessageRoleToolCall:
 			if m.CallID == "" || m.Name == "" {
-				return fmt.Errorf("messages[%d]: a toolCall needs callId and name", i)
+				return bad(field, "a toolCall needs callId and name")
 			}
 			open[m.CallID] = true
 		case MessageRoleToolResult:
 			if !open[m.CallID] {
-				return fmt.Errorf("messages[%d]: toolResult %q has no earlier toolCall", i, m.CallID)
+				return bad(field, "toolResult %q has no earlier toolCall", m.CallID)
 			}
 			delete(open, m.CallID)
 		default:
-			return fmt.Errorf("messages[%d]: role %q is not user, assistant, toolCall or toolResult", i, m.Role)
+			return bad(field+".role", "%q is not user, assistant, toolCall or toolResult", m.Role)
 		}
 	}
 	if size > MaxCompletionBytes {
-		return fmt.Errorf("prompt, instructions and messages hold %d bytes, more than the limit of %d", size, MaxCompletionBytes)
+		return bad("messages", "prompt, instructions and messages hold %d bytes, more than the limit of %d", size, MaxCompletionBytes)
 	}
 	if finalize && len(open) > 0 {
-		return fmt.Errorf("messages: tool calls without a result (the transcript is not settled): %s",
+		return bad("messages", "tool calls without a result (the transcript is not settled): %s",
 			strings.Join(slices.Sorted(maps.Keys(open)), ", "))
 	}
 	return nil

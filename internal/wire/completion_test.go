@@ -20,7 +20,7 @@ func TestCompletionRequestValidate(t *testing.T) {
 		wantErr  string // "" means valid
 	}{
 		{name: "a completion needs only a prompt", req: CompletionRequest{Prompt: "hi"}},
-		{name: "a prompt is required", req: CompletionRequest{}, wantErr: "prompt is required"},
+		{name: "a prompt is required", req: CompletionRequest{}, wantErr: "prompt: is required"},
 		{name: "timeoutMs above a day is refused", req: CompletionRequest{Prompt: "hi", TimeoutMs: MaxTurnTimeout.Milliseconds() + 1},
 			wantErr: "timeoutMs"},
 		{name: "a finalization on the settled transcript", finalize: true,
@@ -28,7 +28,7 @@ func TestCompletionRequestValidate(t *testing.T) {
 		{name: "the seed: a finalizer rejects an unsupported transcript source", finalize: true,
 			req: CompletionRequest{Prompt: "finish", TranscriptSource: "native", Messages: settled}, wantErr: "transcriptSource"},
 		{name: "the seed: a finalizer rejects a missing context", finalize: true,
-			req: CompletionRequest{Prompt: "finish", TranscriptSource: TranscriptSourceOpenClaw}, wantErr: "messages is empty"},
+			req: CompletionRequest{Prompt: "finish", TranscriptSource: TranscriptSourceOpenClaw}, wantErr: "messages: is empty"},
 		{name: "the seed: every tool call must be settled", finalize: true,
 			req:     CompletionRequest{Prompt: "finish", TranscriptSource: TranscriptSourceOpenClaw, Messages: settled[:2]},
 			wantErr: "without a result (the transcript is not settled): c1"},
@@ -37,7 +37,7 @@ func TestCompletionRequestValidate(t *testing.T) {
 		{name: "a tool call needs callId and name", req: CompletionRequest{Prompt: "hi",
 			Messages: []CompletionMessage{{Role: MessageRoleToolCall, CallID: "x"}}}, wantErr: "messages[0]: a toolCall needs"},
 		{name: "an unknown role is refused", req: CompletionRequest{Prompt: "hi",
-			Messages: []CompletionMessage{{Role: "system", Text: "x"}}}, wantErr: `role "system"`},
+			Messages: []CompletionMessage{{Role: "system", Text: "x"}}}, wantErr: `messages[0].role: "system"`},
 		{name: "the seed: an oversized context is rejected, never truncated",
 			req: CompletionRequest{Prompt: "hi", Messages: []CompletionMessage{{Role: MessageRoleUser,
 				Text: strings.Repeat("x", MaxCompletionBytes)}}}, wantErr: "more than the limit"},
