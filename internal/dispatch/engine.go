@@ -192,7 +192,9 @@ func (e *Engine) Decide(ctx context.Context, ns, name string, req *wire.TurnRequ
 	if err != nil {
 		return wire.Decision{}, err
 	}
-	return selection.Select(snap, &req.Attempt), nil
+	d := selection.Select(snap, &req.Attempt)
+	d.Capabilities = harnessCapabilities(snap, d)
+	return d, nil
 }
 
 // SubmitToolResult answers the host tool call callID of the running turn

@@ -74,6 +74,7 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 		return nil, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "read the selection inputs: %v", err)
 	}
 	d := selection.Select(snap, &req.Attempt)
+	d.Capabilities = harnessCapabilities(snap, d)
 	e.logDecision(sess, req.RunID, d)
 	p := &prepared{decision: d, session: SessionKey(sess)}
 	if d.Error != nil {
