@@ -144,6 +144,8 @@ func NewHandler(cfg Config) (*Handler, error) {
 	m.HandleFunc("POST "+base+"/turns/{runId}/interrupt", h.interrupt)
 	m.HandleFunc("POST "+base+"/turns/{runId}/approvals", h.approval)
 	m.HandleFunc("POST "+base+"/turns/{runId}/user-input", h.userInput)
+	m.HandleFunc("POST "+base+"/turns/{runId}/finalize", h.finalize)
+	m.HandleFunc("POST "+base+"/completions", h.completion)
 	m.HandleFunc("GET "+base+"/transcript", h.transcript)
 	m.HandleFunc("GET "+base+"/mcp-inventory", h.mcpInventory)
 	m.HandleFunc("/", h.notFound)

@@ -96,6 +96,16 @@ type CompletionResult struct {
 	Usage Usage `json:"usage"`
 }
 
+// CompletionResponse is the 200 answer of …/completions and …/finalize:
+// the decision (with the selected harness's capabilities) and the result.
+// A refusal is an Error, as for a turn.
+type CompletionResponse struct {
+	// Decision is the selection decision the call ran on.
+	Decision Decision `json:"decision"`
+	// Result is the assistant's answer.
+	Result *CompletionResult `json:"result"`
+}
+
 // Validate checks the attempt and the completion input's shape; finalize
 // also requires a settled frozen transcript. Errors are *FieldError naming
 // the field.
