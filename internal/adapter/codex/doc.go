@@ -24,6 +24,16 @@
 // when the attempt asks for it (default again on a thread a plan turn left
 // in plan mode).
 //
+// # Isolated completion and finalization (completion.go)
+//
+// Complete runs one prompt-only call on an ephemeral thread with no
+// dynamic tools, IsolationConfig plus hooks, skills, project docs and the
+// permission/environment context off, approval never and a read-only
+// sandbox; a frozen transcript is injected before the prompt. A model of
+// Codex's catalog is refused (CanIsolate) before any thread. The recorded
+// model request is "tools": [] and exactly the caller's input
+// (TestIsolatedCompletionOffersNoTools).
+//
 // # Approvals and user input (requests.go)
 //
 // Codex's approval requests (commands, file changes, permissions, MCP
