@@ -40,6 +40,7 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 		mirror := transcript(ns, "cf")
 		stub.When("cf-finalize", stubmodel.Text("CF-FINAL-ANSWER"))
 		req := &wire.CompletionRequest{TranscriptSource: wire.TranscriptSourceOpenClaw, Prompt: "cf-finalize: answer now",
+			Instructions: "Answer the user from the transcript.",
 			Messages: []wire.CompletionMessage{
 				{Role: wire.MessageRoleUser, Text: "cf-turn question"},
 				{Role: wire.MessageRoleToolCall, CallID: "call-9", Name: "lookup", Arguments: `{"q":"x"}`},
@@ -69,7 +70,7 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 
 	It("answers an isolated completion with no transcript, and refuses to finalize a run the session never had", func() {
 		stub.When("cf-side", stubmodel.Text("CF-SIDE-ANSWER"))
-		res, _, err := eng.Complete(ctx, ns, "cf", "", &wire.CompletionRequest{Prompt: "cf-side question"})
+		res, _, err := eng.Complete(ctx, ns, "cf", "", &wire.CompletionRequest{Prompt: "cf-side question", Instructions: "Be brief."})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Text).To(Equal("CF-SIDE-ANSWER"))
 		q := stub.RequestsContaining("cf-side")
@@ -83,7 +84,7 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 	})
 
 	It("refuses a Codex catalog model visibly, before any model request", func() {
-		_, d, err := eng.Complete(ctx, ns, "catalog", "", &wire.CompletionRequest{Prompt: "cf-catalog question"})
+		_, d, err := eng.Complete(ctx, ns, "catalog", "", &wire.CompletionRequest{Prompt: "cf-catalog question", Instructions: "Be brief."})
 		var we *wire.Error
 		Expect(errors.As(err, &we)).To(BeTrue(), "err %v", err)
 		Expect(we.Code).To(Equal(wire.CodeToolPolicyUnenforceable))

@@ -37,6 +37,8 @@ type CompletionRequest struct {
 	Attempt
 
 	// Instructions replace the runtime's own system prompt for this call.
+	// The Codex harness requires them (without, Codex would send its own
+	// coding-agent prompt, which describes tools the call does not have).
 	Instructions string `json:"instructions,omitempty"`
 	// TranscriptSource names where Messages come from; a finalization
 	// requires TranscriptSourceOpenClaw.

@@ -30,7 +30,9 @@ import (
 //     sub-agents off) plus completionConfig (hooks and project docs off),
 //     approvalPolicy never and a read-only sandbox, so nothing can ask for
 //     or grant a permission;
-//   - the caller's instructions replace Codex's base instructions;
+//   - the caller's instructions replace Codex's base instructions (they
+//     are required: without them Codex sends its own coding-agent prompt,
+//     which describes tools and a sandbox the call does not have);
 //   - a frozen transcript is appended with thread/inject_items before the
 //     one turn/start carrying the prompt;
 //   - no server-request handler is installed: any tool call, approval or
@@ -51,7 +53,8 @@ type CompletionInput struct {
 	// (Codex requires one; nothing can run there: the sandbox is read-only
 	// and no tool is offered). It is created when missing.
 	Cwd string
-	// Instructions replace Codex's base instructions; empty keeps them.
+	// Instructions replace Codex's base instructions (required: empty would
+	// keep Codex's coding-agent prompt).
 	Instructions string
 	// Messages are injected before the prompt, as they are.
 	Messages []wire.CompletionMessage
@@ -86,6 +89,12 @@ func Complete(ctx context.Context, c *appserver.Client, in CompletionInput) (*wi
 	}
 	if strings.TrimSpace(in.Prompt) == "" {
 		return nil, fmt.Errorf("codex: %w: prompt is empty", adapter.ErrInvalidInput)
+	}
+	if strings.TrimSpace(in.Instructions) == "" {
+		// Without base instructions Codex sends its own coding-agent prompt,
+		// which describes tools and sandboxing this call does not have.
+		return nil, fmt.Errorf("codex: %w: instructions is empty: Codex would send its own coding-agent instructions instead",
+			adapter.ErrInvalidInput)
 	}
 	if !strings.HasPrefix(in.Cwd, "/") {
 		return nil, fmt.Errorf("codex: %w: cwd %q must be an absolute path", adapter.ErrInvalidInput, in.Cwd)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -72,6 +73,16 @@ func TestIsolatedCompletionOffersNoTools(t *testing.T) {
 	want := []string{"developer:You answer in one sentence.", "user:SIDE-QUESTION: what is six times seven?"}
 	if got := inputShape(reqs[0]); !slices.Equal(got, want) {
 		t.Fatalf("model input %q, want exactly %q", got, want)
+	}
+	// Without instructions Codex would send its own coding-agent prompt:
+	// refused before any request.
+	noInstructions := r.completion("SIDE-QUESTION again")
+	noInstructions.Instructions = ""
+	if _, err := Complete(ctx, r.c, noInstructions); !errors.Is(err, adapter.ErrInvalidInput) || !strings.Contains(err.Error(), "instructions") {
+		t.Fatalf("empty instructions: %v, want ErrInvalidInput naming instructions", err)
+	}
+	if n := len(r.stub.Requests()); n != 1 {
+		t.Fatalf("%d model requests after the refused call, want still 1", n)
 	}
 	var stored struct {
 		Data []json.RawMessage `json:"data"`
