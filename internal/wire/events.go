@@ -199,6 +199,9 @@ type TranscriptRecord struct {
 	IsError bool `json:"isError,omitempty"`
 	// Native marks a native tool's call or result.
 	Native bool `json:"native,omitempty"`
+	// Gateway marks a message the gateway ran itself (its embedded
+	// runtime), which a later turn's gatewayTranscript brought here.
+	Gateway bool `json:"gateway,omitempty"`
 	// ThreadID, TurnID and ItemID locate the record in the native thread.
 	ThreadID string `json:"threadId,omitempty"`
 	TurnID   string `json:"turnId,omitempty"`

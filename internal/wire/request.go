@@ -30,6 +30,7 @@ type TurnRequest struct {
 	PassThrough
 	MCPTurnFields
 	NativeActionOptions
+	GatewayTranscriptFields
 
 	// Prompt is the user's text.
 	Prompt string `json:"prompt,omitempty"`
@@ -131,6 +132,9 @@ func (r *TurnRequest) Validate() error {
 		}
 	}
 	if err := r.MCPTurnFields.Validate(); err != nil {
+		return err
+	}
+	if err := r.GatewayTranscriptFields.Validate(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -37,6 +37,11 @@ import (
 // searches and other native items are not carried over; nor is a compaction
 // summary (the items list shows the items compaction replaced, so they are
 // carried instead).
+//
+// The same injection carries turns the session ran elsewhere: the messages
+// the gateway's embedded runtime ran (the attempt's gatewayTranscript) follow
+// the old thread's items, as plain user and assistant messages
+// (TestReseedCarriesTheGatewaysMessages).
 
 // maxHistoryPages bounds thread/items/list paging (100 items a page).
 const maxHistoryPages = 1000
@@ -84,9 +89,24 @@ func HostToolsFingerprint(in adapter.TurnInput) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Reseed starts a new thread with p and continues the conversation of
-// thread from on it (thread/start, then thread/inject_items with from's
-// history). The new thread offers p's dynamic tools and nothing of from's.
+// Seed is what a new thread was given before its first turn (Reseed).
+type Seed struct {
+	// From is the thread whose conversation it continues; empty for none.
+	From string
+	// ThreadItems counts the Responses API items copied from From.
+	ThreadItems int
+	// GatewayMessages counts the messages the gateway ran itself, injected
+	// after them.
+	GatewayMessages int
+}
+
+// Reseed starts a new thread with p and continues on it the conversation of
+// thread from, followed by the messages the gateway ran itself (gateway):
+// thread/start, then one thread/inject_items with from's history and the
+// gateway's messages as user and assistant messages. from may be empty (the
+// session has no thread on this server yet): the thread then carries only
+// the gateway's messages. The new thread offers p's dynamic tools and
+// nothing of from's.
 //
 // from is resumed first (and released again): Codex answers
 // thread/items/list for a thread it has no rollout for with "not supported
@@ -98,31 +118,41 @@ func HostToolsFingerprint(in adapter.TurnInput) string {
 // no history is copied from the middle of a turn. A failure after
 // thread/start leaves the new thread unused (it is archived with the
 // session's working directory).
-func Reseed(ctx context.Context, c *appserver.Client, from string, p appserver.ThreadStartParams,
-	opts appserver.ThreadOptions) (*appserver.Thread, error) {
-	history, err := sourceHistory(ctx, c, from)
-	if err != nil {
-		return nil, err
+func Reseed(ctx context.Context, c *appserver.Client, from string, gateway []wire.GatewayMessage,
+	p appserver.ThreadStartParams, opts appserver.ThreadOptions) (*appserver.Thread, Seed, error) {
+	seed := Seed{From: from, GatewayMessages: len(gateway)}
+	var items []map[string]any
+	if from != "" {
+		history, err := sourceHistory(ctx, c, from)
+		if err != nil {
+			return nil, seed, err
+		}
+		items, seed.ThreadItems = history, len(history)
+	}
+	for _, m := range gateway {
+		items = append(items, messageItem(m.Role, m.Text))
 	}
 	th, err := c.StartThread(ctx, p, opts)
 	if err != nil {
-		return nil, fmt.Errorf("codex: re-seed thread %s: thread/start: %w", from, err)
+		return nil, seed, fmt.Errorf("codex: re-seed from thread %q: thread/start: %w", from, err)
 	}
-	if len(history) == 0 {
-		return th, nil
+	if len(items) == 0 {
+		return th, seed, nil
 	}
-	if err := c.Call(ctx, "thread/inject_items", map[string]any{"threadId": th.ID, "items": history}, nil); err != nil {
+	if err := c.Call(ctx, "thread/inject_items", map[string]any{"threadId": th.ID, "items": items}, nil); err != nil {
 		th.Release()
-		return nil, fmt.Errorf("codex: re-seed thread %s: thread/inject_items into %s: %w", from, th.ID, err)
+		return nil, seed, fmt.Errorf("codex: re-seed from thread %q: thread/inject_items into %s: %w", from, th.ID, err)
 	}
-	return th, nil
+	return th, seed, nil
 }
 
-// reseedEvent is the lifecycle/reseeded agent_event of a re-seeded turn:
-// the text names both threads and the host tools the new thread offers,
-// Data carries the same as {fromThreadId, threadId, hostTools}. A
-// fingerprint cannot name the tools the old thread offered, so the event
-// lists the new surface, not a difference.
+// reseedEvent is the lifecycle/reseeded agent_event of a seeded turn: the
+// text says why the conversation moved (the host tools changed, or the
+// gateway ran turns itself), names both threads, what was injected and the
+// host tools the new thread offers; Data carries the same as {fromThreadId,
+// threadId, hostTools, threadItems, gatewayMessages}. A fingerprint cannot
+// name the tools the old thread offered, so the event lists the new
+// surface, not a difference.
 func (t *Turn) reseedEvent() adapter.Event {
 	tools := []string{}
 	for name := range t.offered {
@@ -133,10 +163,36 @@ func (t *Turn) reseedEvent() adapter.Event {
 	if len(tools) > 0 {
 		offered = "host tools " + strings.Join(tools, ", ")
 	}
-	data, _ := json.Marshal(map[string]any{"fromThreadId": t.reseeded, "threadId": t.threadID, "hostTools": tools})
+	s := t.seed
+	var text string
+	switch {
+	case s.GatewayMessages == 0:
+		text = fmt.Sprintf("the host tools changed since thread %s started: the conversation continues on new thread %s, "+
+			"which offers %s", s.From, t.threadID, offered)
+	case s.From == "":
+		text = fmt.Sprintf("the conversation continues on new thread %s, seeded with the %d messages the gateway ran itself; "+
+			"it offers %s", t.threadID, s.GatewayMessages, offered)
+	default:
+		text = fmt.Sprintf("the gateway ran turns itself since thread %s last ran: the conversation continues on new thread %s, "+
+			"seeded with %d items of thread %s and the %d messages the gateway ran; it offers %s",
+			s.From, t.threadID, s.ThreadItems, s.From, s.GatewayMessages, offered)
+	}
+	data, _ := json.Marshal(map[string]any{"fromThreadId": s.From, "threadId": t.threadID, "hostTools": tools,
+		"threadItems": s.ThreadItems, "gatewayMessages": s.GatewayMessages})
 	return adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamLifecycle, Phase: wire.PhaseReseeded,
-		Text: fmt.Sprintf("the host tools changed since thread %s started: the conversation continues on new thread %s, "+
-			"which offers %s", t.reseeded, t.threadID, offered), Data: data}}
+		Text: text, Data: data}}
+}
+
+// gatewayRecords are the transcript records of the gateway's messages a
+// seeded thread carries, marked as the gateway's, so the transcript mirror
+// stays the whole conversation.
+func (t *Turn) gatewayRecords() []*wire.TranscriptRecord {
+	var out []*wire.TranscriptRecord
+	for _, m := range t.in.GatewayMessages {
+		out = append(out, &wire.TranscriptRecord{Type: wire.RecordMessage, Role: m.Role, Text: m.Text,
+			Gateway: true, ThreadID: t.threadID})
+	}
+	return out
 }
 
 // sourceHistory loads thread id (thread/resume, keeping its config), refuses
@@ -235,8 +291,7 @@ func (it historyItem) responseItems() []map[string]any {
 		if it.Text == "" {
 			return nil
 		}
-		return []map[string]any{{"type": "message", "role": "assistant",
-			"content": []map[string]any{{"type": "output_text", "text": it.Text}}}}
+		return []map[string]any{messageItem(wire.RoleAssistant, it.Text)}
 	case "dynamicToolCall":
 		if it.Status == "inProgress" {
 			return nil
@@ -258,6 +313,15 @@ func (it historyItem) responseItems() []map[string]any {
 		return functionCall(it.ID, "exec_command", string(args), out)
 	}
 	return nil
+}
+
+// messageItem is a user (input_text) or assistant (output_text) message.
+func messageItem(role, text string) map[string]any {
+	part := "input_text"
+	if role == wire.RoleAssistant {
+		part = "output_text"
+	}
+	return map[string]any{"type": "message", "role": role, "content": []map[string]any{{"type": part, "text": text}}}
 }
 
 func functionCall(callID, name, args, output string) []map[string]any {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -292,5 +293,91 @@ func TestReseedRefusesABusyThread(t *testing.T) {
 	}
 	if got := r.stub.RequestsContaining("RESEED-WHILE-BUSY"); len(got) != 0 {
 		t.Fatalf("the refused re-seed reached the model")
+	}
+}
+
+// indexOrder reports whether each of want occurs in got, in want's order.
+func indexOrder(got []string, want ...string) bool {
+	last := -1
+	for _, w := range want {
+		i := slices.Index(got, w)
+		if i <= last {
+			return false
+		}
+		last = i
+	}
+	return true
+}
+
+// A session that ran turns on the gateway's embedded runtime comes back: the
+// new thread carries the old thread's conversation, then the gateway's
+// messages, then the prompt; the stream mirrors the gateway's messages
+// (marked gateway) before the prompt and says what was injected. A session
+// with no thread here gets a thread seeded with the gateway's messages only.
+func TestReseedCarriesTheGatewaysMessages(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, codextest.Options{})
+	first := firstReseedTurn(t, r)
+	gateway := []wire.GatewayMessage{
+		{Role: wire.RoleUser, Text: "EMBEDDED-QUESTION asked on the gateway"},
+		{Role: wire.RoleAssistant, Text: "EMBEDDED-REPLY from the gateway's runtime"},
+	}
+
+	rec := &recorder{answer: func(context.Context, wire.ToolCall) (wire.ToolAnswer, error) { return wire.ToolAnswer{}, nil }}
+	in := r.input("BACK-ON-CODEX")
+	in.Tools = reseedTools()
+	in.ReseedFrom, in.GatewayMessages = first.ThreadID, gateway
+	res := run(t, r, in, rec)
+	if res.Terminal.Kind != wire.TerminalOK || res.ThreadID == first.ThreadID {
+		t.Fatalf("terminal %+v on thread %q (first %q)", res.Terminal, res.ThreadID, first.ThreadID)
+	}
+	req := r.stub.RequestsContaining("BACK-ON-CODEX")[0]
+	if got := req.UserTexts(); !indexOrder(got, "FIRST-QUESTION from the user", gateway[0].Text, "BACK-ON-CODEX") {
+		t.Errorf("user texts %q: want the first question, the gateway's question, then the prompt", got)
+	}
+	if got := req.AssistantTexts(); !indexOrder(got, "FIRST-REPLY from the model", gateway[1].Text) {
+		t.Errorf("assistant texts %q: want the first reply, then the gateway's reply", got)
+	}
+	tr := rec.transcript()
+	if len(tr) < 3 || !tr[0].Gateway || tr[0].Text != gateway[0].Text || tr[0].Role != wire.RoleUser ||
+		!tr[1].Gateway || tr[1].Text != gateway[1].Text || tr[1].Role != wire.RoleAssistant ||
+		tr[2].Gateway || tr[2].Text != "BACK-ON-CODEX" || tr[0].ThreadID != res.ThreadID {
+		t.Errorf("transcript records %+v: want the gateway's two messages (marked, on the new thread), then the prompt", tr)
+	}
+	events := rec.agent(wire.StreamLifecycle)
+	i := slices.IndexFunc(events, func(a wire.AgentEvent) bool { return a.Phase == wire.PhaseReseeded })
+	if i < 0 {
+		t.Fatalf("no lifecycle/reseeded event: %+v", events)
+	}
+	var data struct {
+		From            string `json:"fromThreadId"`
+		ThreadItems     int    `json:"threadItems"`
+		GatewayMessages int    `json:"gatewayMessages"`
+	}
+	// The first turn's thread holds its question, the tool call and output,
+	// and the reply: four items.
+	if err := json.Unmarshal(events[i].Data, &data); err != nil || data.From != first.ThreadID || data.ThreadItems != 4 || data.GatewayMessages != 2 {
+		t.Errorf("reseeded data %s: want from %s, 4 thread items, 2 gateway messages", events[i].Data, first.ThreadID)
+	}
+	if !strings.Contains(events[i].Text, "gateway") {
+		t.Errorf("reseeded text %q does not say the gateway ran turns", events[i].Text)
+	}
+
+	in = r.input("FRESH-ON-CODEX")
+	in.Cwd = filepath.Join(r.srv.Home, "sessions", "work", "session-2")
+	in.GatewayMessages = gateway
+	rec = &recorder{}
+	run(t, r, in, rec)
+	req = r.stub.RequestsContaining("FRESH-ON-CODEX")[0]
+	if got := req.UserTexts(); !indexOrder(got, gateway[0].Text, "FRESH-ON-CODEX") || slices.Contains(got, "FIRST-QUESTION from the user") {
+		t.Errorf("user texts %q: want only the gateway's question before the prompt", got)
+	}
+	if got := req.AssistantTexts(); !slices.Contains(got, gateway[1].Text) {
+		t.Errorf("assistant texts %q lack the gateway's reply", got)
+	}
+	if evs := rec.agent(wire.StreamLifecycle); !slices.ContainsFunc(evs, func(a wire.AgentEvent) bool {
+		return a.Phase == wire.PhaseReseeded && strings.Contains(string(a.Data), `"gatewayMessages":2`) && strings.Contains(string(a.Data), `"threadItems":0`)
+	}) {
+		t.Errorf("no reseeded event counting 2 gateway messages and no thread items: %+v", evs)
 	}
 }

@@ -48,10 +48,10 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 			Config:                t.config,
 		}
 		opts := appserver.ThreadOptions{Handlers: t.serverHandlers()}
-		if in.ReseedFrom != "" {
-			th, err := Reseed(ctx, c, in.ReseedFrom, params, opts)
+		if in.ReseedFrom != "" || len(in.GatewayMessages) > 0 {
+			th, seed, err := Reseed(ctx, c, in.ReseedFrom, in.GatewayMessages, params, opts)
 			if err == nil {
-				t.reseeded = in.ReseedFrom
+				t.seed = &seed
 			}
 			return th, err
 		}
@@ -178,8 +178,11 @@ func (t *Turn) emitPrompt() {
 	for _, img := range t.in.Images {
 		rec.Images = append(rec.Images, img.URL+img.Path)
 	}
+	for _, g := range t.gatewayRecords() {
+		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: g})
+	}
 	t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: rec})
-	if t.reseeded != "" {
+	if t.seed != nil {
 		t.emit(t.reseedEvent())
 	}
 	for _, w := range t.warnings {

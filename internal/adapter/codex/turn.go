@@ -63,7 +63,7 @@ type Turn struct {
 	sentAt   time.Time    // when turn/start was sent
 	connGen  int          // connection generation: 0, then +1 per Reattach
 	warnings []string
-	reseeded string // the thread this turn's thread was re-seeded from
+	seed     *Seed // what this turn's new thread was seeded with; nil for none
 
 	items      map[string]*itemState
 	texts      []string // completed assistant messages
@@ -131,11 +131,12 @@ func Run(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h adapt
 //     sandbox, developer instructions, reasoning effort, the offered host
 //     tools as dynamicTools, the isolation config) or resumes ThreadID
 //     (thread/resume with the same overrides; Codex keeps the dynamic tools
-//     of thread/start, see the package doc), or re-seeds ReseedFrom: a new
-//     thread with this turn's tools that continues its conversation (Reseed),
-//     announced by a lifecycle/reseeded agent_event;
-//  4. sends turn/start with the prompt and images and emits the prompt's
-//     transcript record.
+//     of thread/start, see the package doc), or re-seeds ReseedFrom and/or
+//     GatewayMessages: a new thread with this turn's tools that continues
+//     that conversation (Reseed), announced by a lifecycle/reseeded
+//     agent_event;
+//  4. sends turn/start with the prompt and images and emits the transcript
+//     records of the gateway's messages (marked gateway) and the prompt.
 //
 // When the connection ends after turn/start was sent, Start returns the Turn
 // together with a *DetachedError: Reattach it. Any other error means no turn
