@@ -4,6 +4,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // noHostTools is the fingerprint of a turn that offers no host tools.
@@ -24,10 +25,22 @@ var noHostTools = codex.HostToolsFingerprint(adapter.TurnInput{})
 // (reasoning, images) for nothing the model needs — and the fingerprint stays
 // unknown; the first turn that offers host tools re-seeds, because they may
 // be invisible on the old thread.
-func continueThread(in *adapter.TurnInput, b *v1alpha1.NativeBinding) string {
+//
+// A turn that carries the gateway's messages (gatewayTranscript: turns the
+// gateway ran itself since the thread last ran) re-seeds whatever the tools:
+// the thread lacks part of the conversation, and Codex appends to a thread
+// only through a new one's thread/inject_items (codex.Reseed). Without a
+// thread, the new thread carries the gateway's messages alone. The
+// dispatcher learns of turns that ran elsewhere only from that transcript:
+// an EmbeddedRuntimeSelected answer in between without one leaves the
+// thread as complete as the dispatcher knows it, and the thread is resumed.
+func continueThread(in *adapter.TurnInput, b *v1alpha1.NativeBinding, gateway []wire.GatewayMessage) string {
 	fp := codex.HostToolsFingerprint(*in)
+	in.GatewayMessages = gateway
 	switch {
 	case b == nil:
+	case len(gateway) > 0:
+		in.ReseedFrom = b.ThreadID
 	case b.HostToolsFingerprint == fp:
 		in.ThreadID = b.ThreadID
 	case b.HostToolsFingerprint == "" && fp == noHostTools:
@@ -37,4 +50,27 @@ func continueThread(in *adapter.TurnInput, b *v1alpha1.NativeBinding) string {
 		in.ReseedFrom = b.ThreadID
 	}
 	return fp
+}
+
+// checkGatewayTranscript refuses a gatewayTranscript that does not start
+// where the dispatcher's part of the conversation ends — after the
+// session's last turn (last, nil when it ran none) — with SessionMismatch:
+// injected, it would repeat turns the thread already has or leave out a
+// dispatcher turn the gateway did not see. It runs under the session's
+// lease, so no turn ends in between.
+func checkGatewayTranscript(sess *v1alpha1.AgentSession, last *v1alpha1.LastTurn, f wire.GatewayTranscriptFields) *wire.Error {
+	if f.GatewayTranscript == nil {
+		return nil
+	}
+	want := ""
+	if last != nil {
+		want = last.RunID
+	}
+	if got := f.GatewayTranscript.AfterRunID; got != want {
+		return wire.Errorf(wire.CodeSessionMismatch, "",
+			"gatewayTranscript.afterRunId %q does not match status.lastTurn.runId %q of AgentSession %s/%s: "+
+				"send the messages the gateway ran after that turn, with its runId (empty when the session has no lastTurn)",
+			got, want, sess.Namespace, sess.Name)
+	}
+	return nil
 }

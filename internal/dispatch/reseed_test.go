@@ -20,25 +20,30 @@ func TestContinueThreadResumesOrReseeds(t *testing.T) {
 	bound := func(fp string) *v1alpha1.NativeBinding {
 		return &v1alpha1.NativeBinding{ThreadID: "thread-1", HostToolsFingerprint: fp}
 	}
+	gateway := []wire.GatewayMessage{{Role: wire.RoleUser, Text: "asked on the gateway"}, {Role: wire.RoleAssistant, Text: "answered there"}}
 	cases := []struct {
 		name            string
 		tools           []wire.HostTool
 		binding         *v1alpha1.NativeBinding
+		gateway         []wire.GatewayMessage
 		resume, reseed  string
 		wantFingerprint string
 	}{
-		{"no binding starts a new thread with the turn's tools", tools, nil, "", "", withTools},
-		{"the same tools resume the thread", tools, bound(withTools), "thread-1", "", withTools},
-		{"other tools re-seed from the thread", nil, bound(withTools), "", "thread-1", noHostTools},
-		{"an unknown surface and no tools resume, still unknown", nil, bound(""), "thread-1", "", ""},
-		{"an unknown surface and host tools re-seed", tools, bound(""), "", "thread-1", withTools},
+		{"no binding starts a new thread with the turn's tools", tools, nil, nil, "", "", withTools},
+		{"the same tools resume the thread", tools, bound(withTools), nil, "thread-1", "", withTools},
+		{"other tools re-seed from the thread", nil, bound(withTools), nil, "", "thread-1", noHostTools},
+		{"an unknown surface and no tools resume, still unknown", nil, bound(""), nil, "thread-1", "", ""},
+		{"an unknown surface and host tools re-seed", tools, bound(""), nil, "", "thread-1", withTools},
+		{"the gateway's messages re-seed a thread whose tools are the same", tools, bound(withTools), gateway, "", "thread-1", withTools},
+		{"the gateway's messages re-seed a thread whose tools are unknown", nil, bound(""), gateway, "", "thread-1", noHostTools},
+		{"the gateway's messages alone seed a session's first thread", tools, nil, gateway, "", "", withTools},
 	}
 	for _, c := range cases {
 		in := adapter.TurnInput{Tools: c.tools}
-		fp := continueThread(&in, c.binding)
-		if in.ThreadID != c.resume || in.ReseedFrom != c.reseed || fp != c.wantFingerprint {
-			t.Errorf("%s: threadId %q reseedFrom %q fingerprint %q; want %q %q %q",
-				c.name, in.ThreadID, in.ReseedFrom, fp, c.resume, c.reseed, c.wantFingerprint)
+		fp := continueThread(&in, c.binding, c.gateway)
+		if in.ThreadID != c.resume || in.ReseedFrom != c.reseed || fp != c.wantFingerprint || len(in.GatewayMessages) != len(c.gateway) {
+			t.Errorf("%s: threadId %q reseedFrom %q fingerprint %q gateway messages %d; want %q %q %q %d",
+				c.name, in.ThreadID, in.ReseedFrom, fp, len(in.GatewayMessages), c.resume, c.reseed, c.wantFingerprint, len(c.gateway))
 		}
 	}
 }

@@ -153,7 +153,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 	if t.p.rebind {
 		binding = nil
 	}
-	t.toolsFingerprint = continueThread(&in, binding)
+	t.toolsFingerprint = continueThread(&in, binding, t.req.GatewayTranscriptFields.Messages())
 	return in
 }
 

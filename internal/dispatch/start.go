@@ -137,6 +137,10 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	if err := validateAgainstSession(ns, sess, req); err != nil {
 		return nil, nil, err
 	}
+	if terr := checkGatewayTranscript(sess, e.current(sess).LastTurn, req.GatewayTranscriptFields); terr != nil {
+		recordRefused(labelsOf(ns, wire.Decision{}), terr.Code)
+		return nil, nil, terr
+	}
 	p, terr := e.prepare(ctx, sess, req)
 	if terr != nil {
 		return nil, nil, terr

@@ -1,0 +1,150 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// A session switches runtime between turns: Codex, then the gateway's
+// embedded runtime, then Codex again. The session's model has provider
+// codex, which the suite's Deny policy for openai does not govern, so its
+// runtimeOverride decides. The first Codex turn pins the session
+// (status.agentHarnessId), and the pin outranks the override; the spec
+// clears it as the pin rule for attempts with route facts will (issue 16
+// item 1, another change), so the override can move the session.
+var _ = Describe("A session that switches runtime between turns", Ordered, func() {
+	var ns string
+	const name = "sw"
+	gateway := []wire.GatewayMessage{
+		{Role: wire.RoleUser, Text: "embedded-question what is the capital of Peru?"},
+		{Role: wire.RoleAssistant, Text: "EMBEDDED-REPLY Lima, said the gateway's runtime"},
+	}
+	withGateway := func(runID, prompt, after string) *wire.TurnRequest {
+		req := textReq(runID, prompt)
+		req.GatewayTranscript = &wire.GatewayTranscript{AfterRunID: after, Messages: gateway}
+		return req
+	}
+	setOverride := func(rt v1alpha1.RuntimeID) {
+		s := getSession(ns, name)
+		s.Spec.RuntimeOverride = rt
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+	}
+	reseeded := func(evs []event) []wire.AgentEvent {
+		var out []wire.AgentEvent
+		for _, p := range ofType(evs, wire.EventAgent) {
+			var a wire.AgentEvent
+			Expect(json.Unmarshal(p, &a)).To(Succeed())
+			if a.Phase == wire.PhaseReseeded {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	BeforeAll(func() {
+		ns = newNamespace()
+		registerCodex(ns, codexSrv.URL, true)
+		newSession(ns, name, "codex/stub-model")
+	})
+
+	It("runs a turn on Codex, then answers EmbeddedRuntimeSelected once the session's runtime is openclaw", func() {
+		stub.When("sw-first", stubmodel.Text("SW-FIRST-REPLY"))
+		evs, err := turn(ns, name, textReq("run-sw1", "sw-first tell me about Peru"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resultOf(evs).AgentHarnessID).To(Equal("codex"))
+
+		setOverride(v1alpha1.RuntimeOpenClaw)
+		s := getSession(ns, name)
+		s.Status.AgentHarnessID = "" // the pin (see above)
+		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
+		eng.forget(s.UID) // the engine learns the status from the API server
+		before := len(stub.Requests())
+		_, err = turn(ns, name, textReq("run-sw2", "sw-embedded asked while on openclaw"))
+		var te *wire.Error
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(wire.CodeEmbeddedRuntimeSelected))
+		Expect(stub.Requests()).To(HaveLen(before), "nothing ran on Codex")
+	})
+
+	It("refuses a gateway transcript that does not start after the session's last dispatcher turn, and runs nothing", func() {
+		setOverride("")
+		before := len(stub.Requests())
+		_, err := turn(ns, name, withGateway("run-sw-stale", "sw-stale never sent", ""))
+		var te *wire.Error
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(wire.CodeSessionMismatch))
+		Expect(te.HTTPStatus()).To(Equal(422))
+		Expect(te.Message).To(And(ContainSubstring("gatewayTranscript.afterRunId"), ContainSubstring(`"run-sw1"`)))
+		Expect(stub.Requests()).To(HaveLen(before))
+	})
+
+	It("continues on Codex with the first Codex turn and the gateway-run turn in the model's request, on a new thread, and mirrors the gateway's messages", func() {
+		first := getSession(ns, name).Status.NativeBinding.ThreadID
+		stub.When("sw-back", stubmodel.Text("SW-BACK-REPLY"))
+		evs, err := turn(ns, name, withGateway("run-sw3", "sw-back and its population?", "run-sw1"))
+		Expect(err).NotTo(HaveOccurred())
+		res := resultOf(evs)
+		Expect(res.AgentHarnessID).To(Equal("codex"))
+		Expect(res.ThreadID).NotTo(Equal(first), "the conversation continues on a new thread")
+
+		req, err := stub.WaitMarker(ctx, "sw-back")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(req.UserTexts()).To(ContainElements("sw-first tell me about Peru", gateway[0].Text))
+		Expect(req.AssistantTexts()).To(ContainElements("SW-FIRST-REPLY", gateway[1].Text))
+		Expect(req.UserTexts()).NotTo(ContainElement("sw-embedded asked while on openclaw"), "the refused turn never reached the thread")
+
+		ev := reseeded(evs)
+		Expect(ev).To(HaveLen(1))
+		Expect(ev[0].Text).To(And(ContainSubstring(first), ContainSubstring(res.ThreadID), ContainSubstring("2 messages the gateway ran")))
+		Expect(string(ev[0].Data)).To(ContainSubstring(`"gatewayMessages":2`))
+		Expect(getSession(ns, name).Status.NativeBinding.ThreadID).To(Equal(res.ThreadID))
+
+		// GET …/transcript stays the whole conversation: the first turn,
+		// the gateway's messages marked as such, then this turn.
+		lines := strings.Split(strings.TrimSpace(transcript(ns, name)), "\n")
+		var recs []wire.TranscriptRecord
+		for _, l := range lines {
+			var r wire.TranscriptRecord
+			Expect(json.Unmarshal([]byte(l), &r)).To(Succeed())
+			recs = append(recs, r)
+		}
+		texts := []string{}
+		for _, r := range recs {
+			if r.Type == wire.RecordMessage {
+				mark := ""
+				if r.Gateway {
+					mark = "gateway:"
+				}
+				texts = append(texts, mark+r.Role+":"+r.Text)
+			}
+		}
+		Expect(texts).To(Equal([]string{
+			"user:sw-first tell me about Peru", "assistant:SW-FIRST-REPLY",
+			"gateway:user:" + gateway[0].Text, "gateway:assistant:" + gateway[1].Text,
+			"user:sw-back and its population?", "assistant:SW-BACK-REPLY",
+		}))
+	})
+
+	It("starts a new thread without the earlier conversation after a reset", func() {
+		before := getSession(ns, name).Status.NativeBinding.ThreadID
+		s := getSession(ns, name)
+		s.Spec.ResetGeneration++
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+		evs, err := turn(ns, name, textReq("run-sw4", "sw-reset hello again"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resultOf(evs).ThreadID).NotTo(Equal(before))
+		Expect(reseeded(evs)).To(BeEmpty())
+		req, err := stub.WaitMarker(ctx, "sw-reset")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(req.UserTexts()).NotTo(ContainElements("sw-first tell me about Peru"))
+		Expect(req.UserTexts()).NotTo(ContainElement(gateway[0].Text))
+		Expect(getSession(ns, name).Status.NativeBinding.Generation).To(Equal(s.Spec.ResetGeneration))
+	})
+})
