@@ -69,9 +69,10 @@ type TurnInput struct {
 	// new thread continues: the engine sets it when the host tools offered
 	// differ from those the bound thread was started with.
 	ReseedFrom string `json:"reseedFrom,omitempty"`
-	// GatewayMessages, with ThreadID empty, are messages the gateway ran
-	// itself (the attempt's gatewayTranscript): the new thread carries them
-	// after ReseedFrom's history, or alone when ReseedFrom is empty.
+	// GatewayMessages are messages the gateway ran itself (the attempt's
+	// gatewayTranscript), which the thread lacks: they are appended to
+	// ThreadID before the prompt, or a new thread carries them after
+	// ReseedFrom's history (alone when ReseedFrom is empty).
 	GatewayMessages []wire.GatewayMessage `json:"gatewayMessages,omitempty"`
 	// PassThrough are the attempt's fields the operator forwards without
 	// acting on them (wire.PassThrough); the Codex adapter uses none.
@@ -173,8 +174,8 @@ func (in TurnInput) Validate() error {
 			}
 		}
 	}
-	if in.ThreadID != "" && (in.ReseedFrom != "" || len(in.GatewayMessages) > 0) {
-		return bad("threadId excludes reseedFrom and gatewayMessages: a turn resumes a thread or seeds a new one")
+	if in.ThreadID != "" && in.ReseedFrom != "" {
+		return bad("threadId and reseedFrom are exclusive: a turn resumes a thread or re-seeds a new one")
 	}
 	if in.ToolTimeout < 0 {
 		return bad("toolTimeout %v is negative", in.ToolTimeout)

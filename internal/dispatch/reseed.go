@@ -27,20 +27,17 @@ var noHostTools = codex.HostToolsFingerprint(adapter.TurnInput{})
 // be invisible on the old thread.
 //
 // A turn that carries the gateway's messages (gatewayTranscript: turns the
-// gateway ran itself since the thread last ran) re-seeds whatever the tools:
-// the thread lacks part of the conversation, and Codex appends to a thread
-// only through a new one's thread/inject_items (codex.Reseed). Without a
-// thread, the new thread carries the gateway's messages alone. The
-// dispatcher learns of turns that ran elsewhere only from that transcript:
-// an EmbeddedRuntimeSelected answer in between without one leaves the
-// thread as complete as the dispatcher knows it, and the thread is resumed.
+// gateway ran itself since the thread last ran) gives them to whichever
+// thread it continues: a resumed thread gets them appended before the
+// prompt, a re-seeded one after the old thread's history, a new one alone
+// (codex.Reseed). The dispatcher learns of turns that ran elsewhere only
+// from that transcript: an EmbeddedRuntimeSelected answer in between without
+// one leaves the thread as complete as the dispatcher knows it.
 func continueThread(in *adapter.TurnInput, b *v1alpha1.NativeBinding, gateway []wire.GatewayMessage) string {
 	fp := codex.HostToolsFingerprint(*in)
 	in.GatewayMessages = gateway
 	switch {
 	case b == nil:
-	case len(gateway) > 0:
-		in.ReseedFrom = b.ThreadID
 	case b.HostToolsFingerprint == fp:
 		in.ThreadID = b.ThreadID
 	case b.HostToolsFingerprint == "" && fp == noHostTools:

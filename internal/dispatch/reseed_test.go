@@ -34,8 +34,9 @@ func TestContinueThreadResumesOrReseeds(t *testing.T) {
 		{"other tools re-seed from the thread", nil, bound(withTools), nil, "", "thread-1", noHostTools},
 		{"an unknown surface and no tools resume, still unknown", nil, bound(""), nil, "thread-1", "", ""},
 		{"an unknown surface and host tools re-seed", tools, bound(""), nil, "", "thread-1", withTools},
-		{"the gateway's messages re-seed a thread whose tools are the same", tools, bound(withTools), gateway, "", "thread-1", withTools},
-		{"the gateway's messages re-seed a thread whose tools are unknown", nil, bound(""), gateway, "", "thread-1", noHostTools},
+		{"the gateway's messages go to the resumed thread", tools, bound(withTools), gateway, "thread-1", "", withTools},
+		{"the gateway's messages go to a thread whose tools are unknown", nil, bound(""), gateway, "thread-1", "", ""},
+		{"the gateway's messages follow the history on a re-seed", nil, bound(withTools), gateway, "", "thread-1", noHostTools},
 		{"the gateway's messages alone seed a session's first thread", tools, nil, gateway, "", "", withTools},
 	}
 	for _, c := range cases {

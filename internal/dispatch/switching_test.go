@@ -85,14 +85,14 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 		Expect(stub.Requests()).To(HaveLen(before))
 	})
 
-	It("continues on Codex with the first Codex turn and the gateway-run turn in the model's request, on a new thread, and mirrors the gateway's messages", func() {
+	It("continues on Codex with the first Codex turn and the gateway-run turn in the model's request, and mirrors the gateway's messages", func() {
 		first := getSession(ns, name).Status.NativeBinding.ThreadID
 		stub.When("sw-back", stubmodel.Text("SW-BACK-REPLY"))
 		evs, err := turn(ns, name, withGateway("run-sw3", "sw-back and its population?", "run-sw1"))
 		Expect(err).NotTo(HaveOccurred())
 		res := resultOf(evs)
 		Expect(res.AgentHarnessID).To(Equal("codex"))
-		Expect(res.ThreadID).NotTo(Equal(first), "the conversation continues on a new thread")
+		Expect(res.ThreadID).To(Equal(first), "the tools did not change: the gateway's messages are appended to the thread")
 
 		req, err := stub.WaitMarker(ctx, "sw-back")
 		Expect(err).NotTo(HaveOccurred())
@@ -102,9 +102,8 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 
 		ev := reseeded(evs)
 		Expect(ev).To(HaveLen(1))
-		Expect(ev[0].Text).To(And(ContainSubstring(first), ContainSubstring(res.ThreadID), ContainSubstring("2 messages the gateway ran")))
+		Expect(ev[0].Text).To(And(ContainSubstring(first), ContainSubstring("2 messages were appended")))
 		Expect(string(ev[0].Data)).To(ContainSubstring(`"gatewayMessages":2`))
-		Expect(getSession(ns, name).Status.NativeBinding.ThreadID).To(Equal(res.ThreadID))
 
 		// GET …/transcript stays the whole conversation: the first turn,
 		// the gateway's messages marked as such, then this turn.

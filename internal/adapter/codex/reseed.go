@@ -39,9 +39,15 @@ import (
 // carried instead).
 //
 // The same injection carries turns the session ran elsewhere: the messages
-// the gateway's embedded runtime ran (the attempt's gatewayTranscript) follow
-// the old thread's items, as plain user and assistant messages
-// (TestReseedCarriesTheGatewaysMessages).
+// the gateway's embedded runtime ran (the attempt's gatewayTranscript), as
+// plain user and assistant messages. A resumed thread gets them appended
+// (thread/inject_items works after turns too); a re-seeded one after the
+// old thread's items, a new one alone (TestReseedCarriesTheGatewaysMessages).
+//
+// thread/items/list does not list injected items (TestInjectedItemsAreNotListed):
+// a re-seed of a thread that was itself seeded, or had the gateway's
+// messages appended, carries only the thread's own turns and loses what
+// was injected.
 
 // maxHistoryPages bounds thread/items/list paging (100 items a page).
 const maxHistoryPages = 1000
@@ -146,13 +152,14 @@ func Reseed(ctx context.Context, c *appserver.Client, from string, gateway []wir
 	return th, seed, nil
 }
 
-// reseedEvent is the lifecycle/reseeded agent_event of a seeded turn: the
-// text says why the conversation moved (the host tools changed, or the
-// gateway ran turns itself), names both threads, what was injected and the
-// host tools the new thread offers; Data carries the same as {fromThreadId,
-// threadId, hostTools, threadItems, gatewayMessages}. A fingerprint cannot
-// name the tools the old thread offered, so the event lists the new
-// surface, not a difference.
+// reseedEvent is the lifecycle/reseeded agent_event of a turn whose thread
+// was given what it lacked: the text says why (the host tools changed, or
+// the gateway ran turns itself), names both threads (the same one when the
+// gateway's messages were appended to the resumed thread), what was
+// injected and the host tools a new thread offers; Data carries the same as
+// {fromThreadId, threadId, hostTools, threadItems, gatewayMessages}. A
+// fingerprint cannot name the tools the old thread offered, so the event
+// lists the new surface, not a difference.
 func (t *Turn) reseedEvent() adapter.Event {
 	tools := []string{}
 	for name := range t.offered {
@@ -166,6 +173,9 @@ func (t *Turn) reseedEvent() adapter.Event {
 	s := t.seed
 	var text string
 	switch {
+	case s.From == t.threadID:
+		text = fmt.Sprintf("the gateway ran turns itself since thread %s last ran: its %d messages were appended to the thread "+
+			"before this turn", s.From, s.GatewayMessages)
 	case s.GatewayMessages == 0:
 		text = fmt.Sprintf("the host tools changed since thread %s started: the conversation continues on new thread %s, "+
 			"which offers %s", s.From, t.threadID, offered)
@@ -181,6 +191,25 @@ func (t *Turn) reseedEvent() adapter.Event {
 		"threadItems": s.ThreadItems, "gatewayMessages": s.GatewayMessages})
 	return adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamLifecycle, Phase: wire.PhaseReseeded,
 		Text: text, Data: data}}
+}
+
+// appendGatewayMessages appends the gateway's messages to the resumed
+// thread id before the turn (thread/inject_items works on a thread that ran
+// turns: TestReseedCarriesTheGatewaysMessages), so the conversation
+// continues on the same thread, its reasoning intact.
+func (t *Turn) appendGatewayMessages(ctx context.Context, c *appserver.Client, id string) error {
+	if len(t.in.GatewayMessages) == 0 {
+		return nil
+	}
+	items := make([]map[string]any, 0, len(t.in.GatewayMessages))
+	for _, m := range t.in.GatewayMessages {
+		items = append(items, messageItem(m.Role, m.Text))
+	}
+	if err := c.Call(ctx, "thread/inject_items", map[string]any{"threadId": id, "items": items}, nil); err != nil {
+		return fmt.Errorf("codex: append the gateway's messages to thread %s: thread/inject_items: %w", id, err)
+	}
+	t.seed = &Seed{From: id, GatewayMessages: len(items)}
+	return nil
 }
 
 // gatewayRecords are the transcript records of the gateway's messages a

@@ -79,6 +79,10 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 		t.warnings = append(t.warnings, fmt.Sprintf("thread %s is subscribed by another connection: Codex kept its "+
 			"earlier settings (reasoning effort %q) instead of this turn's", in.ThreadID, deref(th.Info.ReasoningEffort)))
 	}
+	if err := t.appendGatewayMessages(ctx, c, th.ID); err != nil {
+		t.release(c, th)
+		return nil, err
+	}
 	return th, nil
 }
 
