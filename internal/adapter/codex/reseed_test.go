@@ -410,8 +410,9 @@ func TestReseedCarriesTheGatewaysMessages(t *testing.T) {
 	}
 }
 
-// Probe: thread/items/list lists the items of a thread's turns only, not
-// the items thread/inject_items added: a re-seed of a seeded thread (or of
+// Probe: thread/items/list (and the experimental thread/timeline/list) list
+// the items of a thread's turns only, not the items thread/inject_items
+// added: a re-seed of a seeded thread (or of
 // one the gateway's messages were appended to) carries the thread's own
 // turns and loses what was injected. (Fails once a release lists them; the
 // loss then ends by itself.)
@@ -431,5 +432,13 @@ func TestInjectedItemsAreNotListed(t *testing.T) {
 	if !strings.Contains(string(b), "SEEDED-TURN") || strings.Contains(string(b), "FIRST-QUESTION") || strings.Contains(string(b), "EMBEDDED-QUESTION") {
 		t.Fatalf("items of the seeded thread: %s; want its own turn only (Codex now lists injected items: "+
 			"a re-seed of a seeded thread keeps them, update the docs)", b)
+	}
+	// Nor does the experimental timeline, which lists the rollout in order.
+	var timeline json.RawMessage
+	if err := r.c.Call(testCtx(t, 30*time.Second), "thread/timeline/list", map[string]any{"threadId": seeded.ThreadID}, &timeline); err != nil {
+		t.Fatalf("thread/timeline/list: %v", err)
+	}
+	if !strings.Contains(string(timeline), "SEEDED-TURN") || strings.Contains(string(timeline), "FIRST-QUESTION") || strings.Contains(string(timeline), "EMBEDDED-QUESTION") {
+		t.Fatalf("timeline of the seeded thread: %s; want its own turn only (Codex now lists injected items there: re-seed from it)", timeline)
 	}
 }
