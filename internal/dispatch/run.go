@@ -153,7 +153,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 	if t.p.rebind {
 		binding = nil
 	}
-	t.toolsFingerprint = continueThread(&in, binding, t.req.GatewayTranscriptFields.Messages())
+	t.toolsFingerprint = continueThread(&in, binding, t.req.GatewayMessages())
 	return in
 }
 

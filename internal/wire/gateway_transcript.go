@@ -42,8 +42,8 @@ type GatewayMessage struct {
 	Text string `json:"text"`
 }
 
-// Messages returns the gateway's messages; none without a transcript.
-func (f GatewayTranscriptFields) Messages() []GatewayMessage {
+// GatewayMessages returns the gateway's messages; none without a transcript.
+func (f GatewayTranscriptFields) GatewayMessages() []GatewayMessage {
 	if f.GatewayTranscript == nil {
 		return nil
 	}
