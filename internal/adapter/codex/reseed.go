@@ -95,9 +95,11 @@ func HostToolsFingerprint(in adapter.TurnInput) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Seed is what a new thread was given before its first turn (Reseed).
+// Seed is what a turn's thread was given before the turn: a new thread's
+// (Reseed), or the gateway's messages appended to the resumed thread.
 type Seed struct {
-	// From is the thread whose conversation it continues; empty for none.
+	// From is the thread whose conversation it continues (the thread itself
+	// when the messages were appended to it); empty for none.
 	From string
 	// ThreadItems counts the Responses API items copied from From.
 	ThreadItems int
