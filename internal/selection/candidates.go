@@ -28,7 +28,6 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		best[i] = -1
 	}
 	targetAdmitted := false
-	noFacts := e.routes[0].mp == nil
 
 	cands := make([]wire.Candidate, len(e.order))
 	for k, hi := range e.order {
@@ -45,7 +44,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		case mode == modeImplicit && hi != target:
 			c.Reason = reasonOpenAIImplicit
 			continue
-		case mode == modePin && hi == target && noFacts:
+		case mode == modePin && hi == target:
 			c.Supported, c.Reason = true, reasonPinUnchecked
 			continue
 		}
@@ -105,6 +104,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			}
 		case modeImplicit:
 			switch {
+			case e.routes[ri].mp == nil && !e.judgingPin:
+				// The seed: "The openai/* prefix alone never selects Codex."
+				o.reason = wire.ReasonAutoOpenClaw
 			case !officialOpenAIRoute(e.routes[ri].mp):
 				o.reason = wire.ReasonAutoOpenClaw
 			case target < 0:
@@ -116,8 +118,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			}
 		case modeExplicit, modePin:
 			res := targetRes[ri]
-			if mode == modePin && e.routes[ri].mp == nil {
-				// A pin keeps ownership while route facts are still pending.
+			if mode == modePin {
+				// A pin is consulted only while route facts are pending, and
+				// then keeps ownership without a support check.
 				res = support{ok: true}
 			}
 			switch {
@@ -126,7 +129,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			case res.fallback:
 				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
 			default:
-				o.err = wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness, "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
+				// No scope: the refusal is about this provider and route; another
+				// model on the same harness may well be supported (DESIGN.md §5 rule 5).
+				o.err = wire.Errorf(wire.CodeHarnessUnsupported, "", "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
 			}
 		}
 	}

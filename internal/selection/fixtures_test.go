@@ -191,6 +191,18 @@ func pinned(id string) sopt {
 	return func(s *v1alpha1.AgentSession) { s.Status.AgentHarnessID = id }
 }
 
+// boundAt gives the session a native binding written in reset generation gen.
+func boundAt(gen int64) sopt {
+	return func(s *v1alpha1.AgentSession) {
+		s.Status.NativeBinding = &v1alpha1.NativeBinding{ThreadID: "t-1", Pod: "codex-0", Generation: gen}
+	}
+}
+
+// resetTo sets spec.resetGeneration (each /reset bumps it).
+func resetTo(gen int64) sopt {
+	return func(s *v1alpha1.AgentSession) { s.Spec.ResetGeneration = gen }
+}
+
 type aopt func(*wire.Attempt)
 
 // attempt is an attempt for agent main without route facts.

@@ -67,6 +67,19 @@ type PolicyKey struct {
 	Provider string
 	// Model is the model id without the provider prefix.
 	Model string
+
+	// wildcard is, for an unknown provider, the one provider the key's
+	// `provider/*` entries name (ResolvePolicy sets it).
+	wildcard string
+}
+
+// wildcardMatches reports whether a `provider/*` entry of provider applies.
+func (k PolicyKey) wildcardMatches(provider string) bool {
+	want := k.Provider
+	if want == "" {
+		want = k.wildcard
+	}
+	return want != "" && strings.EqualFold(provider, want)
 }
 
 // PolicyResolution is what runtime policy asks for, without route facts.
@@ -83,18 +96,25 @@ type PolicyResolution struct {
 	// MatchedPolicies are the policies with an entry for the key, the deciding
 	// policy first, then the others oldest first.
 	MatchedPolicies []string
+	// Provider is the provider taken from the deciding `provider/*` entry when
+	// the key's provider was empty (OpenClaw matches such an entry for an
+	// empty caller provider and reports the entry's provider); else empty.
+	Provider string
 }
 
-// Precedence levels of policy entries, highest first. Within agent entries and
-// model entries an exact `provider/model` ref beats a bare `model` ref, which
-// beats `provider/*`.
+// Precedence levels of policy entries, highest first, in OpenClaw's order
+// (resolveModelRuntimePolicy): model entries (the agent's own, then the
+// defaults: spec.agents[].models, then spec.models; an exact
+// `provider/model` ref before a bare `model` ref), then catalog rows, then
+// `provider/*` model entries (the agent's own, then the defaults), then the
+// provider-wide runtime.
 const (
 	levelAgentExact = iota
 	levelAgentBare
-	levelAgentWildcard
 	levelModelExact
 	levelModelBare
 	levelCatalog
+	levelAgentWildcard
 	levelProviderWildcard
 	levelProvider
 	levelNone
@@ -117,12 +137,14 @@ func levelSource(level int) v1alpha1.PolicySource {
 }
 
 // runtimeSourceOf maps a policy source to the decision's runtime source:
-// agent, model and catalog entries are model-scoped, the rest provider-scoped.
+// every model entry (agent, model, catalog, and `provider/*`, which OpenClaw
+// reports with source `model`) is model-scoped, the provider-wide runtime
+// provider-scoped.
 func runtimeSourceOf(src v1alpha1.PolicySource) v1alpha1.RuntimeSource {
 	switch src {
-	case v1alpha1.PolicySourceAgent, v1alpha1.PolicySourceModel, v1alpha1.PolicySourceCatalog:
+	case v1alpha1.PolicySourceAgent, v1alpha1.PolicySourceModel, v1alpha1.PolicySourceCatalog, v1alpha1.PolicySourceProviderWildcard:
 		return v1alpha1.RuntimeSourceModel
-	case v1alpha1.PolicySourceProviderWildcard, v1alpha1.PolicySourceProvider:
+	case v1alpha1.PolicySourceProvider:
 		return v1alpha1.RuntimeSourceProvider
 	}
 	return v1alpha1.RuntimeSourceImplicit
@@ -130,15 +152,21 @@ func runtimeSourceOf(src v1alpha1.PolicySource) v1alpha1.RuntimeSource {
 
 // ResolvePolicy merges the RuntimePolicies that select the session's namespace
 // for one key (DESIGN.md §3). Precedence: agent entry > exact model ref (then a
-// bare model ref) > catalog row > `provider/*` > provider-wide > auto. Two
+// bare model ref) > catalog row > agent `provider/*` > `provider/*` >
+// provider-wide > auto. Two
 // policies at the same level: the older wins (creationTimestamp, then name). A
 // Deny policy that governs the key enforces: the oldest such policy decides,
 // whatever the level of the other entries. With an unknown provider, a model
 // id that matches `provider/model` entries (or catalog rows) of two providers
-// yields no model-scoped policy at all; provider-scoped entries never match an
+// yields no model-scoped policy at all; a `provider/*` entry matches an
+// unknown provider when the wildcard entries for the key name one provider
+// only (Provider then reports it); provider-wide entries never match an
 // unknown provider. ResolvePolicy is pure and does not modify policies.
 func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyResolution {
 	modelScoped := key.Model != "" && (key.Provider != "" || !ambiguousModel(policies, key))
+	if key.Provider == "" {
+		key.wildcard = wildcardProvider(policies, key)
+	}
 
 	winner, deny := -1, -1
 	winnerLevel, winnerRuntime, denyRuntime := levelNone, "", ""
@@ -171,6 +199,9 @@ func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyReso
 	res.Runtime = winnerRuntime
 	res.Source = levelSource(winnerLevel)
 	res.Policy = policies[winner].Name
+	if key.Provider == "" && (winnerLevel == levelAgentWildcard || winnerLevel == levelProviderWildcard) {
+		res.Provider = key.wildcard
+	}
 
 	others := make([]*v1alpha1.RuntimePolicy, 0, matched-1)
 	for i, p := range policies {
@@ -244,8 +275,8 @@ func bestEntry(p *v1alpha1.RuntimePolicy, key PolicyKey, modelScoped bool) (int,
 
 // refLevel returns the level of a model ref for key, relative to base (the
 // exact level of agent or model entries), or levelNone when it does not match.
-// `provider/*` is provider-scoped: for top-level models it ranks below catalog
-// rows; inside an agent entry it stays an agent entry.
+// `provider/*` ranks below catalog rows, the agent's own above the top-level
+// ones (wildcardMatches says which provider it applies to).
 func refLevel(ref string, key PolicyKey, modelScoped bool, base int) int {
 	provider, model, hasProvider := strings.Cut(ref, "/")
 	if !hasProvider {
@@ -255,7 +286,7 @@ func refLevel(ref string, key PolicyKey, modelScoped bool, base int) int {
 		return levelNone
 	}
 	if model == "*" {
-		if key.Provider == "" || !strings.EqualFold(provider, key.Provider) {
+		if !key.wildcardMatches(provider) {
 			return levelNone
 		}
 		if base == levelAgentExact {
@@ -268,6 +299,49 @@ func refLevel(ref string, key PolicyKey, modelScoped bool, base int) int {
 		return base
 	}
 	return levelNone
+}
+
+// wildcardProvider is, for an unknown provider, the one provider that the
+// `provider/*` entries applying to the key name (the agent's and the
+// top-level ones), or empty when none or several do: OpenClaw takes the
+// provider from a lone match and treats matches of two providers as
+// ambiguous (no wildcard policy).
+func wildcardProvider(policies []*v1alpha1.RuntimePolicy, key PolicyKey) string {
+	found := ""
+	consider := func(ref string) bool {
+		provider, model, ok := strings.Cut(ref, "/")
+		if !ok || model != "*" {
+			return true
+		}
+		provider = NormalizeProvider(provider)
+		if found != "" && found != provider {
+			found = ""
+			return false
+		}
+		found = provider
+		return true
+	}
+	for _, p := range policies {
+		if p == nil {
+			continue
+		}
+		for i := range p.Spec.Agents {
+			if p.Spec.Agents[i].AgentID != key.AgentID {
+				continue
+			}
+			for _, m := range p.Spec.Agents[i].Models {
+				if !consider(m.Ref) {
+					return ""
+				}
+			}
+		}
+		for _, m := range p.Spec.Models {
+			if !consider(m.Ref) {
+				return ""
+			}
+		}
+	}
+	return found
 }
 
 // ambiguousModel reports whether, with an unknown provider, the model id

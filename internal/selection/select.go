@@ -61,12 +61,17 @@ type engine struct {
 	agentID  string
 	provider string
 	model    string
-	pin      string
+	pin      string // the ownership pin; empty once a reset made it stale
 	override string
-	views    []hview // in snapshot order
-	byID     []int   // view indices by harness id, then age
-	order    []int   // view indices by priority (highest first), then id, then age
-	routes   []route
+	pending  bool // the attempt carries no route facts (modelProvider/modelProviders)
+	// judgingPin makes a pending route count as the default official route
+	// for implicit codex while enforce asks whether auto could have chosen
+	// the pinned harness (the pin records a choice made with route facts).
+	judgingPin bool
+	views      []hview // in snapshot order
+	byID       []int   // view indices by harness id, then age
+	order      []int   // view indices by priority (highest first), then id, then age
+	routes     []route
 }
 
 // Select decides which runtime runs an attempt (DESIGN.md §5, issue 3). It is
@@ -95,7 +100,7 @@ func (e *engine) facts() {
 	if sess != nil {
 		e.agentID = sess.Spec.AgentID
 		e.provider, e.model = SplitModel("", sess.Spec.Model)
-		e.pin = sess.Status.AgentHarnessID
+		e.pin = SessionPin(sess)
 		e.override = string(sess.Spec.RuntimeOverride)
 	} else {
 		e.agentID = a.AgentID
@@ -142,6 +147,7 @@ func (e *engine) facts() {
 		e.routes = append(e.routes, newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
 	}
 	if len(e.routes) == 0 {
+		e.pending = true
 		e.routes = []route{{}}
 	}
 }
@@ -170,10 +176,18 @@ func (e *engine) lookup(id string) int {
 func (e *engine) decide() wire.Decision {
 	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
 	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies}
+	if pol.Provider != "" {
+		// A `provider/*` entry matched an unknown provider: the turn is for
+		// the entry's provider, as in OpenClaw.
+		e.provider = pol.Provider
+	}
 
-	// Precedence: session pin > session override > policy > auto.
+	// Precedence (DESIGN.md §5 rule 1; the seed: "A persisted session
+	// agentHarnessId keeps ownership of its native transcript while
+	// route/auth preparation is still pending"): the pin counts only while
+	// route facts are pending; with route facts it is not consulted.
 	switch {
-	case e.pin != "":
+	case e.pending && e.pin != "":
 		d.RequestedRuntime, d.RuntimeSource = e.pin, v1alpha1.RuntimeSourceSession
 	case e.override != "":
 		d.RequestedRuntime, d.RuntimeSource = e.override, v1alpha1.RuntimeSourceOverride
@@ -229,30 +243,38 @@ func (e *engine) autoMode() int {
 }
 
 // enforce checks the pin and the override against a Deny policy's runtime and
-// returns the OverrideDenied error with the source it is about. Under an
-// enforced `auto` a pin is accepted only when auto would select the pinned
-// harness itself (the pin then records auto's own choice); any override other
-// than `auto` contradicts it. Both are checked: a session that carries a
-// contradicting override fails even when its pin agrees.
+// returns the OverrideDenied error with the source it is about. The pin is
+// checked only while route facts are pending (with route facts it is not
+// consulted). Under an enforced `auto` a pin is accepted only when auto would
+// select the pinned harness itself on the route the pin was made for (the
+// default official route while facts are pending): the pin then records
+// auto's own choice. Any override other than `auto` contradicts it. Both are
+// checked: a session that carries a contradicting override fails even when
+// its pin agrees.
 func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Error) {
 	model := modelLabel(e.provider, e.model)
-	if e.pin != "" && e.pin != pol.Runtime {
+	if e.pending && e.pin != "" && e.pin != pol.Runtime {
 		contradicts := true
 		if pol.Runtime == string(v1alpha1.RuntimeAuto) {
+			e.judgingPin = true
 			_, outs := e.evaluate(e.autoMode(), -1)
+			e.judgingPin = false
 			h, _, err := combine(outs)
 			contradicts = err != nil || h < 0 || e.views[h].id != e.pin
 		}
 		if contradicts {
 			return v1alpha1.RuntimeSourceSession, wire.Errorf(wire.CodeOverrideDenied, "",
-				"Session is pinned to agent harness %q, but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. Reset the session to clear the pin.",
+				"Session is pinned to agent harness %q, but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. "+
+					"Reset the session (bump spec.resetGeneration; it clears the pin and the native thread), "+
+					"or send the attempt with its prepared route facts (modelProvider), which the pin does not govern.",
 				e.pin, pol.Policy, pol.Runtime, model)
 		}
 	}
 	if e.override != "" && e.override != pol.Runtime {
 		return v1alpha1.RuntimeSourceOverride, wire.Errorf(wire.CodeOverrideDenied, "",
-			"Runtime override %q contradicts RuntimePolicy %q (sessionOverrides: Deny), which requires runtime %q for %s.",
-			e.override, pol.Policy, pol.Runtime, model)
+			"Runtime override %q contradicts RuntimePolicy %q (sessionOverrides: Deny), which requires runtime %q for %s. "+
+				"Remove spec.runtimeOverride or set it to %q.",
+			e.override, pol.Policy, pol.Runtime, model, pol.Runtime)
 	}
 	return "", nil
 }

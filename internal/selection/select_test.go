@@ -123,7 +123,7 @@ func all(checks ...func(*testing.T, wire.Decision)) func(*testing.T, wire.Decisi
 
 func wantScope(code wire.ErrorCode) wire.Scope {
 	switch code {
-	case wire.CodeHarnessUnsupported, wire.CodeHarnessUnavailable, wire.CodeVersionBelowFloor, wire.CodeToolPolicyUnenforceable:
+	case wire.CodeHarnessUnavailable, wire.CodeVersionBelowFloor, wire.CodeToolPolicyUnenforceable:
 		return wire.ScopeHarness
 	}
 	return ""
@@ -369,11 +369,11 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: provider/* beats the provider-wide runtime",
+			name:    "OpenClaw resolveModelRuntimePolicy: a provider/* model entry beats the provider-wide runtime and reports source model",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("openai/*", "openclaw"), prov("openai", "codex"))},
 			a:       attempt("openai", gpt),
-			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name:    "DESIGN §3: the provider-wide runtime applies when nothing more specific matches",
@@ -396,11 +396,53 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: an agent's provider/* entry still beats a top-level exact ref",
+			name:    "OpenClaw resolveModelRuntimePolicy: an exact model entry beats an agent's provider/* entry",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "openai/*", "openclaw"), model(openaiGPT, "codex"))},
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: a catalog row beats an agent's provider/* entry",
+			hs:      codex,
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "openai/*", "openclaw"), prov("openai", "", row{gpt, "codex"}))},
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: an agent's provider/* entry beats a top-level provider/* entry and reports source model",
+			hs:      codex,
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "openai/*", "openclaw"), model("openai/*", "codex"))},
 			a:       attempt("openai", gpt),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
+			check: func(t *testing.T, d wire.Decision) {
+				if res := ResolvePolicy([]*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "openai/*", "openclaw"))},
+					PolicyKey{AgentID: "main", Provider: "openai", Model: gpt}); res.Source != v1alpha1.PolicySourceAgent {
+					t.Errorf("policy source = %q, want agent", res.Source)
+				}
+			},
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: a provider/* entry matches an empty caller provider and the turn takes the entry's provider",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("acme/*", "h1"))},
+			a:       attempt("", "m1"),
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			check: wantCand("h1", true, ""),
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: an agent's provider/* entry matches an empty caller provider",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "acme/*", "h1"))},
+			a:       attempt("", "m1"),
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: provider/* entries of two providers are ambiguous for an empty caller provider",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("acme/*", "h1"), model("other/*", "openclaw"))},
+			a:       attempt("", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "issue: a bare model id matching entries of two providers when the provider is unknown yields no model-scoped policy",
@@ -552,16 +594,33 @@ func denyCases() []selectCase {
 			sess: session(openaiGPT, override("openclaw")),
 			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
-			msg: `Runtime override "openclaw" contradicts RuntimePolicy "codex-only" (sessionOverrides: Deny), which requires runtime "codex" for openai/gpt-5.5.`,
+			msg: `Runtime override "openclaw" contradicts RuntimePolicy "codex-only" (sessionOverrides: Deny), which requires runtime "codex" for openai/gpt-5.5. Remove spec.runtimeOverride or set it to "codex".`,
 		},
 		{
-			name: "issue: a pin contradicting a Deny policy fails closed and the message says to reset the session",
+			name: "DESIGN §5 rule 1: while route facts are pending a pin contradicting a Deny policy fails closed, naming the remedies that work",
 			hs:   []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("other")),
 			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceSession,
-			msg: `Session is pinned to agent harness "other", but RuntimePolicy "codex-only" (sessionOverrides: Deny) requires runtime "codex" for openai/gpt-5.5. Reset the session to clear the pin.`,
+			msg: `Session is pinned to agent harness "other", but RuntimePolicy "codex-only" (sessionOverrides: Deny) requires runtime "codex" for openai/gpt-5.5. ` +
+				`Reset the session (bump spec.resetGeneration; it clears the pin and the native thread), or send the attempt with its prepared route facts (modelProvider), which the pin does not govern.`,
+		},
+		{
+			name:    "seed: once prepared facts exist the pin is not consulted, so a contradicting pin is no denial under Deny",
+			hs:      []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
+			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
+			sess:    session(openaiGPT, pinned("other")),
+			a:       attempt("", "", withRoute(codexRoute())),
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
+		},
+		{
+			name:    "DESIGN §5 rule 1: a reset (resetGeneration past the binding's generation) makes the pin stale: no denial, no pin",
+			hs:      []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
+			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
+			sess:    session(openaiGPT, pinned("other"), boundAt(0), resetTo(1)),
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name:    "DESIGN §3: an override that agrees with a Deny policy runs",
@@ -594,6 +653,31 @@ func denyCases() []selectCase {
 			sess:    session("acme/m1", pinned("h1")),
 			a:       &wire.Attempt{},
 			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+		},
+		{
+			name:    "decision: under an enforced auto a codex pin (auto's own choice on the official route) is kept while route facts are pending",
+			hs:      codex,
+			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, prov("openai", "auto"), deny())},
+			sess:    session(openaiGPT, pinned("codex")),
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+		},
+		{
+			name:    "seed: a persisted agentHarnessId keeps ownership while route preparation is pending (policy changed to openclaw)",
+			hs:      codex,
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
+			sess:    session(openaiGPT, pinned("codex")),
+			a:       &wire.Attempt{},
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
+			check: wantCand("codex", true, reasonPinUnchecked),
+		},
+		{
+			name:    "seed: Configured runtime policy remains authoritative once prepared facts exist (policy changed to openclaw)",
+			hs:      codex,
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
+			sess:    session(openaiGPT, pinned("codex")),
+			a:       attempt("", "", withRoute(codexRoute())),
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
 			name: "decision: under an enforced auto a pin that auto would not select is OverrideDenied",
@@ -868,11 +952,24 @@ func implicitCases() []selectCase {
 	}
 	return []selectCase{
 		{
-			name:    "DESIGN §5 rule 2: an openai attempt without route facts means the default official route: implicit codex",
+			name:    "seed: The openai/* prefix alone never selects Codex (no route facts, no pin: openclaw)",
 			hs:      codex,
 			a:       attempt("openai", gpt),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+		},
+		{
+			name:    "DESIGN §5 rule 2: an openai attempt on the official route with codex compatible is implicit codex",
+			hs:      codex,
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantRef("agents", "codex"),
+		},
+		{
+			name:    "DESIGN §5 rule 2: explicit runtimes treat an attempt without route facts as the default official route",
+			hs:      codex,
+			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
+			a:       attempt("openai", gpt),
+			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		official(apiPlatform, "https://api.openai.com"),
 		official(apiPlatform, "https://api.openai.com/"),
@@ -918,13 +1015,13 @@ func implicitCases() []selectCase {
 		},
 		{
 			name:    "issue: implicit codex that is not registered falls back to openclaw",
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "issue: implicit codex that does not support the route falls back to openclaw",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"codex"}}))},
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
@@ -937,14 +1034,14 @@ func implicitCases() []selectCase {
 		{
 			name: "DESIGN §5 rule 3: implicit codex below the floor fails closed: a claimed route never degrades",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex 0.148.2 is older than 0.149.0"))},
-			a:    attempt("openai", gpt),
+			a:    attempt("openai", gpt, withRoute(codexRoute())),
 			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex 0.148.2 is older than 0.149.0",
 		},
 		{
 			name: "DESIGN §5 rule 3: implicit codex that is unavailable is HarnessUnavailable, never a fallback",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionUnknown, "HandshakePending", ""))},
-			a:    attempt("openai", gpt),
+			a:    attempt("openai", gpt, withRoute(codexRoute())),
 			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
 			msg: `Agent harness "codex" is unavailable: VersionSupported is Unknown (HandshakePending). Retry later.`,
 		},
@@ -954,34 +1051,34 @@ func implicitCases() []selectCase {
 				harness("codex"),
 				harness("big", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"openai"}, Priority: ptr.To[int32](900), RoutePolicy: v1alpha1.RoutePolicyAny})),
 			},
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("big", false, reasonOpenAIImplicit),
 		},
 		{
 			name:    "issue: for provider openai auto asks no plugin even when codex is not registered",
 			hs:      []*v1alpha1.AgentHarness{harness("big", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"openai"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "decision: implicit codex respects autoSelection ExplicitOnly",
 			hs:      []*v1alpha1.AgentHarness{harness("codex", autoSel(v1alpha1.AutoSelectionExplicitOnly))},
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnsupportedOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("codex", false, reasonExplicitOnly),
 		},
 		{
 			name:    "DESIGN §3: implicit Codex means the harness whose harnessId is codex, not any codex-app-server harness",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool")},
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name:    "DESIGN §5 rule 2: implicit codex selected under a policy entry of auto has runtime source implicit",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
-			a:       attempt("openai", gpt),
+			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
@@ -1110,11 +1207,25 @@ func explicitCases() []selectCase {
 			check: wantCand("h1", true, reasonPinUnchecked),
 		},
 		{
-			name: "seed: once prepared facts exist, the pinned harness must support them or the run fails closed",
+			name:    "seed: once prepared facts exist the pin is not consulted: policy/auto decide (auto finds no supporter: openclaw)",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			sess:    session("other/m1", pinned("h1")),
+			a:       &wire.Attempt{ModelProvider: &wire.ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: wire.TransportOverridesNone}},
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+		},
+		{
+			name: "seed: once prepared facts exist, the selected harness must support them or the run fails closed",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5)},
-			sess: session("other/m1", pinned("h1")),
+			sess: session("other/m1", pinned("h1"), override("h1")),
 			a:    &wire.Attempt{ModelProvider: &wire.ModelProvider{API: "x", BaseURL: "https://x.example", RequestTransportOverrides: wire.TransportOverridesNone}},
-			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
+		},
+		{
+			name:    "DESIGN §5 rule 1: with route facts the session override beats the pin",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5), acme("h2", 1, written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
+			sess:    session("acme/m1", pinned("h1"), override("h2")),
+			a:       attempt("", "", withRoute(acmeRoute(func(m *wire.ModelProvider) { m.RequestTransportOverrides = wire.TransportOverridesNone }))),
+			runtime: "h2", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
 			name: "seed: Explicit selection does not make an incompatible route compatible",
@@ -1430,11 +1541,11 @@ func retrySetCases() []selectCase {
 			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name: "seed: one undeclared candidate makes native compatibility empty (a pinned set)",
+			name: "seed: one undeclared candidate makes native compatibility empty (an explicit set)",
 			hs:   codex,
-			sess: session(openaiGPT, pinned("codex")),
+			sess: session(openaiGPT, pinned("codex"), override("codex")),
 			a:    &wire.Attempt{ModelProviders: []wire.ModelProvider{codexRoute(), rt(apiChatGPT, chatgptURL)}},
-			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceSession,
+			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
 		},
 	}
 }
@@ -1505,7 +1616,7 @@ func toolPolicyCases() []selectCase {
 		{
 			name: "DESIGN §5 rule 6: implicit codex is gated too",
 			hs:   labelled,
-			a:    attempt("openai", gpt, tools(denyExec)),
+			a:    attempt("openai", gpt, tools(denyExec), withRoute(codexRoute())),
 			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{

@@ -51,7 +51,7 @@ func validateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) *wire.
 	if am != "" && !strings.EqualFold(am, sm) {
 		mismatch("modelId", a.ModelID, "spec.model", sess.Spec.Model)
 	}
-	if strings.TrimSpace(a.AgentHarnessID) != "" && NormalizeRuntimeID(a.AgentHarnessID) != NormalizeRuntimeID(sess.Status.AgentHarnessID) {
+	if strings.TrimSpace(a.AgentHarnessID) != "" && NormalizeRuntimeID(a.AgentHarnessID) != NormalizeRuntimeID(SessionPin(sess)) {
 		mismatch("agentHarnessId", a.AgentHarnessID, "status.agentHarnessId", sess.Status.AgentHarnessID)
 	}
 	if strings.TrimSpace(a.AgentHarnessRuntimeOverride) != "" &&
@@ -63,6 +63,18 @@ func validateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) *wire.
 	}
 	return wire.Errorf(wire.CodeSessionMismatch, "", "The attempt contradicts AgentSession %s/%s: %s.",
 		sess.Namespace, sess.Name, strings.Join(problems, "; "))
+}
+
+// SessionPin is the session's ownership pin (status.agentHarnessId) that a
+// decision honours, or empty when a reset made it stale: the pin is written with the native binding of
+// the generation it ran in, and a reset (spec.resetGeneration bumped past
+// the binding's generation) clears both — the dispatcher removes them at the
+// session's next turn, and until then no decision honours them.
+func SessionPin(sess *v1alpha1.AgentSession) string {
+	if b := sess.Status.NativeBinding; b != nil && b.Generation != sess.Spec.ResetGeneration {
+		return ""
+	}
+	return sess.Status.AgentHarnessID
 }
 
 // sameRoute reports whether two routes carry the same facts.
