@@ -133,15 +133,27 @@ func (t *runningTurn) settlePlace() {
 	if old == nil || old.HarnessName == "" || (old.HarnessNamespace == t.p.harness.Namespace && old.Pod == t.p.server.Name) {
 		return
 	}
-	key := old.HarnessNamespace + "/" + old.Pod
-	if err := t.e.store.Unreserve(context.WithoutCancel(t.e.ctx), key, t.session); err != nil {
-		t.e.log.Error(err, "give back the place on the pod the session left", "server", key, "session", t.session)
+	// Another pod of the same harness: the namespace place stays.
+	sameHarness := old.HarnessNamespace == t.p.harness.Namespace && old.HarnessName == t.p.harness.Name
+	t.e.leavePlaces(t.session, t.sess.Namespace, old, sameHarness)
+}
+
+// leavePlaces gives back the places a session held through binding b: its
+// place on b's pod and, unless keepTenant, its namespace's place on b's
+// harness. A binding written before bindings named their harness holds none.
+func (e *Engine) leavePlaces(session, namespace string, b *v1alpha1.NativeBinding, keepTenant bool) {
+	if b.HarnessName == "" {
+		return
 	}
-	if old.HarnessNamespace == t.p.harness.Namespace && old.HarnessName == t.p.harness.Name {
-		return // another pod of the same harness: the namespace place stays
+	key := b.HarnessNamespace + "/" + b.Pod
+	if err := e.store.Unreserve(context.WithoutCancel(e.ctx), key, session); err != nil {
+		e.log.Error(err, "give back the place on the pod the session left", "server", key, "session", session)
 	}
-	tenant := tenantKey(old.HarnessNamespace, old.HarnessName, t.sess.Namespace)
-	if err := t.e.store.Unreserve(context.WithoutCancel(t.e.ctx), tenant, t.session); err != nil {
-		t.e.log.Error(err, "give back the namespace place on the harness the session left", "place", tenant, "session", t.session)
+	if keepTenant {
+		return
+	}
+	tenant := tenantKey(b.HarnessNamespace, b.HarnessName, namespace)
+	if err := e.store.Unreserve(context.WithoutCancel(e.ctx), tenant, session); err != nil {
+		e.log.Error(err, "give back the namespace place on the harness the session left", "place", tenant, "session", session)
 	}
 }

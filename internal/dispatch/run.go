@@ -72,7 +72,6 @@ func (t *runningTurn) execute() {
 				res, terr = nil, wire.Errorf(wire.CodeHarnessUnavailable, "", "the dispatcher failed while running the turn (an internal error, logged)").Touched(false)
 			}
 		}()
-		t.resetTranscript()
 		res, terr = t.drive(t.input())
 	}()
 	t.finish(res, terr)
@@ -101,16 +100,6 @@ func (t *runningTurn) deadline() time.Time {
 		timeout = time.Duration(t.req.TimeoutMs) * time.Millisecond
 	}
 	return t.started.Add(timeout)
-}
-
-// resetTranscript writes the transcript's reset marker when the turn
-// starts a new thread after a reset.
-func (t *runningTurn) resetTranscript() {
-	if t.p.rebind && t.sess.Status.NativeBinding != nil {
-		if err := t.e.store.ResetTranscript(t.session, t.sess.Spec.ResetGeneration); err != nil {
-			t.e.log.Error(err, "transcript reset marker failed", "session", t.session)
-		}
-	}
 }
 
 // markActive applies status.activeTurn once the native turn started, with

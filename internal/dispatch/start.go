@@ -137,6 +137,9 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	if err := validateAgainstSession(ns, sess, req); err != nil {
 		return nil, nil, err
 	}
+	if terr := e.clearReset(ctx, sess); terr != nil {
+		return nil, nil, terr
+	}
 	if terr := checkGatewayTranscript(sess, e.current(sess).LastTurn, req.GatewayTranscriptFields); terr != nil {
 		recordRefused(labelsOf(ns, wire.Decision{}), terr.Code)
 		return nil, nil, terr

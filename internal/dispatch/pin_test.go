@@ -1,0 +1,114 @@
+package dispatch
+
+import (
+	"encoding/json"
+	"errors"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// The ownership pin (status.agentHarnessId) against a policy that changed:
+// the seed keeps it "while route/auth preparation is still pending", and
+// "once prepared facts exist" policy decides; a reset clears it. The session's
+// provider is `codex` (a provider the Codex adapter supports natively), so
+// the suite's openai-only Deny policy does not govern it and this spec's own
+// policy can change.
+var _ = Describe("Ownership pin", Ordered, func() {
+	var (
+		ns  string
+		pol *v1alpha1.RuntimePolicy
+	)
+	const model = "codex/stub-model"
+	BeforeAll(func() {
+		ns = newNamespace()
+		registerCodex(ns, codexSrv.URL, true)
+		pol = &v1alpha1.RuntimePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-codex"},
+			Spec: v1alpha1.RuntimePolicySpec{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				Providers:         []v1alpha1.ProviderRuntimePolicy{{Provider: "codex", Runtime: "codex"}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, pol)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pol))).To(Succeed()) })
+	})
+
+	// routeFacts is a prepared route of provider codex: with it the pin is
+	// not consulted.
+	withRouteFacts := func(req *wire.TurnRequest) *wire.TurnRequest {
+		req.ModelProvider = &wire.ModelProvider{API: "openai-responses", BaseURL: "https://api.openai.com/v1",
+			RequestTransportOverrides: wire.TransportOverridesNone,
+			RuntimePolicy:             &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}}
+		return req
+	}
+	decisionOf := func(evs []event) wire.Decision {
+		GinkgoHelper()
+		raw := lastOf(evs, wire.EventSelected)
+		Expect(raw).NotTo(BeNil(), "no selected event in %v", types(evs))
+		var d wire.Decision
+		Expect(json.Unmarshal(raw, &d)).To(Succeed())
+		return d
+	}
+
+	It("keeps a pinned session on its harness while route facts are pending, and follows the changed policy once they exist", func() {
+		newSession(ns, "pinned", model)
+		stub.When("pin-1", stubmodel.Text("first on codex"))
+		evs, err := turn(ns, "pinned", textReq("run-pin1", "pin-1 hello"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resultOf(evs).AgentHarnessID).To(Equal("codex"))
+		Expect(getSession(ns, "pinned").Status.AgentHarnessID).To(Equal("codex"), "the turn pinned the session")
+
+		// The policy changes to the embedded runtime.
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+		pol.Spec.Providers[0].Runtime = v1alpha1.RuntimeOpenClaw
+		Expect(k8sClient.Update(ctx, pol)).To(Succeed())
+
+		By("an attempt without route facts runs on the pinned harness")
+		stub.When("pin-2", stubmodel.Text("still on codex"))
+		evs, err = turn(ns, "pinned", textReq("run-pin2", "pin-2 again"))
+		Expect(err).NotTo(HaveOccurred())
+		d := decisionOf(evs)
+		Expect(d.Runtime).To(Equal("codex"))
+		Expect(d.RuntimeSource).To(Equal(v1alpha1.RuntimeSourceSession))
+		Expect(resultOf(evs).AssistantTexts).To(Equal([]string{"still on codex"}))
+
+		By("the same attempt with route facts follows the policy")
+		before := len(stub.Requests())
+		evs, err = turn(ns, "pinned", withRouteFacts(textReq("run-pin3", "pin-2 again")))
+		var te *wire.Error
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(wire.CodeEmbeddedRuntimeSelected))
+		d = decisionOf(evs)
+		Expect(d.Runtime).To(Equal(string(v1alpha1.RuntimeOpenClaw)))
+		Expect(d.Reason).To(Equal(wire.ReasonForcedOpenClaw))
+		Expect(d.RuntimeSource).To(Equal(v1alpha1.RuntimeSourceProvider))
+		Expect(stub.Requests()).To(HaveLen(before), "nothing reached the model")
+		Expect(getSession(ns, "pinned").Status.AgentHarnessID).To(Equal("codex"), "a turn decided for openclaw leaves the pin")
+	})
+
+	It("clears the pin and the native binding on a reset, so the next attempt follows the policy", func() {
+		s := getSession(ns, "pinned")
+		Expect(s.Status.NativeBinding).NotTo(BeNil())
+		s.Spec.ResetGeneration++
+		Expect(k8sClient.Update(ctx, s)).To(Succeed())
+
+		evs, err := turn(ns, "pinned", textReq("run-pin4", "pin-4 after the reset"))
+		var te *wire.Error
+		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
+		Expect(te.Code).To(Equal(wire.CodeEmbeddedRuntimeSelected), "no pin: the policy's openclaw decides")
+		Expect(decisionOf(evs).RuntimeSource).To(Equal(v1alpha1.RuntimeSourceProvider))
+
+		s = getSession(ns, "pinned")
+		Expect(s.Status.AgentHarnessID).To(BeEmpty(), "the reset cleared the pin")
+		Expect(s.Status.NativeBinding).To(BeNil(), "the reset cleared the native binding")
+		Expect(s.Status.Counters).NotTo(BeNil(), "the rest of the dispatcher's status stays")
+		Expect(transcript(ns, "pinned")).To(ContainSubstring(`{"type":"reset","generation":1`))
+	})
+})
