@@ -201,7 +201,7 @@ func reconcileReadiness(s *scope) {
 				selection.NormalizeRuntimeID(string(spec.RuntimeOverride)), s.resolution.Policy, s.resolution.Runtime, spec.Model))
 		return
 	}
-	if s.resolution.Enforced && s.session.Status.AgentHarnessID != "" {
+	if s.resolution.Enforced && selection.SessionPin(s.session) != "" {
 		d := selection.Select(s.snap, &wire.Attempt{})
 		if d.Error != nil && d.Error.Code == wire.CodeOverrideDenied && d.RuntimeSource == harnessv1alpha1.RuntimeSourceSession {
 			s.setCondition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, harnessv1alpha1.SessionReasonOverrideDenied,

@@ -257,7 +257,16 @@ var _ = Describe("AgentSession controller", func() {
 		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched Ready=False/OverrideDenied"))
 		c = meta.FindStatusCondition(getSession(denied).Status.Conditions, harnessv1alpha1.SessionConditionReady)
 		Expect(c.Message).To(ContainSubstring("other-harness"))
+		Expect(c.Message).To(ContainSubstring("Reset the session (bump spec.resetGeneration"), "the message names the remedy that works")
 		Expect(getSession(denied).Status.AgentHarnessID).To(Equal("other-harness"))
+
+		By("a reset makes the pin stale at once: no denial, before the dispatcher's next turn clears it")
+		dispatcherApply(denied, map[string]any{"agentHarnessId": "other-harness",
+			"nativeBinding": map[string]any{"threadId": "t-1", "pod": "external", "generation": int64(0)}})
+		cur = getSession(denied)
+		cur.Spec.ResetGeneration = 1
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
 	})
 
 	It("never writes the dispatcher's fields: they survive the manager's server-side apply", func() {
