@@ -92,7 +92,15 @@ func TestExplainGolden(t *testing.T) {
 			wantExit: 0,
 		},
 		{
-			name:     "openai-without-policy-is-implicit-codex",
+			name: "openai-official-route-without-policy-is-implicit-codex",
+			args: []string{"explain", "--offline", "-f", testdata + "/harness-only.yaml", "-n", "agents", "--attempt", "-"},
+			stdin: `{"agentId":"main","provider":"openai","modelId":"gpt-5.5","modelProvider":{"api":"openai-responses",` +
+				`"baseUrl":"https://api.openai.com/v1","requestTransportOverrides":"none","runtimePolicy":{"compatibleIds":["codex"]}}}`,
+			wantExit: 0,
+		},
+		{
+			// The seed: "The openai/* prefix alone never selects Codex."
+			name:     "openai-without-route-facts-is-openclaw",
 			args:     []string{"explain", "--offline", "-f", testdata + "/harness-only.yaml", "-n", "agents", "--attempt", "-"},
 			stdin:    `{"agentId":"main","provider":"openai","modelId":"gpt-5.5"}`,
 			wantExit: 0,

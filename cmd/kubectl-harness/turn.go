@@ -26,6 +26,7 @@ type turnOptions struct {
 	prompt     string
 	runID      string
 	model      string
+	routeFacts string
 	native     nativeFlags
 }
 
@@ -71,6 +72,14 @@ it at once with no answers, so the turn goes on. Each request's resolution is
 shown; an answer refused because the request was resolved first (409) or is
 no longer pending (404) is reported and the turn goes on.
 
+Route facts: for provider openai the turn carries OpenAI's official Platform
+Responses route (api openai-responses, https://api.openai.com/v1, no request
+overrides, codex compatible), the route an OpenClaw gateway prepares for a
+default openai provider; other providers get none. With route facts the
+session's pin is not consulted: policy (or auto) decides and the harness must
+support the route. --route-facts none sends none: the attempt is pending and a
+pinned session stays on its harness.
+
 Exit codes: 0 the turn completed (terminal ok), 3 a fail-closed decision, an
 error event or a terminal other than ok (aborted, timeout, failed), 2 bad input
 (an unknown session, a malformed flag), 1 other failures.`,
@@ -86,6 +95,7 @@ error event or a terminal other than ok (aborted, timeout, failed), 2 bad input
 	f.StringVar(&o.prompt, "prompt", "", "The user's text (required).")
 	f.StringVar(&o.runID, "run-id", "", "The turn's runId (default: a fresh one); repeating one resumes that run.")
 	f.StringVar(&o.model, "model", "", "provider/model for this turn (default: the session's spec.model).")
+	addRouteFactsFlag(f, &o.routeFacts)
 	o.native.add(f)
 	return cmd
 }
@@ -114,6 +124,9 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdin io.Reader, s
 	if strings.TrimSpace(o.prompt) == "" {
 		return badInput(errors.New("--prompt is required"))
 	}
+	if _, err := routeFacts(o.routeFacts, ""); err != nil {
+		return err
+	}
 	nativeOpts, err := o.native.options()
 	if err != nil {
 		return err
@@ -138,10 +151,14 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdin io.Reader, s
 	if !ok {
 		return badInput(fmt.Errorf("model %q: want provider/model", model))
 	}
+	route, err := routeFacts(o.routeFacts, provider)
+	if err != nil {
+		return err
+	}
 	req := wire.TurnRequest{
 		Attempt: wire.Attempt{
 			RunID: o.runID, AgentID: sess.Spec.AgentID, SessionKey: sess.Spec.SessionKey, SessionID: sess.Spec.SessionID,
-			Provider: provider, ModelID: modelID,
+			Provider: provider, ModelID: modelID, ModelProvider: route,
 		},
 		Prompt:              o.prompt,
 		NativeActionOptions: nativeOpts,

@@ -44,6 +44,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		case mode == modeImplicit && hi != target:
 			c.Reason = reasonOpenAIImplicit
 			continue
+		case mode == modeImplicit && e.pending && !e.judgingPin:
+			c.Reason = reasonNoRouteFacts // not asked, as in OpenClaw
+			continue
 		case mode == modePin && hi == target:
 			c.Supported, c.Reason = true, reasonPinUnchecked
 			continue

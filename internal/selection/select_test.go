@@ -956,6 +956,7 @@ func implicitCases() []selectCase {
 			hs:      codex,
 			a:       attempt("openai", gpt),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: wantCand("codex", false, reasonNoRouteFacts),
 		},
 		{
 			name:    "DESIGN §5 rule 2: an openai attempt on the official route with codex compatible is implicit codex",

@@ -29,6 +29,7 @@ const (
 	reasonAuthAPIKey         = "prepared auth does not satisfy the api-key requirement"
 	reasonAuthUnknown        = "unknown prepared auth requirement"
 	reasonPinUnchecked       = "support not checked: session pin without route facts"
+	reasonNoRouteFacts       = "no route facts: the openai/* prefix alone never selects implicit codex"
 )
 
 // hview is one visible AgentHarness with its effective declarations.
