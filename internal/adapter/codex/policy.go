@@ -222,7 +222,7 @@ func SafeDenyConfig(model string, cat *ModelCatalog, safeDenied []string) (map[s
 		}
 	}
 	if len(stuck) > 0 {
-		return nil, unenforceable(fmt.Sprintf("safe-denied tools cannot be denied on Codex's native surface for model %q: %s",
+		return nil, unenforceableForModel(fmt.Sprintf("safe-denied tools cannot be denied on Codex's native surface for model %q: %s",
 			model, strings.Join(stuck, ", ")))
 	}
 	if len(cfg) == 0 {
@@ -231,7 +231,15 @@ func SafeDenyConfig(model string, cat *ModelCatalog, safeDenied []string) (map[s
 	return cfg, nil
 }
 
-// unenforceable is the fail-closed error of DESIGN.md §5 rule 6.
+// unenforceable is the fail-closed error of DESIGN.md §5 rule 6 for a
+// refusal any model on Codex would get: scope harness (rule 5).
 func unenforceable(msg string) *wire.Error {
 	return wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness, "%s", msg)
+}
+
+// unenforceableForModel is the same refusal when it depends on the model
+// (Codex's catalog models keep native tools that others do not): no scope,
+// because another model on Codex may run the turn (DESIGN.md §5 rule 5).
+func unenforceableForModel(msg string) *wire.Error {
+	return wire.Errorf(wire.CodeToolPolicyUnenforceable, "", "%s", msg)
 }

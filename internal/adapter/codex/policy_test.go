@@ -104,8 +104,11 @@ func TestRestrictedCatalogModelFailsClosed(t *testing.T) {
 		mutate(&in)
 		_, err := Start(testCtx(t, 30*time.Second), r.c, in, adapter.Hooks{})
 		var se *wire.Error
-		if !errors.As(err, &se) || se.Code != wire.CodeToolPolicyUnenforceable || se.Scope != wire.ScopeHarness || se.Retryable {
-			t.Fatalf("case %d: err %v, want a ToolPolicyUnenforceable selection error", i, err)
+		// No scope: the refusal is about the model (a model Codex does not
+		// know runs the same turn), so a fallback chain must not skip every
+		// candidate on Codex (DESIGN.md §5 rule 5, the seed's harness scope).
+		if !errors.As(err, &se) || se.Code != wire.CodeToolPolicyUnenforceable || se.Scope != "" || se.Retryable {
+			t.Fatalf("case %d: err %v, want an unscoped ToolPolicyUnenforceable selection error", i, err)
 		}
 		t.Logf("case %d: %v", i, err)
 	}

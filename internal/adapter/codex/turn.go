@@ -193,7 +193,7 @@ func Start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 	switch {
 	case restricted:
 		if ok, reason := CanIsolate(in.Model, cat); !ok {
-			return nil, unenforceable("restricted turn cannot run on Codex: " + reason +
+			return nil, unenforceableForModel("restricted turn cannot run on Codex: " + reason +
 				"; run it on another runtime or use a model Codex does not know")
 		}
 		t.config = IsolationConfig()
