@@ -3,6 +3,10 @@ package dispatch
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
@@ -12,7 +16,7 @@ import (
 // (status.agentHarnessId) and the binding go together (DESIGN.md §5 rule 1;
 // the seed keeps a persisted agentHarnessId only for the native transcript
 // it owns). Every decision ignores a stale pin at once
-// (selection.SessionPin); the dispatcher, which owns both fields (its field
+// (selection.SessionPin); the dispatcher, which writes both fields (its field
 // manager applies them, the manager never writes them), removes them under
 // the session's lease when the session's next turn starts, whatever runtime
 // that turn is then decided for.
@@ -27,14 +31,20 @@ func (e *Engine) clearReset(ctx context.Context, sess *v1alpha1.AgentSession) *w
 	if old == nil || old.Generation == sess.Spec.ResetGeneration {
 		return nil
 	}
-	st := dispatcherPart(&sess.Status)
-	st.AgentHarnessID, st.NativeBinding = "", nil
-	// Server-side apply of the dispatcher's whole part without the two
-	// fields removes them: its field manager owns them (endStatus wrote them).
-	if err := e.apply(ctx, sess, st); err != nil {
+	// A merge patch with nulls removes both fields whoever else owns part of
+	// them: a server-side apply that leaves them out would remove only what
+	// the dispatcher's field manager owns, and a field another writer touched
+	// (a hand-edited binding) would survive as a half binding the schema
+	// refuses.
+	patch := client.RawPatch(k8stypes.MergePatchType, []byte(`{"status":{"agentHarnessId":null,"nativeBinding":null}}`))
+	target := &v1alpha1.AgentSession{ObjectMeta: metav1.ObjectMeta{Namespace: sess.Namespace, Name: sess.Name}}
+	if err := e.writer.Status().Patch(ctx, target, patch, client.FieldOwner(e.opts.FieldManager)); err != nil {
 		return wire.Errorf(wire.CodeHarnessUnavailable, "", "clear the ownership pin and native binding of reset AgentSession %s/%s: %v",
 			sess.Namespace, sess.Name, err)
 	}
+	st := dispatcherPart(&sess.Status)
+	st.AgentHarnessID, st.NativeBinding = "", nil
+	e.remember(sess.UID, st)
 	st.into(&sess.Status)
 	session := SessionKey(sess)
 	if err := e.store.ResetTranscript(session, sess.Spec.ResetGeneration); err != nil {

@@ -98,13 +98,19 @@ func (e *Engine) apply(ctx context.Context, sess *v1alpha1.AgentSession, st *dis
 		client.FieldOwner(e.opts.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("dispatch: apply status of AgentSession %s/%s: %w", ns, name, err)
 	}
+	e.remember(sess.UID, st)
+	return nil
+}
+
+// remember records st as the dispatcher's part of the status of the session
+// with UID uid, as last written.
+func (e *Engine) remember(uid k8stypes.UID, st *dispatcherStatus) {
 	e.status.mu.Lock()
 	if e.status.applied == nil {
 		e.status.applied = map[k8stypes.UID]*dispatcherStatus{}
 	}
-	e.status.applied[sess.UID] = st
+	e.status.applied[uid] = st
 	e.status.mu.Unlock()
-	return nil
 }
 
 // forget drops what the engine remembers of the session with UID uid (its
