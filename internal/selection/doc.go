@@ -8,14 +8,19 @@
 //
 //  1. The session is authoritative: an attempt that contradicts it is a
 //     SessionMismatch, decided before anything else.
-//  2. Runtime id: session pin > session override > policy (ResolvePolicy:
-//     agent entry > exact model ref > catalog row > provider/* > provider-wide,
-//     oldest policy wins a conflict, a Deny policy enforces) > auto. A pin or
-//     override that contradicts a Deny policy is OverrideDenied.
+//  2. Runtime id. Without route facts (pending): session pin > session
+//     override > policy > auto, the pin used without a support check. With
+//     route facts the pin is not consulted: override > policy > auto.
+//     Policy is ResolvePolicy (OpenClaw's order: model entries > catalog row
+//     > provider/* entries > provider-wide; oldest policy wins a conflict, a
+//     Deny policy enforces). A pin (while pending) or override that
+//     contradicts a Deny policy is OverrideDenied. A pin made stale by a
+//     reset (SessionPin) counts as none.
 //  3. The id decides the mode: `openclaw` is forced_openclaw; a CLI backend
 //     alias for the provider passes through to openclaw; `auto` asks every
 //     admitted harness (for provider openai: implicit codex on the official
-//     Responses routes only); any other id must be a registered harness.
+//     Responses routes only, never without route facts); any other id must
+//     be a registered harness.
 //  4. Each route of the attempt is decided on its own against the harness's
 //     support facts (provider, request-transport overrides, route policy,
 //     prepared auth; an omitted support block means AdapterDefaults). An
@@ -28,7 +33,9 @@
 //     never a fallback).
 //
 // Every visible harness appears among the candidates with its support result.
-// Harness-local preflight errors carry scope `harness`.
+// Only errors every model on the harness would get carry scope `harness`
+// (below the floor, tool policy without Exact, unavailable); a route or
+// provider the harness does not support (HarnessUnsupported) carries none.
 //
 // The attempt and the decision are shapes of the dispatcher API: their types
 // (wire.Attempt, wire.Decision, wire.Error) are package wire's; this package
