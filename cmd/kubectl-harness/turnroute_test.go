@@ -47,7 +47,7 @@ func TestTurnSendsTheRouteFactsItMeans(t *testing.T) {
 			}
 		})
 	}
-	_, err := routeFacts("offical", "openai")
+	_, err := routeFacts("officiel", "openai")
 	var bad *exitError
 	if !errors.As(err, &bad) || bad.code != exitBadInput {
 		t.Errorf("a misspelt --route-facts: %v, want bad input (exit 2)", err)
