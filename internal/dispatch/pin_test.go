@@ -112,3 +112,52 @@ var _ = Describe("Ownership pin", Ordered, func() {
 		Expect(transcript(ns, "pinned")).To(ContainSubstring(`{"type":"reset","generation":1`))
 	})
 })
+
+var _ = Describe("A session the policy moves to another harness", func() {
+	It("starts a thread on the new harness instead of resuming the other harness's thread there", func() {
+		ns := newNamespace()
+		registerCodex(ns, codexSrv.URL, true) // also the token Secret codex-token
+		other := startServer("127.0.0.15", "", 0)
+		DeferCleanup(other.Kill)
+		second := &v1alpha1.AgentHarness{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "codex-b"},
+			Spec: v1alpha1.AgentHarnessSpec{HarnessID: "codex-b", Adapter: v1alpha1.AdapterCodexAppServer,
+				External: &v1alpha1.ExternalServer{URL: other.URL, TokenSecretRef: v1alpha1.SecretKeyReference{Name: "codex-token", Key: "token"}}},
+		}
+		Expect(k8sClient.Create(ctx, second)).To(Succeed())
+		waitHarness(second, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
+		pol := &v1alpha1.RuntimePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: ns + "-codex"},
+			Spec: v1alpha1.RuntimePolicySpec{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				Providers:         []v1alpha1.ProviderRuntimePolicy{{Provider: "codex", Runtime: "codex"}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, pol)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pol))).To(Succeed()) })
+
+		newSession(ns, "moving", "codex/stub-model")
+		stub.When("move-1", stubmodel.Text("on the first harness"))
+		evs, err := turn(ns, "moving", textReq("run-mv1", "move-1 hello"))
+		Expect(err).NotTo(HaveOccurred())
+		first := resultOf(evs).ThreadID
+
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+		pol.Spec.Providers[0].Runtime = "codex-b"
+		Expect(k8sClient.Update(ctx, pol)).To(Succeed())
+		stub.When("move-2", stubmodel.Text("on the second harness"))
+		req := textReq("run-mv2", "move-2 again")
+		req.ModelProvider = &wire.ModelProvider{API: "openai-responses", BaseURL: "https://api.openai.com/v1",
+			RequestTransportOverrides: wire.TransportOverridesNone,
+			RuntimePolicy:             &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex", "codex-b"}}}
+		evs, err = turn(ns, "moving", req)
+		Expect(err).NotTo(HaveOccurred())
+		res := resultOf(evs)
+		Expect(res.AgentHarnessID).To(Equal("codex-b"))
+		Expect(res.ThreadID).NotTo(BeEmpty())
+		Expect(res.ThreadID).NotTo(Equal(first), "the first harness's thread was resumed on another harness")
+		s := getSession(ns, "moving")
+		Expect(s.Status.AgentHarnessID).To(Equal("codex-b"))
+		Expect(s.Status.NativeBinding.HarnessName).To(Equal("codex-b"))
+	})
+})
