@@ -29,7 +29,7 @@ func faultSpecs() {
 		DeferCleanup(gate.Release)
 		stub.When(marker, stubmodel.Text("this answer never completes").HoldBefore(1, gate))
 
-		wait := background(cliEnv(), env.kubectl, "harness", "turn", poolSession, "-n", managedNS, "--prompt", marker)
+		wait := background(cliEnv(), env.kubectl, "harness", "turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt", marker)
 		Eventually(gate.Reached()).WithTimeout(2*time.Minute).Should(BeClosed(), "the turn reached the model")
 		// The Pod is lost, not drained: a plain delete would let the running
 		// turn finish (the app-server's termination grace is for that), so
@@ -46,7 +46,7 @@ func faultSpecs() {
 		// session's thread is gone, and the next turn says so.
 		mustKubectl("wait", "--for=condition=Ready", "--timeout=180s", "pod/"+poolPod, "-n", managedNS)
 		mustKubectl("wait", "--for=condition=Ready", "--timeout=120s", "agentharness/"+poolHarness, "-n", managedNS)
-		r = harnessCLI("turn", poolSession, "-n", managedNS, "--prompt", "Say hello")
+		r = harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt", "Say hello")
 		Expect(r.exit).NotTo(Equal(0), "%s", r)
 		Expect(r.stdout + r.stderr).To(ContainSubstring("NativeThreadLost"))
 
@@ -55,7 +55,7 @@ func faultSpecs() {
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: poolSession}, session)).To(Succeed())
 		mustKubectl("patch", "agentsession", poolSession, "-n", managedNS, "--type=merge",
 			"-p", fmt.Sprintf(`{"spec":{"resetGeneration":%d}}`, session.Spec.ResetGeneration+1))
-		r = harnessCLI("turn", poolSession, "-n", managedNS, "--prompt", "Say hello")
+		r = harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt", "Say hello")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
 		Expect(stub.RequestsContaining(marker)).To(HaveLen(1), "still not replayed")
@@ -69,7 +69,7 @@ func faultSpecs() {
 		stub.When(marker, stubmodel.Text("this answer never completes either").HoldBefore(1, gate))
 
 		old := dispatcherPod(Default)
-		turn := []string{"harness", "turn", poolSession, "-n", managedNS, "--run-id", runID, "--prompt", marker}
+		turn := []string{"harness", "turn", poolSession, "-n", managedNS, "--route-facts", "none", "--run-id", runID, "--prompt", marker}
 		wait := background(cliEnv(), env.kubectl, turn...)
 		Eventually(gate.Reached()).WithTimeout(2*time.Minute).Should(BeClosed(), "the turn reached the model")
 		// A crash rather than a drain: one second between SIGTERM and
@@ -101,7 +101,7 @@ func faultSpecs() {
 
 		// The session goes on with the next turn.
 		gate.Release()
-		r = harnessCLI("turn", poolSession, "-n", managedNS, "--prompt", "Say hello")
+		r = harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt", "Say hello")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
 		Expect(stub.RequestsContaining(marker)).To(HaveLen(1), "still not replayed")

@@ -104,7 +104,11 @@ spec:
   runtimeOverride: %s
 `, poolSession, managedNS, poolHarness))
 		grantCLI(managedNS)
-		r := harnessCLI("turn", poolSession, "-n", managedNS, "--prompt", "Say hello")
+		// The session names its harness with runtimeOverride. OpenAI's
+		// official route declares only `codex` compatible, so with route
+		// facts this harness would fail closed; its turns here carry none
+		// (pending: the override decides, DESIGN.md §5 rule 1).
+		r := harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt", "Say hello")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))
 		// The dispatcher writes the session's status right after the result.
@@ -120,12 +124,12 @@ spec:
 		// The redirect makes the command one Codex does not consider safe,
 		// so approval mode untrusted asks before it runs; the CLI answers.
 		const approved, denied = "approved-in-pod", "denied-in-pod"
-		r := harnessCLI("turn", poolSession, "-n", managedNS, "--approval-mode", "untrusted", "--approve", "always", "--prompt",
+		r := harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--approval-mode", "untrusted", "--approve", "always", "--prompt",
 			stubmodel.ShellDirective+" echo "+approved+" > approved.txt; cat approved.txt")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring("[approval]"))
 		Expect(r.stdout).To(ContainSubstring("approved once"))
-		r = harnessCLI("turn", poolSession, "-n", managedNS, "--approval-mode", "untrusted", "--approve", "never", "--prompt",
+		r = harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--approval-mode", "untrusted", "--approve", "never", "--prompt",
 			stubmodel.ShellDirective+" echo "+denied+" > denied.txt; cat denied.txt")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring("denied"))
@@ -143,7 +147,7 @@ spec:
 		// tool; Codex runs it with the image's bash in its container, and
 		// the stub's next reply quotes the output.
 		const marker = "native-command-in-pod"
-		r := harnessCLI("turn", poolSession, "-n", managedNS, "--prompt",
+		r := harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt",
 			stubmodel.ShellDirective+" echo "+marker+"; id -u; cat /proc/sys/kernel/hostname; test -w / || echo read-only-root")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.ToolOutputPrefix))

@@ -92,7 +92,7 @@ spec:
   runtimeOverride: codex-sandboxed
 `, managedNS))
 		const marker = "sandboxed-command"
-		r := harnessCLI("turn", "sandboxed", "-n", managedNS, "--prompt", stubmodel.ShellDirective+
+		r := harnessCLI("turn", "sandboxed", "-n", managedNS, "--route-facts", "none", "--prompt", stubmodel.ShellDirective+
 			" echo "+marker+"; echo x > in-cwd && echo wrote-cwd; echo interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		var output string
