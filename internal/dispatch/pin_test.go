@@ -14,6 +14,39 @@ import (
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
+// withRouteFacts gives req a prepared route that declares Codex compatible:
+// with route facts the pin is not consulted and policy decides.
+func withRouteFacts(req *wire.TurnRequest) *wire.TurnRequest {
+	req.ModelProvider = &wire.ModelProvider{API: "openai-responses", BaseURL: "https://api.openai.com/v1",
+		RequestTransportOverrides: wire.TransportOverridesNone,
+		RuntimePolicy:             &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}}
+	return req
+}
+
+// nsPolicy is a RuntimePolicy for provider codex in namespace ns only,
+// removed when the spec's container ends.
+func nsPolicy(ns string, rt v1alpha1.RuntimeID) *v1alpha1.RuntimePolicy {
+	GinkgoHelper()
+	pol := &v1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-codex"},
+		Spec: v1alpha1.RuntimePolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			Providers:         []v1alpha1.ProviderRuntimePolicy{{Provider: "codex", Runtime: rt}},
+		},
+	}
+	Expect(k8sClient.Create(ctx, pol)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pol))).To(Succeed()) })
+	return pol
+}
+
+// setPolicyRuntime changes the runtime of nsPolicy's provider entry.
+func setPolicyRuntime(pol *v1alpha1.RuntimePolicy, rt v1alpha1.RuntimeID) {
+	GinkgoHelper()
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+	pol.Spec.Providers[0].Runtime = rt
+	Expect(k8sClient.Update(ctx, pol)).To(Succeed())
+}
+
 // The ownership pin (status.agentHarnessId) against a policy that changed:
 // the seed keeps it "while route/auth preparation is still pending", and
 // "once prepared facts exist" policy decides; a reset clears it. The session's
@@ -29,25 +62,9 @@ var _ = Describe("Ownership pin", Ordered, func() {
 	BeforeAll(func() {
 		ns = newNamespace()
 		registerCodex(ns, codexSrv.URL, true)
-		pol = &v1alpha1.RuntimePolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: ns + "-codex"},
-			Spec: v1alpha1.RuntimePolicySpec{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-				Providers:         []v1alpha1.ProviderRuntimePolicy{{Provider: "codex", Runtime: "codex"}},
-			},
-		}
-		Expect(k8sClient.Create(ctx, pol)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pol))).To(Succeed()) })
+		pol = nsPolicy(ns, "codex")
 	})
 
-	// routeFacts is a prepared route of provider codex: with it the pin is
-	// not consulted.
-	withRouteFacts := func(req *wire.TurnRequest) *wire.TurnRequest {
-		req.ModelProvider = &wire.ModelProvider{API: "openai-responses", BaseURL: "https://api.openai.com/v1",
-			RequestTransportOverrides: wire.TransportOverridesNone,
-			RuntimePolicy:             &wire.RouteRuntimePolicy{CompatibleIDs: []string{"codex"}}}
-		return req
-	}
 	decisionOf := func(evs []event) wire.Decision {
 		GinkgoHelper()
 		raw := lastOf(evs, wire.EventSelected)
@@ -66,9 +83,7 @@ var _ = Describe("Ownership pin", Ordered, func() {
 		Expect(getSession(ns, "pinned").Status.AgentHarnessID).To(Equal("codex"), "the turn pinned the session")
 
 		// The policy changes to the embedded runtime.
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
-		pol.Spec.Providers[0].Runtime = v1alpha1.RuntimeOpenClaw
-		Expect(k8sClient.Update(ctx, pol)).To(Succeed())
+		setPolicyRuntime(pol, v1alpha1.RuntimeOpenClaw)
 
 		By("an attempt without route facts runs on the pinned harness")
 		stub.When("pin-2", stubmodel.Text("still on codex"))
@@ -126,15 +141,7 @@ var _ = Describe("A session the policy moves to another harness", func() {
 		}
 		Expect(k8sClient.Create(ctx, second)).To(Succeed())
 		waitHarness(second, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
-		pol := &v1alpha1.RuntimePolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: ns + "-codex"},
-			Spec: v1alpha1.RuntimePolicySpec{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-				Providers:         []v1alpha1.ProviderRuntimePolicy{{Provider: "codex", Runtime: "codex"}},
-			},
-		}
-		Expect(k8sClient.Create(ctx, pol)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pol))).To(Succeed()) })
+		pol := nsPolicy(ns, "codex")
 
 		newSession(ns, "moving", "codex/stub-model")
 		stub.When("move-1", stubmodel.Text("on the first harness"))
@@ -142,9 +149,7 @@ var _ = Describe("A session the policy moves to another harness", func() {
 		Expect(err).NotTo(HaveOccurred())
 		first := resultOf(evs).ThreadID
 
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
-		pol.Spec.Providers[0].Runtime = "codex-b"
-		Expect(k8sClient.Update(ctx, pol)).To(Succeed())
+		setPolicyRuntime(pol, "codex-b")
 		stub.When("move-2", stubmodel.Text("on the second harness"))
 		req := textReq("run-mv2", "move-2 again")
 		req.ModelProvider = &wire.ModelProvider{API: "openai-responses", BaseURL: "https://api.openai.com/v1",

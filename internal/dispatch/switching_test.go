@@ -14,28 +14,26 @@ import (
 )
 
 // A session switches runtime between turns: Codex, then the gateway's
-// embedded runtime, then Codex again. The session's model has provider
-// codex, which the suite's Deny policy for openai does not govern, so its
-// runtimeOverride decides. The first Codex turn pins the session
-// (status.agentHarnessId), and the pin outranks the override; the spec
-// clears it as the pin rule for attempts with route facts will (issue 16
-// item 1, another change), so the override can move the session.
+// embedded runtime, then Codex again, as the namespace's RuntimePolicy
+// changes. Every attempt carries route facts, so the session's pin
+// (status.agentHarnessId, written by the first Codex turn) is not consulted
+// and the policy decides (DESIGN.md §5 rule 1). The session's provider is
+// `codex`, so the suite's openai-only Deny policy does not govern it.
 var _ = Describe("A session that switches runtime between turns", Ordered, func() {
-	var ns string
+	var (
+		ns  string
+		pol *v1alpha1.RuntimePolicy
+	)
 	const name = "sw"
 	gateway := []wire.GatewayMessage{
 		{Role: wire.RoleUser, Text: "embedded-question what is the capital of Peru?"},
 		{Role: wire.RoleAssistant, Text: "EMBEDDED-REPLY Lima, said the gateway's runtime"},
 	}
+	routed := func(runID, prompt string) *wire.TurnRequest { return withRouteFacts(textReq(runID, prompt)) }
 	withGateway := func(runID, prompt, after string) *wire.TurnRequest {
-		req := textReq(runID, prompt)
+		req := routed(runID, prompt)
 		req.GatewayTranscript = &wire.GatewayTranscript{AfterRunID: after, Messages: gateway}
 		return req
-	}
-	setOverride := func(rt v1alpha1.RuntimeID) {
-		s := getSession(ns, name)
-		s.Spec.RuntimeOverride = rt
-		Expect(k8sClient.Update(ctx, s)).To(Succeed())
 	}
 	reseeded := func(evs []event) []wire.AgentEvent {
 		var out []wire.AgentEvent
@@ -51,22 +49,20 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 	BeforeAll(func() {
 		ns = newNamespace()
 		registerCodex(ns, codexSrv.URL, true)
+		pol = nsPolicy(ns, "codex")
 		newSession(ns, name, "codex/stub-model")
 	})
 
-	It("runs a turn on Codex, then answers EmbeddedRuntimeSelected once the session's runtime is openclaw", func() {
+	It("runs a turn on Codex, then answers EmbeddedRuntimeSelected once the policy says openclaw", func() {
 		stub.When("sw-first", stubmodel.Text("SW-FIRST-REPLY"))
-		evs, err := turn(ns, name, textReq("run-sw1", "sw-first tell me about Peru"))
+		evs, err := turn(ns, name, routed("run-sw1", "sw-first tell me about Peru"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).AgentHarnessID).To(Equal("codex"))
+		Expect(getSession(ns, name).Status.AgentHarnessID).To(Equal("codex"), "the turn pinned the session")
 
-		setOverride(v1alpha1.RuntimeOpenClaw)
-		s := getSession(ns, name)
-		s.Status.AgentHarnessID = "" // the pin (see above)
-		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
-		eng.forget(s.UID) // the engine learns the status from the API server
+		setPolicyRuntime(pol, v1alpha1.RuntimeOpenClaw)
 		before := len(stub.Requests())
-		_, err = turn(ns, name, textReq("run-sw2", "sw-embedded asked while on openclaw"))
+		_, err = turn(ns, name, routed("run-sw2", "sw-embedded asked while on openclaw"))
 		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
 		Expect(te.Code).To(Equal(wire.CodeEmbeddedRuntimeSelected))
@@ -74,7 +70,7 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 	})
 
 	It("refuses a gateway transcript that does not start after the session's last dispatcher turn, and runs nothing", func() {
-		setOverride("")
+		setPolicyRuntime(pol, "codex")
 		before := len(stub.Requests())
 		_, err := turn(ns, name, withGateway("run-sw-stale", "sw-stale never sent", ""))
 		var te *wire.Error
@@ -136,7 +132,7 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 		s := getSession(ns, name)
 		s.Spec.ResetGeneration++
 		Expect(k8sClient.Update(ctx, s)).To(Succeed())
-		evs, err := turn(ns, name, textReq("run-sw4", "sw-reset hello again"))
+		evs, err := turn(ns, name, routed("run-sw4", "sw-reset hello again"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).ThreadID).NotTo(Equal(before))
 		Expect(reseeded(evs)).To(BeEmpty())
