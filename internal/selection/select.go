@@ -345,4 +345,8 @@ func (e *engine) setHarness(d *wire.Decision, i int) {
 	}
 	ref := e.views[i].ref()
 	d.HarnessID, d.HarnessRef = e.views[i].id, &ref
+	d.AuthBootstrap = e.views[i].h.Spec.AuthBootstrap
+	if d.AuthBootstrap == "" { // the API's default, for objects that predate it
+		d.AuthBootstrap = v1alpha1.AuthBootstrapHarness
+	}
 }

@@ -145,6 +145,23 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// selectedAuthBootstrap is the spec.authBootstrap of the harness d selected
+// (the API's default Harness when unset), or none.
+func selectedAuthBootstrap(snap Snapshot, d wire.Decision) v1alpha1.AuthBootstrap {
+	if d.HarnessRef == nil {
+		return ""
+	}
+	for _, h := range snap.Harnesses {
+		if h.Namespace == d.HarnessRef.Namespace && h.Name == d.HarnessRef.Name {
+			if h.Spec.AuthBootstrap == "" {
+				return v1alpha1.AuthBootstrapHarness
+			}
+			return h.Spec.AuthBootstrap
+		}
+	}
+	return ""
+}
+
 func runSelectCase(t *testing.T, tc selectCase) {
 	snap := Snapshot{Harnesses: tc.hs, Policies: tc.ps, Session: tc.sess, AssumeReadyWithoutStatus: tc.assumeReady}
 	before := deepCopySnapshot(snap)
@@ -166,6 +183,12 @@ func runSelectCase(t *testing.T, tc selectCase) {
 	}
 	if _, err := json.Marshal(d); err != nil {
 		t.Errorf("decision does not marshal: %v", err)
+	}
+	// seed: "A trusted harness that can authenticate through its own native
+	// runtime may set authBootstrap: "harness"" — the decision carries the
+	// selected harness's declaration, and none without a selected harness.
+	if want := selectedAuthBootstrap(snap, d); d.AuthBootstrap != want {
+		t.Errorf("authBootstrap = %q, want %q", d.AuthBootstrap, want)
 	}
 
 	if tc.code != "" {

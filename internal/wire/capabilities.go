@@ -37,7 +37,9 @@ func AdapterCapabilities(a v1alpha1.HarnessAdapter) []v1alpha1.HarnessCapability
 		yes(v1alpha1.CapabilityReseed),
 		perModel(v1alpha1.CapabilityIsolatedCompletion),
 		perModel(v1alpha1.CapabilitySettledTurnFinalization),
-		no(v1alpha1.CapabilityDelegatedExecution, "this dispatcher does not run sessions for delegates yet"),
+		// Locked sessions, for subjects the harness lists in spec.delegates
+		// and RBAC grants the verb delegate (docs/dispatcher-api.md).
+		yes(v1alpha1.CapabilityDelegatedExecution),
 		no(v1alpha1.CapabilityAuthProfiles, "turns use the app-server's own credential; per-session auth profiles are not forwarded yet"),
 	}
 }

@@ -43,6 +43,12 @@ type Decision struct {
 	// Capabilities are what the selected harness offers (AdapterCapabilities),
 	// so a gateway tells an absent capability from a failed call.
 	Capabilities []v1alpha1.HarnessCapability `json:"capabilities,omitzero"`
+	// AuthBootstrap is the selected harness's spec.authBootstrap (the seed's
+	// "harness-owned auth bootstrap"): Harness means the harness's runtime
+	// authenticates with its own credentials, so the gateway skips its own
+	// provider credential bootstrap and missing-credential failure for this
+	// attempt. Empty when no harness was selected.
+	AuthBootstrap v1alpha1.AuthBootstrap `json:"authBootstrap,omitempty"`
 }
 
 // HarnessRef names an AgentHarness object.
