@@ -217,24 +217,14 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 		Reason  string `json:"reason"`
 	}
 	_ = json.Unmarshal(e.Params, &p)
-	var stream, tool string
+	var stream string
 	switch e.Kind {
 	case appserver.KindToolCall:
 		return
-	case appserver.KindApproval:
+	case appserver.KindApproval, appserver.KindElicitation:
 		stream = wire.StreamApproval
-		switch e.Method {
-		case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
-			tool = "exec"
-		case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
-			tool = "apply_patch"
-		default:
-			tool = "permissions"
-		}
-	case appserver.KindElicitation:
-		stream, tool = wire.StreamApproval, "mcp"
 	case appserver.KindUserInput:
-		stream, tool = wire.StreamUserInput, "ask_user"
+		stream = wire.StreamUserInput
 	default:
 		a := agentEvent(wire.StreamWarning, wire.PhaseRefused, p.ItemID, "")
 		a.Agent.Text = fmt.Sprintf("refused the unsupported server request %s", e.Method)
@@ -254,6 +244,7 @@ func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 	if !report {
 		return
 	}
+	tool := requestTool(e.Method)
 	a := agentEvent(stream, wire.PhaseDeclined, p.ItemID, "")
 	a.Agent.Tool, a.Agent.CallID, a.Agent.Text, a.Agent.Data = tool, callID, msg, e.Params
 	t.emit(a)

@@ -148,6 +148,22 @@ func requestID(p approvalParams) string {
 	return p.ItemID
 }
 
+// requestTool is the canonical tool a native request is about, in its
+// approval_request and in the report of its decline.
+func requestTool(method string) string {
+	switch method {
+	case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
+		return "exec"
+	case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
+		return "apply_patch"
+	case appserver.MethodElicitation:
+		return "mcp"
+	case appserver.MethodUserInput:
+		return "ask_user"
+	}
+	return "permissions"
+}
+
 // approvalFacts describes an approval request for the client.
 func (t *Turn) approvalFacts(req appserver.ApprovalRequest) wire.ApprovalRequest {
 	var p approvalParams
@@ -155,11 +171,12 @@ func (t *Turn) approvalFacts(req appserver.ApprovalRequest) wire.ApprovalRequest
 	f := wire.ApprovalRequest{RequestID: requestID(p), CallID: p.ItemID, Command: deref(p.Command),
 		Cwd: deref(p.Cwd), Reason: deref(p.Reason), Data: req.Params,
 		Decisions: []wire.ApprovalDecision{wire.ApproveOnce, wire.ApproveForTurn, wire.Deny}}
+	f.Tool = requestTool(req.Method)
 	switch req.Method {
 	case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
-		f.Kind, f.Tool = wire.ApprovalCommand, "exec"
+		f.Kind = wire.ApprovalCommand
 	case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
-		f.Kind, f.Tool = wire.ApprovalFileChange, "apply_patch"
+		f.Kind = wire.ApprovalFileChange
 		if it, ok := t.startedItem(p.ItemID); ok {
 			var change struct {
 				Changes json.RawMessage `json:"changes"`
@@ -168,10 +185,10 @@ func (t *Turn) approvalFacts(req appserver.ApprovalRequest) wire.ApprovalRequest
 			f.ChangedPaths = changedPaths(change.Changes)
 		}
 	case appserver.MethodElicitation:
-		f.Kind, f.Tool = wire.ApprovalMCPElicitation, "mcp"
+		f.Kind = wire.ApprovalMCPElicitation
 		f.Reason = strings.TrimSpace(p.ServerName + ": " + p.Message)
 	default:
-		f.Kind, f.Tool = wire.ApprovalPermissions, "permissions"
+		f.Kind = wire.ApprovalPermissions
 	}
 	if approvalKey(f) == "" {
 		// Only commands and file changes are compared for approve_for_turn.
