@@ -12,6 +12,11 @@ const (
 	// HarnessConditionSandboxReady (only with spec.appServer.sandbox mode
 	// WorkspaceWrite): Codex's sandbox works on the server pods.
 	HarnessConditionSandboxReady = "SandboxReady"
+	// HarnessConditionLoggedIn: the app-server's model requests carry a
+	// credential of its own (account/read at the handshake). False means
+	// they would carry none: turns without an auth profile are refused
+	// AuthFailed, turns with one still run, so Ready does not include it.
+	HarnessConditionLoggedIn = "LoggedIn"
 	// HarnessConditionReady is WorkloadReady and VersionSupported (and SandboxReady when a sandbox is asked for); attestation is separate.
 	HarnessConditionReady = "Ready"
 )
@@ -21,6 +26,15 @@ type HarnessConditionReason string
 
 // AgentHarness condition reasons.
 const (
+	// HarnessReasonAccountPresent: the server is logged in (an account).
+	HarnessReasonAccountPresent HarnessConditionReason = "AccountPresent"
+	// HarnessReasonProviderCredentials: the server's model provider
+	// authenticates with its own key (env_key), which the handshake cannot see.
+	HarnessReasonProviderCredentials HarnessConditionReason = "ProviderCredentials"
+	// HarnessReasonNotLoggedIn: the provider needs the server's login and there is none.
+	HarnessReasonNotLoggedIn HarnessConditionReason = "NotLoggedIn"
+	// HarnessReasonLoginUnknown: the server did not answer account/read (or no handshake yet).
+	HarnessReasonLoginUnknown HarnessConditionReason = "LoginUnknown"
 	// HarnessReasonReconciling: the manager has not finished observing the harness.
 	HarnessReasonReconciling HarnessConditionReason = "Reconciling"
 	// HarnessReasonPodsReady: at least one server pod is Ready.

@@ -286,6 +286,16 @@ type NativeBinding struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=80
 	HostToolsFingerprint string `json:"hostToolsFingerprint,omitempty"`
+
+	// authProfile is the id of the auth profile the thread's model requests
+	// authenticate with (the turn's authProfile.id); empty: the app-server's
+	// own login. Codex fixes how a thread authenticates when it starts, so a
+	// turn that adds or drops an auth profile continues the conversation on
+	// a new thread (a re-seed); another profile id, or a rotated key, uses
+	// the same thread.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	AuthProfile string `json:"authProfile,omitempty"`
 }
 
 // ActiveTurn is the turn running now (dispatcher).

@@ -33,33 +33,44 @@ const (
 // handshakeFunc performs the initialize handshake (never a thread) with the
 // app-server at a ws:// or wss:// URL, authenticating with auth (a managed
 // pod: a signed token minted for the dial; an external server: its static
-// token), and returns the userAgent of the initialize result. A server that answered but
-// is below the floor is not an error here: the caller judges the userAgent
-// against the harness's floor, so a changed minVersion needs no new
+// token), and returns what the server said about itself. A server that
+// answered but is below the floor is not an error here: the caller judges the
+// userAgent against the harness's floor, so a changed minVersion needs no new
 // handshake. Errors are connection and auth failures; they never contain the
 // token.
-type handshakeFunc func(ctx context.Context, url string, auth appserver.WebSocketOptions) (userAgent string, err error)
+type handshakeFunc func(ctx context.Context, url string, auth appserver.WebSocketOptions) (serverFacts, error)
+
+// serverFacts are what a handshake learned: the initialize result's
+// userAgent, and the login state (account/read; nil when the server did not
+// answer it, e.g. below the floor).
+type serverFacts struct {
+	userAgent string
+	login     *appserver.Login
+}
 
 // appServerHandshake is the handshakeFunc that speaks to a real app-server
 // with internal/appserver.
-func appServerHandshake(ctx context.Context, rawURL string, auth appserver.WebSocketOptions) (string, error) {
+func appServerHandshake(ctx context.Context, rawURL string, auth appserver.WebSocketOptions) (serverFacts, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 	t, err := appserver.DialWebSocket(ctx, rawURL, auth)
 	if err != nil {
-		return "", err
+		return serverFacts{}, err
 	}
 	c, err := appserver.Connect(ctx, t, appserver.Options{ClientTitle: "harness-operator manager"})
 	if err != nil {
 		var ve *appserver.VersionError
 		if errors.As(err, &ve) {
-			return ve.UserAgent, nil
+			return serverFacts{userAgent: ve.UserAgent}, nil
 		}
-		return "", err
+		return serverFacts{}, err
 	}
-	ua := c.ServerInfo().UserAgent
-	_ = c.Close()
-	return ua, nil
+	defer func() { _ = c.Close() }()
+	facts := serverFacts{userAgent: c.ServerInfo().UserAgent}
+	if l, err := c.ReadLogin(ctx); err == nil {
+		facts.login = &l
+	}
+	return facts, nil
 }
 
 // probeFunc reports whether GET <base>/readyz answers 200, asked with
@@ -110,8 +121,10 @@ func readyzURL(wsURL string) (string, error) {
 type handshakeResult struct {
 	// server is the pod name (or `external`) the handshake went to.
 	server string
-	// userAgent of the initialize result; meaningful when err is nil.
+	// userAgent of the initialize result and the login state; meaningful
+	// when err is nil.
 	userAgent string
+	login     *appserver.Login
 	// err is the connection or auth failure.
 	err error
 	// tokenFP fingerprints the token the handshake used.

@@ -158,10 +158,10 @@ func (r *Reconciler) runHandshake(ctx context.Context, server, url, token string
 	prev *handshakeResult) *handshakeResult {
 	log := ctrl.LoggerFrom(ctx).WithValues("server", server, "url", redactURL(url))
 	fp := tokenFingerprint(token)
-	ua, err := r.handshake(ctx, url, auth)
-	res := &handshakeResult{server: server, userAgent: ua, err: err, tokenFP: fp}
+	facts, err := r.handshake(ctx, url, auth)
+	res := &handshakeResult{server: server, userAgent: facts.userAgent, login: facts.login, err: err, tokenFP: fp}
 	if err == nil {
-		log.Info("app-server handshake", "userAgent", ua)
+		log.Info("app-server handshake", "userAgent", facts.userAgent)
 		return res
 	}
 	res.failures = 1

@@ -95,6 +95,7 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 		}
 	}
 	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, versionVerdict(relevant, h.Spec.MinVersion))
+	setCondition(h, harnessv1alpha1.HarnessConditionLoggedIn, loginVerdict(relevant))
 
 	// Attested: every server that is not draining runs one digest whose
 	// version the handshake identified.
@@ -152,6 +153,7 @@ func (r *Reconciler) externalConditions(_ context.Context, s *scope) error {
 		vv = versionVerdict([]*handshakeResult{s.external}, h.Spec.MinVersion)
 	}
 	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, vv)
+	setCondition(h, harnessv1alpha1.HarnessConditionLoggedIn, loginVerdict([]*handshakeResult{s.external}))
 
 	setCondition(h, harnessv1alpha1.HarnessConditionAttested, verdict{metav1.ConditionFalse,
 		harnessv1alpha1.HarnessReasonExternalServer,

@@ -190,6 +190,29 @@ var _ = Describe("external app-server", func() {
 		}
 	}
 
+	// Codex 0.169.0 reads the login of a provider with requires_openai_auth
+	// (the built-in openai one) only from auth.json: OPENAI_API_KEY in the
+	// environment leaves it logged out (codex.TestLoginStateIsCheckedBeforeTheModelIsAsked).
+	It("reports LoggedIn from the handshake: NotLoggedIn for a provider that needs a login the server lacks, ProviderCredentials for one with its own key", func() {
+		loggedOut := startCodex(codexBin, nextHost(), codextest.Options{WSToken: "login-token", Env: []string{"OPENAI_API_KEY=sk-ignored"},
+			ExtraArgs: []string{"-c", `model_provider="login"`, "-c",
+				`model_providers.login={name="login",base_url="http://127.0.0.1:9/v1",wire_api="responses",requires_openai_auth=true}`}})
+		withKey := startCodex(codexBin, nextHost(), codextest.Options{WSToken: "login-token"})
+		Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metavOM(ns, "login-token"),
+			StringData: map[string]string{"token": "login-token"}})).To(Succeed())
+		out := externalHarness("logged-out", loggedOut.URL, "login-token")
+		Expect(k8sClient.Create(ctx, out)).To(Succeed())
+		in := externalHarness("provider-key", withKey.URL, "login-token")
+		Expect(k8sClient.Create(ctx, in)).To(Succeed())
+
+		Eventually(statusOf(out)).Should(And(
+			haveCondition(harnessv1alpha1.HarnessConditionLoggedIn, "False/NotLoggedIn"),
+			haveCondition(harnessv1alpha1.HarnessConditionReady, "True/Ready"),
+		))
+		Expect(condMessage(getHarness(out), harnessv1alpha1.HarnessConditionLoggedIn)).To(ContainSubstring("auth.json"))
+		Eventually(statusOf(in)).Should(haveCondition(harnessv1alpha1.HarnessConditionLoggedIn, "True/ProviderCredentials"))
+	})
+
 	It("probes /readyz, refuses a wrong token and becomes Ready with the right one", func() {
 		host := nextHost()
 		srv := startCodex(codexBin, host, codextest.Options{WSToken: "the-right-token"})

@@ -80,7 +80,7 @@ type handshakeCounter struct {
 }
 
 func (c *handshakeCounter) wrap(next handshakeFunc) handshakeFunc {
-	return func(ctx context.Context, url string, auth appserver.WebSocketOptions) (string, error) {
+	return func(ctx context.Context, url string, auth appserver.WebSocketOptions) (serverFacts, error) {
 		c.mu.Lock()
 		c.byURL[url]++
 		c.mu.Unlock()

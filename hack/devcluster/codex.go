@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +22,8 @@ type localCodex struct {
 }
 
 // realProviderConfig is CODEX_HOME/config.toml when OPENAI_API_KEY is set:
-// Codex's built-in OpenAI provider (it reads the key from the environment)
+// Codex's built-in OpenAI provider (logged in with the key through auth.json,
+// the only place the app-server reads it from: docs/codex-app-server.md)
 // with the same phone-home features off as the stub configuration. Not
 // exercised by any test here: this machine reaches no model provider.
 const realProviderConfig = `# Written by hack/devcluster: the real OpenAI provider (OPENAI_API_KEY).
@@ -48,6 +50,13 @@ func startLocalCodex(ctx context.Context, bin, addr, dir, token string) (c *loca
 	if real {
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(realProviderConfig), 0o600); err != nil {
 			return nil, false, fmt.Errorf("write config.toml: %w", err)
+		}
+		login, err := json.Marshal(map[string]string{"OPENAI_API_KEY": os.Getenv("OPENAI_API_KEY")})
+		if err != nil {
+			return nil, false, err
+		}
+		if err := os.WriteFile(filepath.Join(home, "auth.json"), login, 0o600); err != nil {
+			return nil, false, fmt.Errorf("write auth.json: %w", err)
 		}
 	} else {
 		if stub, err = stubmodel.New(); err != nil {

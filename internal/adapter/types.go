@@ -80,6 +80,16 @@ type TurnInput struct {
 	// MCPServers are this turn's admitted MCP servers; never serialized (the
 	// header values are credentials).
 	MCPServers []MCPServer `json:"-"`
+	// AuthProfile, when set, authenticates this session's model requests
+	// instead of the runtime's own login; never serialized (it holds the
+	// credential). A thread's credential source is fixed when it starts (in
+	// Codex, its model provider), so a turn that adds or drops a profile
+	// continues the conversation on a new thread (ReseedFrom), and
+	// ReseedFromAuthProfile says the old thread used one.
+	AuthProfile *AuthProfile `json:"-"`
+	// ReseedFromAuthProfile says ReseedFrom's thread authenticated with an
+	// auth profile (the adapter needs that to read its history).
+	ReseedFromAuthProfile bool `json:"reseedFromAuthProfile,omitempty"`
 	// NativeActionOptions are the attempt's approvalMode and
 	// collaborationMode: approval requests and user-input requests reach
 	// the client through Hooks.AnswerApproval and Hooks.AnswerUserInput.

@@ -11,13 +11,7 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/access"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
 	"github.com/openclaw/harness-operator/internal/netguard"
@@ -81,7 +75,7 @@ func (e *Engine) admitMCP(ctx context.Context, sess *v1alpha1.AgentSession, req 
 			ToolTimeout:    time.Duration(s.ToolTimeoutMs) * time.Millisecond}
 		for j, h := range s.Headers {
 			hf := field + ".headers[" + strconv.Itoa(j) + "].valueFrom.secretKeyRef"
-			value, code, msg := e.mcpHeaderValue(ctx, sess.Namespace, h.ValueFrom.SecretKeyRef, by)
+			value, code, msg := e.secretValue(ctx, sess.Namespace, h.ValueFrom.SecretKeyRef, by)
 			if msg != "" {
 				return refuse(code, "%s: %s", hf, msg)
 			}
@@ -140,36 +134,6 @@ func (e *Engine) checkMCPAddress(ctx context.Context, raw string) string {
 			netguard.AllowInsecureLoopbackFlag)
 	}
 	return ""
-}
-
-// mcpHeaderValue reads the header value ref names in namespace ns after
-// checking that by may get the Secret; a refusal is its code and message.
-func (e *Engine) mcpHeaderValue(ctx context.Context, ns string, ref *wire.SecretKeyRef, by store.Requester) (string, wire.ErrorCode, string) {
-	user := authenticationv1.UserInfo{Username: by.User, UID: by.UID, Groups: by.Groups}
-	if err := access.NewChecker(e.writer).CheckGetSecret(ctx, user, ns, ref.Name); err != nil {
-		var denied *access.DeniedError
-		if errors.As(err, &denied) {
-			return "", wire.CodeForbidden, "the requester may not read this Secret: " + denied.Error()
-		}
-		e.log.Error(err, "review whether a requester may read an MCP header Secret", "namespace", ns, "secret", ref.Name, "requester", by.User)
-		return "", wire.CodeAuthUnavailable, "the dispatcher could not check with the Kubernetes API server whether the requester may read the Secret; retry"
-	}
-	var secret corev1.Secret
-	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", wire.CodeBadRequest, fmt.Sprintf("Secret %q does not exist in namespace %q", ref.Name, ns)
-		}
-		e.log.Error(err, "read an MCP header Secret", "namespace", ns, "secret", ref.Name)
-		return "", wire.CodeHarnessUnavailable, fmt.Sprintf("Secret %q could not be read; retry", ref.Name)
-	}
-	v, ok := secret.Data[ref.Key]
-	if !ok {
-		return "", wire.CodeBadRequest, fmt.Sprintf("Secret %q has no key %q", ref.Name, ref.Key)
-	}
-	if strings.ContainsAny(string(v), "\r\n\x00") {
-		return "", wire.CodeBadRequest, fmt.Sprintf("the value of key %q of Secret %q is not a valid header value (a line break or NUL)", ref.Key, ref.Name)
-	}
-	return string(v), "", ""
 }
 
 // MCPInventory returns the MCP tool catalog of the native thread the

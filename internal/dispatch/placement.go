@@ -20,18 +20,19 @@ import (
 // prepared is a turn ready to run: its decision, harness, server and
 // connection.
 type prepared struct {
-	decision   wire.Decision
-	harness    *v1alpha1.AgentHarness
-	server     Server
-	conn       serverConn
-	client     *appserver.Client
-	session    string // SessionKey
-	reserved   string // the server pod whose place the session holds (reserve), "" for none
-	keepsPlace bool   // the session held that place before this turn
-	tenant     string // the namespace place this turn took (capacity.go), "" for none
-	rebind     bool
-	pod        bool                // the server is a managed pod (not external)
-	mcpServers []adapter.MCPServer // the turn's admitted MCP servers (mcp.go)
+	decision    wire.Decision
+	harness     *v1alpha1.AgentHarness
+	server      Server
+	conn        serverConn
+	client      *appserver.Client
+	session     string // SessionKey
+	reserved    string // the server pod whose place the session holds (reserve), "" for none
+	keepsPlace  bool   // the session held that place before this turn
+	tenant      string // the namespace place this turn took (capacity.go), "" for none
+	rebind      bool
+	pod         bool                 // the server is a managed pod (not external)
+	mcpServers  []adapter.MCPServer  // the turn's admitted MCP servers (mcp.go)
+	authProfile *adapter.AuthProfile // the turn's admitted auth profile (auth_profile.go)
 }
 
 // prepare is step 4 of Start: nothing it does starts a thread or a turn. A

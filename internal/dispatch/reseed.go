@@ -26,6 +26,10 @@ var noHostTools = codex.HostToolsFingerprint(adapter.TurnInput{})
 // unknown; the first turn that offers host tools re-seeds, because they may
 // be invisible on the old thread.
 //
+// A thread's credential source is fixed the same way: a turn that adds or
+// drops an auth profile re-seeds too (another profile id resumes the thread
+// with the new key).
+//
 // A turn that carries the gateway's messages (gatewayTranscript: turns the
 // gateway ran itself since the thread last ran) gives them to whichever
 // thread it continues: a resumed thread gets them appended before the
@@ -38,6 +42,10 @@ func continueThread(in *adapter.TurnInput, b *v1alpha1.NativeBinding, gateway []
 	in.GatewayMessages = gateway
 	switch {
 	case b == nil:
+	case (b.AuthProfile != "") != (in.AuthProfile != nil):
+		// Codex fixes how a thread authenticates when it starts
+		// (codex/authprofile.go).
+		in.ReseedFrom, in.ReseedFromAuthProfile = b.ThreadID, b.AuthProfile != ""
 	case b.HostToolsFingerprint == fp:
 		in.ThreadID = b.ThreadID
 	case b.HostToolsFingerprint == "" && fp == noHostTools:
@@ -70,4 +78,13 @@ func checkGatewayTranscript(sess *v1alpha1.AgentSession, last *v1alpha1.LastTurn
 			got, want, sess.Namespace, sess.Name)
 	}
 	return nil
+}
+
+// authProfileID is the binding's authProfile for the turn's admitted
+// profile (nil: none).
+func authProfileID(p *adapter.AuthProfile) string {
+	if p == nil {
+		return ""
+	}
+	return p.ID
 }

@@ -129,6 +129,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		Deadline:              t.deadline(),
 		PassThrough:           t.req.PassThrough,
 		MCPServers:            t.p.mcpServers,
+		AuthProfile:           t.p.authProfile,
 		NativeActionOptions:   t.req.NativeActionOptions,
 	}
 	if t.p.pod {
@@ -231,7 +232,7 @@ func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished
 		st.AgentHarnessID = d.HarnessID
 		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: t.native.ThreadID(), Pod: t.p.server.Name, Generation: t.sess.Spec.ResetGeneration,
 			SessionUID: string(t.sess.UID), HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name,
-			HostToolsFingerprint: t.toolsFingerprint}
+			HostToolsFingerprint: t.toolsFingerprint, AuthProfile: authProfileID(t.p.authProfile)}
 	}
 	switch {
 	case terr != nil:

@@ -158,6 +158,10 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 		e.unreserve(p)
 		return nil, nil, err
 	}
+	if err := e.admitAuthProfile(ctx, sess, req, p, by); err != nil {
+		e.unreserve(p)
+		return nil, nil, err
+	}
 	run, outcome, err := e.store.Claim(lease, req.RunID, digest, by)
 	if err != nil {
 		e.unreserve(p)

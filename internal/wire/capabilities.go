@@ -24,9 +24,6 @@ func AdapterCapabilities(a v1alpha1.HarnessAdapter) []v1alpha1.HarnessCapability
 	perModel := func(n v1alpha1.HarnessCapabilityName) v1alpha1.HarnessCapability {
 		return v1alpha1.HarnessCapability{Name: n, Support: v1alpha1.CapabilityModelDependent, Message: codexIsolationModels}
 	}
-	no := func(n v1alpha1.HarnessCapabilityName, why string) v1alpha1.HarnessCapability {
-		return v1alpha1.HarnessCapability{Name: n, Support: v1alpha1.CapabilityUnsupported, Message: why}
-	}
 	return []v1alpha1.HarnessCapability{
 		yes(v1alpha1.CapabilityTurns),
 		yes(v1alpha1.CapabilityHostTools),
@@ -40,7 +37,11 @@ func AdapterCapabilities(a v1alpha1.HarnessAdapter) []v1alpha1.HarnessCapability
 		// Locked sessions, for subjects the harness lists in spec.delegates
 		// and RBAC grants the verb delegate (docs/dispatcher-api.md).
 		yes(v1alpha1.CapabilityDelegatedExecution),
-		no(v1alpha1.CapabilityAuthProfiles, "turns use the app-server's own credential; per-session auth profiles are not forwarded yet"),
+		// Refused visibly where they cannot hold: AuthProfileNotIsolated,
+		// AuthProfileUnsupported.
+		{Name: v1alpha1.CapabilityAuthProfiles, Support: v1alpha1.CapabilitySupported, Message: "a turn's authProfile " +
+			"authenticates its session's model requests on a harness that admits only its own namespace and whose Codex " +
+			"model provider is declared in its config (the built-in openai provider cannot carry another key)"},
 	}
 }
 

@@ -47,6 +47,12 @@ const (
 	// CodeAuthFailed: the model provider refused the harness's credential
 	// (HTTP 401); the same turn fails again until the credential is fixed.
 	CodeAuthFailed ErrorCode = "AuthFailed"
+	// CodeAuthProfileNotIsolated: the turn's auth profile would sit in an
+	// app-server that also serves other namespaces' sessions.
+	CodeAuthProfileNotIsolated ErrorCode = "AuthProfileNotIsolated"
+	// CodeAuthProfileUnsupported: the harness cannot authenticate this
+	// session's model requests with the turn's auth profile.
+	CodeAuthProfileUnsupported ErrorCode = "AuthProfileUnsupported"
 )
 
 // The dispatcher API's own codes: requests the API refuses before (or
@@ -110,6 +116,10 @@ var errorCodes = [...]struct {
 	// 502: an upstream (the model provider) refused the harness's
 	// credential; not the caller's bearer token (that is 401 Unauthorized).
 	{CodeAuthFailed, http.StatusBadGateway, false, true},
+	// 403: the harness's tenancy refuses a credential, whoever asks; 422:
+	// the harness cannot use one.
+	{CodeAuthProfileNotIsolated, http.StatusForbidden, false, true},
+	{CodeAuthProfileUnsupported, http.StatusUnprocessableEntity, false, true},
 
 	{CodeBadRequest, http.StatusBadRequest, false, false},
 	{CodeUnauthorized, http.StatusUnauthorized, false, false},

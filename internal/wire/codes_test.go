@@ -16,7 +16,7 @@ func TestErrorCodeTable(t *testing.T) {
 		CodeNativeThreadLost: {422, false}, CodeSessionMismatch: {422, false}, CodeEmbeddedRuntimeSelected: {409, false},
 		CodeRunIDConflict: {409, false}, CodeTranscriptLimitExceeded: {413, false}, CodeRunPayloadPruned: {410, false},
 		CodeRetentionLimitReached: {429, true}, CodeHarnessUnavailable: {503, true}, CodeHarnessAtCapacity: {503, true},
-		CodeAuthFailed: {502, false},
+		CodeAuthFailed: {502, false}, CodeAuthProfileNotIsolated: {403, false}, CodeAuthProfileUnsupported: {422, false},
 	}
 	codes := ErrorCodes()
 	if len(codes) != len(want) {

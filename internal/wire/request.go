@@ -31,6 +31,7 @@ type TurnRequest struct {
 	MCPTurnFields
 	NativeActionOptions
 	GatewayTranscriptFields
+	AuthProfileTurnFields
 
 	// Prompt is the user's text.
 	Prompt string `json:"prompt,omitempty"`
@@ -135,6 +136,9 @@ func (r *TurnRequest) Validate() error {
 		return err
 	}
 	if err := r.GatewayTranscriptFields.Validate(); err != nil {
+		return err
+	}
+	if err := r.AuthProfileTurnFields.Validate(); err != nil {
 		return err
 	}
 	seen := map[string]bool{}

@@ -108,8 +108,16 @@ type Seed struct {
 	GatewayMessages int
 }
 
+// Source is the thread a re-seed continues: its id (empty: none) and the
+// resume config Codex needs to load it (a thread that authenticated with an
+// auth profile needs its provider back; nil for others).
+type Source struct {
+	ThreadID string
+	Config   map[string]any
+}
+
 // Reseed starts a new thread with p and continues on it the conversation of
-// thread from, followed by the messages the gateway ran itself (gateway):
+// thread from (src.ThreadID, loaded with src.Config), followed by the messages the gateway ran itself (gateway):
 // thread/start, then one thread/inject_items with from's history and the
 // gateway's messages as user and assistant messages. from may be empty (the
 // session has no thread on this server yet): the thread then carries only
@@ -126,12 +134,13 @@ type Seed struct {
 // no history is copied from the middle of a turn. A failure after
 // thread/start leaves the new thread unused (it is archived with the
 // session's working directory).
-func Reseed(ctx context.Context, c *appserver.Client, from string, gateway []wire.GatewayMessage,
+func Reseed(ctx context.Context, c *appserver.Client, src Source, gateway []wire.GatewayMessage,
 	p appserver.ThreadStartParams, opts appserver.ThreadOptions) (*appserver.Thread, Seed, error) {
+	from := src.ThreadID
 	seed := Seed{From: from, GatewayMessages: len(gateway)}
 	var items []map[string]any
 	if from != "" {
-		history, err := sourceHistory(ctx, c, from)
+		history, err := sourceHistory(ctx, c, from, src.Config)
 		if err != nil {
 			return nil, seed, err
 		}
@@ -178,6 +187,9 @@ func (t *Turn) reseedEvent() adapter.Event {
 	case s.From == t.threadID:
 		text = fmt.Sprintf("the gateway ran turns itself since thread %s last ran: its %d messages were appended to the thread "+
 			"before this turn", s.From, s.GatewayMessages)
+	case s.GatewayMessages == 0 && t.in.ReseedFromAuthProfile != (t.in.AuthProfile != nil):
+		text = fmt.Sprintf("the turn %s an auth profile and Codex fixes how a thread authenticates when it starts: the "+
+			"conversation continues from thread %s on new thread %s, which offers %s", addsOrDrops(t.in), s.From, t.threadID, offered)
 	case s.GatewayMessages == 0:
 		text = fmt.Sprintf("the host tools changed since thread %s started: the conversation continues on new thread %s, "+
 			"which offers %s", s.From, t.threadID, offered)
@@ -228,9 +240,9 @@ func (t *Turn) gatewayRecords() []*wire.TranscriptRecord {
 
 // sourceHistory loads thread id (thread/resume, keeping its config), refuses
 // it while a turn runs on it, and reads its history.
-func sourceHistory(ctx context.Context, c *appserver.Client, id string) ([]map[string]any, error) {
+func sourceHistory(ctx context.Context, c *appserver.Client, id string, cfg map[string]any) ([]map[string]any, error) {
 	_ = c.Call(ctx, "thread/unsubscribe", map[string]any{"threadId": id}, nil)
-	th, err := c.ResumeThread(ctx, appserver.ThreadResumeParams{ThreadID: id, ExcludeTurns: true}, appserver.ThreadOptions{})
+	th, err := c.ResumeThread(ctx, appserver.ThreadResumeParams{ThreadID: id, Config: cfg, ExcludeTurns: true}, appserver.ThreadOptions{})
 	if err != nil {
 		var rpc *appserver.RPCError
 		if errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, "no rollout found") {

@@ -424,7 +424,7 @@ func TestInjectedItemsAreNotListed(t *testing.T) {
 	in.ReseedFrom = first.ThreadID
 	in.GatewayMessages = []wire.GatewayMessage{{Role: wire.RoleUser, Text: "EMBEDDED-QUESTION asked on the gateway"}}
 	seeded := run(t, r, in, &recorder{})
-	items, err := sourceHistory(testCtx(t, 30*time.Second), r.c, seeded.ThreadID)
+	items, err := sourceHistory(testCtx(t, 30*time.Second), r.c, seeded.ThreadID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,11 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 		}
 		opts := appserver.ThreadOptions{Handlers: t.serverHandlers()}
 		if in.ReseedFrom != "" || len(in.GatewayMessages) > 0 {
-			th, seed, err := Reseed(ctx, c, in.ReseedFrom, in.GatewayMessages, params, opts)
+			fromConfig, err := reseedSourceConfig(ctx, c, in)
+			if err != nil {
+				return nil, err
+			}
+			th, seed, err := Reseed(ctx, c, Source{ThreadID: in.ReseedFrom, Config: fromConfig}, in.GatewayMessages, params, opts)
 			if err == nil {
 				t.seed = &seed
 			}
@@ -74,7 +78,7 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 		if t.config != nil {
 			t.release(c, th)
 			return nil, unenforceable(fmt.Sprintf("thread %s is subscribed by another connection, so Codex ignored "+
-				"this turn's tool configuration; retry once that connection released it", in.ThreadID))
+				"this turn's configuration (tools, MCP servers, auth profile); retry once that connection released it", in.ThreadID))
 		}
 		t.warnings = append(t.warnings, fmt.Sprintf("thread %s is subscribed by another connection: Codex kept its "+
 			"earlier settings (reasoning effort %q) instead of this turn's", in.ThreadID, deref(th.Info.ReasoningEffort)))
@@ -127,6 +131,11 @@ func (t *Turn) overridesApplied(info appserver.ThreadInfo) bool {
 		return false
 	}
 	if info.Cwd != "" && path.Clean(info.Cwd) != path.Clean(t.in.Cwd) {
+		return false
+	}
+	// A thread that authenticates otherwise than this turn says (Codex
+	// refuses to change a thread's provider, so this is the last guard).
+	if info.ModelProvider != "" && (info.ModelProvider == profileProviderID) != (t.in.AuthProfile != nil) {
 		return false
 	}
 	return true

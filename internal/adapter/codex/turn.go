@@ -211,6 +211,13 @@ func Start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 	if mcp != nil {
 		t.config = merged(t.config, mcp)
 	}
+	auth, err := authConfig(ctx, c, in)
+	if err != nil {
+		return nil, err
+	}
+	if auth != nil {
+		t.config = merged(t.config, auth)
+	}
 	effort, err := ReasoningEffort(in.ThinkLevel, cat.Efforts(in.Model))
 	if err != nil {
 		return nil, fmt.Errorf("codex: %w", err)
