@@ -45,7 +45,12 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stub.Close()
-	codex, err := codextest.StartErr(t, codextest.Options{ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: e2eServerToken})
+	// danger-full-access, as the harness's pods run Codex (the pod is the
+	// sandbox): an approved command then runs as approved. Under the
+	// read-only sandbox it fails, and whether Codex then asks again to run it
+	// unsandboxed varied between runs (the approval spec below flaked).
+	codex, err := codextest.StartErr(t, codextest.Options{ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: e2eServerToken,
+		ExtraArgs: []string{"-c", `sandbox_mode="danger-full-access"`}})
 	if err != nil {
 		t.Fatal(err)
 	}

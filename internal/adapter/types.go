@@ -74,6 +74,13 @@ type TurnInput struct {
 	// ThreadID before the prompt, or a new thread carries them after
 	// ReseedFrom's history (alone when ReseedFrom is empty).
 	GatewayMessages []wire.GatewayMessage `json:"gatewayMessages,omitempty"`
+	// MirrorMessages, with ThreadID and ReseedFrom empty, are the session's
+	// conversation from the dispatcher's transcript mirror (user and
+	// assistant messages): its thread is on another harness, so the new
+	// thread starts with them, before GatewayMessages. MirrorDropped counts
+	// older messages that did not fit. Not serialized (they can be large).
+	MirrorMessages []wire.GatewayMessage `json:"-"`
+	MirrorDropped  int                   `json:"-"`
 	// PassThrough are the attempt's fields the operator forwards without
 	// acting on them (wire.PassThrough); the Codex adapter uses none.
 	PassThrough wire.PassThrough `json:"passThrough,omitzero"`

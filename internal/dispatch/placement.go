@@ -33,6 +33,11 @@ type prepared struct {
 	pod         bool                 // the server is a managed pod (not external)
 	mcpServers  []adapter.MCPServer  // the turn's admitted MCP servers (mcp.go)
 	authProfile *adapter.AuthProfile // the turn's admitted auth profile (auth_profile.go)
+	// mirror, when the session's thread is on another harness, is its
+	// conversation from the transcript mirror; mirrorDropped counts older
+	// messages left out (mirror.go).
+	mirror        []wire.GatewayMessage
+	mirrorDropped int
 }
 
 // prepare is step 4 of Start: nothing it does starts a thread or a turn. A
@@ -110,6 +115,11 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 	}
 	if !p.rebind {
 		return p, e.checkTranscript(sess)
+	}
+	if movedFromHarness(sess, h) {
+		if p.mirror, p.mirrorDropped, err = e.mirrorMessages(SessionKey(sess)); err != nil {
+			return p, wire.Errorf(wire.CodeHarnessUnavailable, "", "%v", err)
+		}
 	}
 	return p, nil
 }

@@ -144,6 +144,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 		binding = nil
 	}
 	t.toolsFingerprint = continueThread(&in, binding, t.req.GatewayMessages())
+	in.MirrorMessages, in.MirrorDropped = t.p.mirror, t.p.mirrorDropped
 	return in
 }
 

@@ -103,6 +103,10 @@ type Seed struct {
 	From string
 	// ThreadItems counts the Responses API items copied from From.
 	ThreadItems int
+	// MirrorMessages counts the messages of the transcript mirror a new
+	// thread started with (From empty: the session came from another
+	// harness).
+	MirrorMessages int
 	// GatewayMessages counts the messages the gateway ran itself, injected
 	// after them.
 	GatewayMessages int
@@ -114,6 +118,10 @@ type Seed struct {
 type Source struct {
 	ThreadID string
 	Config   map[string]any
+	// Messages, when ThreadID is empty, are the conversation so far from the
+	// dispatcher's transcript mirror (the session's thread is on another
+	// harness).
+	Messages []wire.GatewayMessage
 }
 
 // Reseed starts a new thread with p and continues on it the conversation of
@@ -145,6 +153,11 @@ func Reseed(ctx context.Context, c *appserver.Client, src Source, gateway []wire
 			return nil, seed, err
 		}
 		items, seed.ThreadItems = history, len(history)
+	} else {
+		for _, m := range src.Messages {
+			items = append(items, messageItem(m.Role, m.Text))
+		}
+		seed.MirrorMessages = len(src.Messages)
 	}
 	for _, m := range gateway {
 		items = append(items, messageItem(m.Role, m.Text))
@@ -187,6 +200,11 @@ func (t *Turn) reseedEvent() adapter.Event {
 	case s.From == t.threadID:
 		text = fmt.Sprintf("the gateway ran turns itself since thread %s last ran: its %d messages were appended to the thread "+
 			"before this turn", s.From, s.GatewayMessages)
+	case s.MirrorMessages > 0:
+		text = fmt.Sprintf("the session's conversation ran on another harness: it continues on new thread %s, seeded with "+
+			"the last %d user and assistant messages of the dispatcher's transcript mirror (%d older ones left out; tool "+
+			"calls and reasoning are not carried over) and %d messages the gateway ran itself; it offers %s",
+			t.threadID, s.MirrorMessages, t.in.MirrorDropped, s.GatewayMessages, offered)
 	case s.GatewayMessages == 0 && t.in.ReseedFromAuthProfile != (t.in.AuthProfile != nil):
 		text = fmt.Sprintf("the turn %s an auth profile and Codex fixes how a thread authenticates when it starts: the "+
 			"conversation continues from thread %s on new thread %s, which offers %s", addsOrDrops(t.in), s.From, t.threadID, offered)
@@ -202,7 +220,7 @@ func (t *Turn) reseedEvent() adapter.Event {
 			s.From, t.threadID, s.ThreadItems, s.From, s.GatewayMessages, offered)
 	}
 	data, _ := json.Marshal(map[string]any{"fromThreadId": s.From, "threadId": t.threadID, "hostTools": tools,
-		"threadItems": s.ThreadItems, "gatewayMessages": s.GatewayMessages})
+		"threadItems": s.ThreadItems, "mirrorMessages": s.MirrorMessages, "gatewayMessages": s.GatewayMessages})
 	return adapter.Event{Type: wire.EventAgent, Agent: &wire.AgentEvent{Stream: wire.StreamLifecycle, Phase: wire.PhaseReseeded,
 		Text: text, Data: data}}
 }

@@ -48,12 +48,13 @@ func (t *Turn) openThread(ctx context.Context, c *appserver.Client, dynamic []ap
 			Config:                t.config,
 		}
 		opts := appserver.ThreadOptions{Handlers: t.serverHandlers()}
-		if in.ReseedFrom != "" || len(in.GatewayMessages) > 0 {
+		if in.ReseedFrom != "" || len(in.GatewayMessages) > 0 || len(in.MirrorMessages) > 0 {
 			fromConfig, err := reseedSourceConfig(ctx, c, in)
 			if err != nil {
 				return nil, err
 			}
-			th, seed, err := Reseed(ctx, c, Source{ThreadID: in.ReseedFrom, Config: fromConfig}, in.GatewayMessages, params, opts)
+			th, seed, err := Reseed(ctx, c, Source{ThreadID: in.ReseedFrom, Config: fromConfig, Messages: in.MirrorMessages},
+				in.GatewayMessages, params, opts)
 			if err == nil {
 				t.seed = &seed
 			}
