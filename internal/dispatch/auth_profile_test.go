@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 var _ = Describe("Auth profiles of a turn", Ordered, func() {
@@ -107,6 +108,19 @@ var _ = Describe("Auth profiles of a turn", Ordered, func() {
 		b = getSession(ns, "profile").Status.NativeBinding
 		Expect(b.ThreadID).NotTo(Equal(first), "Codex fixes a thread's credential source: the session moved to a new thread")
 		Expect(b.AuthProfile).To(BeEmpty())
+	})
+
+	It("authenticates an isolated completion's model request with the profile's key", func() {
+		newSession(ns, "profile-completion", testModel)
+		stub.When("profile-completion", stubmodel.Text("PROFILE-COMPLETION-ANSWER"))
+		res, _, err := eng.Complete(ctx, ns, "profile-completion", "", &wire.CompletionRequest{
+			Prompt: "profile-completion question", Instructions: "Be brief.",
+			AuthProfileTurnFields: wire.AuthProfileTurnFields{AuthProfile: &wire.AuthProfileRef{ID: "openai:work",
+				SecretKeyRef: &wire.SecretKeyRef{Name: readable, Key: "apiKey"}}}}, alice)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Text).To(Equal("PROFILE-COMPLETION-ANSWER"))
+		Expect(authorization("profile-completion")).To(Equal("Bearer " + profileKey))
+		Expect(stub.RequestsContaining("profile-completion")[0].Tools).To(BeEmpty())
 	})
 
 	It("refuses a profile Secret the requester may not read, naming the field, before anything is journaled or sent", func() {

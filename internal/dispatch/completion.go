@@ -36,7 +36,10 @@ const completionDir = "isolated-completion"
 // offers), or the refusal: a *wire.Error for selection, capability and
 // isolation refusals and for the call's failure, ErrSessionNotFound, a
 // *wire.FieldError for the body, store.ErrNotFound for an unknown run.
-func (e *Engine) Complete(ctx context.Context, ns, name, runID string, req *wire.CompletionRequest) (*wire.CompletionResult, *wire.Decision, error) {
+//
+// by is the requester: an authProfile's Secret is read only when by may get
+// it (admitAuthProfile).
+func (e *Engine) Complete(ctx context.Context, ns, name, runID string, req *wire.CompletionRequest, by store.Requester) (*wire.CompletionResult, *wire.Decision, error) {
 	finalize := runID != ""
 	if err := req.Validate(finalize); err != nil {
 		return nil, nil, err
@@ -45,7 +48,7 @@ func (e *Engine) Complete(ctx context.Context, ns, name, runID string, req *wire
 	if err != nil {
 		return nil, nil, err
 	}
-	turnReq := &wire.TurnRequest{Attempt: req.Attempt}
+	turnReq := &wire.TurnRequest{Attempt: req.Attempt, AuthProfileTurnFields: req.AuthProfileTurnFields}
 	if err := validateAgainstSession(ns, sess, turnReq); err != nil {
 		return nil, nil, err
 	}
@@ -63,6 +66,9 @@ func (e *Engine) Complete(ctx context.Context, ns, name, runID string, req *wire
 	if wire.CapabilityOf(p.decision.Capabilities, capability) == v1alpha1.CapabilityUnsupported {
 		return nil, &p.decision, wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness,
 			"agent harness %s does not offer %s", p.decision.HarnessID, capability)
+	}
+	if err := e.admitAuthProfile(ctx, sess, turnReq, p, by); err != nil {
+		return nil, &p.decision, err
 	}
 	res, err := e.completeOn(ctx, sess, p, req)
 	if err != nil {
@@ -114,6 +120,7 @@ func (e *Engine) completeOn(ctx context.Context, sess *v1alpha1.AgentSession, p 
 		Messages:     req.Messages,
 		Prompt:       req.Prompt,
 		Deadline:     time.Now().Add(timeout),
+		AuthProfile:  p.authProfile,
 	})
 	var we *wire.Error
 	switch {

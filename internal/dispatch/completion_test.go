@@ -46,7 +46,7 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 				{Role: wire.MessageRoleToolCall, CallID: "call-9", Name: "lookup", Arguments: `{"q":"x"}`},
 				{Role: wire.MessageRoleToolResult, CallID: "call-9", Text: "LOOKUP-RESULT"},
 			}}
-		res, d, err := eng.Complete(ctx, ns, "cf", "run-cf1", req)
+		res, d, err := eng.Complete(ctx, ns, "cf", "run-cf1", req, store.Requester{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Text).To(Equal("CF-FINAL-ANSWER"))
 		Expect(res.FinishReason).To(Equal(wire.FinishStop))
@@ -70,7 +70,7 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 
 	It("answers an isolated completion with no transcript, and refuses to finalize a run the session never had", func() {
 		stub.When("cf-side", stubmodel.Text("CF-SIDE-ANSWER"))
-		res, _, err := eng.Complete(ctx, ns, "cf", "", &wire.CompletionRequest{Prompt: "cf-side question", Instructions: "Be brief."})
+		res, _, err := eng.Complete(ctx, ns, "cf", "", &wire.CompletionRequest{Prompt: "cf-side question", Instructions: "Be brief."}, store.Requester{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Text).To(Equal("CF-SIDE-ANSWER"))
 		q := stub.RequestsContaining("cf-side")
@@ -79,12 +79,12 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 		Expect(q[0].UserTexts()).To(Equal([]string{"cf-side question"}))
 
 		_, _, err = eng.Complete(ctx, ns, "cf", "run-never", &wire.CompletionRequest{Prompt: "x",
-			TranscriptSource: wire.TranscriptSourceOpenClaw, Messages: []wire.CompletionMessage{{Role: wire.MessageRoleUser, Text: "y"}}})
+			TranscriptSource: wire.TranscriptSourceOpenClaw, Messages: []wire.CompletionMessage{{Role: wire.MessageRoleUser, Text: "y"}}}, store.Requester{})
 		Expect(errors.Is(err, store.ErrNotFound)).To(BeTrue(), "err %v", err)
 	})
 
 	It("refuses a Codex catalog model visibly, before any model request", func() {
-		_, d, err := eng.Complete(ctx, ns, "catalog", "", &wire.CompletionRequest{Prompt: "cf-catalog question", Instructions: "Be brief."})
+		_, d, err := eng.Complete(ctx, ns, "catalog", "", &wire.CompletionRequest{Prompt: "cf-catalog question", Instructions: "Be brief."}, store.Requester{})
 		var we *wire.Error
 		Expect(errors.As(err, &we)).To(BeTrue(), "err %v", err)
 		Expect(we.Code).To(Equal(wire.CodeToolPolicyUnenforceable))

@@ -20,7 +20,8 @@ func (h *Handler) finalize(w http.ResponseWriter, r *http.Request) {
 
 // complete runs an isolated completion, or the finalization of run runID.
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request, runID string) {
-	if _, ok := h.authorize(w, r, attrs(r, VerbCreate)); !ok {
+	caller, ok := h.authorize(w, r, attrs(r, VerbCreate))
+	if !ok {
 		return
 	}
 	req := &wire.CompletionRequest{}
@@ -28,7 +29,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, runID string)
 		h.writeError(w, err, h.retryAfter)
 		return
 	}
-	res, d, err := h.eng.Complete(r.Context(), r.PathValue("ns"), r.PathValue("name"), runID, req)
+	res, d, err := h.eng.Complete(r.Context(), r.PathValue("ns"), r.PathValue("name"), runID, req, caller.requester())
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
 		return

@@ -35,6 +35,10 @@ const TranscriptSourceOpenClaw = "openclaw-transcript"
 // plus the completion's input.
 type CompletionRequest struct {
 	Attempt
+	// AuthProfileTurnFields: the call's model request authenticates with
+	// this profile, as a turn's would (the seed's V2 "credential snapshot
+	// restricted to the single profile selected for that call").
+	AuthProfileTurnFields
 
 	// Instructions replace the runtime's own system prompt for this call.
 	// The Codex harness requires them (without, Codex would send its own
@@ -120,6 +124,9 @@ func (r *CompletionRequest) Validate(finalize bool) error {
 	}
 	if strings.TrimSpace(r.Prompt) == "" {
 		return bad("prompt", "is required")
+	}
+	if err := r.AuthProfileTurnFields.Validate(); err != nil {
+		return err
 	}
 	if err := validTimeout("timeoutMs", r.TimeoutMs, MaxTurnTimeout); err != nil {
 		return err

@@ -62,6 +62,9 @@ type CompletionInput struct {
 	Prompt string
 	// Deadline ends the call (zero: ctx only).
 	Deadline time.Time
+	// AuthProfile, when set, authenticates the call's model request instead
+	// of the server's login (as a turn's, codex/authprofile.go).
+	AuthProfile *adapter.AuthProfile
 }
 
 // completionConfig adds to IsolationConfig what a completion must not load
@@ -112,6 +115,12 @@ func Complete(ctx context.Context, c *appserver.Client, in CompletionInput) (*wi
 		return nil, wire.Errorf(wire.CodeToolPolicyUnenforceable, "",
 			"isolated completion cannot run on Codex: %s; use a model Codex does not know or another runtime", reason)
 	}
+	cfg := completionConfig()
+	auth, err := authConfig(ctx, c, adapter.TurnInput{AuthProfile: in.AuthProfile})
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(cfg, auth)
 	if err := c.Call(ctx, "fs/createDirectory", map[string]any{"path": in.Cwd, "recursive": true}, nil); err != nil {
 		return nil, fmt.Errorf("codex: create the working directory %s: %w", in.Cwd, err)
 	}
@@ -121,7 +130,7 @@ func Complete(ctx context.Context, c *appserver.Client, in CompletionInput) (*wi
 		ApprovalPolicy:   appserver.ApprovalNever,
 		Sandbox:          appserver.SandboxReadOnly,
 		BaseInstructions: in.Instructions,
-		Config:           completionConfig(),
+		Config:           cfg,
 		Ephemeral:        true,
 	}, appserver.ThreadOptions{Handlers: &appserver.Handlers{}})
 	if err != nil {
