@@ -1,0 +1,66 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { ConfigError, parseConfig, readToken } from "../src/config.js";
+
+const valid = {
+  dispatcherUrl: "https://harness-operator-dispatcher.harness-operator-system.svc:8443/",
+  caFile: "/var/run/harness/ca.crt",
+  tokenFile: "/var/run/secrets/harness/token",
+  namespace: "agents",
+  routes: [{ provider: "openai", supported: true, priority: 100 }],
+};
+
+test("a complete configuration is accepted, the URL without its trailing slash", () => {
+  const config = parseConfig(valid);
+  assert.equal(config.dispatcherUrl, "https://harness-operator-dispatcher.harness-operator-system.svc:8443");
+  assert.equal(config.namespace, "agents");
+  assert.equal(config.caFile, "/var/run/harness/ca.crt");
+  assert.deepEqual(config.routes, [{ provider: "openai", supported: true, priority: 100 }]);
+});
+
+test("each configuration mistake is refused naming its field", () => {
+  const cases: Array<[string, unknown, string]> = [
+    ["not an object", "x", "(config)"],
+    ["missing URL", { ...valid, dispatcherUrl: undefined }, "dispatcherUrl"],
+    ["plain http", { ...valid, dispatcherUrl: "http://127.0.0.1:9444" }, "dispatcherUrl"],
+    ["not a URL", { ...valid, dispatcherUrl: "dispatcher:8443" }, "dispatcherUrl"],
+    ["query in URL", { ...valid, dispatcherUrl: "https://d:8443/?x=1" }, "dispatcherUrl"],
+    ["missing namespace", { ...valid, namespace: undefined }, "namespace"],
+    ["bad namespace", { ...valid, namespace: "Agents_1" }, "namespace"],
+    ["missing token file", { ...valid, tokenFile: undefined }, "tokenFile"],
+    ["empty CA file", { ...valid, caFile: "" }, "caFile"],
+    ["unknown field", { ...valid, token: "abc" }, "token"],
+    ["routes not a list", { ...valid, routes: {} }, "routes"],
+    ["route without supported", { ...valid, routes: [{ provider: "openai" }] }, "routes[0].supported"],
+    ["route without provider", { ...valid, routes: [{ supported: true }] }, "routes[0].provider"],
+    ["fallback on a supported route", { ...valid, routes: [{ provider: "openai", supported: true, fallbackRuntime: "openclaw" }] }, "routes[0].fallbackRuntime"],
+    ["unknown route field", { ...valid, routes: [{ provider: "openai", supported: true, id: "x" }] }, "routes[0].id"],
+  ];
+  for (const [name, raw, field] of cases) {
+    assert.throws(
+      () => parseConfig(raw),
+      (err: unknown) => err instanceof ConfigError && err.field === field && err.message.includes(`${field}:`),
+      name,
+    );
+  }
+});
+
+test("the token file is read again on every request, so a rotated token is used at once", () => {
+  const dir = mkdtempSync(join(tmpdir(), "oc-token-"));
+  try {
+    const tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, "first\n");
+    assert.equal(readToken({ tokenFile }), "first");
+    writeFileSync(tokenFile, "rotated");
+    assert.equal(readToken({ tokenFile }), "rotated");
+    writeFileSync(tokenFile, "\n");
+    assert.throws(() => readToken({ tokenFile }), /tokenFile: .* is empty/);
+    assert.throws(() => readToken({ tokenFile: join(dir, "missing") }), /tokenFile: cannot read/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
