@@ -1,0 +1,166 @@
+// TurnProjection maps the dispatcher's turn stream onto the callbacks of
+// OpenClaw's prepared attempt and keeps what the attempt result needs.
+// One projection per turn; events are applied in stream order, each
+// callback awaited before the next event (OpenClaw's reply pipeline expects
+// ordered deltas). In the headless CLI only some callbacks are functions
+// (reference README): each is called only when it is one.
+import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
+
+import { type WireError } from "./errors.js";
+import type { SseEvent } from "./sse.js";
+import type * as wire from "./wire.js";
+
+export type AttemptCallbacks = Pick<
+  AgentHarnessAttemptParamsV2,
+  "onPartialReply" | "onAssistantMessageStart" | "onAgentEvent" | "onReasoningStream" | "onReasoningEnd" | "observeToolTerminal"
+>;
+
+type ToolObservation = Parameters<NonNullable<AttemptCallbacks["observeToolTerminal"]>>[0];
+type ToolResolution = ReturnType<NonNullable<AttemptCallbacks["observeToolTerminal"]>>;
+
+export type ToolMeta = { toolName: string; toolCallId?: string; isError?: boolean; replaySafe?: boolean };
+
+/** How the stream ended: a result, or a claimed failure (`error` event). */
+export type StreamEnd = { kind: "result"; result: wire.TurnResult } | { kind: "error"; error: WireError };
+
+export class TurnProjection {
+  selected: wire.Selected | undefined;
+  /** The last event id seen, for a reconnect with Last-Event-ID. */
+  lastEventId: string | undefined;
+  end: StreamEnd | undefined;
+  readonly toolMetas: ToolMeta[] = [];
+  readonly itemLifecycle = { startedCount: 0, completedCount: 0, activeCount: 0 };
+  /** A tool may have changed something (it started, and is not known to be read-only). */
+  hadPotentialSideEffects = false;
+  /** The host's canonical resolution of the latest tool terminal (observeToolTerminal). */
+  lastToolResolution: ToolResolution | undefined;
+  private readonly texts = new Map<string, string>();
+
+  constructor(private readonly cb: AttemptCallbacks) {}
+
+  /** Applies one event; a `tool_call` is returned for the caller to run. */
+  async apply(ev: SseEvent): Promise<wire.ToolCall | undefined> {
+    if (ev.id !== undefined) this.lastEventId = ev.id;
+    const data: unknown = ev.data === "" ? {} : JSON.parse(ev.data);
+    switch (ev.event) {
+      case "selected":
+        this.selected = data as wire.Selected;
+        return undefined;
+      case "partial":
+        await this.partial(data as wire.Partial);
+        return undefined;
+      case "agent_event":
+        await this.agentEvent(data as wire.AgentEvent);
+        return undefined;
+      case "tool_call":
+        return data as wire.ToolCall;
+      case "tool_terminal":
+        this.toolTerminal(data as wire.ToolTerminal);
+        return undefined;
+      case "approval_request":
+      case "user_input_request":
+      case "request_resolved":
+        await this.nativeRequest(ev.event, data as wire.NativeRequest);
+        return undefined;
+      case "result":
+        this.end = { kind: "result", result: data as wire.TurnResult };
+        return undefined;
+      case "error":
+        this.end = { kind: "error", error: data as WireError };
+        return undefined;
+      default:
+        // `transcript` is the dispatcher's mirror of what the other events
+        // already said; an event a newer dispatcher adds is not ours to guess.
+        return undefined;
+    }
+  }
+
+  private async partial(p: wire.Partial): Promise<void> {
+    const itemId = p.itemId ?? "";
+    const delta = p.delta ?? "";
+    const before = this.texts.get(itemId);
+    if (before === undefined && typeof this.cb.onAssistantMessageStart === "function") {
+      await this.cb.onAssistantMessageStart();
+    }
+    const text = (before ?? "") + delta;
+    this.texts.set(itemId, text);
+    if (typeof this.cb.onPartialReply === "function") await this.cb.onPartialReply({ text, delta });
+  }
+
+  private async agentEvent(e: wire.AgentEvent): Promise<void> {
+    const stream = e.stream ?? "lifecycle";
+    if (stream === "tool" && e.phase === "start") {
+      this.itemLifecycle.startedCount++;
+      this.itemLifecycle.activeCount++;
+    } else if (stream === "tool" && e.phase === "end") {
+      this.itemLifecycle.completedCount++;
+      this.itemLifecycle.activeCount = Math.max(0, this.itemLifecycle.activeCount - 1);
+    }
+    if (stream === "reasoning" && e.phase === "delta" && typeof this.cb.onReasoningStream === "function") {
+      await this.cb.onReasoningStream({ text: e.text ?? "", isReasoning: true });
+    }
+    if (stream === "reasoning" && e.phase === "end" && typeof this.cb.onReasoningEnd === "function") {
+      await this.cb.onReasoningEnd();
+    }
+    if (typeof this.cb.onAgentEvent === "function") {
+      await this.cb.onAgentEvent({ stream, data: agentEventData(e) });
+    }
+  }
+
+  private toolTerminal(t: wire.ToolTerminal): void {
+    const toolName = t.tool ?? "";
+    const failed = t.outcome === "failure";
+    const started = t.executionStarted === true;
+    // Host tools count as mutating once started (the operator cannot
+    // classify them; docs/dispatcher-api.md "lastToolError"); native tools
+    // carry the protocol's own facts.
+    const mutating = t.native === true ? t.nativeMutation?.mutatingAction === true : started;
+    if (mutating) this.hadPotentialSideEffects = true;
+    const meta: ToolMeta = { toolName, isError: failed, replaySafe: !mutating };
+    if (t.callId !== undefined) meta.toolCallId = t.callId;
+    this.toolMetas.push(meta);
+    if (typeof this.cb.observeToolTerminal !== "function") return;
+    const obs: ToolObservation = {
+      toolName,
+      arguments: t.arguments,
+      executionStarted: started,
+      outcome: failed ? "failure" : "success",
+    };
+    if (t.callId !== undefined) obs.toolCallId = t.callId;
+    if (failed) {
+      const failure: NonNullable<ToolObservation["failure"]> = { error: t.failure?.message ?? "the tool failed" };
+      if (t.failure?.reason !== undefined) failure.errorCode = t.failure.reason;
+      if (t.failure?.reason === "timeout") failure.timedOut = true;
+      obs.failure = failure;
+    }
+    if (t.native === true && t.nativeMutation !== undefined) {
+      obs.nativeMutation = {
+        mutatingAction: t.nativeMutation.mutatingAction === true,
+        replaySafe: t.nativeMutation.replaySafe === true,
+      };
+    }
+    this.lastToolResolution = this.cb.observeToolTerminal(obs);
+  }
+
+  private async nativeRequest(event: string, r: wire.NativeRequest): Promise<void> {
+    // Approvals and questions are answered by the dispatcher's timeout
+    // (denied, unanswered) until the plugin routes them through OpenClaw's
+    // approval and user-input helpers; the gateway's user sees them here.
+    if (typeof this.cb.onAgentEvent !== "function") return;
+    const stream = event === "user_input_request" ? "user_input" : "approval";
+    const phase = event === "request_resolved" ? "resolved" : "requested";
+    await this.cb.onAgentEvent({ stream, data: { ...r, phase } });
+  }
+}
+
+function agentEventData(e: wire.AgentEvent): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (e.phase !== undefined) out["phase"] = e.phase;
+  if (e.status !== undefined) out["status"] = e.status;
+  if (e.itemId !== undefined) out["itemId"] = e.itemId;
+  if (e.callId !== undefined) out["toolCallId"] = e.callId;
+  if (e.tool !== undefined) out["name"] = e.tool;
+  if (e.text !== undefined) out["text"] = e.text;
+  if (e.data !== undefined) out["raw"] = e.data;
+  return out;
+}
