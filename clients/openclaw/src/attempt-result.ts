@@ -29,6 +29,11 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
   if (p.end?.kind === "result") {
     turn = p.end.result;
     terminal = terminalOf(turn.terminal, ctx.abortedByHost);
+  } else if (p.end === undefined && ctx.abortedByHost) {
+    // OpenClaw aborted the attempt (and the plugin interrupted the turn)
+    // before its result arrived; what ran is unknown.
+    terminal = { kind: "aborted", source: "external" };
+    replaySafe = false;
   } else {
     const failure = claimedFailure(
       p.end?.error ?? {

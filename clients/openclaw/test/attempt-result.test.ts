@@ -74,3 +74,9 @@ test("the dispatcher's lastToolError is kept when the host reported none", async
   ]), ctx);
   assert.deepEqual(r.lastToolError, { toolName: "get_weather", executionStarted: true, error: "ended", errorCode: "cancelled", mutatingAction: true });
 });
+
+test("an attempt OpenClaw aborted before the turn's result is aborted from outside, and may have run", async () => {
+  const r = attemptResult(await projection([["selected", { runId: "r" }]]), { ...ctx, abortedByHost: true });
+  assert.deepEqual(r.terminal, { kind: "aborted", source: "external" });
+  assert.equal(r.replayMetadata.replaySafe, false);
+});

@@ -1,0 +1,16 @@
+// The plugin's entry: OpenClaw loads it (package.json openclaw.extensions)
+// and calls register with the plugin's configuration block.
+import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
+
+import { parseConfig } from "./config.js";
+import { createHarness } from "./harness.js";
+
+export default definePluginEntry({
+  id: "harness-operator",
+  name: "Harness Operator",
+  description: "Runs prepared agent turns on a Kubernetes cluster's agent harnesses through the harness-operator dispatcher.",
+  register(api) {
+    // A configuration mistake fails the plugin's load, naming the field.
+    api.registerAgentHarness(createHarness(parseConfig(api.pluginConfig ?? {})));
+  },
+});
