@@ -4,7 +4,8 @@
 // preflight error: OpenClaw does not replay a claimed turn elsewhere.
 import type { AgentHarnessAttemptResult } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { DispatcherError, claimedFailure } from "./errors.js";
+import { DispatcherError } from "./dispatcher-error.js";
+import { claimedFailure } from "./errors.js";
 import type { TurnProjection } from "./events.js";
 import type * as wire from "./wire.js";
 

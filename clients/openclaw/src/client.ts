@@ -6,7 +6,7 @@ import { request, type RequestOptions } from "node:https";
 import type { IncomingMessage } from "node:http";
 
 import { type PluginConfig, readCA, readToken } from "./config.js";
-import { DispatcherError, type WireError } from "./errors.js";
+import { DispatcherError, type WireError } from "./dispatcher-error.js";
 import { readSse, type SseEvent } from "./sse.js";
 import type { ToolResultRequest } from "./wire.js";
 

@@ -16,25 +16,7 @@
 //     failed terminal and never retried elsewhere, whatever the code.
 import { AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-/** The dispatcher's error body and a stream `error` event's payload (wire.Error). */
-export type WireError = {
-  code: string;
-  message: string;
-  scope: string;
-  retryable: boolean;
-  replaySafe?: boolean;
-};
-
-/** A dispatcher answer that was an error; status is absent for a stream `error`. */
-export class DispatcherError extends Error {
-  constructor(
-    readonly wire: WireError,
-    readonly status?: number,
-  ) {
-    super(`harness-operator dispatcher: ${wire.code}: ${wire.message}`);
-    this.name = "DispatcherError";
-  }
-}
+import { DispatcherError, type WireError } from "./dispatcher-error.js";
 
 type Row = {
   /** The refusal may carry scope "harness" (when the dispatcher scoped it too). */

@@ -6,7 +6,7 @@
 // (reference README): each is called only when it is one.
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { type WireError } from "./errors.js";
+import type { WireError } from "./dispatcher-error.js";
 import type { SseEvent } from "./sse.js";
 import type * as wire from "./wire.js";
 

@@ -5,7 +5,8 @@ import type { AgentHarnessAttemptParamsV2, AgentHarnessAttemptResult, AgentHarne
 import { attemptResult } from "./attempt-result.js";
 import { DispatcherClient, type TurnStream } from "./client.js";
 import type { PluginConfig } from "./config.js";
-import { DispatcherError, preflightError } from "./errors.js";
+import { DispatcherError } from "./dispatcher-error.js";
+import { preflightError } from "./errors.js";
 import { TurnProjection } from "./events.js";
 import { SupportRegistry } from "./registry.js";
 import { sessionName } from "./session-name.js";

@@ -1,7 +1,7 @@
 // The dispatcher's turn stream payloads this plugin reads (internal/wire,
 // docs/dispatcher-api.md "Events"). Fields it does not use are left out;
 // every field is optional on the wire (empty ones are omitted).
-import type { WireError } from "./errors.js";
+import type { WireError } from "./dispatcher-error.js";
 
 export type Selected = {
   runId?: string;

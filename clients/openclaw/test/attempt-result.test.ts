@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { AgentHarnessPreflightError, type AgentHarnessAttemptResult } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { attemptResult } from "../src/attempt-result.js";
-import { DispatcherError } from "../src/errors.js";
+import { DispatcherError } from "../src/dispatcher-error.js";
 import { TurnProjection } from "../src/events.js";
 
 const ctx = { sessionId: "s-1", harnessId: "harness-operator", abortedByHost: false };

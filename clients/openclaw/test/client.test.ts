@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { DispatcherClient } from "../src/client.js";
-import { DispatcherError } from "../src/errors.js";
+import { DispatcherError } from "../src/dispatcher-error.js";
 import type { SseEvent } from "../src/sse.js";
 import { jsonError, sse, startLoopback } from "./loopback.js";
 

@@ -5,7 +5,8 @@ import { fileURLToPath } from "node:url";
 
 import { AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { DispatcherError, ERROR_TABLE, claimedFailure, preflightError } from "../src/errors.js";
+import { DispatcherError } from "../src/dispatcher-error.js";
+import { ERROR_TABLE, claimedFailure, preflightError } from "../src/errors.js";
 
 // The one row per code: what a refusal before the turn was claimed becomes,
 // when the dispatcher scoped it to the harness (the widest case).
