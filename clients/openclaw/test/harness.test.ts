@@ -1,6 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { ServerResponse } from "node:http";
+import { createServer as createNetServer, type AddressInfo } from "node:net";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import { AgentHarnessPreflightError, type AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
@@ -115,12 +119,22 @@ test("a stream that dropped is resumed with Last-Event-ID, never run again", asy
 });
 
 test("an unreachable dispatcher fails the attempt before anything ran, without scope", async () => {
-  const lb = await startLoopback(() => undefined);
-  const config = lb.config;
-  await lb.close(); // nothing listens on its port any more
-  await assert.rejects(createHarness(config).runAttempt(params()), (err: unknown) =>
-    err instanceof AgentHarnessPreflightError && err.scope === undefined && /DispatcherUnreachable/.test(err.message),
-  );
+  // A listener that drops every connection at once: the dispatcher is never
+  // reached, and no other process can take the port meanwhile.
+  const dropper = createNetServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => dropper.listen(0, "127.0.0.1", resolve));
+  const port = (dropper.address() as AddressInfo).port;
+  const dir = mkdtempSync(join(tmpdir(), "oc-token-"));
+  try {
+    writeFileSync(join(dir, "token"), "t");
+    const config = { dispatcherUrl: `https://127.0.0.1:${port}`, tokenFile: join(dir, "token"), namespace: "agents", routes: [] };
+    await assert.rejects(createHarness(config).runAttempt(params()), (err: unknown) =>
+      err instanceof AgentHarnessPreflightError && err.scope === undefined && /DispatcherUnreachable/.test(err.message),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await new Promise<void>((resolve) => dropper.close(() => resolve()));
+  }
 });
 
 test("supports answers from the registry, synchronously", () => {
