@@ -47,6 +47,10 @@ export const ERROR_TABLE: Readonly<Record<string, Row>> = {
   HarnessUnavailable: { harnessScope: true, userMessage: "The cluster's agent harness is not available now; retry later." },
   HarnessAtCapacity: { harnessScope: true, userMessage: "The cluster's agent harness is at capacity; retry later." },
   AuthFailed: { harnessScope: false, userMessage: "The model provider refused the cluster harness's credential." },
+  // Authentication failures stay fail-closed (the seed: no fallbackRuntime
+  // "for provider, route, or authentication failures").
+  AuthProfileNotIsolated: { harnessScope: false, userMessage: "The cluster harness serves other namespaces, so it refuses this auth profile." },
+  AuthProfileUnsupported: { harnessScope: false, userMessage: "The cluster harness cannot use this auth profile." },
   // The dispatcher API's own codes: requests the gateway got wrong or may not make.
   BadRequest: { harnessScope: false, userMessage: "The dispatcher refused the turn as invalid." },
   Unauthorized: { harnessScope: false, userMessage: "The dispatcher did not accept the gateway's token." },

@@ -27,6 +27,8 @@ const want: Record<string, "harness" | "none"> = {
   HarnessUnavailable: "harness",
   HarnessAtCapacity: "harness",
   AuthFailed: "none",
+  AuthProfileNotIsolated: "none",
+  AuthProfileUnsupported: "none",
   BadRequest: "none",
   Unauthorized: "none",
   Forbidden: "none",
