@@ -29,51 +29,22 @@ type ModelCatalog struct {
 	Models []CatalogModel
 }
 
-// LoadModelCatalog reads the server's model catalog (model/list,
-// includeHidden: true, every page).
+// LoadModelCatalog reads the server's model catalog (appserver.ListModels:
+// includeHidden, every page, bounded).
 func LoadModelCatalog(ctx context.Context, c *appserver.Client) (*ModelCatalog, error) {
-	cat := &ModelCatalog{}
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		params := map[string]any{"includeHidden": true}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		var res struct {
-			Data []struct {
-				ID                        string `json:"id"`
-				Model                     string `json:"model"`
-				Hidden                    bool   `json:"hidden"`
-				SupportedReasoningEfforts []struct {
-					ReasoningEffort string `json:"reasoningEffort"`
-				} `json:"supportedReasoningEfforts"`
-			} `json:"data"`
-			NextCursor *string `json:"nextCursor"`
-		}
-		if err := c.Call(ctx, "model/list", params, &res); err != nil {
-			return nil, fmt.Errorf("codex: read the model catalog: %w", err)
-		}
-		for _, m := range res.Data {
-			cm := CatalogModel{Slug: m.ID, Hidden: m.Hidden}
-			for _, a := range []string{m.ID, m.Model} {
-				if a != "" && !slices.Contains(cm.Aliases, a) {
-					cm.Aliases = append(cm.Aliases, a)
-				}
-			}
-			if cm.Slug == "" {
-				cm.Slug = m.Model
-			}
-			for _, e := range m.SupportedReasoningEfforts {
-				cm.Efforts = append(cm.Efforts, e.ReasoningEffort)
-			}
-			cat.Models = append(cat.Models, cm)
-		}
-		if res.NextCursor == nil || *res.NextCursor == "" {
-			return cat, nil
-		}
-		cursor = *res.NextCursor
+	models, err := c.ListModels(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
 	}
-	return nil, fmt.Errorf("codex: read the model catalog: more than 100 pages")
+	cat := &ModelCatalog{}
+	for _, m := range models {
+		cm := CatalogModel{Slug: m.ID, Aliases: m.Names(), Hidden: m.Hidden, Efforts: m.Efforts}
+		if cm.Slug == "" {
+			cm.Slug = m.Model
+		}
+		cat.Models = append(cat.Models, cm)
+	}
+	return cat, nil
 }
 
 // Match returns the catalog models whose metadata Codex may apply to model,
