@@ -37,12 +37,17 @@ const (
 type CapabilitySupport string
 
 const (
-	// CapabilitySupported: offered for every model.
+	// CapabilitySupported: offered for every model (in a decision: for the
+	// attempt's model).
 	CapabilitySupported CapabilitySupport = "Supported"
-	// CapabilityModelDependent: offered only for the models the message names; a
-	// request for another model is refused visibly before any model request.
+	// CapabilityModelDependent: offered for every model except those
+	// excludedModels matches (the message says the rule); a request for an
+	// excluded model is refused visibly before any model request. With
+	// excludedModels empty the harness's model catalog is not known yet, and
+	// the adapter decides each request against the live catalog.
 	CapabilityModelDependent CapabilitySupport = "ModelDependent"
-	// CapabilityUnsupported: absent; a request for it is refused, never attempted.
+	// CapabilityUnsupported: absent (in a decision: absent for the attempt's
+	// model); a request for it is refused, never attempted.
 	CapabilityUnsupported CapabilitySupport = "Unsupported"
 )
 
@@ -61,4 +66,18 @@ type HarnessCapability struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
+
+	// excludedModels lists, for a ModelDependent capability, the models it is
+	// not offered for: every name of the app-server's model catalog
+	// (model/list, hidden models included), the union over the handshakes of
+	// the harness's servers. A model id is excluded when it contains one of
+	// them, case-insensitively (Codex gives catalog metadata to ids that start
+	// with a catalog name after one `namespace/` prefix). Empty when the
+	// catalog is not known (no handshake read it, or it exceeds these limits);
+	// a decision resolves the capability for its model and lists none.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=128
+	ExcludedModels []string `json:"excludedModels,omitempty"`
 }
