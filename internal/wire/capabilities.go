@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/openclaw/harness-operator/api/v1alpha1"
+import (
+	"slices"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+)
 
 // codexIsolationModels is the rule by which Codex 0.169.0 can prove an empty
 // native tool surface (internal/adapter/codex CanIsolate): only for models
@@ -43,6 +47,27 @@ func AdapterCapabilities(a v1alpha1.HarnessAdapter) []v1alpha1.HarnessCapability
 			"authenticates its session's model requests on a harness that admits only its own namespace and whose Codex " +
 			"model provider is declared in its config (the built-in openai provider cannot carry another key)"},
 	}
+}
+
+// WithModelCatalog applies the model catalog the handshakes of a harness's
+// servers read (catalog: every model name, sorted; nil when no handshake
+// read it) to the ModelDependent capabilities of caps, in place, and
+// returns caps: an unknown catalog leaves them ModelDependent with no
+// excludedModels (the adapter decides each request against the live
+// catalog), an empty one makes them Supported (no model is excluded), any
+// other lists it as their excludedModels.
+func WithModelCatalog(caps []v1alpha1.HarnessCapability, catalog []string) []v1alpha1.HarnessCapability {
+	for i := range caps {
+		c := &caps[i]
+		switch {
+		case c.Support != v1alpha1.CapabilityModelDependent || catalog == nil:
+		case len(catalog) == 0:
+			c.Support, c.Message = v1alpha1.CapabilitySupported, "the app-server's model catalog is empty"
+		default:
+			c.ExcludedModels = slices.Clone(catalog)
+		}
+	}
+	return caps
 }
 
 // CapabilityOf returns the support of capability n in caps (Unsupported when
