@@ -41,11 +41,13 @@ const (
 type handshakeFunc func(ctx context.Context, url string, auth appserver.WebSocketOptions) (serverFacts, error)
 
 // serverFacts are what a handshake learned: the initialize result's
-// userAgent, and the login state (account/read; nil when the server did not
-// answer it, e.g. below the floor).
+// userAgent, the login state (account/read; nil when the server did not
+// answer it, e.g. below the floor) and the names of its model catalog
+// (model/list; nil when it could not be read).
 type serverFacts struct {
 	userAgent string
 	login     *appserver.Login
+	catalog   []string
 }
 
 // appServerHandshake is the handshakeFunc that speaks to a real app-server
@@ -69,6 +71,11 @@ func appServerHandshake(ctx context.Context, rawURL string, auth appserver.WebSo
 	facts := serverFacts{userAgent: c.ServerInfo().UserAgent}
 	if l, err := c.ReadLogin(ctx); err == nil {
 		facts.login = &l
+	}
+	// An unread catalog is unknown, never a failed handshake: the server
+	// still takes turns, and the adapter reads the catalog again per request.
+	if models, err := c.ListModels(ctx); err == nil {
+		facts.catalog = catalogNames(models)
 	}
 	return facts, nil
 }
@@ -121,10 +128,11 @@ func readyzURL(wsURL string) (string, error) {
 type handshakeResult struct {
 	// server is the pod name (or `external`) the handshake went to.
 	server string
-	// userAgent of the initialize result and the login state; meaningful
-	// when err is nil.
+	// userAgent of the initialize result, the login state and the model
+	// catalog's names (nil: unknown); meaningful when err is nil.
 	userAgent string
 	login     *appserver.Login
+	catalog   []string
 	// err is the connection or auth failure.
 	err error
 	// tokenFP fingerprints the token the handshake used.

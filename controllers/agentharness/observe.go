@@ -159,9 +159,9 @@ func (r *Reconciler) runHandshake(ctx context.Context, server, url, token string
 	log := ctrl.LoggerFrom(ctx).WithValues("server", server, "url", redactURL(url))
 	fp := tokenFingerprint(token)
 	facts, err := r.handshake(ctx, url, auth)
-	res := &handshakeResult{server: server, userAgent: facts.userAgent, login: facts.login, err: err, tokenFP: fp}
+	res := &handshakeResult{server: server, userAgent: facts.userAgent, login: facts.login, catalog: facts.catalog, err: err, tokenFP: fp}
 	if err == nil {
-		log.Info("app-server handshake", "userAgent", facts.userAgent)
+		log.Info("app-server handshake", "userAgent", facts.userAgent, "catalogModels", len(facts.catalog), "catalogKnown", facts.catalog != nil)
 		return res
 	}
 	res.failures = 1

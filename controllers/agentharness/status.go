@@ -96,6 +96,7 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 	}
 	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, versionVerdict(relevant, h.Spec.MinVersion))
 	setCondition(h, harnessv1alpha1.HarnessConditionLoggedIn, loginVerdict(relevant))
+	st.Capabilities = judgedCapabilities(h, relevant)
 
 	// Attested: every server that is not draining runs one digest whose
 	// version the handshake identified.
@@ -154,6 +155,7 @@ func (r *Reconciler) externalConditions(_ context.Context, s *scope) error {
 	}
 	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, vv)
 	setCondition(h, harnessv1alpha1.HarnessConditionLoggedIn, loginVerdict([]*handshakeResult{s.external}))
+	st.Capabilities = judgedCapabilities(h, []*handshakeResult{s.external})
 
 	setCondition(h, harnessv1alpha1.HarnessConditionAttested, verdict{metav1.ConditionFalse,
 		harnessv1alpha1.HarnessReasonExternalServer,
@@ -322,10 +324,15 @@ func agreedVersion(servers []harnessv1alpha1.ServerStatus) string {
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	h := s.harness
 	h.Status.ObservedGeneration = h.Generation
-	// The same table the dispatcher puts in every decision, so a gateway
-	// reading either sees one answer; set in every mode (an unready harness
-	// still tells what it would offer).
-	h.Status.Capabilities = wire.AdapterCapabilities(h.Spec.Adapter)
+	// The conditions phase publishes the adapter's table with the model
+	// catalog its handshakes read (judgedCapabilities), which the dispatcher
+	// resolves for each decision's model. A reconcile that never judged the
+	// servers (another mode, or a phase failed first) keeps what was
+	// published, or publishes the table with the catalog unknown: an unready
+	// harness still tells what it would offer.
+	if len(h.Status.Capabilities) == 0 {
+		h.Status.Capabilities = wire.AdapterCapabilities(h.Spec.Adapter)
+	}
 	if equality.Semantic.DeepEqual(*s.before, h.Status) {
 		return nil
 	}
