@@ -63,7 +63,10 @@ func (e *Engine) Complete(ctx context.Context, ns, name, runID string, req *wire
 			return nil, &p.decision, err
 		}
 	}
-	if wire.CapabilityOf(p.decision.Capabilities, capability) == v1alpha1.CapabilityUnsupported {
+	// The adapter's table, not the decision's model resolution: whether a
+	// model can be isolated is the adapter's to prove against the server's
+	// live catalog (codex.Complete), not the catalog status published.
+	if wire.CapabilityOf(wire.AdapterCapabilities(p.harness.Spec.Adapter), capability) == v1alpha1.CapabilityUnsupported {
 		return nil, &p.decision, wire.Errorf(wire.CodeHarnessUnsupported, wire.ScopeHarness,
 			"agent harness %s does not offer %s", p.decision.HarnessID, capability)
 	}
@@ -168,14 +171,26 @@ func (e *Engine) settledRun(ctx context.Context, sess *v1alpha1.AgentSession, ru
 
 // harnessCapabilities are the capabilities of the harness a decision names
 // (the selected one, or the one its error is about), from the snapshot the
-// decision was made on; none for the embedded runtime.
+// decision was made on, resolved for the session's model (the one its
+// turns and completions send): status.capabilities as the manager
+// published them with the model catalog its handshakes read, or the
+// adapter's table with the catalog unknown before it has. None for the
+// embedded runtime.
 func harnessCapabilities(snap selection.Snapshot, d wire.Decision) []v1alpha1.HarnessCapability {
 	if d.HarnessRef == nil {
 		return nil
 	}
 	for _, h := range snap.Harnesses {
 		if h != nil && h.Namespace == d.HarnessRef.Namespace && h.Name == d.HarnessRef.Name {
-			return wire.AdapterCapabilities(h.Spec.Adapter)
+			caps := h.Status.Capabilities
+			if len(caps) == 0 {
+				caps = wire.AdapterCapabilities(h.Spec.Adapter)
+			}
+			model := ""
+			if snap.Session != nil {
+				_, model = selection.SplitModel("", snap.Session.Spec.Model)
+			}
+			return codex.CapabilitiesFor(caps, model)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -25,14 +26,48 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 	It("lists the selected harness's capabilities in /decide and in the selected event", func() {
 		d, err := eng.Decide(ctx, ns, "cf", &wire.TurnRequest{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(d.Capabilities).To(Equal(wire.AdapterCapabilities(v1alpha1.AdapterCodexAppServer)))
+		names := func(caps []v1alpha1.HarnessCapability) []v1alpha1.HarnessCapabilityName {
+			var out []v1alpha1.HarnessCapabilityName
+			for _, c := range caps {
+				out = append(out, c.Name)
+			}
+			return out
+		}
+		Expect(names(d.Capabilities)).To(Equal(names(wire.AdapterCapabilities(v1alpha1.AdapterCodexAppServer))))
 
 		stub.When("cf-turn", stubmodel.Text("CF-TURN-REPLY"))
 		evs, err := turn(ns, "cf", textReq("run-cf1", "cf-turn question"))
 		Expect(err).NotTo(HaveOccurred())
 		var sel wire.SelectedEvent
 		Expect(json.Unmarshal(lastOf(evs, wire.EventSelected), &sel)).To(Succeed())
-		Expect(wire.CapabilityOf(sel.Capabilities, v1alpha1.CapabilitySettledTurnFinalization)).To(Equal(v1alpha1.CapabilityModelDependent))
+		Expect(wire.CapabilityOf(sel.Capabilities, v1alpha1.CapabilitySettledTurnFinalization)).To(Equal(v1alpha1.CapabilitySupported))
+	})
+
+	// The catalog the manager's handshake read from the real Codex
+	// (status.capabilities excludedModels) decides, per decision, whether
+	// its model can have isolated completion: the stub model, which Codex
+	// does not know, can; gpt-6.1-sol, the catalog's default, cannot — and
+	// the decision says so before the gateway asks.
+	It("resolves isolated completion for the session's model in /decide: Supported outside the real Codex catalog, Unsupported for a catalog model", func() {
+		capability := func(session string, n v1alpha1.HarnessCapabilityName) v1alpha1.HarnessCapability {
+			d, err := eng.Decide(ctx, ns, session, &wire.TurnRequest{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(d.HarnessID).To(Equal("codex"))
+			for _, c := range d.Capabilities {
+				if c.Name == n {
+					Expect(c.ExcludedModels).To(BeEmpty(), "a decision answers for one model")
+					return c
+				}
+			}
+			Fail(fmt.Sprintf("%s is not in the decision", n))
+			return v1alpha1.HarnessCapability{}
+		}
+		for _, n := range []v1alpha1.HarnessCapabilityName{v1alpha1.CapabilityIsolatedCompletion, v1alpha1.CapabilitySettledTurnFinalization} {
+			Expect(capability("cf", n).Support).To(Equal(v1alpha1.CapabilitySupported), "%s for the stub model", n)
+			c := capability("catalog", n)
+			Expect(c.Support).To(Equal(v1alpha1.CapabilityUnsupported), "%s for a catalog model", n)
+			Expect(c.Message).To(And(ContainSubstring(`"gpt-6.1-sol"`), ContainSubstring("native tools")))
+		}
 	})
 
 	It("finalizes a settled run on its frozen transcript without tools, leaving the session's thread, transcript and runs alone", func() {
@@ -90,6 +125,8 @@ var _ = Describe("Isolated completion and settled-turn finalization", Ordered, f
 		Expect(we.Code).To(Equal(wire.CodeToolPolicyUnenforceable))
 		Expect(we.Message).To(ContainSubstring(`"gpt-6.1-sol"`))
 		Expect(d.HarnessID).To(Equal("codex"))
+		Expect(wire.CapabilityOf(d.Capabilities, v1alpha1.CapabilityIsolatedCompletion)).To(Equal(v1alpha1.CapabilityUnsupported),
+			"the refusal's decision says what the refusal does")
 		Expect(stub.RequestsContaining("cf-catalog")).To(BeEmpty())
 	})
 })

@@ -40,8 +40,11 @@ type Decision struct {
 	MatchedPolicies []string `json:"matchedPolicies,omitempty"`
 	// Error is set when the attempt fails closed or contradicts its session.
 	Error *Error `json:"error,omitempty"`
-	// Capabilities are what the selected harness offers (AdapterCapabilities),
-	// so a gateway tells an absent capability from a failed call.
+	// Capabilities are what the selected harness offers (its
+	// status.capabilities), resolved for the session's model: a
+	// ModelDependent capability is Supported or Unsupported for it once the
+	// harness's model catalog is known. A gateway tells an absent capability
+	// from a failed call.
 	Capabilities []v1alpha1.HarnessCapability `json:"capabilities,omitzero"`
 	// AuthBootstrap is the selected harness's spec.authBootstrap (the seed's
 	// "harness-owned auth bootstrap"): Harness means the harness's runtime
