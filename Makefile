@@ -69,8 +69,21 @@ RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal
 	./internal/adapter/... ./test/dispatcher/
 
 .PHONY: test
-test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
+test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, and the OpenClaw plugin's tests.
 	$(TEST_DEPS); go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) test-openclaw
+
+# OPENCLAW_TOOLS is the cached Node 24, openclaw and TypeScript
+# (hack/setup-openclaw.sh installs them once).
+OPENCLAW_TOOLS = $$(hack/setup-openclaw.sh)
+
+.PHONY: test-openclaw
+test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test runner) on the cached Node 24.
+	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm test
+
+.PHONY: openclaw-plugin
+openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.
+	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack
 
 .PHONY: test-race
 test-race: ## The concurrent packages under the race detector (their process suites' binaries too); part of CI.
