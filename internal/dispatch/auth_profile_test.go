@@ -1,17 +1,12 @@
 package dispatch
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -35,17 +30,8 @@ var _ = Describe("Auth profiles of a turn", Ordered, func() {
 	BeforeAll(func() {
 		ns = newNamespace()
 		h = registerCodex(ns, codexSrv.URL, true)
-		for _, name := range []string{readable, unreadable} {
-			Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Data: map[string][]byte{"apiKey": []byte(profileKey)}})).To(Succeed())
-		}
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "profile-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{readable}, Verbs: []string{"get"}}},
-		})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "profile-reader"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "profile-reader"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alice.User}},
-		})).To(Succeed())
+		createSecrets(ns, "apiKey", profileKey, readable, unreadable)
+		grantSecretGet(ns, "profile-reader", alice.User, readable)
 	})
 
 	profileReq := func(runID, prompt, secret string) *wire.TurnRequest {
@@ -78,26 +64,7 @@ var _ = Describe("Auth profiles of a turn", Ordered, func() {
 		Expect(b.AuthProfile).To(Equal("openai:work"))
 		first := b.ThreadID
 
-		for _, e := range evs {
-			Expect(string(e.Payload)).NotTo(ContainSubstring(profileKey), "event %s", e.Type)
-		}
-		status, err := json.Marshal(getSession(ns, "profile").Status)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(status)).NotTo(ContainSubstring(profileKey))
-		Expect(logs.all()).NotTo(ContainSubstring(profileKey))
-		Expect(filepath.WalkDir(jrnlDir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			if strings.Contains(string(b), profileKey) {
-				return errors.New("journal file " + p + " holds the key")
-			}
-			return nil
-		})).To(Succeed())
+		expectSecretValueNowhere(profileKey, evs, ns, "profile")
 
 		// Without the profile the session's requests use the harness's own
 		// credential, on a new thread that carries the conversation.

@@ -3,15 +3,10 @@ package dispatch
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/codextest"
@@ -44,17 +39,8 @@ var _ = Describe("MCP servers of a turn", Ordered, func() {
 		updateHarness(h, true, func(h *v1alpha1.AgentHarness) {
 			h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{mcp.URL, "https://169.254.169.254/"}}
 		})
-		for _, name := range []string{readable, unreadable} {
-			Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Data: map[string][]byte{"token": []byte(headerValue)}})).To(Succeed())
-		}
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mcp-token-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{readable}, Verbs: []string{"get"}}},
-		})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mcp-token-reader"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "mcp-token-reader"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: alice.User}},
-		})).To(Succeed())
+		createSecrets(ns, "token", headerValue, readable, unreadable)
+		grantSecretGet(ns, "mcp-token-reader", alice.User, readable)
 	})
 
 	// mcpReq is a turn naming the test's MCP server with its header from
@@ -110,26 +96,7 @@ var _ = Describe("MCP servers of a turn", Ordered, func() {
 		}
 		Expect(terminals).To(Equal([]string{"docs__lookup/" + string(wire.OutcomeSuccess)}), "one native tool_terminal")
 
-		for _, e := range evs {
-			Expect(string(e.Payload)).NotTo(ContainSubstring(headerValue), "event %s", e.Type)
-		}
-		status, err := json.Marshal(getSession(ns, "mcp").Status)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(status)).NotTo(ContainSubstring(headerValue))
-		Expect(logs.all()).NotTo(ContainSubstring(headerValue))
-		Expect(filepath.WalkDir(jrnlDir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			if strings.Contains(string(b), headerValue) {
-				return errors.New("journal file " + p + " holds the header value")
-			}
-			return nil
-		})).To(Succeed())
+		expectSecretValueNowhere(headerValue, evs, ns, "mcp")
 	})
 
 	It("lists the MCP tools of the session's bound thread, and starts no thread, turn or model request for it", func() {

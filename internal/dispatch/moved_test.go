@@ -30,17 +30,14 @@ var _ = Describe("A session that moves to another AgentHarness", Ordered, func()
 		req.ModelProvider.RuntimePolicy.CompatibleIDs = []string{"codex", "codex-b"}
 		return req
 	}
+	// mirrorSeeds are the data of the turn's reseeded events, with their text.
 	mirrorSeeds := func(evs []event) []map[string]any {
 		var out []map[string]any
-		for _, p := range ofType(evs, wire.EventAgent) {
-			var a wire.AgentEvent
-			Expect(json.Unmarshal(p, &a)).To(Succeed())
-			if a.Phase == wire.PhaseReseeded {
-				var d map[string]any
-				Expect(json.Unmarshal(a.Data, &d)).To(Succeed())
-				d["text"] = a.Text
-				out = append(out, d)
-			}
+		for _, a := range reseeded(evs) {
+			var d map[string]any
+			Expect(json.Unmarshal(a.Data, &d)).To(Succeed())
+			d["text"] = a.Text
+			out = append(out, d)
 		}
 		return out
 	}

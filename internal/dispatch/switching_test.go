@@ -35,17 +35,6 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 		req.GatewayTranscript = &wire.GatewayTranscript{AfterRunID: after, Messages: gateway}
 		return req
 	}
-	reseeded := func(evs []event) []wire.AgentEvent {
-		var out []wire.AgentEvent
-		for _, p := range ofType(evs, wire.EventAgent) {
-			var a wire.AgentEvent
-			Expect(json.Unmarshal(p, &a)).To(Succeed())
-			if a.Phase == wire.PhaseReseeded {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
 	BeforeAll(func() {
 		ns = newNamespace()
 		registerCodex(ns, codexSrv.URL, true)
@@ -143,3 +132,16 @@ var _ = Describe("A session that switches runtime between turns", Ordered, func(
 		Expect(getSession(ns, name).Status.NativeBinding.Generation).To(Equal(s.Spec.ResetGeneration))
 	})
 })
+
+// reseeded are the lifecycle/reseeded agent events of a turn's stream.
+func reseeded(evs []event) []wire.AgentEvent {
+	var out []wire.AgentEvent
+	for _, p := range ofType(evs, wire.EventAgent) {
+		var a wire.AgentEvent
+		Expect(json.Unmarshal(p, &a)).To(Succeed())
+		if a.Phase == wire.PhaseReseeded {
+			out = append(out, a)
+		}
+	}
+	return out
+}
