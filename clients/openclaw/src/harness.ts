@@ -4,12 +4,16 @@ import type { AgentHarnessAttemptParamsV2, AgentHarnessAttemptResult, AgentHarne
 
 import { attemptResult } from "./attempt-result.js";
 import { DispatcherClient, type TurnStream } from "./client.js";
+import { ClusterRegistry } from "./cluster-registry.js";
 import type { PluginConfig } from "./config.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { preflightError } from "./errors.js";
 import { TurnProjection } from "./events.js";
+import { KubeClient } from "./kube.js";
 import { SupportRegistry } from "./registry.js";
+import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
+import { SessionStore } from "./sessions.js";
 import { turnRequest } from "./turn-request.js";
 import type { ToolCall, ToolResultRequest } from "./wire.js";
 
@@ -34,17 +38,44 @@ const refuseTools: ToolRunner = async (call) => ({
 
 export function createHarness(
   config: PluginConfig,
-  deps: { registry?: SupportRegistry; client?: DispatcherClient; runTool?: ToolRunner } = {},
+  deps: { registry?: SupportRegistry; client?: DispatcherClient; runTool?: ToolRunner; logger?: Logger } = {},
 ): AgentHarnessV2 {
-  const registry = deps.registry ?? new SupportRegistry(config.routes);
+  const log = deps.logger ?? { warn: () => undefined };
+  // Without Kubernetes settings (outside a cluster, not configured) the
+  // session must exist and supports() answers from `routes` alone.
+  let sessions: SessionStore | undefined;
+  let cluster: ClusterRegistry | undefined;
+  if (config.kubernetes !== undefined) {
+    const kube = new KubeClient(config.kubernetes);
+    sessions = new SessionStore(kube, config.namespace);
+    cluster = clusterRegistry(kube, config.namespace, config.kubernetes.refreshSeconds * 1000, log);
+  }
+  const registry = deps.registry ?? new SupportRegistry(config.routes, cluster);
   const client = deps.client ?? new DispatcherClient(config);
   const runTool = deps.runTool ?? refuseTools;
-  return {
+  const harness: AgentHarnessV2 = {
     id: HARNESS_ID,
     label: "Kubernetes agent harnesses (harness-operator)",
     supports: (ctx) => registry.supports(ctx),
-    runAttempt: (params) => runAttempt(params, client, runTool),
+    runAttempt: async (params) => {
+      if (sessions !== undefined) await ensureSession(sessions, params);
+      return runAttempt(params, client, runTool);
+    },
+    dispose: () => cluster?.stop(),
   };
+  return sessions === undefined ? harness : { ...harness, ...sessionHooks(sessions, log) };
+}
+
+// The registry starts reading the cluster at the first supports() question;
+// a refresh failure is logged when it starts failing, not at every retry.
+function clusterRegistry(kube: KubeClient, namespace: string, intervalMs: number, log: Logger): ClusterRegistry {
+  let failing = false;
+  return new ClusterRegistry(kube, namespace, intervalMs, {
+    onRefresh: (err) => {
+      if (err !== undefined && !failing) log.warn(`harness-operator: reading the cluster's harnesses and policies failed (supports() defers to the dispatcher until it succeeds): ${err.message}`);
+      failing = err !== undefined;
+    },
+  });
 }
 
 async function runAttempt(

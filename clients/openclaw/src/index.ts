@@ -11,6 +11,6 @@ export default definePluginEntry({
   description: "Runs prepared agent turns on a Kubernetes cluster's agent harnesses through the harness-operator dispatcher.",
   register(api) {
     // A configuration mistake fails the plugin's load, naming the field.
-    api.registerAgentHarness(createHarness(parseConfig(api.pluginConfig ?? {})));
+    api.registerAgentHarness(createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger }));
   },
 });
