@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { AgentHarnessPreflightError, type AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { createHarness, HARNESS_ID } from "../src/harness.js";
+import { fakeHost } from "./host.js";
 import { jsonError, startLoopback } from "./loopback.js";
 
 function write(res: ServerResponse, id: number, event: string, data: unknown): void {
@@ -19,6 +20,7 @@ function params(extra: Record<string, unknown> = {}): AgentHarnessAttemptParamsV
   return {
     runId: "gw-weather-0001", sessionId: "Weather:1", sessionKey: "agent:main:weather", agentId: "main",
     provider: "openai", modelId: "gpt-5.5", prompt: "What is the weather in Paris?", thinkLevel: "off", timeoutMs: 60000,
+    hostCapabilities: fakeHost().caps,
     ...extra,
   } as unknown as AgentHarnessAttemptParamsV2;
 }
