@@ -7,6 +7,7 @@ import {
   type AgentHarnessAttemptParamsV2,
   type AgentHarnessAttemptResult,
   AgentHarnessPreflightError,
+  type AnyAgentTool,
   runAgentEndSideEffects,
   runAgentHarnessGatewayQuestion,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
@@ -25,10 +26,6 @@ import {
   type TranscriptMarker,
 } from "./transcript-marker.js";
 import { type GatewayTranscript, type TurnRequest, turnRequest } from "./turn-request.js";
-import type { ToolCall, ToolResultRequest } from "./wire.js";
-
-/** Answers a host tool call of the turn. */
-export type ToolRunner = (call: ToolCall, params: AgentHarnessAttemptParamsV2) => Promise<ToolResultRequest>;
 
 export type AttemptDeps = {
   /** The per-session transcript markers (OpenClaw's plugin state store; one process's memory without it). */
@@ -37,8 +34,8 @@ export type AttemptDeps = {
   askUser?: AskUser;
   /** OpenClaw's agent_end hook and research capture (runAgentEndSideEffects). */
   agentEnd?: typeof runAgentEndSideEffects;
-  /** Replaces running the calls through the attempt's tool surface. */
-  runTool?: ToolRunner;
+  /** The clock of the transcript's timestamps (Date.now). */
+  now?: () => number;
 };
 
 /** Where answers of the running turn go. */
@@ -49,14 +46,17 @@ export type TurnTarget = { client: DispatcherClient; session: string; runId: str
 const READ_LIMIT = MAX_MESSAGES * 2;
 
 export class Attempt {
-  readonly startedAtMs = Date.now();
+  private readonly startedAtMs: number;
 
   private constructor(
     private readonly params: AgentHarnessAttemptParamsV2,
-    private readonly deps: Required<Omit<AttemptDeps, "runTool">> & { runTool: ToolRunner },
+    private readonly deps: Required<AttemptDeps>,
+    private readonly tools: AnyAgentTool[],
     readonly body: TurnRequest,
     private readonly marker: TranscriptMarker | undefined,
-  ) {}
+  ) {
+    this.startedAtMs = deps.now();
+  }
 
   static async prepare(params: AgentHarnessAttemptParamsV2, deps: AttemptDeps & { markers: MarkerStore }): Promise<Attempt> {
     // The seed: no runtime path operates without the host capability; the
@@ -70,7 +70,7 @@ export class Attempt {
       readConversation: deps.readConversation ?? readRecentUserAssistantTextForSession,
       askUser: deps.askUser ?? runAgentHarnessGatewayQuestion,
       agentEnd: deps.agentEnd ?? runAgentEndSideEffects,
-      runTool: deps.runTool ?? ((call: ToolCall) => runHostTool(tools, call, params.abortSignal)),
+      now: deps.now ?? Date.now,
     };
     // A marker or transcript that cannot be read leaves the turn without the
     // gateway's messages: the session's thread continues as the dispatcher
@@ -79,7 +79,7 @@ export class Attempt {
     const transcript = marker === undefined ? undefined : await readGatewayTranscript(params, marker, full.readConversation).catch(() => undefined);
     const add: { tools: ReturnType<typeof hostTools>; gatewayTranscript?: GatewayTranscript } = { tools: hostTools(tools) };
     if (transcript !== undefined) add.gatewayTranscript = transcript;
-    return new Attempt(params, full, turnRequest(params, add), marker);
+    return new Attempt(params, full, tools, turnRequest(params, add), marker);
   }
 
   /** Answers what the turn asked; a request no longer waiting changes nothing (its resolution is in the stream). */
@@ -88,9 +88,7 @@ export class Attempt {
     switch (action.kind) {
       case "tool_call": {
         if (action.call.callId === undefined) return;
-        const body = await this.deps.runTool(action.call, this.params).catch(
-          (err: unknown): ToolResultRequest => ({ callId: action.call.callId ?? "", isError: true, errorMessage: (err as Error).message }),
-        );
+        const body = await runHostTool(this.tools, action.call, this.params.abortSignal);
         await to.client.postToolResult(to.session, to.runId, token, body).catch(() => undefined);
         return;
       }
@@ -133,7 +131,7 @@ export class Attempt {
       runId: p.runId,
       messages: result.messagesSnapshot,
       success: ok,
-      durationMs: Date.now() - this.startedAtMs,
+      durationMs: this.deps.now() - this.startedAtMs,
     };
     if (!ok && "terminal" in result) event.error = `terminal ${result.terminal.kind}`;
     const ctx: Parameters<typeof runAgentEndSideEffects>[0]["ctx"] = { runId: p.runId, sessionId: p.sessionId, modelProviderId: p.provider, modelId: p.modelId };
