@@ -34,7 +34,7 @@ export type AttemptDeps = {
   askUser?: AskUser;
   /** OpenClaw's agent_end hook and research capture (runAgentEndSideEffects). */
   agentEnd?: typeof runAgentEndSideEffects;
-  /** The clock of the transcript's timestamps (Date.now). */
+  /** The clock of OpenClaw's transcript timestamps (Date.now): the marker's window starts at a turn's start. */
   now?: () => number;
 };
 
@@ -47,6 +47,7 @@ const READ_LIMIT = MAX_MESSAGES * 2;
 
 export class Attempt {
   private readonly startedAtMs: number;
+  private readonly started = performance.now();
 
   private constructor(
     private readonly params: AgentHarnessAttemptParamsV2,
@@ -131,7 +132,7 @@ export class Attempt {
       runId: p.runId,
       messages: result.messagesSnapshot,
       success: ok,
-      durationMs: this.deps.now() - this.startedAtMs,
+      durationMs: Math.round(performance.now() - this.started),
     };
     if (!ok && "terminal" in result) event.error = `terminal ${result.terminal.kind}`;
     const ctx: Parameters<typeof runAgentEndSideEffects>[0]["ctx"] = { runId: p.runId, sessionId: p.sessionId, modelProviderId: p.provider, modelId: p.modelId };

@@ -21,7 +21,7 @@ function params(extra: Record<string, unknown> = {}): AgentHarnessAttemptParamsV
   } as unknown as AgentHarnessAttemptParamsV2;
 }
 
-test("a turn runs through the dispatcher: the attempt's tools are offered, a call runs through OpenClaw's tool surface, deltas stream into OpenClaw, and the result names this harness", async () => {
+test("a turn runs through the dispatcher: the attempt's tools are offered, a call runs through OpenClaw's tool surface, deltas stream into OpenClaw, and the result names this harness", { timeout: 30_000 }, async () => {
   let turn: ServerResponse | undefined;
   const lb = await startLoopback((req, res) => {
     if (req.path.endsWith("/turns")) {
@@ -145,7 +145,7 @@ test("supports answers from the registry, synchronously", () => {
   assert.deepEqual(harness.supports({ provider: "openai", modelId: "gpt-5.5", requestedRuntime: HARNESS_ID } as Parameters<typeof harness.supports>[0]), { supported: true, priority: 100 });
 });
 
-test("approvals and questions of a turn are answered through OpenClaw and posted with the turn token", async () => {
+test("approvals and questions of a turn are answered through OpenClaw and posted with the turn token", { timeout: 30_000 }, async () => {
   let turn: ServerResponse | undefined;
   const lb = await startLoopback((req, res) => {
     if (req.path.endsWith("/turns")) {
@@ -202,12 +202,12 @@ test("the gateway's own turns since the dispatcher's last one go with the next t
     res.end();
   });
   try {
-    // A clock that moves 1000 ms per reading: each attempt reads it at its
-    // start and its end. OpenClaw's transcript as it grows: the plugin's
-    // turns (each prompt written at the attempt's start, each reply after
-    // it returned) and, between gw-1 and gw-2, a turn of the embedded runtime.
-    let clock = 0;
-    const now = (): number => (clock += 1000);
+    // The clock at each attempt's start, and OpenClaw's transcript as it
+    // grows: the plugin's turns (each prompt written at the attempt's start,
+    // each reply after it returned) and, between gw-1 and gw-2, a turn of
+    // the embedded runtime.
+    const starts = [1000, 3000, 5000, 7000];
+    const now = (): number => starts.shift() ?? Number.NaN;
     const transcript = [
       { role: "user" as const, text: "capital of France?", timestamp: 1000 },
       { role: "assistant" as const, text: "Paris.", timestamp: 2500 },
@@ -222,8 +222,8 @@ test("the gateway's own turns since the dispatcher's last one go with the next t
     const reads: number[] = [];
     const readConversation = async (q: { minTimestampMs: number }) => {
       reads.push(q.minTimestampMs);
-      // What exists when the attempt starts (the clock's next reading).
-      return transcript.filter((m) => m.timestamp >= q.minTimestampMs && m.timestamp <= clock + 1000);
+      // What exists when the attempt starts.
+      return transcript.filter((m) => m.timestamp >= q.minTimestampMs && m.timestamp <= (starts[0] ?? 0));
     };
     const harness = createHarness(lb.config, { readConversation, now });
     const turn = (runId: string, prompt: string, reply: string, reseeded: boolean): Promise<unknown> => {
