@@ -13,7 +13,8 @@ import {
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 import { readRecentUserAssistantTextForSession } from "openclaw/plugin-sdk/session-store-runtime";
 
-import type { DispatcherClient } from "./client.js";
+import type { DispatcherClient, TurnStream } from "./client.js";
+import { DispatcherError } from "./dispatcher-error.js";
 import type { TurnAction, TurnProjection } from "./events.js";
 import { type AskUser, approvalAnswer, userInputAnswer } from "./native-requests.js";
 import { hostTools, runHostTool, toolSurface } from "./tools.js";
@@ -53,7 +54,7 @@ export class Attempt {
     private readonly params: AgentHarnessAttemptParamsV2,
     private readonly deps: Required<AttemptDeps>,
     private readonly tools: AnyAgentTool[],
-    readonly body: TurnRequest,
+    private turnBody: TurnRequest,
     private readonly marker: TranscriptMarker | undefined,
   ) {
     this.startedAtMs = deps.now();
@@ -81,6 +82,30 @@ export class Attempt {
     const add: { tools: ReturnType<typeof hostTools>; gatewayTranscript?: GatewayTranscript } = { tools: hostTools(tools) };
     if (transcript !== undefined) add.gatewayTranscript = transcript;
     return new Attempt(params, full, tools, turnRequest(params, add), marker);
+  }
+
+  /** The turn's body: the same for every reconnect of the turn. */
+  get body(): TurnRequest {
+    return this.turnBody;
+  }
+
+  /**
+   * Starts the turn. When the session's last turn is not the marker's
+   * (another client ran one, or the plugin's state was lost), the dispatcher
+   * refuses the gateway's messages with SessionMismatch before anything ran;
+   * the turn is then started once more without them, so that the session is
+   * not stuck behind a marker that can no longer be right. Those messages
+   * do not reach the cluster's thread.
+   */
+  async start(client: DispatcherClient, session: string, opts: { signal?: AbortSignal }): Promise<TurnStream> {
+    try {
+      return await client.startTurn(session, this.turnBody, opts);
+    } catch (err) {
+      if (!(err instanceof DispatcherError && err.wire.code === "SessionMismatch" && this.turnBody.gatewayTranscript !== undefined)) throw err;
+      const { gatewayTranscript: _refused, ...rest } = this.turnBody;
+      this.turnBody = rest;
+      return client.startTurn(session, this.turnBody, opts);
+    }
   }
 
   /** Answers what the turn asked; a request no longer waiting changes nothing (its resolution is in the stream). */

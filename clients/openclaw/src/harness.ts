@@ -73,10 +73,9 @@ async function runAttempt(
 ): Promise<AgentHarnessAttemptResult> {
   const session = sessionName(params.sessionId);
   const attempt = await Attempt.prepare(params, deps);
-  const body = attempt.body;
   let stream: TurnStream;
   try {
-    stream = await client.startTurn(session, body, params.abortSignal ? { signal: params.abortSignal } : {});
+    stream = await attempt.start(client, session, params.abortSignal ? { signal: params.abortSignal } : {});
   } catch (err) {
     // Nothing was journaled: the turn was not claimed.
     throw preflightError(
@@ -85,6 +84,7 @@ async function runAttempt(
         : { code: "DispatcherUnreachable", message: (err as Error).message, scope: "", retryable: true },
     );
   }
+  const body = attempt.body;
   const projection = new TurnProjection(params);
   const onAbort = (): void => {
     const token = projection.selected?.turnToken;

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { AgentHarnessPreflightError, type AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { createHarness, HARNESS_ID } from "../src/harness.js";
+import { memoryMarkers } from "../src/transcript-marker.js";
 import { fakeHost, tool } from "./host.js";
 import { accepted, jsonError, startLoopback, write } from "./loopback.js";
 
@@ -278,6 +279,35 @@ test("an attempt without the host capability fails before anything is sent", asy
       err instanceof AgentHarnessPreflightError && /hostCapabilities/.test(err.message),
     );
     assert.equal(lb.requests.length, 0);
+  } finally {
+    await lb.close();
+  }
+});
+
+test("a session whose last turn is not the marker's runs the turn without the gateway's messages instead of failing every turn", async () => {
+  const lb = await startLoopback((req, res) => {
+    if ((JSON.parse(req.body) as { gatewayTranscript?: unknown }).gatewayTranscript !== undefined) {
+      jsonError(res, 422, { code: "SessionMismatch", message: "gatewayTranscript.afterRunId \"gw-old\" is not the session's last turn \"cli-1\"", scope: "", retryable: false });
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+    write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt" });
+    write(res, 2, "result", { assistantTexts: ["sunny"], terminal: { kind: "ok" } });
+    res.end();
+  });
+  try {
+    const markers = memoryMarkers();
+    await markers.register("Weather:1", { afterRunId: "gw-old", sinceMs: 0, ownDigests: [] });
+    const readConversation = async () => [{ role: "user" as const, text: "asked on the gateway", timestamp: 5 }, { role: "assistant" as const, text: "answered there", timestamp: 6 }];
+    const result = await createHarness(lb.config, { markers, readConversation }).runAttempt(params());
+    assert.ok("terminal" in result);
+    assert.deepEqual(result.terminal, { kind: "ok" });
+    assert.equal(lb.requests.length, 2);
+    const [first, second] = lb.requests.map((r) => JSON.parse(r.body) as { runId: string; gatewayTranscript?: { afterRunId: string } });
+    assert.equal(first?.gatewayTranscript?.afterRunId, "gw-old");
+    assert.equal(second?.gatewayTranscript, undefined);
+    assert.equal(second?.runId, first?.runId, "the run was refused before it was journaled: its id is still free");
+    assert.equal((await markers.lookup("Weather:1"))?.afterRunId, "gw-weather-0001");
   } finally {
     await lb.close();
   }
