@@ -6,6 +6,7 @@ import { AgentHarnessPreflightError, type AgentHarnessAttemptParamsV2 } from "op
 import { createHarness } from "../src/harness.js";
 import { sse } from "./loopback.js";
 import { startFakeKube, type FakeKube } from "./fake-kube.js";
+import { fakeHost } from "./host.js";
 
 const SESSION = "/apis/harness.openclaw.dev/v1alpha1/namespaces/agents/agentsessions/weather-1";
 
@@ -13,6 +14,7 @@ function params(): AgentHarnessAttemptParamsV2 {
   return {
     runId: "gw-weather-0001", sessionId: "Weather:1", sessionKey: "agent:main:weather", agentId: "main",
     provider: "openai", modelId: "gpt-5.5", prompt: "What is the weather in Paris?", thinkLevel: "off", timeoutMs: 60000,
+    hostCapabilities: fakeHost().caps,
   } as unknown as AgentHarnessAttemptParamsV2;
 }
 
