@@ -43,7 +43,8 @@ type openClaw struct {
 // dispatcher with the gateway's token, OpenAI's models pinned to its
 // harness, and the openai provider (with a dummy key OpenClaw insists on)
 // on the stub model, so that a turn OpenClaw ran itself would reach it;
-// embeddedModel runs on OpenClaw's own runtime (the suite's control).
+// embeddedModel runs on OpenClaw's own runtime and is the configured
+// fallback of model.
 func newOpenClaw(tools, modelURL string, c *devCluster, tokenFile string) *openClaw {
 	GinkgoHelper()
 	plugin := filepath.Join(repoRoot, "clients", "openclaw")
@@ -73,7 +74,9 @@ func newOpenClaw(tools, modelURL string, c *devCluster, tokenFile string) *openC
 			"baseUrl": modelURL, "apiKey": "not-a-key", "models": []any{},
 		}}},
 		"agents": map[string]any{"defaults": map[string]any{
-			"model": model,
+			// A fallback on OpenClaw's own runtime: only the plugin's refusal
+			// without scope keeps OpenClaw from running the turn there.
+			"model": map[string]any{"primary": model, "fallbacks": []string{embeddedModel}},
 			"models": map[string]any{
 				model:         map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				embeddedModel: map[string]any{"agentRuntime": map[string]any{"id": "openclaw"}},
