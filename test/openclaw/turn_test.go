@@ -72,7 +72,26 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(run.result().Meta.AgentMeta.AgentHarnessID).NotTo(Equal(pluginID), "%s", run)
 		Expect(s.get(ctx).Status.LastTurn).To(BeNil(), "the cluster ran no turn")
 	})
+
+	// Issue 17's other assertions, for the plugin's next steps; each becomes
+	// an It when the plugin does what its reason says (Ginkgo's report shows
+	// the reason in the pending spec's name).
+	pending("round-trips a host tool call through OpenClaw's tool surface",
+		"the plugin offers the cluster no host tools yet (harness.ts refuseTools)")
+	pending("hands the dispatcher OpenClaw's route facts unchanged and runs on a harness that declares support for them",
+		"the plugin sends no route facts yet (turn-request.ts sends neither modelProvider nor modelProviders)")
+	pending("creates the AgentSession of a new OpenClaw session on its first turn",
+		"the plugin expects the AgentSession to exist (newSession creates it with kubectl harness session create)")
+	pending("reports the dispatcher's refusal after a stale registry's prediction as AgentHarnessPreflightError without scope",
+		"supports() answers from the configured routes only; the registry of the cluster's harnesses is not built yet")
+	pending("moves one session cluster → embedded → cluster and sends the embedded turn in the next cluster turn's transcript",
+		"the plugin sends no OpenClaw transcript since the last acknowledged turn yet")
 })
+
+// pending declares a pending spec and why it cannot pass yet.
+func pending(behaviour, reason string) {
+	PIt(behaviour + " [pending: " + reason + "]")
+}
 
 // session is an AgentSession for one OpenClaw session.
 type session struct {
