@@ -75,7 +75,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	k8s = cluster.client()
 	token := cluster.mintGatewayToken(ctx, kubectl)
 	gateway = newOpenClaw(tools, stub.BaseURL(), cluster, token)
-}, NodeTimeout(10*time.Minute))
+	// With the specs' turns (turnTimeout each) well inside make's
+	// -timeout=20m: Ginkgo, not go test's panic, ends a stuck run, so
+	// devcluster is stopped by SIGTERM and stops its control plane.
+}, NodeTimeout(8*time.Minute))
 
 func requireEnv(name, what string) string {
 	v := os.Getenv(name)
