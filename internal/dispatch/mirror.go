@@ -20,6 +20,19 @@ func movedFromHarness(sess *v1alpha1.AgentSession, h *v1alpha1.AgentHarness) boo
 		(b.HarnessNamespace != h.Namespace || b.HarnessName != h.Name)
 }
 
+// loadMirror gives a turn whose session moved from another harness (p.mirror)
+// the conversation so far; only turns read it (not /decide or completions).
+func (e *Engine) loadMirror(sess *v1alpha1.AgentSession, p *prepared) *wire.Error {
+	if !movedFromHarness(sess, p.harness) {
+		return nil
+	}
+	var err error
+	if p.mirror, p.mirrorDropped, err = e.mirrorMessages(SessionKey(sess)); err != nil {
+		return wire.Errorf(wire.CodeHarnessUnavailable, "", "%v", err)
+	}
+	return nil
+}
+
 // mirrorMessages are the user and assistant messages of the session's
 // transcript mirror since its last reset (the dispatcher's turns and the
 // gateway's own, oldest first), the newest that fit the bounds of a

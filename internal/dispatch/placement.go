@@ -45,6 +45,9 @@ type prepared struct {
 func (e *Engine) prepare(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest) (*prepared, error) {
 	p, terr := e.decide(ctx, sess, req)
 	if terr == nil {
+		terr = e.loadMirror(sess, p)
+	}
+	if terr == nil {
 		terr = e.place(ctx, sess, req, p)
 	}
 	switch {
@@ -115,11 +118,6 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 	}
 	if !p.rebind {
 		return p, e.checkTranscript(sess)
-	}
-	if movedFromHarness(sess, h) {
-		if p.mirror, p.mirrorDropped, err = e.mirrorMessages(SessionKey(sess)); err != nil {
-			return p, wire.Errorf(wire.CodeHarnessUnavailable, "", "%v", err)
-		}
 	}
 	return p, nil
 }

@@ -1,5 +1,6 @@
 // DispatcherClient speaks the dispatcher's HTTP API (docs/dispatcher-api.md):
-// a turn and its event stream, host tool results, interrupts. Every request
+// a turn and its event stream, host tool results, answers to approvals and
+// questions, interrupts. Every request
 // reads the token file and the CA file anew (see config.ts) and verifies the
 // dispatcher's certificate against that CA.
 import { request, type RequestOptions } from "node:https";
@@ -8,7 +9,7 @@ import type { IncomingMessage } from "node:http";
 import { type PluginConfig, readCA, readToken } from "./config.js";
 import { DispatcherError, type WireError } from "./dispatcher-error.js";
 import { readSse, type SseEvent } from "./sse.js";
-import type { ToolResultRequest } from "./wire.js";
+import type { ApprovalAnswer, ToolResultRequest, UserInputAnswer } from "./wire.js";
 
 // An error answer is one line of JSON; more than this is not the dispatcher's.
 const MAX_ERROR_BODY = 64 * 1024;
@@ -38,6 +39,18 @@ export class DispatcherClient {
   /** Answers a host tool call of a running turn (202), with the turn's token. */
   async postToolResult(session: string, runId: string, turnToken: string, body: ToolResultRequest): Promise<void> {
     const res = await this.send("POST", this.runPath(session, runId, "/tool-results"), body, { "X-Harness-Turn-Token": turnToken });
+    res.resume();
+  }
+
+  /** Answers an approval request of a running turn (202), with the turn's token. */
+  async postApproval(session: string, runId: string, turnToken: string, body: ApprovalAnswer): Promise<void> {
+    const res = await this.send("POST", this.runPath(session, runId, "/approvals"), body, { "X-Harness-Turn-Token": turnToken });
+    res.resume();
+  }
+
+  /** Answers a user-input request of a running turn (202), with the turn's token. */
+  async postUserInput(session: string, runId: string, turnToken: string, body: UserInputAnswer): Promise<void> {
+    const res = await this.send("POST", this.runPath(session, runId, "/user-input"), body, { "X-Harness-Turn-Token": turnToken });
     res.resume();
   }
 

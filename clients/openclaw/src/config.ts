@@ -15,6 +15,16 @@ export type RouteSupport = {
   fallbackRuntime?: "openclaw";
 };
 
+/** How the plugin reaches the Kubernetes API (sessions, the cluster registry). */
+export type KubeSettings = {
+  /** The API server's base URL (https), without a trailing slash. */
+  server: string;
+  caFile?: string;
+  tokenFile: string;
+  /** Seconds between the cluster registry's reads of harnesses and policies. */
+  refreshSeconds: number;
+};
+
 export type PluginConfig = {
   /** The dispatcher's API base URL, without a trailing slash. */
   dispatcherUrl: string;
@@ -22,6 +32,8 @@ export type PluginConfig = {
   tokenFile: string;
   namespace: string;
   routes: RouteSupport[];
+  /** Absent outside a cluster when the block is not configured: no Kubernetes calls. */
+  kubernetes?: KubeSettings;
 };
 
 /** A configuration problem; the message names the field. */
@@ -35,41 +47,96 @@ export class ConfigError extends Error {
   }
 }
 
-const KNOWN_FIELDS = new Set(["dispatcherUrl", "caFile", "tokenFile", "namespace", "routes"]);
+const KNOWN_FIELDS = new Set(["dispatcherUrl", "caFile", "tokenFile", "namespace", "routes", "kubernetes"]);
+const KNOWN_KUBE_FIELDS = new Set(["server", "caFile", "tokenFile", "refreshSeconds"]);
+// Where the kubelet mounts a Pod's ServiceAccount token and the cluster's CA.
+const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+const DEFAULT_REFRESH_SECONDS = 30;
+const MAX_REFRESH_SECONDS = 3600;
 const KNOWN_ROUTE_FIELDS = new Set(["provider", "model", "supported", "priority", "reason", "fallbackRuntime"]);
 // A Kubernetes namespace is a DNS-1123 label.
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-export function parseConfig(raw: unknown): PluginConfig {
+/** env supplies the in-cluster defaults of the `kubernetes` block. */
+export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env): PluginConfig {
   const obj = asObject(raw, "(config)");
   rejectUnknown(obj, KNOWN_FIELDS, "");
-  const dispatcherUrl = requiredString(obj, "dispatcherUrl");
-  let url: URL;
-  try {
-    url = new URL(dispatcherUrl);
-  } catch {
-    throw new ConfigError("dispatcherUrl", `not a URL: ${JSON.stringify(dispatcherUrl)}`);
-  }
-  // The dispatcher serves its API over TLS only; a bearer token never goes in clear.
-  if (url.protocol !== "https:") {
-    throw new ConfigError("dispatcherUrl", `must be an https:// URL, got ${JSON.stringify(dispatcherUrl)}`);
-  }
-  if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
-    throw new ConfigError("dispatcherUrl", "must not carry a query, fragment or user information");
-  }
+  const dispatcherUrl = httpsBase(requiredString(obj, "dispatcherUrl"), "dispatcherUrl");
   const namespace = requiredString(obj, "namespace");
   if (namespace.length > 63 || !DNS_LABEL.test(namespace)) {
     throw new ConfigError("namespace", `${JSON.stringify(namespace)} is not a valid namespace (a DNS-1123 label)`);
   }
   const config: PluginConfig = {
-    dispatcherUrl: url.href.replace(/\/+$/, ""),
+    dispatcherUrl,
     tokenFile: requiredString(obj, "tokenFile"),
     namespace,
     routes: parseRoutes(obj["routes"]),
   };
   const caFile = optionalString(obj, "caFile");
   if (caFile !== undefined) config.caFile = caFile;
+  const kubernetes = parseKubernetes(obj["kubernetes"], env);
+  if (kubernetes !== undefined) config.kubernetes = kubernetes;
   return config;
+}
+
+// Both APIs are spoken over TLS only: a bearer token never goes in clear.
+function httpsBase(value: string, field: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(field, `not a URL: ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "https:") {
+    throw new ConfigError(field, `must be an https:// URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
+    throw new ConfigError(field, "must not carry a query, fragment or user information");
+  }
+  return url.href.replace(/\/+$/, "");
+}
+
+// The `kubernetes` block. Inside a Pod (KUBERNETES_SERVICE_HOST/PORT set, as
+// the kubelet does for every container) each field defaults to the in-cluster
+// value, so an empty or absent block uses the Pod's ServiceAccount. Outside a
+// cluster an absent block turns the Kubernetes side off (the stand-in and
+// dispatcher-only setups), and a present one must name server and tokenFile.
+function parseKubernetes(raw: unknown, env: NodeJS.ProcessEnv): KubeSettings | undefined {
+  const host = env["KUBERNETES_SERVICE_HOST"];
+  const port = env["KUBERNETES_SERVICE_PORT"];
+  const inCluster = host !== undefined && host !== "" && port !== undefined && port !== "";
+  if (raw === undefined && !inCluster) return undefined;
+  const obj = raw === undefined ? {} : asObject(raw, "kubernetes");
+  rejectUnknown(obj, KNOWN_KUBE_FIELDS, "kubernetes.");
+  const outside = "is required outside a cluster (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)";
+  let server = optionalString(obj, "server", "kubernetes.");
+  let caFile = optionalString(obj, "caFile", "kubernetes.");
+  if (server === undefined) {
+    if (!inCluster) throw new ConfigError("kubernetes.server", outside);
+    // An IPv6 service host needs brackets in a URL.
+    server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    caFile ??= `${SERVICE_ACCOUNT_DIR}/ca.crt`;
+  }
+  let tokenFile = optionalString(obj, "tokenFile", "kubernetes.");
+  if (tokenFile === undefined) {
+    if (!inCluster) throw new ConfigError("kubernetes.tokenFile", outside);
+    tokenFile = `${SERVICE_ACCOUNT_DIR}/token`;
+  }
+  const settings: KubeSettings = {
+    server: httpsBase(server, "kubernetes.server"),
+    tokenFile,
+    refreshSeconds: refreshSeconds(obj["refreshSeconds"]),
+  };
+  if (caFile !== undefined) settings.caFile = caFile;
+  return settings;
+}
+
+function refreshSeconds(raw: unknown): number {
+  if (raw === undefined) return DEFAULT_REFRESH_SECONDS;
+  if (typeof raw !== "number" || !Number.isInteger(raw) || raw < 1 || raw > MAX_REFRESH_SECONDS) {
+    throw new ConfigError("kubernetes.refreshSeconds", `must be a whole number of seconds from 1 to ${MAX_REFRESH_SECONDS}`);
+  }
+  return raw;
 }
 
 function parseRoutes(raw: unknown): RouteSupport[] {
@@ -103,25 +170,25 @@ function parseRoutes(raw: unknown): RouteSupport[] {
   });
 }
 
-/** The bearer token, read from tokenFile now (never cached, see above). */
-export function readToken(config: Pick<PluginConfig, "tokenFile">): string {
+/** The bearer token, read from tokenFile now (never cached, see above); field names it in errors. */
+export function readToken(config: Pick<PluginConfig, "tokenFile">, field = "tokenFile"): string {
   let token: string;
   try {
     token = readFileSync(config.tokenFile, "utf8").trim();
   } catch (err) {
-    throw new ConfigError("tokenFile", `cannot read ${config.tokenFile}: ${(err as Error).message}`);
+    throw new ConfigError(field, `cannot read ${config.tokenFile}: ${(err as Error).message}`);
   }
-  if (token === "") throw new ConfigError("tokenFile", `${config.tokenFile} is empty`);
+  if (token === "") throw new ConfigError(field, `${config.tokenFile} is empty`);
   return token;
 }
 
 /** The CA bundle, read from caFile now; undefined means the system's roots. */
-export function readCA(config: Pick<PluginConfig, "caFile">): string | undefined {
+export function readCA(config: Pick<PluginConfig, "caFile">, field = "caFile"): string | undefined {
   if (config.caFile === undefined) return undefined;
   try {
     return readFileSync(config.caFile, "utf8");
   } catch (err) {
-    throw new ConfigError("caFile", `cannot read ${config.caFile}: ${(err as Error).message}`);
+    throw new ConfigError(field, `cannot read ${config.caFile}: ${(err as Error).message}`);
   }
 }
 

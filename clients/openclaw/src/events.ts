@@ -20,6 +20,12 @@ type ToolResolution = ReturnType<NonNullable<AttemptCallbacks["observeToolTermin
 
 export type ToolMeta = { toolName: string; toolCallId?: string; isError?: boolean; replaySafe?: boolean };
 
+/** What an event asks the plugin to answer: a host tool call, an approval, a question. */
+export type TurnAction =
+  | { kind: "tool_call"; call: wire.ToolCall }
+  | { kind: "approval"; request: wire.ApprovalRequest }
+  | { kind: "user_input"; request: wire.UserInputRequest };
+
 /** How the stream ended: a result, or a claimed failure (`error` event). */
 export type StreamEnd = { kind: "result"; result: wire.TurnResult } | { kind: "error"; error: WireError };
 
@@ -34,12 +40,17 @@ export class TurnProjection {
   hadPotentialSideEffects = false;
   /** The host's canonical resolution of the latest tool terminal (observeToolTerminal). */
   lastToolResolution: ToolResolution | undefined;
+  /**
+   * The turn's thread was given the conversation it lacked (a `reseeded`
+   * lifecycle event): the gateway messages sent with the turn reached it.
+   */
+  reseeded = false;
   private readonly texts = new Map<string, string>();
 
   constructor(private readonly cb: AttemptCallbacks) {}
 
-  /** Applies one event; a `tool_call` is returned for the caller to run. */
-  async apply(ev: SseEvent): Promise<wire.ToolCall | undefined> {
+  /** Applies one event; what must be answered is returned for the caller to answer. */
+  async apply(ev: SseEvent): Promise<TurnAction | undefined> {
     if (ev.id !== undefined) this.lastEventId = ev.id;
     const data: unknown = ev.data === "" ? {} : JSON.parse(ev.data);
     switch (ev.event) {
@@ -53,12 +64,16 @@ export class TurnProjection {
         await this.agentEvent(data as wire.AgentEvent);
         return undefined;
       case "tool_call":
-        return data as wire.ToolCall;
+        return { kind: "tool_call", call: data as wire.ToolCall };
       case "tool_terminal":
         this.toolTerminal(data as wire.ToolTerminal);
         return undefined;
       case "approval_request":
+        await this.nativeRequest(ev.event, data as wire.NativeRequest);
+        return { kind: "approval", request: data as wire.ApprovalRequest };
       case "user_input_request":
+        await this.nativeRequest(ev.event, data as wire.NativeRequest);
+        return { kind: "user_input", request: data as wire.UserInputRequest };
       case "request_resolved":
         await this.nativeRequest(ev.event, data as wire.NativeRequest);
         return undefined;
@@ -89,6 +104,7 @@ export class TurnProjection {
 
   private async agentEvent(e: wire.AgentEvent): Promise<void> {
     const stream = e.stream ?? "lifecycle";
+    if (stream === "lifecycle" && e.phase === "reseeded") this.reseeded = true;
     if (stream === "tool" && e.phase === "start") {
       this.itemLifecycle.startedCount++;
       this.itemLifecycle.activeCount++;
@@ -143,9 +159,8 @@ export class TurnProjection {
   }
 
   private async nativeRequest(event: string, r: wire.NativeRequest): Promise<void> {
-    // Approvals and questions are answered by the dispatcher's timeout
-    // (denied, unanswered) until the plugin routes them through OpenClaw's
-    // approval and user-input helpers; the gateway's user sees them here.
+    // Reported as they happen; the caller answers the requests through
+    // OpenClaw's host capabilities and user-input helpers (native-requests.ts).
     if (typeof this.cb.onAgentEvent !== "function") return;
     const stream = event === "user_input_request" ? "user_input" : "approval";
     const phase = event === "request_resolved" ? "resolved" : "requested";

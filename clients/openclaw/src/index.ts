@@ -4,6 +4,7 @@ import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 
 import { parseConfig } from "./config.js";
 import { createHarness } from "./harness.js";
+import { MARKER_NAMESPACE, pluginStateMarkers, type TranscriptMarker } from "./transcript-marker.js";
 
 export default definePluginEntry({
   id: "harness-operator",
@@ -11,6 +12,7 @@ export default definePluginEntry({
   description: "Runs prepared agent turns on a Kubernetes cluster's agent harnesses through the harness-operator dispatcher.",
   register(api) {
     // A configuration mistake fails the plugin's load, naming the field.
-    api.registerAgentHarness(createHarness(parseConfig(api.pluginConfig ?? {})));
+    const markers = pluginStateMarkers(() => api.runtime.state.openKeyedStore<TranscriptMarker>(MARKER_NAMESPACE));
+    api.registerAgentHarness(createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger, markers }));
   },
 });

@@ -3,13 +3,48 @@
 // refuses a contradiction); OpenClaw's own harness pin and runtime override
 // are never sent: the cluster's session and policy decide which native
 // harness runs, and the pin OpenClaw holds names this plugin, not a harness
-// of the cluster.
+// of the cluster. Everything else is OpenClaw's prepared decision, carried
+// as prepared: the route facts (route-facts.ts), the tool policy and its
+// host verdict, the host tools the attempt's tool surface built (tools.ts)
+// and the gateway's own turns since the dispatcher's last one
+// (transcript-marker.ts).
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
+
+import { type ModelProvider, routeFacts } from "./route-facts.js";
 
 export type AttemptInput = Pick<
   AgentHarnessAttemptParamsV2,
-  "runId" | "sessionId" | "sessionKey" | "agentId" | "provider" | "modelId" | "prompt" | "images" | "thinkLevel" | "timeoutMs" | "trigger"
+  | "runId"
+  | "sessionId"
+  | "sessionKey"
+  | "agentId"
+  | "provider"
+  | "modelId"
+  | "model"
+  | "runtimePlan"
+  | "prompt"
+  | "images"
+  | "thinkLevel"
+  | "timeoutMs"
+  | "trigger"
+  | "extraSystemPrompt"
+  | "toolsAllow"
+  | "disableTools"
+  | "pluginHarnessToolPolicyRestricted"
+  | "conversationToolPolicy"
+  | "execOverrides"
 >;
+
+/** A host tool offered in the turn (wire.HostTool). */
+export type HostTool = { name: string; description?: string; parameters?: unknown };
+
+/** The gateway's own turns since the dispatcher's last one (wire.GatewayTranscript). */
+export type GatewayTranscript = { afterRunId: string; messages: Array<{ role: "user" | "assistant"; text: string }> };
+
+/** What the plugin adds to the attempt: the tools it offers, the gateway's turns. */
+export type TurnAdditions = { tools?: HostTool[]; gatewayTranscript?: GatewayTranscript };
+
+type ToolPolicyLayer = { name: string; allow?: string[]; deny?: string[] };
 
 export type TurnRequest = {
   runId: string;
@@ -18,17 +53,26 @@ export type TurnRequest = {
   agentId?: string;
   provider: string;
   modelId: string;
+  modelProvider?: ModelProvider;
+  toolPolicy?: { alsoAllow?: string[]; layers?: ToolPolicyLayer[] };
+  toolsAllow?: string[];
+  disableTools?: boolean;
+  pluginHarnessToolPolicyRestricted?: boolean;
   prompt: string;
   images?: Array<{ url: string }>;
+  tools?: HostTool[];
+  extraSystemPrompt?: string;
   thinkLevel?: string;
   timeoutMs?: number;
   trigger?: string;
+  approvalMode?: "never" | "untrusted";
+  gatewayTranscript?: GatewayTranscript;
 };
 
 // The dispatcher's bounds: timeoutMs 0 – 24 h (400 beyond), trigger ≤ 64 bytes.
 const MAX_TIMEOUT_MS = 86_400_000;
 
-export function turnRequest(p: AttemptInput): TurnRequest {
+export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnRequest {
   const body: TurnRequest = {
     runId: p.runId,
     sessionId: p.sessionId,
@@ -38,6 +82,9 @@ export function turnRequest(p: AttemptInput): TurnRequest {
   };
   if (p.sessionKey !== undefined) body.sessionKey = p.sessionKey;
   if (p.agentId !== undefined) body.agentId = p.agentId;
+  const route = routeFacts(p);
+  if (route !== undefined) body.modelProvider = route;
+  Object.assign(body, toolPolicyFields(p));
   // Sent as OpenClaw prepared it: a level the dispatcher does not know is its
   // 400 naming thinkLevel, not a silent change of what the user asked for.
   if (p.thinkLevel !== undefined) body.thinkLevel = p.thinkLevel;
@@ -46,5 +93,43 @@ export function turnRequest(p: AttemptInput): TurnRequest {
   if (p.images !== undefined && p.images.length > 0) {
     body.images = p.images.map((img) => ({ url: `data:${img.mimeType};base64,${img.data}` }));
   }
+  if (p.extraSystemPrompt !== undefined && p.extraSystemPrompt !== "") body.extraSystemPrompt = p.extraSystemPrompt;
+  if (add.tools !== undefined && add.tools.length > 0) body.tools = add.tools;
+  body.approvalMode = approvalModeOf(p.execOverrides);
+  if (add.gatewayTranscript !== undefined) body.gatewayTranscript = add.gatewayTranscript;
   return body;
+}
+
+type ToolPolicyFields = Pick<TurnRequest, "toolPolicy" | "toolsAllow" | "disableTools" | "pluginHarnessToolPolicyRestricted">;
+
+// The host's verdict (pluginHarnessToolPolicyRestricted) is authoritative and
+// already covers every layer OpenClaw resolved; the conversation layer the
+// attempt carries is sent too, so that the dispatcher's own rule and its
+// explanations see it. OpenClaw's alsoAllow widens that layer's allowlist;
+// the dispatcher's layers have none of their own, so it joins the allowlist
+// when there is one and is the policy's alsoAllow when there is not.
+function toolPolicyFields(p: AttemptInput): ToolPolicyFields {
+  const out: ToolPolicyFields = {};
+  // A copy: [] (deny every tool) differs from absent (no narrowing).
+  if (p.toolsAllow !== undefined) out.toolsAllow = [...p.toolsAllow];
+  if (p.disableTools === true) out.disableTools = true;
+  if (p.pluginHarnessToolPolicyRestricted === true) out.pluginHarnessToolPolicyRestricted = true;
+  const c = p.conversationToolPolicy;
+  if (c === undefined || (c.allow === undefined && c.alsoAllow === undefined && c.deny === undefined)) return out;
+  const layer: ToolPolicyLayer = { name: "conversation" };
+  const policy: NonNullable<TurnRequest["toolPolicy"]> = { layers: [layer] };
+  if (c.allow !== undefined) layer.allow = [...c.allow, ...(c.alsoAllow ?? [])];
+  else if (c.alsoAllow !== undefined) policy.alsoAllow = [...c.alsoAllow];
+  if (c.deny !== undefined) layer.deny = [...c.deny];
+  out.toolPolicy = policy;
+  return out;
+}
+
+// Native actions are asked for ("untrusted") so that each goes through the
+// attempt's runBeforeToolCall, where OpenClaw's exec policy, hooks and
+// approvals decide (native-requests.ts). Only an attempt whose exec policy
+// never asks runs them unattended ("never").
+function approvalModeOf(exec: AttemptInput["execOverrides"]): NonNullable<TurnRequest["approvalMode"]> {
+  if (exec?.ask === "off" || exec?.mode === "full") return "never";
+  return "untrusted";
 }

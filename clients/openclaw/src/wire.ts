@@ -39,6 +39,45 @@ export type ToolTerminal = {
 
 export type NativeRequest = { requestId?: string; callId?: string; kind?: string; tool?: string; resolution?: string };
 
+/** The payload of an `approval_request` event (wire.ApprovalRequest). */
+export type ApprovalRequest = {
+  requestId?: string;
+  kind?: "command" | "file_change" | "permissions" | "mcp_elicitation";
+  callId?: string;
+  tool?: string;
+  command?: string;
+  cwd?: string;
+  changedPaths?: string[];
+  reason?: string;
+  decisions?: ApprovalDecision[];
+  expiresAt?: string;
+};
+
+export type ApprovalDecision = "approve_once" | "approve_for_turn" | "deny";
+
+/** The body of POST …/turns/{runId}/approvals (wire.ApprovalAnswer). */
+export type ApprovalAnswer = { requestId: string; decision: ApprovalDecision };
+
+/** The payload of a `user_input_request` event (wire.UserInputRequest). */
+export type UserInputRequest = {
+  requestId?: string;
+  callId?: string;
+  questions?: UserInputQuestion[];
+  expiresAt?: string;
+};
+
+export type UserInputQuestion = {
+  id: string;
+  header?: string;
+  question?: string;
+  options?: Array<{ label: string; description?: string }>;
+  allowOther?: boolean;
+  secret?: boolean;
+};
+
+/** The body of POST …/turns/{runId}/user-input (wire.UserInputAnswer). */
+export type UserInputAnswer = { requestId: string; answers: Record<string, { choices?: string[]; text?: string }> };
+
 export type Terminal = { kind?: "ok" | "aborted" | "timeout" | "failed"; message?: string };
 
 export type Usage = { input?: number; cachedInput?: number; output?: number; reasoning?: number; total?: number };

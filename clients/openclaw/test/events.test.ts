@@ -96,7 +96,7 @@ test("a host tool call is handed back to be run through OpenClaw's tool surface"
   const returned = await applyAll(new TurnProjection(cb), [
     ev(5, "tool_call", { callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } }),
   ]);
-  assert.deepEqual(returned, [{ callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } }]);
+  assert.deepEqual(returned, [{ kind: "tool_call", call: { callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } } }]);
   assert.deepEqual(calls, []);
 });
 
@@ -140,9 +140,9 @@ test("a declined native action that never started leaves no side effect behind",
   assert.equal(p.hadPotentialSideEffects, false);
 });
 
-test("approval and user-input requests are shown to OpenClaw as agent events", async () => {
+test("approval and user-input requests are shown to OpenClaw as agent events and handed back to be answered", async () => {
   const { calls, cb } = recorder();
-  await applyAll(new TurnProjection(cb), [
+  const returned = await applyAll(new TurnProjection(cb), [
     ev(5, "approval_request", { requestId: "call_3", kind: "command", callId: "call_3", tool: "exec" }),
     ev(6, "request_resolved", { requestId: "call_3", callId: "call_3", resolution: "timed_out" }),
     ev(7, "user_input_request", { requestId: "call_8", callId: "call_8" }),
@@ -152,6 +152,18 @@ test("approval and user-input requests are shown to OpenClaw as agent events", a
     ["approval", "resolved"],
     ["user_input", "requested"],
   ]);
+  assert.deepEqual(returned, [
+    { kind: "approval", request: { requestId: "call_3", kind: "command", callId: "call_3", tool: "exec" } },
+    { kind: "user_input", request: { requestId: "call_8", callId: "call_8" } },
+  ]);
+});
+
+test("a reseeded lifecycle event records that the gateway's messages reached the turn's thread", async () => {
+  const p = new TurnProjection({});
+  await p.apply(ev(3, "agent_event", { stream: "lifecycle", phase: "start" }));
+  assert.equal(p.reseeded, false);
+  await p.apply(ev(4, "agent_event", { stream: "lifecycle", phase: "reseeded", data: { gatewayMessages: 2 } }));
+  assert.equal(p.reseeded, true);
 });
 
 test("the headless CLI's missing callbacks are skipped, and the stream's end is kept", async () => {

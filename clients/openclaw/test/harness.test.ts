@@ -9,21 +9,20 @@ import { join } from "node:path";
 import { AgentHarnessPreflightError, type AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { createHarness, HARNESS_ID } from "../src/harness.js";
-import { jsonError, startLoopback } from "./loopback.js";
-
-function write(res: ServerResponse, id: number, event: string, data: unknown): void {
-  res.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-}
+import { memoryMarkers } from "../src/transcript-marker.js";
+import { fakeHost, tool } from "./host.js";
+import { accepted, jsonError, startLoopback, write } from "./loopback.js";
 
 function params(extra: Record<string, unknown> = {}): AgentHarnessAttemptParamsV2 {
   return {
     runId: "gw-weather-0001", sessionId: "Weather:1", sessionKey: "agent:main:weather", agentId: "main",
     provider: "openai", modelId: "gpt-5.5", prompt: "What is the weather in Paris?", thinkLevel: "off", timeoutMs: 60000,
+    hostCapabilities: fakeHost().caps,
     ...extra,
   } as unknown as AgentHarnessAttemptParamsV2;
 }
 
-test("a turn runs through the dispatcher: deltas stream into OpenClaw, a host tool round-trips, and the result names this harness", async () => {
+test("a turn runs through the dispatcher: the attempt's tools are offered, a call runs through OpenClaw's tool surface, deltas stream into OpenClaw, and the result names this harness", { timeout: 30_000 }, async () => {
   let turn: ServerResponse | undefined;
   const lb = await startLoopback((req, res) => {
     if (req.path.endsWith("/turns")) {
@@ -34,8 +33,7 @@ test("a turn runs through the dispatcher: deltas stream into OpenClaw, a host to
       return;
     }
     // The tool's answer arrived: the turn goes on to its end.
-    res.writeHead(202, { "Content-Type": "application/json" });
-    res.end('{"accepted":true}\n');
+    accepted(res);
     assert.ok(turn !== undefined);
     write(turn, 3, "tool_terminal", { callId: "call_3", tool: "get_weather", executionStarted: true, outcome: "success" });
     write(turn, 4, "partial", { itemId: "msg_5", delta: "got " });
@@ -45,13 +43,19 @@ test("a turn runs through the dispatcher: deltas stream into OpenClaw, a host to
   });
   try {
     const partials: string[] = [];
-    const harness = createHarness(lb.config, {
-      runTool: async (call) => ({ callId: call.callId ?? "", content: [{ type: "text", text: `18°C in ${(call.arguments as { city: string }).city}` }] }),
-    });
-    const result = await harness.runAttempt(params({ onPartialReply: (p: { text?: string }) => void partials.push(p.text ?? "") }));
+    const weather = tool("get_weather", async (_id, args) => ({
+      content: [{ type: "text", text: `18°C in ${(args as { city: string }).city}` }], details: {},
+    }), "the weather of a city");
+    const host = fakeHost({ tools: [weather] });
+    const harness = createHarness(lb.config);
+    const result = await harness.runAttempt(params({ hostCapabilities: host.caps, onPartialReply: (p: { text?: string }) => void partials.push(p.text ?? "") }));
     assert.equal(lb.requests[0]?.path, "/v1/namespaces/agents/agentsessions/weather-1/turns", "the session's name is kubectl harness's");
     const sent = JSON.parse(lb.requests[0]?.body ?? "{}") as Record<string, unknown>;
     assert.equal(sent["sessionId"], "Weather:1");
+    assert.deepEqual(sent["tools"], [{
+      name: "get_weather", description: "the weather of a city",
+      parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+    }]);
     assert.equal(lb.requests[1]?.path, "/v1/namespaces/agents/agentsessions/weather-1/turns/gw-weather-0001/tool-results");
     assert.equal(lb.requests[1]?.headers["x-harness-turn-token"], "tt");
     assert.deepEqual(JSON.parse(lb.requests[1]?.body ?? "{}"), { callId: "call_3", content: [{ type: "text", text: "18°C in Paris" }] });
@@ -140,4 +144,171 @@ test("an unreachable dispatcher fails the attempt before anything ran, without s
 test("supports answers from the registry, synchronously", () => {
   const harness = createHarness({ dispatcherUrl: "https://127.0.0.1:1", tokenFile: "/nonexistent", namespace: "agents", routes: [{ provider: "openai", supported: true }] });
   assert.deepEqual(harness.supports({ provider: "openai", modelId: "gpt-5.5", requestedRuntime: HARNESS_ID } as Parameters<typeof harness.supports>[0]), { supported: true, priority: 100 });
+});
+
+test("approvals and questions of a turn are answered through OpenClaw and posted with the turn token", { timeout: 30_000 }, async () => {
+  let turn: ServerResponse | undefined;
+  const lb = await startLoopback((req, res) => {
+    if (req.path.endsWith("/turns")) {
+      turn = res;
+      res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+      write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt" });
+      write(res, 2, "approval_request", {
+        requestId: "call_3", kind: "command", callId: "call_3", tool: "exec", command: "echo hi", cwd: "/w",
+        decisions: ["approve_once", "approve_for_turn", "deny"], expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      });
+      return;
+    }
+    accepted(res);
+    assert.ok(turn !== undefined);
+    // Each answer lets the runtime go on: the approval, then the question, then the end.
+    if (req.path.endsWith("/approvals")) {
+      write(turn, 3, "user_input_request", {
+        requestId: "call_8", callId: "call_8", questions: [{ id: "env", question: "Which?", options: [{ label: "staging" }] }],
+        expiresAt: new Date(Date.now() + 60_000).toISOString(),
+      });
+      return;
+    }
+    write(turn, 4, "result", { assistantTexts: ["done"], terminal: { kind: "ok" } });
+    turn.end();
+  });
+  try {
+    const host = fakeHost();
+    const harness = createHarness(lb.config, {
+      askUser: async () => ({ status: "answered", answers: { answers: { env: ["staging"] } } }),
+    });
+    const result = await harness.runAttempt(params({ hostCapabilities: host.caps }));
+    assert.ok("terminal" in result);
+    assert.deepEqual(result.terminal, { kind: "ok" });
+    assert.deepEqual(host.beforeToolCalls.map((r) => [r.toolName, r.params, r.nativeOperation]), [["exec", { command: "echo hi" }, { cwd: "/w" }]]);
+    const approval = lb.requests[1];
+    assert.equal(approval?.path, "/v1/namespaces/agents/agentsessions/weather-1/turns/gw-weather-0001/approvals");
+    assert.equal(approval?.headers["x-harness-turn-token"], "tt");
+    assert.deepEqual(JSON.parse(approval?.body ?? "{}"), { requestId: "call_3", decision: "approve_once" });
+    const answer = lb.requests[2];
+    assert.equal(answer?.path, "/v1/namespaces/agents/agentsessions/weather-1/turns/gw-weather-0001/user-input");
+    assert.equal(answer?.headers["x-harness-turn-token"], "tt");
+    assert.deepEqual(JSON.parse(answer?.body ?? "{}"), { requestId: "call_8", answers: { env: { choices: ["staging"] } } });
+  } finally {
+    await lb.close();
+  }
+});
+
+test("the gateway's own turns since the dispatcher's last one go with the next turn, again until a thread got them", async () => {
+  const streams: Array<Array<[number, string, unknown]>> = [];
+  const lb = await startLoopback((req, res) => {
+    const body = JSON.parse(req.body) as { runId: string };
+    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": body.runId });
+    for (const [id, event, data] of streams.shift() ?? []) write(res, id, event, data);
+    res.end();
+  });
+  try {
+    // The clock at each attempt's start, and OpenClaw's transcript as it
+    // grows: the plugin's turns (each prompt written at the attempt's start,
+    // each reply after it returned) and, between gw-1 and gw-2, a turn of
+    // the embedded runtime.
+    const starts = [1000, 3000, 5000, 7000];
+    const now = (): number => starts.shift() ?? Number.NaN;
+    const transcript = [
+      { role: "user" as const, text: "capital of France?", timestamp: 1000 },
+      { role: "assistant" as const, text: "Paris.", timestamp: 2500 },
+      { role: "user" as const, text: "capital of Peru?", timestamp: 2600 },
+      { role: "assistant" as const, text: "Lima.", timestamp: 2700 },
+      { role: "user" as const, text: "and its population?", timestamp: 3000 },
+      { role: "assistant" as const, text: "About 10 million.", timestamp: 4500 },
+      { role: "user" as const, text: "and now?", timestamp: 5000 },
+      { role: "assistant" as const, text: "ok", timestamp: 6500 },
+      { role: "user" as const, text: "next", timestamp: 7000 },
+    ];
+    const reads: number[] = [];
+    const readConversation = async (q: { minTimestampMs: number }) => {
+      reads.push(q.minTimestampMs);
+      // What exists when the attempt starts.
+      return transcript.filter((m) => m.timestamp >= q.minTimestampMs && m.timestamp <= (starts[0] ?? 0));
+    };
+    const harness = createHarness(lb.config, { readConversation, now });
+    const turn = (runId: string, prompt: string, reply: string, reseeded: boolean): Promise<unknown> => {
+      const events: Array<[number, string, unknown]> = [[1, "selected", { runId, turnToken: "tt" }]];
+      if (reseeded) events.push([2, "agent_event", { stream: "lifecycle", phase: "reseeded", data: { gatewayMessages: 2 } }]);
+      events.push([3, "result", { assistantTexts: [reply], terminal: { kind: "ok" } }]);
+      streams.push(events);
+      return harness.runAttempt(params({ runId, prompt }));
+    };
+    await turn("gw-1", "capital of France?", "Paris.", false);
+    await turn("gw-2", "and its population?", "About 10 million.", false);
+    await turn("gw-3", "and now?", "ok", true);
+    await turn("gw-4", "next", "fine", false);
+    const sent = lb.requests.map((r) => (JSON.parse(r.body) as { gatewayTranscript?: unknown }).gatewayTranscript);
+    const peru = [{ role: "user", text: "capital of Peru?" }, { role: "assistant", text: "Lima." }];
+    assert.equal(sent[0], undefined, "the first turn here has nothing to catch up on");
+    assert.deepEqual(sent[1], { afterRunId: "gw-1", messages: peru });
+    assert.deepEqual(sent[2], { afterRunId: "gw-2", messages: peru }, "gw-2 had no reseeded event: its thread lacks them, they go again");
+    assert.equal(sent[3], undefined, "gw-3 gave them to its thread; nothing ran elsewhere since");
+    assert.deepEqual(reads, [1000, 1000, 5000], "the window starts at the first turn, and at gw-3 once its thread got them");
+  } finally {
+    await lb.close();
+  }
+});
+
+test("OpenClaw's agent-end side effects run once after each turn, with its outcome", async () => {
+  const lb = await startLoopback((_req, res) => {
+    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+    write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt" });
+    write(res, 2, "result", { assistantTexts: ["sunny"], terminal: { kind: "ok" } });
+    res.end();
+  });
+  try {
+    const ends: Array<{ event: { runId?: string; success: boolean }; ctx: { sessionKey?: string; agentId?: string; modelId?: string } }> = [];
+    const harness = createHarness(lb.config, { agentEnd: (p) => void ends.push(p) });
+    await harness.runAttempt(params());
+    assert.equal(ends.length, 1);
+    assert.equal(ends[0]?.event.runId, "gw-weather-0001");
+    assert.equal(ends[0]?.event.success, true);
+    assert.equal(ends[0]?.ctx.sessionKey, "agent:main:weather");
+    assert.equal(ends[0]?.ctx.agentId, "main");
+    assert.equal(ends[0]?.ctx.modelId, "gpt-5.5");
+  } finally {
+    await lb.close();
+  }
+});
+
+test("an attempt without the host capability fails before anything is sent", async () => {
+  const lb = await startLoopback((_req, res) => jsonError(res, 500, {}));
+  try {
+    await assert.rejects(createHarness(lb.config).runAttempt(params({ hostCapabilities: undefined })), (err: unknown) =>
+      err instanceof AgentHarnessPreflightError && /hostCapabilities/.test(err.message),
+    );
+    assert.equal(lb.requests.length, 0);
+  } finally {
+    await lb.close();
+  }
+});
+
+test("a session whose last turn is not the marker's runs the turn without the gateway's messages instead of failing every turn", async () => {
+  const lb = await startLoopback((req, res) => {
+    if ((JSON.parse(req.body) as { gatewayTranscript?: unknown }).gatewayTranscript !== undefined) {
+      jsonError(res, 422, { code: "SessionMismatch", message: "gatewayTranscript.afterRunId \"gw-old\" is not the session's last turn \"cli-1\"", scope: "", retryable: false });
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+    write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt" });
+    write(res, 2, "result", { assistantTexts: ["sunny"], terminal: { kind: "ok" } });
+    res.end();
+  });
+  try {
+    const markers = memoryMarkers();
+    await markers.register("Weather:1", { afterRunId: "gw-old", sinceMs: 0, ownDigests: [] });
+    const readConversation = async () => [{ role: "user" as const, text: "asked on the gateway", timestamp: 5 }, { role: "assistant" as const, text: "answered there", timestamp: 6 }];
+    const result = await createHarness(lb.config, { markers, readConversation }).runAttempt(params());
+    assert.ok("terminal" in result);
+    assert.deepEqual(result.terminal, { kind: "ok" });
+    assert.equal(lb.requests.length, 2);
+    const [first, second] = lb.requests.map((r) => JSON.parse(r.body) as { runId: string; gatewayTranscript?: { afterRunId: string } });
+    assert.equal(first?.gatewayTranscript?.afterRunId, "gw-old");
+    assert.equal(second?.gatewayTranscript, undefined);
+    assert.equal(second?.runId, first?.runId, "the run was refused before it was journaled: its id is still free");
+    assert.equal((await markers.lookup("Weather:1"))?.afterRunId, "gw-weather-0001");
+  } finally {
+    await lb.close();
+  }
 });

@@ -71,3 +71,14 @@ export function jsonError(res: ServerResponse, status: number, body: unknown): v
   res.writeHead(status, { "Content-Type": "application/json" });
   res.end(JSON.stringify(body) + "\n");
 }
+
+/** Answers a tool result, approval or user-input post as the dispatcher does (202). */
+export function accepted(res: ServerResponse, body: Record<string, unknown> = {}): void {
+  res.writeHead(202, { "Content-Type": "application/json" });
+  res.end(JSON.stringify({ accepted: true, ...body }) + "\n");
+}
+
+/** Writes one event of a stream that stays open. */
+export function write(res: ServerResponse, id: number, event: string, data: unknown): void {
+  res.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}

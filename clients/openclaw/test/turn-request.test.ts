@@ -6,24 +6,127 @@ import { type AttemptInput, turnRequest } from "../src/turn-request.js";
 const base = {
   runId: "run-1", sessionId: "3f6d2a9e", sessionKey: "agent:main:demo", agentId: "main",
   provider: "openai", modelId: "gpt-5.5", prompt: "Say hello", thinkLevel: "medium", timeoutMs: 120000,
+  model: { api: "openai-responses", baseUrl: "https://api.openai.com/v1" },
 } as AttemptInput;
+
+function attempt(extra: Record<string, unknown>): AttemptInput {
+  return { ...base, ...extra } as AttemptInput;
+}
 
 test("the turn repeats the session's identity and carries the prepared prompt, think level and timeout", () => {
   assert.deepEqual(turnRequest(base), {
     runId: "run-1", sessionId: "3f6d2a9e", sessionKey: "agent:main:demo", agentId: "main",
-    provider: "openai", modelId: "gpt-5.5", prompt: "Say hello", thinkLevel: "medium", timeoutMs: 120000,
+    provider: "openai", modelId: "gpt-5.5", prompt: "Say hello", thinkLevel: "medium", timeoutMs: 120000, approvalMode: "untrusted",
   });
 });
 
 test("OpenClaw's own harness pin and runtime override never reach the cluster", () => {
-  const withPin = { ...base, agentHarnessId: "harness-operator", agentHarnessRuntimeOverride: "harness-operator" } as AttemptInput;
+  const withPin = attempt({ agentHarnessId: "harness-operator", agentHarnessRuntimeOverride: "harness-operator" });
   const body = turnRequest(withPin) as Record<string, unknown>;
   assert.equal(body["agentHarnessId"], undefined);
   assert.equal(body["agentHarnessRuntimeOverride"], undefined);
 });
 
 test("images become data URLs and a timeout beyond the dispatcher's bound is capped to it", () => {
-  const body = turnRequest({ ...base, timeoutMs: 10 ** 12, images: [{ type: "image", data: "AAAA", mimeType: "image/png" }] } as AttemptInput);
+  const body = turnRequest(attempt({ timeoutMs: 10 ** 12, images: [{ type: "image", data: "AAAA", mimeType: "image/png" }] }));
   assert.deepEqual(body.images, [{ url: "data:image/png;base64,AAAA" }]);
   assert.equal(body.timeoutMs, 86_400_000);
+});
+
+const officialRoute = {
+  provider: "openai", modelId: "gpt-5.5", api: "openai-responses", baseUrl: "https://api.openai.com/v1",
+  authRequirement: "api-key", requestTransportOverrides: "none", runtimePolicy: { compatibleIds: ["codex"] },
+};
+
+test("the route facts OpenClaw prepared reach the dispatcher as modelProvider, nothing filled in", () => {
+  const cases: Array<{ name: string; plan: unknown; want: unknown }> = [
+    {
+      name: "pending route/auth preparation: no route facts, the session's pin decides",
+      plan: undefined,
+      want: undefined,
+    },
+    {
+      name: "a concrete route with a forwarded auth profile",
+      plan: { auth: { providerForAuth: "openai", authProfileProviderForAuth: "openai", forwardedAuthProfileId: "openai:work", selectedAuthMode: "api-key", modelRoute: officialRoute } },
+      want: {
+        api: "openai-responses", baseUrl: "https://api.openai.com/v1", requestTransportOverrides: "none",
+        runtimePolicy: { compatibleIds: ["codex"] }, preparedAuth: { source: "profile", mode: "api-key", requirement: "api-key" },
+      },
+    },
+    {
+      name: "a direct credential on a route with authored request overrides and no declared runtime policy",
+      plan: { auth: { providerForAuth: "openai", authProfileProviderForAuth: "openai", selectedAuthMode: "token", modelRoute: { ...officialRoute, requestTransportOverrides: "present", runtimePolicy: undefined } } },
+      want: {
+        api: "openai-responses", baseUrl: "https://api.openai.com/v1", requestTransportOverrides: "present",
+        preparedAuth: { source: "direct", mode: "token", requirement: "api-key" },
+      },
+    },
+    {
+      name: "routes left to harness-owned auth: their shared support, no requirement",
+      plan: { auth: { providerForAuth: "openai", authProfileProviderForAuth: "openai", harnessAuthProvider: "codex", deferredRouteSupport: { requestTransportOverrides: "none", runtimePolicy: { compatibleIds: [] } } } },
+      want: {
+        api: "openai-responses", baseUrl: "https://api.openai.com/v1", requestTransportOverrides: "none",
+        runtimePolicy: { compatibleIds: [] }, preparedAuth: { source: "harness" },
+      },
+    },
+    {
+      name: "an auth plan without any route: requestTransportOverrides stays absent (the dispatcher refuses, naming it)",
+      plan: { auth: { providerForAuth: "openai", authProfileProviderForAuth: "openai" } },
+      want: { api: "openai-responses", baseUrl: "https://api.openai.com/v1", preparedAuth: { source: "none" } },
+    },
+  ];
+  for (const c of cases) {
+    assert.deepEqual(turnRequest(attempt({ runtimePlan: c.plan })).modelProvider, c.want, c.name);
+  }
+});
+
+test("the tool policy and the host's verdict reach the dispatcher as prepared", () => {
+  const cases: Array<{ name: string; extra: Record<string, unknown>; want: Record<string, unknown> }> = [
+    { name: "no policy", extra: {}, want: {} },
+    { name: "toolsAllow [] denies every tool and stays []", extra: { toolsAllow: [] }, want: { toolsAllow: [] } },
+    { name: "toolsAllow narrows", extra: { toolsAllow: ["message", "web_search"] }, want: { toolsAllow: ["message", "web_search"] } },
+    { name: "tools disabled", extra: { disableTools: true }, want: { disableTools: true } },
+    { name: "the host's restriction verdict", extra: { pluginHarnessToolPolicyRestricted: true }, want: { pluginHarnessToolPolicyRestricted: true } },
+    {
+      name: "the conversation layer: alsoAllow joins its allowlist",
+      extra: { conversationToolPolicy: { allow: ["message"], alsoAllow: ["web_search"], deny: ["exec"] } },
+      want: { toolPolicy: { layers: [{ name: "conversation", allow: ["message", "web_search"], deny: ["exec"] }] } },
+    },
+    {
+      name: "the conversation layer without an allowlist: alsoAllow widens the profile",
+      extra: { conversationToolPolicy: { alsoAllow: ["web_search"], deny: ["exec"] } },
+      want: { toolPolicy: { alsoAllow: ["web_search"], layers: [{ name: "conversation", deny: ["exec"] }] } },
+    },
+  ];
+  for (const c of cases) {
+    const body = turnRequest(attempt(c.extra)) as Record<string, unknown>;
+    const got: Record<string, unknown> = {};
+    for (const k of ["toolPolicy", "toolsAllow", "disableTools", "pluginHarnessToolPolicyRestricted"]) if (body[k] !== undefined) got[k] = body[k];
+    assert.deepEqual(got, c.want, c.name);
+  }
+});
+
+test("native actions are asked for unless the attempt's exec policy never asks", () => {
+  const cases: Array<[string, unknown, string]> = [
+    ["no exec overrides: OpenClaw's configured policy decides through runBeforeToolCall", undefined, "untrusted"],
+    ["ask always", { ask: "always" }, "untrusted"],
+    ["ask on a miss", { ask: "on-miss" }, "untrusted"],
+    ["ask off", { ask: "off" }, "never"],
+    ["full exec mode", { mode: "full" }, "never"],
+  ];
+  for (const [name, execOverrides, want] of cases) {
+    assert.equal(turnRequest(attempt({ execOverrides })).approvalMode, want, name);
+  }
+});
+
+test("the host tools, the extra system prompt and the gateway's turns are carried", () => {
+  const tools = [{ name: "message", description: "send a message", parameters: { type: "object", properties: {} } }];
+  const gatewayTranscript = { afterRunId: "run-0", messages: [{ role: "user" as const, text: "hi" }, { role: "assistant" as const, text: "hello" }] };
+  const body = turnRequest(attempt({ extraSystemPrompt: "Be brief." }), { tools, gatewayTranscript });
+  assert.deepEqual(body.tools, tools);
+  assert.equal(body.extraSystemPrompt, "Be brief.");
+  assert.deepEqual(body.gatewayTranscript, gatewayTranscript);
+  const none = turnRequest(attempt({ extraSystemPrompt: "" }), { tools: [] });
+  assert.equal("tools" in none, false, "an empty tool list is not sent");
+  assert.equal("extraSystemPrompt" in none, false);
 });

@@ -323,11 +323,12 @@ func TestDispatcherRBAC(t *testing.T) {
 	}
 }
 
-// TestUserRoles checks the gateway and on-call ClusterRoles equal the ones in
+// TestUserRoles checks the gateway, gateway-registry and on-call ClusterRoles equal the ones in
 // config/rbac.
 func TestUserRoles(t *testing.T) {
 	r := renderRBAC(t, objectsOf(t, "defaults"))
-	for file, name := range map[string]string{"gateway_role.yaml": fullname + "-gateway", "oncall_role.yaml": fullname + "-oncall"} {
+	for file, name := range map[string]string{"gateway_role.yaml": fullname + "-gateway",
+		"gateway_registry_role.yaml": fullname + "-gateway-registry", "oncall_role.yaml": fullname + "-oncall"} {
 		crs, _ := configRBAC(t, file)
 		if len(crs) != 1 {
 			t.Fatalf("config/rbac/%s has %d ClusterRoles, want 1", file, len(crs))

@@ -1,0 +1,74 @@
+// The harness's side of an OpenClaw session's life on the cluster: before a
+// turn its AgentSession is created or found; OpenClaw's reset hook bumps the
+// AgentSession's resetGeneration; OpenClaw's session deletion deletes it.
+import {
+  AgentHarnessPreflightError,
+  type AgentHarnessAttemptParamsV2,
+  type AgentHarnessV2,
+} from "openclaw/plugin-sdk/agent-harness-runtime";
+
+import { type SessionStore, sessionModel } from "./sessions.js";
+
+export type Logger = { warn(message: string): void };
+
+// kubectl harness session create's --agent default, and OpenClaw's default agent.
+const DEFAULT_AGENT_ID = "main";
+
+/**
+ * Creates or finds the attempt's AgentSession. Any failure is a preflight
+ * error without scope: nothing ran, and no other runtime may take a turn the
+ * cluster's policy could not be asked about.
+ */
+export async function ensureSession(
+  sessions: SessionStore,
+  params: Pick<AgentHarnessAttemptParamsV2, "agentId" | "sessionKey" | "sessionId" | "provider" | "modelId">,
+): Promise<void> {
+  try {
+    if (params.sessionKey === undefined || params.sessionKey === "") {
+      throw new Error("the attempt has no sessionKey, which an AgentSession requires (spec.sessionKey)");
+    }
+    const id = { agentId: params.agentId ?? DEFAULT_AGENT_ID, sessionKey: params.sessionKey, sessionId: params.sessionId };
+    await sessions.ensure(id, sessionModel(params.provider, params.modelId));
+  } catch (err) {
+    const message = (err as Error).message;
+    throw new AgentHarnessPreflightError(`harness-operator could not create or find the session's AgentSession: ${message}`, {
+      userMessage: `The cluster session could not be prepared: ${message}`,
+      cause: err,
+    });
+  }
+}
+
+/** The harness's reset and session-deletion hooks over the AgentSessions. */
+export function sessionHooks(sessions: SessionStore, log: Logger): Pick<AgentHarnessV2, "reset" | "withSessionDeletion"> {
+  return {
+    async reset(params) {
+      // Compaction keeps the conversation: the native thread keeps its
+      // context (the SDK: "preserve compaction"). Every other reason starts over.
+      if (params.sessionId === undefined || params.reason === "compaction") return;
+      const id: Parameters<SessionStore["reset"]>[0] = { sessionId: params.sessionId };
+      if (params.agentId !== undefined) id.agentId = params.agentId;
+      if (params.sessionKey !== undefined) id.sessionKey = params.sessionKey;
+      await sessions.reset(id);
+    },
+    async withSessionDeletion(params, run) {
+      let committed = false;
+      const result = await run({
+        commit: () => {
+          committed = true;
+        },
+        rollback: () => {
+          committed = false;
+        },
+      });
+      // The SDK: "release native resources after its commit completes". The
+      // OpenClaw session is gone by now; a failure here leaves an orphaned
+      // AgentSession to delete by hand, and is reported, not thrown.
+      if (committed) {
+        await sessions
+          .delete({ agentId: params.agentId, sessionKey: params.sessionKey, sessionId: params.sessionId })
+          .catch((err: unknown) => log.warn(`harness-operator: the AgentSession of deleted session ${params.sessionId} was not deleted: ${(err as Error).message}`));
+      }
+      return result;
+    },
+  };
+}
