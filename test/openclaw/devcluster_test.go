@@ -25,13 +25,17 @@ import (
 
 const (
 	agentsNS = "agents" // devcluster's sample namespace (its --harness-namespaces)
-	// codexHarness runs OpenAI turns under the suite's policy.
+	// codexHarness runs OpenAI turns under the suite's policy. Its support
+	// facts accept any route policy: OpenClaw's openai provider declares
+	// only `openclaw` compatible with a loopback baseUrl (observed,
+	// docs/openclaw-plugin.md), and the test's harness declares support for
+	// that route.
 	codexHarness = "codex"
-	// anthropicHarness is a second Codex harness whose support facts name
-	// only the anthropic provider: it refuses every OpenAI route, with route
-	// facts or without (the plugin sends none yet; then only the provider
-	// is checked, docs/dispatcher-api.md "Selection").
-	anthropicHarness = "codex-anthropic"
+	// defaultsHarness is a second Codex harness with Codex's default
+	// support facts (routePolicy MustListHarness): the route facts OpenClaw
+	// sends for its loopback provider list only `openclaw`, so it refuses
+	// them (docs/dispatcher-api.md "Selection").
+	defaultsHarness = "codex-defaults"
 	// gatewaySA is the gateway's ServiceAccount, bound to the chart's
 	// gateway ClusterRole (config/rbac/gateway_role.yaml).
 	gatewaySA = "openclaw-gateway"
@@ -114,7 +118,7 @@ func startDevCluster(ctx context.Context, assets, codex, modelURL string) *devCl
 	}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	// devcluster waited for `codex`; the refusing harness must be Ready too,
 	// so that its refusal is its support facts, not its readiness.
-	waitHarnessReady(ctx, c.client(), anthropicHarness)
+	waitHarnessReady(ctx, c.client(), defaultsHarness)
 	return c
 }
 
@@ -129,18 +133,45 @@ func (c *devCluster) client() client.Client {
 	return cl
 }
 
-// mintGatewayToken writes the gateway ServiceAccount's token for the
-// dispatcher's audience to a file, as a platform team would hand it to a
-// gateway (in a cluster: a projected token volume), and returns the path.
-func (c *devCluster) mintGatewayToken(ctx context.Context, kubectl string) string {
+// gatewayIdentity is what a platform team hands a gateway (in a cluster:
+// projected token volumes): the ServiceAccount's tokens for the dispatcher's
+// audience and for the API server's, and how to reach the API server.
+type gatewayIdentity struct {
+	dispatcherToken string // file
+	apiServer       string
+	apiCA           string // file
+	apiToken        string // file
+}
+
+// mintGatewayIdentity mints the gateway ServiceAccount's two tokens with
+// `kubectl create token` and writes them and the API server's CA to files.
+func (c *devCluster) mintGatewayIdentity(ctx context.Context, kubectl string) gatewayIdentity {
 	GinkgoHelper()
-	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", c.kubeconfig, "create", "token", gatewaySA,
-		"-n", agentsNS, "--audience="+dispatcherAudience, "--duration=2h")
-	out, err := cmd.Output()
-	Expect(err).NotTo(HaveOccurred(), "kubectl create token: %v", exitDetail(err))
-	file := filepath.Join(c.dir, "gateway-token")
-	Expect(os.WriteFile(file, out, 0o600)).To(Succeed())
-	return file
+	token := func(name string, audience ...string) string {
+		args := append([]string{"--kubeconfig", c.kubeconfig, "create", "token", gatewaySA, "-n", agentsNS, "--duration=2h"}, audience...)
+		out, err := exec.CommandContext(ctx, kubectl, args...).Output()
+		Expect(err).NotTo(HaveOccurred(), "kubectl create token: %v", exitDetail(err))
+		file := filepath.Join(c.dir, name)
+		Expect(os.WriteFile(file, out, 0o600)).To(Succeed())
+		return file
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	ca := filepath.Join(c.dir, "apiserver-ca.pem")
+	Expect(os.WriteFile(ca, cfg.CAData, 0o600)).To(Succeed())
+	return gatewayIdentity{
+		dispatcherToken: token("gateway-dispatcher-token", "--audience="+dispatcherAudience),
+		apiServer:       cfg.Host,
+		apiCA:           ca,
+		apiToken:        token("gateway-api-token"),
+	}
+}
+
+func readRepoFile(path string) string {
+	GinkgoHelper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, path))
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
 }
 
 func exitDetail(err error) string {
@@ -184,13 +215,29 @@ spec:
       runtime: codex
   sessionOverrides: Allow
 `,
-		"20_agentharness_codex.yaml":           harnessManifest(codexHarness, codexAddr, ""),
-		"21_agentharness_codex_anthropic.yaml": harnessManifest(anthropicHarness, codexAddr, "anthropic"),
+		"20_agentharness_codex.yaml":          harnessManifest(codexHarness, codexAddr, "routePolicy: Any"),
+		"21_agentharness_codex_defaults.yaml": harnessManifest(defaultsHarness, codexAddr, ""),
 		"30_gateway_serviceaccount.yaml": `apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: ` + gatewaySA + `
   namespace: agents
+`,
+		// The registry's ClusterRole (the chart ships it; devcluster applies
+		// only the gateway Role's), bound cluster-wide as the plugin's docs say.
+		"32_gateway_registry_role.yaml": readRepoFile("config/rbac/gateway_registry_role.yaml"),
+		"33_gateway_registry_binding.yaml": `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: openclaw-gateway-registry
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: harness-operator-gateway-registry
+subjects:
+  - kind: ServiceAccount
+    name: ` + gatewaySA + `
+    namespace: agents
 `,
 		"31_gateway_rolebinding.yaml": `apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -213,12 +260,12 @@ subjects:
 }
 
 // harnessManifest is an external Codex harness named (and with the harness
-// id) name. Without onlyProvider it has no support block (admission writes
-// Codex's defaults); with it, its support facts name only that provider.
-func harnessManifest(name, codexAddr, onlyProvider string) string {
+// id) name, with one support fact, or none: then admission writes Codex's
+// defaults.
+func harnessManifest(name, codexAddr, supportFact string) string {
 	support := ""
-	if onlyProvider != "" {
-		support = "  support:\n    providers: [" + onlyProvider + "]\n"
+	if supportFact != "" {
+		support = "  support:\n    " + supportFact + "\n"
 	}
 	return fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
 kind: AgentHarness

@@ -40,12 +40,13 @@ type openClaw struct {
 
 // newOpenClaw builds the plugin and writes OpenClaw's config: the plugin
 // loaded from clients/openclaw and configured against the cluster's
-// dispatcher with the gateway's token, OpenAI's models pinned to its
+// dispatcher and API server with the gateway's identity (supports() then
+// predicts from the cluster's registry), OpenAI's models pinned to its
 // harness, and the openai provider (with a dummy key OpenClaw insists on)
 // on the stub model, so that a turn OpenClaw ran itself would reach it;
 // embeddedModel runs on OpenClaw's own runtime and is the configured
 // fallback of model.
-func newOpenClaw(tools, modelURL string, c *devCluster, tokenFile string) *openClaw {
+func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *openClaw {
 	GinkgoHelper()
 	plugin := filepath.Join(repoRoot, "clients", "openclaw")
 	build := exec.Command("npm", "run", "build")
@@ -64,9 +65,11 @@ func newOpenClaw(tools, modelURL string, c *devCluster, tokenFile string) *openC
 				"config": map[string]any{
 					"dispatcherUrl": c.dispatcher,
 					"caFile":        c.caFile,
-					"tokenFile":     tokenFile,
+					"tokenFile":     id.dispatcherToken,
 					"namespace":     agentsNS,
-					"routes":        []map[string]any{{"provider": "openai", "supported": true}},
+					"kubernetes": map[string]any{
+						"server": id.apiServer, "caFile": id.apiCA, "tokenFile": id.apiToken,
+					},
 				},
 			}},
 		},

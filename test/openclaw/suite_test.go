@@ -73,8 +73,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	cluster = startDevCluster(ctx, assets, codex, stub.BaseURL())
 	k8s = cluster.client()
-	token := cluster.mintGatewayToken(ctx, kubectl)
-	gateway = newOpenClaw(tools, stub.BaseURL(), cluster, token)
+	gateway = newOpenClaw(tools, stub.BaseURL(), cluster, cluster.mintGatewayIdentity(ctx, kubectl))
 	// With the specs' turns (turnTimeout each) well inside make's
 	// -timeout=20m: Ginkgo, not go test's panic, ends a stuck run, so
 	// devcluster is stopped by SIGTERM and stops its control plane.

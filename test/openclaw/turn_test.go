@@ -43,9 +43,9 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(sess.Status.NativeBinding.ThreadID).NotTo(BeEmpty())
 	})
 
-	It("fails closed with the cluster's code when the selected harness's support facts refuse the route", func(ctx context.Context) {
+	It("fails closed with the cluster's code when the selected harness's default support facts refuse OpenClaw's route facts", func(ctx context.Context) {
 		marker := "marker-" + randomHex()
-		s := newSession(ctx, anthropicHarness)
+		s := newSession(ctx, defaultsHarness)
 		before := len(stub.Requests())
 
 		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
