@@ -73,19 +73,39 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(s.get(ctx).Status.LastTurn).To(BeNil(), "the cluster ran no turn")
 	})
 
-	// Issue 17's other assertions, for the plugin's next steps; each becomes
-	// an It when the plugin does what its reason says (Ginkgo's report shows
-	// the reason in the pending spec's name).
+	It("creates the AgentSession of a new OpenClaw session on its first turn", func(ctx context.Context) {
+		marker := "marker-" + randomHex()
+		suffix := randomHex()
+		id, key := "OpenClaw_E2E-"+suffix, "agent:main:e2e-"+suffix
+
+		run := gateway.turn(ctx, id, key, "Say hello "+marker)
+
+		Expect(run.exit).To(Equal(0), "%s", run)
+		list := &harnessv1alpha1.AgentSessionList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
+		var made []harnessv1alpha1.AgentSession
+		for _, s := range list.Items {
+			if s.Spec.SessionID == id {
+				made = append(made, s)
+			}
+		}
+		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
+		Expect(made[0].Spec.SessionKey).To(Equal(key))
+		Expect(made[0].Spec.Model).To(Equal(model))
+		Expect(made[0].Status.LastTurn).NotTo(BeNil())
+		Expect(made[0].Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+	})
+
+	// Issue 17's other assertions, not written yet; each becomes an It
+	// (Ginkgo's report shows the reason in the pending spec's name).
 	pending("round-trips a host tool call through OpenClaw's tool surface",
-		"the plugin offers the cluster no host tools yet (harness.ts refuseTools)")
-	pending("hands the dispatcher OpenClaw's route facts unchanged and runs on a harness that declares support for them",
-		"the plugin sends no route facts yet (turn-request.ts sends neither modelProvider nor modelProviders)")
-	pending("creates the AgentSession of a new OpenClaw session on its first turn",
-		"the plugin expects the AgentSession to exist (newSession creates it with kubectl harness session create)")
+		"needs the stub to call one of OpenClaw's host tools by name (stubmodel.CallJSON) and assertions on OpenClaw's tool outcome and the function_call_output")
+	pending("hands the dispatcher OpenClaw's route facts unchanged",
+		"needs what the dispatcher received (its journal, or a recording proxy) beside what OpenClaw prepared; today only the refusal above shows the facts arrived")
 	pending("reports the dispatcher's refusal after a stale registry's prediction as AgentHarnessPreflightError without scope",
-		"supports() answers from the configured routes only; the registry of the cluster's harnesses is not built yet")
+		"needs a deterministic stale registry: kubernetes.refreshSeconds long, and a policy change after the plugin's first read")
 	pending("moves one session cluster → embedded → cluster and sends the embedded turn in the next cluster turn's transcript",
-		"the plugin sends no OpenClaw transcript since the last acknowledged turn yet")
+		"needs a session whose runtime changes between turns (spec.runtimeOverride openclaw, then cleared) and the stub's last request read for the embedded turn")
 })
 
 // pending declares a pending spec and why it cannot pass yet.
