@@ -13,6 +13,10 @@ import (
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
+// modelURL is --model-url: a model provider the caller runs, so that it can
+// script and inspect what Codex asks (test/openclaw runs its own stub).
+var modelURL string
+
 // localCodex is the sample harness's external app-server: the real
 // `codex app-server` on 127.0.0.1, answering from the stub model server, with
 // every feature that would reach the network turned off.
@@ -45,9 +49,14 @@ func startLocalCodex(ctx context.Context, bin, addr, dir, token string) (c *loca
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, false, fmt.Errorf("create CODEX_HOME: %w", err)
 	}
-	real = os.Getenv("OPENAI_API_KEY") != ""
+	real = os.Getenv("OPENAI_API_KEY") != "" && modelURL == ""
 	var stub *stubmodel.Server
-	if real {
+	switch {
+	case modelURL != "":
+		if err := codextest.WriteConfig(home, modelURL); err != nil {
+			return nil, false, err
+		}
+	case real:
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(realProviderConfig), 0o600); err != nil {
 			return nil, false, fmt.Errorf("write config.toml: %w", err)
 		}
@@ -58,7 +67,7 @@ func startLocalCodex(ctx context.Context, bin, addr, dir, token string) (c *loca
 		if err := os.WriteFile(filepath.Join(home, "auth.json"), login, 0o600); err != nil {
 			return nil, false, fmt.Errorf("write auth.json: %w", err)
 		}
-	} else {
+	default:
 		if stub, err = stubmodel.New(); err != nil {
 			return nil, false, err
 		}

@@ -37,22 +37,39 @@ import (
 )
 
 const (
-	fieldOwner          = client.FieldOwner("harness-devcluster")
-	operatorNamespace   = "harness-operator-system"
-	webhookPort         = 9443
-	probeAddr           = "127.0.0.1:8081"
-	dispatcherAddr      = "127.0.0.1:9444"
-	dispatcherProbeAddr = "127.0.0.1:8082"
-	// dispatcherMetricsAddr is the dispatcher's /metrics (docs/dispatcher-api.md).
-	dispatcherMetricsAddr = "127.0.0.1:8083"
+	fieldOwner        = client.FieldOwner("harness-devcluster")
+	operatorNamespace = "harness-operator-system"
 	// dispatcherAudience is the chart's dispatcher.tokenAudience and the
 	// default of kubectl harness --audience.
 	dispatcherAudience = "harness-dispatcher"
 	// sampleNamespace holds config/samples' harness and session.
 	sampleNamespace = "agents"
-	gatewayRole     = "config/rbac/gateway_role.yaml"
-	sampleCodexAddr = "127.0.0.1:4500" // the sample AgentHarness's external.url
 )
+
+// The loopback addresses of what devcluster starts. `make run` uses the
+// defaults (the samples' AgentHarness names ws://127.0.0.1:4500); a test
+// that runs devcluster beside other processes sets every one to a free port
+// (test/openclaw), with samples of its own naming its Codex address.
+var (
+	webhookPort           = 9443
+	probeAddr             = "127.0.0.1:8081"
+	metricsAddr           = "127.0.0.1:8443"
+	dispatcherAddr        = "127.0.0.1:9444"
+	dispatcherProbeAddr   = "127.0.0.1:8082"
+	dispatcherMetricsAddr = "127.0.0.1:8083" // the dispatcher's /metrics (docs/dispatcher-api.md)
+	sampleCodexAddr       = "127.0.0.1:4500" // the sample AgentHarness's external.url
+)
+
+// addressFlags lets the caller move every address above.
+func addressFlags() {
+	flag.IntVar(&webhookPort, "webhook-port", webhookPort, "Port of the manager's webhooks on 127.0.0.1.")
+	flag.StringVar(&probeAddr, "probe-addr", probeAddr, "The manager's health probe address.")
+	flag.StringVar(&metricsAddr, "metrics-addr", metricsAddr, "The manager's metrics address.")
+	flag.StringVar(&dispatcherAddr, "dispatcher-addr", dispatcherAddr, "The dispatcher's API address (https).")
+	flag.StringVar(&dispatcherProbeAddr, "dispatcher-probe-addr", dispatcherProbeAddr, "The dispatcher's health probe address.")
+	flag.StringVar(&dispatcherMetricsAddr, "dispatcher-metrics-addr", dispatcherMetricsAddr, "The dispatcher's metrics address.")
+	flag.StringVar(&sampleCodexAddr, "codex-listen", sampleCodexAddr, "Where the codex app-server listens (the samples' AgentHarness must name it).")
+}
 
 func main() {
 	managerBin := flag.String("manager", "bin/manager", "Path of the manager binary to run.")
@@ -60,16 +77,19 @@ func main() {
 	kubeconfig := flag.String("write-kubeconfig", ".local/kubeconfig", "Where to write the kubeconfig of the local control plane.")
 	crdDir := flag.String("crds", "config/crd/bases", "Directory of the CRD manifests.")
 	samplesDir := flag.String("samples", "config/samples", "Directory of the sample manifests to apply (not recursive).")
-	codexBin := flag.String("codex", os.Getenv("CODEX_BIN"), "The real codex binary to serve the sample harness at ws://127.0.0.1:4500 (empty: none).")
+	gatewayRole := flag.String("gateway-role", "config/rbac/gateway_role.yaml", "The gateway ClusterRole manifest bound to the CLI's ServiceAccount.")
+	codexBin := flag.String("codex", os.Getenv("CODEX_BIN"), "The real codex binary to serve the sample harness at --codex-listen (empty: none).")
+	flag.StringVar(&modelURL, "model-url", "", "Base URL of the model provider the codex app-server uses (a stub model the caller runs and inspects); empty: devcluster's own stub model, or OpenAI when OPENAI_API_KEY is set.")
+	addressFlags()
 	flag.Parse()
 
-	if err := run(*managerBin, *dispatcherBin, *kubeconfig, *crdDir, *samplesDir, *codexBin); err != nil {
+	if err := run(*managerBin, *dispatcherBin, *kubeconfig, *crdDir, *samplesDir, *gatewayRole, *codexBin); err != nil {
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin string) error {
+func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole, codexBin string) error {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return errors.New("KUBEBUILDER_ASSETS is not set: run `make run`, which builds the control plane with hack/setup-envtest.sh")
 	}
@@ -133,7 +153,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 
 	managerExited, err := startProcess(ctx, managerBin, absKubeconfig,
 		"--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:8443",
+		"--metrics-bind-address="+metricsAddr,
 		"--health-probe-bind-address="+probeAddr,
 		"--webhook-cert-mode=self-managed",
 		"--webhook-host=127.0.0.1",
@@ -170,7 +190,10 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, codexBin str
 		}
 		defer codex.stop()
 		model := "offline, stub model"
-		if real {
+		switch {
+		case modelURL != "":
+			model = "the model at " + modelURL
+		case real:
 			model = "the real OpenAI provider: OPENAI_API_KEY is set"
 		}
 		fmt.Fprintf(os.Stderr, "devcluster: codex app-server (%s) serves the sample harness at ws://%s\n", model, sampleCodexAddr)

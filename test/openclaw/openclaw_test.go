@@ -1,0 +1,187 @@
+//go:build e2e
+
+package openclaw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+const (
+	// pluginID is the plugin's id (clients/openclaw/openclaw.plugin.json)
+	// and the one harness id it registers.
+	pluginID = "harness-operator"
+	// model is the model OpenClaw's turns use and the suite's sessions name;
+	// OpenClaw's config pins it to the plugin's harness.
+	model = "openai/gpt-5.5"
+	// embeddedModel is pinned to OpenClaw's own embedded runtime.
+	embeddedModel = "openai/gpt-5.4"
+	// turnTimeout bounds one `openclaw agent` run (about 10 s on 2 cores).
+	turnTimeout = 3 * time.Minute
+)
+
+// openClaw runs the published OpenClaw CLI with the plugin loaded, in a
+// HOME of its own.
+type openClaw struct {
+	tools string // hack/setup-openclaw.sh's directory
+	home  string // HOME and OPENCLAW_HOME
+}
+
+// newOpenClaw builds the plugin and writes OpenClaw's config: the plugin
+// loaded from clients/openclaw and configured against the cluster's
+// dispatcher and API server with the gateway's identity (supports() then
+// predicts from the cluster's registry), OpenAI's models pinned to its
+// harness, and the openai provider (with a dummy key OpenClaw insists on)
+// on the stub model, so that a turn OpenClaw ran itself would reach it;
+// embeddedModel runs on OpenClaw's own runtime and is the configured
+// fallback of model.
+func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *openClaw {
+	GinkgoHelper()
+	plugin := filepath.Join(repoRoot, "clients", "openclaw")
+	build := exec.Command("npm", "run", "build")
+	build.Dir = plugin
+	build.Env = append(os.Environ(), "PATH="+filepath.Join(tools, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "npm run build in clients/openclaw:\n%s", out)
+
+	o := &openClaw{tools: tools, home: GinkgoT().TempDir()}
+	config := map[string]any{
+		"plugins": map[string]any{
+			"allow": []string{pluginID},
+			"load":  map[string]any{"paths": []string{plugin}},
+			"entries": map[string]any{pluginID: map[string]any{
+				"enabled": true,
+				"config": map[string]any{
+					"dispatcherUrl": c.dispatcher,
+					"caFile":        c.caFile,
+					"tokenFile":     id.dispatcherToken,
+					"namespace":     agentsNS,
+					"kubernetes": map[string]any{
+						"server": id.apiServer, "caFile": id.apiCA, "tokenFile": id.apiToken,
+					},
+				},
+			}},
+		},
+		"models": map[string]any{"providers": map[string]any{"openai": map[string]any{
+			"baseUrl": modelURL, "apiKey": "not-a-key", "models": []any{},
+		}}},
+		"agents": map[string]any{"defaults": map[string]any{
+			// A fallback on OpenClaw's own runtime: only the plugin's refusal
+			// without scope keeps OpenClaw from running the turn there.
+			"model": map[string]any{"primary": model, "fallbacks": []string{embeddedModel}},
+			"models": map[string]any{
+				model:         map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
+				embeddedModel: map[string]any{"agentRuntime": map[string]any{"id": "openclaw"}},
+			},
+		}},
+	}
+	b, err := json.MarshalIndent(config, "", "  ")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.MkdirAll(filepath.Join(o.home, ".openclaw"), 0o700)).To(Succeed())
+	Expect(os.WriteFile(o.configPath(), b, 0o600)).To(Succeed())
+	return o
+}
+
+func (o *openClaw) configPath() string { return filepath.Join(o.home, ".openclaw", "openclaw.json") }
+
+// agentRun is one finished `openclaw agent` run.
+type agentRun struct {
+	command        string // as a shell line, for the record
+	exit           int
+	stdout, stderr string
+}
+
+func (r agentRun) String() string {
+	return "$ " + r.command + "\nexit " + strconv.Itoa(r.exit) + "\n--- stdout\n" + r.stdout + "\n--- stderr\n" + r.stderr
+}
+
+// turn runs one agent turn headlessly: `openclaw agent --local` with the
+// session id and key given (so the test knows the AgentSession in advance)
+// and --json (and extra, e.g. --model), in the quiet environment OpenClaw
+// documents, with nothing of the test's own environment but PATH.
+func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message string, extra ...string) agentRun {
+	GinkgoHelper()
+	ctx, cancel := context.WithTimeout(ctx, turnTimeout)
+	defer cancel()
+	args := []string{"agent", "--local", "--session-id", sessionID, "--session-key", sessionKey, "--message", message, "--json"}
+	args = append(args, extra...)
+	env := []string{
+		"PATH=" + filepath.Join(o.tools, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + o.home,
+		"OPENCLAW_HOME=" + o.home,
+		"OPENCLAW_OFFLINE=1",
+		"OPENCLAW_NO_AUTO_UPDATE=1",
+		"OPENCLAW_DISABLE_BONJOUR=1",
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(o.tools, "bin", "openclaw"), args...)
+	cmd.Env = env
+	cmd.Dir = o.home
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := agentRun{
+		command: strings.Join(append(env[3:], "HOME=$TMP OPENCLAW_HOME=$TMP openclaw"), " ") + " " + shellQuote(args),
+		stdout:  stdout.String(),
+		stderr:  stderr.String(),
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ctx.Err() == nil:
+		r.exit = ee.ExitCode()
+	default:
+		Fail("openclaw agent did not finish: " + err.Error() + "\n" + r.String())
+	}
+	AddReportEntry("openclaw agent", r.String())
+	return r
+}
+
+// result is the part of `openclaw agent --json`'s output the specs read.
+type result struct {
+	Payloads []struct {
+		Text string `json:"text"`
+	} `json:"payloads"`
+	Meta struct {
+		AgentMeta struct {
+			AgentHarnessID string `json:"agentHarnessId"`
+		} `json:"agentMeta"`
+	} `json:"meta"`
+}
+
+func (r agentRun) result() result {
+	GinkgoHelper()
+	var res result
+	Expect(json.Unmarshal([]byte(r.stdout), &res)).To(Succeed(), "openclaw's --json output:\n%s", r)
+	return res
+}
+
+func shellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$\\*?") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// texts are the reply payloads' texts.
+func (r result) texts() []string {
+	out := make([]string, len(r.Payloads))
+	for i, p := range r.Payloads {
+		out[i] = p.Text
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+//go:build e2e
+
+// Package openclaw is the end-to-end test with the real, published OpenClaw:
+// `openclaw agent --local` (the pinned release of hack/setup-openclaw.sh, on
+// its cached Node 24) loads the project's plugin (clients/openclaw, built
+// here) and runs one agent turn headlessly through the dispatcher of the
+// whole local system that `make run` starts — hack/devcluster itself, run as
+// a binary with a state directory of its own and free ports: a real
+// kube-apiserver and etcd, the manager with its webhooks, the real
+// `codex app-server` and the dispatcher on https with its CA. Codex answers
+// from a stub model this suite runs, so a spec scripts a reply that only its
+// own turn can produce and counts the requests that reached the model.
+// OpenClaw's own openai provider points at the same stub: a turn that fell
+// back to OpenClaw's embedded runtime would show there too.
+//
+// Nothing leaves the machine: every address is loopback and OpenClaw runs
+// with OPENCLAW_OFFLINE=1, OPENCLAW_NO_AUTO_UPDATE=1,
+// OPENCLAW_DISABLE_BONJOUR=1 and HOME/OPENCLAW_HOME in a temporary directory.
+//
+// Environment: KUBEBUILDER_ASSETS (hack/setup-envtest.sh), CODEX_BIN
+// (hack/setup-codex.sh), OPENCLAW_TOOLS (hack/setup-openclaw.sh), and
+// KUBECTL or a kubectl on PATH (it mints the gateway's token as a platform
+// team would). `make test-e2e` runs it.
+package openclaw
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+func TestOpenClaw(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Real OpenClaw Suite")
+}
+
+// The suite's one system, started once: specs use sessions of their own.
+var (
+	repoRoot string
+	stub     *stubmodel.Server
+	cluster  *devCluster
+	gateway  *openClaw
+	k8s      client.Client
+)
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	assets := requireEnv("KUBEBUILDER_ASSETS", "the control plane binaries (hack/setup-envtest.sh)")
+	codex := requireEnv("CODEX_BIN", "the real codex binary (hack/setup-codex.sh)")
+	tools := requireEnv("OPENCLAW_TOOLS", "the cached Node 24 and openclaw (hack/setup-openclaw.sh)")
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		var err error
+		kubectl, err = exec.LookPath("kubectl")
+		Expect(err).NotTo(HaveOccurred(), "no kubectl: set KUBECTL or put kubectl on PATH")
+	}
+	var err error
+	repoRoot, err = testutil.ModuleRoot()
+	Expect(err).NotTo(HaveOccurred())
+
+	stub, err = stubmodel.New()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stub.Close)
+
+	cluster = startDevCluster(ctx, assets, codex, stub.BaseURL())
+	k8s = cluster.client()
+	gateway = newOpenClaw(tools, stub.BaseURL(), cluster, cluster.mintGatewayIdentity(ctx, kubectl))
+	// With the specs' turns (turnTimeout each) well inside make's
+	// -timeout=20m: Ginkgo, not go test's panic, ends a stuck run, so
+	// devcluster is stopped by SIGTERM and stops its control plane.
+}, NodeTimeout(8*time.Minute))
+
+func requireEnv(name, what string) string {
+	v := os.Getenv(name)
+	if v == "" {
+		Fail(fmt.Sprintf("%s is not set: %s; run `make test-e2e`", name, what))
+	}
+	return v
+}

@@ -1,0 +1,167 @@
+//go:build e2e
+
+package openclaw
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+var _ = Describe("OpenClaw with the harness-operator plugin", func() {
+	It("runs a turn on the cluster's Codex and shows the stub model's reply and the plugin's harness id", func(ctx context.Context) {
+		marker := "marker-" + randomHex()
+		reply := "Cluster reply " + marker
+		stub.When(marker, stubmodel.Text(reply))
+		s := newSession(ctx, "")
+
+		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
+
+		Expect(run.exit).To(Equal(0), "%s", run)
+		res := run.result()
+		Expect(res.texts()).To(ContainElement(ContainSubstring(reply)), "%s", run)
+		Expect(stub.RequestsContaining(marker)).To(HaveLen(1), "one model request, from the cluster's Codex")
+		Expect(requestsNaming(marker)).To(Equal(1), "no other request (OpenClaw's own) carried the prompt")
+		Expect(res.Meta.AgentMeta.AgentHarnessID).To(Equal(pluginID), "%s", run)
+
+		sess := s.get(ctx)
+		Expect(sess.Status.LastTurn).NotTo(BeNil())
+		Expect(sess.Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+		Expect(sess.Status.AgentHarnessID).To(Equal(codexHarness), "the cluster's harness owns the native thread")
+		Expect(sess.Status.NativeBinding).NotTo(BeNil())
+		Expect(sess.Status.NativeBinding.HarnessName).To(Equal(codexHarness))
+		Expect(sess.Status.NativeBinding.ThreadID).NotTo(BeEmpty())
+	})
+
+	It("fails closed with the cluster's code when the selected harness's default support facts refuse OpenClaw's route facts", func(ctx context.Context) {
+		marker := "marker-" + randomHex()
+		s := newSession(ctx, defaultsHarness)
+		before := len(stub.Requests())
+
+		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
+
+		Expect(run.exit).To(Equal(1), "%s", run)
+		Expect(run.stdout+run.stderr).To(ContainSubstring("HarnessUnsupported"), "%s", run)
+		Expect(run.stderr).To(ContainSubstring("not falling back to embedded OpenClaw backend"), "%s", run)
+		// OpenClaw's own provider is the stub too: an embedded fallback
+		// would have sent it a request (the next spec is the control).
+		Expect(stub.Requests()).To(HaveLen(before), "no model request, from Codex or from OpenClaw's embedded runtime:\n%s", run)
+		Expect(s.get(ctx).Status.NativeBinding).To(BeNil(), "no native thread was started")
+	})
+
+	// The control that gives "no model request" above its meaning: a turn
+	// OpenClaw runs itself reaches the stub model.
+	It("lets OpenClaw's embedded runtime reach the stub model for a model pinned to it", func(ctx context.Context) {
+		marker := "marker-" + randomHex()
+		s := newSession(ctx, "")
+
+		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker, "--model", embeddedModel)
+
+		Expect(run.exit).To(Equal(0), "%s", run)
+		Expect(requestsNaming(marker)).To(Equal(1), "OpenClaw's own request:\n%s", run)
+		Expect(run.result().Meta.AgentMeta.AgentHarnessID).NotTo(Equal(pluginID), "%s", run)
+		Expect(s.get(ctx).Status.LastTurn).To(BeNil(), "the cluster ran no turn")
+	})
+
+	It("creates the AgentSession of a new OpenClaw session on its first turn", func(ctx context.Context) {
+		marker := "marker-" + randomHex()
+		suffix := randomHex()
+		id, key := "OpenClaw_E2E-"+suffix, "agent:main:e2e-"+suffix
+
+		run := gateway.turn(ctx, id, key, "Say hello "+marker)
+
+		Expect(run.exit).To(Equal(0), "%s", run)
+		list := &harnessv1alpha1.AgentSessionList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
+		var made []harnessv1alpha1.AgentSession
+		for _, s := range list.Items {
+			if s.Spec.SessionID == id {
+				made = append(made, s)
+			}
+		}
+		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
+		Expect(made[0].Spec.SessionKey).To(Equal(key))
+		Expect(made[0].Spec.Model).To(Equal(model))
+		Expect(made[0].Status.LastTurn).NotTo(BeNil())
+		Expect(made[0].Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+	})
+
+	// Issue 17's other assertions, not written yet; each becomes an It
+	// (Ginkgo's report shows the reason in the pending spec's name).
+	pending("round-trips a host tool call through OpenClaw's tool surface",
+		"needs the stub to call one of OpenClaw's host tools by name (stubmodel.CallJSON) and assertions on OpenClaw's tool outcome and the function_call_output")
+	pending("hands the dispatcher OpenClaw's route facts unchanged",
+		"needs what the dispatcher received (its journal, or a recording proxy) beside what OpenClaw prepared; today only the refusal above shows the facts arrived")
+	pending("reports the dispatcher's refusal after a stale registry's prediction as AgentHarnessPreflightError without scope",
+		"needs a deterministic stale registry: kubernetes.refreshSeconds long, and a policy change after the plugin's first read")
+	pending("moves one session cluster → embedded → cluster and sends the embedded turn in the next cluster turn's transcript",
+		"needs a session whose runtime changes between turns (spec.runtimeOverride openclaw, then cleared) and the stub's last request read for the embedded turn")
+})
+
+// pending declares a pending spec and why it cannot pass yet.
+func pending(behaviour, reason string) {
+	PIt(behaviour + " [pending: " + reason + "]")
+}
+
+// session is an AgentSession for one OpenClaw session.
+type session struct {
+	id, key, name string
+}
+
+// newSession creates the AgentSession of a new OpenClaw session with
+// `kubectl harness session create` (the name derived from the id, as the
+// plugin derives it) and, when override is set, its spec.runtimeOverride.
+// The id has capitals and an underscore, so the name is not the id.
+func newSession(ctx context.Context, override string) session {
+	GinkgoHelper()
+	suffix := randomHex()
+	s := session{id: "OpenClaw_E2E-" + suffix, key: "agent:main:e2e-" + suffix}
+	cmd := exec.CommandContext(ctx, filepath.Join(cluster.bin, "kubectl-harness"), "session", "create",
+		"--kubeconfig", cluster.kubeconfig, "-n", agentsNS, "--model", model, "--key", s.key, "--session-id", s.id)
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "kubectl harness session create: %s", exitDetail(err))
+	s.name = strings.TrimSpace(string(out))
+	if override != "" {
+		sess := s.get(ctx)
+		patch := client.MergeFrom(sess.DeepCopy())
+		sess.Spec.RuntimeOverride = harnessv1alpha1.RuntimeID(override)
+		Expect(k8s.Patch(ctx, sess, patch)).To(Succeed())
+	}
+	return s
+}
+
+func (s session) get(ctx context.Context) *harnessv1alpha1.AgentSession {
+	GinkgoHelper()
+	sess := &harnessv1alpha1.AgentSession{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: agentsNS, Name: s.name}, sess)).To(Succeed())
+	return sess
+}
+
+// requestsNaming counts the model requests whose body contains marker
+// anywhere: OpenClaw's own requests shape their input otherwise than Codex,
+// whose latest user message stubmodel.RequestsContaining reads.
+func requestsNaming(marker string) int {
+	n := 0
+	for _, r := range stub.Requests() {
+		if strings.Contains(string(r.Body), marker) {
+			n++
+		}
+	}
+	return n
+}
+
+func randomHex() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
