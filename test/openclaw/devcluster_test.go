@@ -4,6 +4,7 @@ package openclaw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -175,7 +176,8 @@ func readRepoFile(path string) string {
 }
 
 func exitDetail(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return string(ee.Stderr)
 	}
 	return ""

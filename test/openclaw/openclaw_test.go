@@ -54,12 +54,20 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 	build.Env = append(os.Environ(), "PATH="+filepath.Join(tools, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "npm run build in clients/openclaw:\n%s", out)
+	packed := GinkgoT().TempDir()
+	pack := exec.Command("npm", "pack", "--pack-destination", packed)
+	pack.Dir = plugin
+	pack.Env = build.Env
+	out, err = pack.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "npm pack in clients/openclaw:\n%s", out)
+	tarballs, err := filepath.Glob(filepath.Join(packed, "*.tgz"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(tarballs).To(HaveLen(1), "npm pack made %v", tarballs)
 
 	o := &openClaw{tools: tools, home: GinkgoT().TempDir()}
 	config := map[string]any{
 		"plugins": map[string]any{
 			"allow": []string{pluginID},
-			"load":  map[string]any{"paths": []string{plugin}},
 			"entries": map[string]any{pluginID: map[string]any{
 				"enabled": true,
 				"config": map[string]any{
@@ -90,6 +98,15 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.MkdirAll(filepath.Join(o.home, ".openclaw"), 0o700)).To(Succeed())
 	Expect(os.WriteFile(o.configPath(), b, 0o600)).To(Succeed())
+	// Installed from its tarball, as a gateway installs it (README "Use from
+	// OpenClaw"): OpenClaw 2026.9.6 trusts an installed plugin with its
+	// plugin state store (the transcript marker), not one loaded from a
+	// config path ("openKeyedStore is only available for trusted plugins").
+	install := exec.Command(filepath.Join(tools, "bin", "openclaw"), "plugins", "install", "--force", "--accept-capabilities", tarballs[0])
+	install.Dir = o.home
+	install.Env = o.environ()
+	out, err = install.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "openclaw plugins install:\n%s", out)
 	return o
 }
 
@@ -116,14 +133,7 @@ func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message stri
 	defer cancel()
 	args := []string{"agent", "--local", "--session-id", sessionID, "--session-key", sessionKey, "--message", message, "--json"}
 	args = append(args, extra...)
-	env := []string{
-		"PATH=" + filepath.Join(o.tools, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"HOME=" + o.home,
-		"OPENCLAW_HOME=" + o.home,
-		"OPENCLAW_OFFLINE=1",
-		"OPENCLAW_NO_AUTO_UPDATE=1",
-		"OPENCLAW_DISABLE_BONJOUR=1",
-	}
+	env := o.environ()
 	cmd := exec.CommandContext(ctx, filepath.Join(o.tools, "bin", "openclaw"), args...)
 	cmd.Env = env
 	cmd.Dir = o.home
@@ -145,6 +155,19 @@ func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message stri
 	}
 	AddReportEntry("openclaw agent", r.String())
 	return r
+}
+
+// environ is OpenClaw's quiet environment: its HOME, offline, nothing of
+// the test's own environment but PATH (the cached Node first).
+func (o *openClaw) environ() []string {
+	return []string{
+		"PATH=" + filepath.Join(o.tools, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + o.home,
+		"OPENCLAW_HOME=" + o.home,
+		"OPENCLAW_OFFLINE=1",
+		"OPENCLAW_NO_AUTO_UPDATE=1",
+		"OPENCLAW_DISABLE_BONJOUR=1",
+	}
 }
 
 // result is the part of `openclaw agent --json`'s output the specs read.

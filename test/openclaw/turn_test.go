@@ -98,14 +98,69 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 
 	// Issue 17's other assertions, not written yet; each becomes an It
 	// (Ginkgo's report shows the reason in the pending spec's name).
-	pending("round-trips a host tool call through OpenClaw's tool surface",
-		"needs the stub to call one of OpenClaw's host tools by name (stubmodel.CallJSON) and assertions on OpenClaw's tool outcome and the function_call_output")
+	// session_status is one of OpenClaw's own tools the plugin offers the
+	// cluster (read-only: it reports the OpenClaw session): the model's call
+	// reaches Codex's dynamic tools, the dispatcher streams it to the plugin,
+	// OpenClaw's tool surface runs it, and its output is the next model
+	// request's function_call_output.
+	It("round-trips a host tool call through OpenClaw's tool surface", func(ctx context.Context) {
+		marker := "marker-" + randomHex()
+		reply := "Tool reply " + marker
+		stub.When(marker, stubmodel.Call(stubmodel.FunctionCall{Name: "session_status", Arguments: `{}`, CallID: "call_" + marker}),
+			stubmodel.Text(reply))
+		s := newSession(ctx, "")
+
+		run := gateway.turn(ctx, s.id, s.key, "What is my session's status? "+marker)
+
+		Expect(run.exit).To(Equal(0), "%s", run)
+		Expect(run.result().texts()).To(ContainElement(ContainSubstring(reply)), "%s", run)
+		reqs := stub.RequestsContaining(marker)
+		Expect(reqs).To(HaveLen(2), "the call, then the answer with the tool's output")
+		Expect(reqs[0].ToolNames()).To(ContainElement("session_status"), "OpenClaw's tool was offered to the model")
+		var outputs []string
+		for _, o := range reqs[1].FunctionCallOutputs() {
+			if o.CallID == "call_"+marker {
+				outputs = append(outputs, o.Output)
+			}
+		}
+		Expect(outputs).To(HaveLen(1), "the tool's output reached the model once")
+		// session_status's own report (it begins "🦞 OpenClaw <version>"), not
+		// a refusal or a timeout of the call.
+		Expect(outputs[0]).To(ContainSubstring("🦞 OpenClaw "), "OpenClaw's tool ran and answered")
+	})
+
 	pending("hands the dispatcher OpenClaw's route facts unchanged",
 		"needs what the dispatcher received (its journal, or a recording proxy) beside what OpenClaw prepared; today only the refusal above shows the facts arrived")
 	pending("reports the dispatcher's refusal after a stale registry's prediction as AgentHarnessPreflightError without scope",
 		"needs a deterministic stale registry: kubernetes.refreshSeconds long, and a policy change after the plugin's first read")
-	pending("moves one session cluster → embedded → cluster and sends the embedded turn in the next cluster turn's transcript",
-		"needs a session whose runtime changes between turns (spec.runtimeOverride openclaw, then cleared) and the stub's last request read for the embedded turn")
+	// The gateway runs the middle turn itself (its model pinned to OpenClaw's
+	// embedded runtime); the plugin sends it with the next cluster turn as
+	// gatewayTranscript, so the cluster's thread has the whole conversation.
+	It("moves one session cluster → embedded → cluster and sends the embedded turn in the next cluster turn's transcript", func(ctx context.Context) {
+		s := newSession(ctx, "")
+		first := "marker-" + randomHex()
+		stub.When(first, stubmodel.Text("First cluster reply "+first))
+		run := gateway.turn(ctx, s.id, s.key, "Cluster question "+first)
+		Expect(run.exit).To(Equal(0), "%s", run)
+
+		embeddedPrompt := "Embedded question marker-" + randomHex()
+		run = gateway.turn(ctx, s.id, s.key, embeddedPrompt, "--model", embeddedModel)
+		Expect(run.exit).To(Equal(0), "%s", run)
+		Expect(run.result().Meta.AgentMeta.AgentHarnessID).NotTo(Equal(pluginID), "the middle turn ran embedded:\n%s", run)
+		embeddedReply := run.result().texts()
+		Expect(embeddedReply).NotTo(BeEmpty(), "%s", run)
+
+		last := "marker-" + randomHex()
+		stub.When(last, stubmodel.Text("Last cluster reply "+last))
+		run = gateway.turn(ctx, s.id, s.key, "Cluster again "+last)
+		Expect(run.exit).To(Equal(0), "%s", run)
+		reqs := stub.RequestsContaining(last)
+		Expect(reqs).To(HaveLen(1), "%s", run)
+		Expect(reqs[0].UserTexts()).To(ContainElements(ContainSubstring(first), ContainSubstring(embeddedPrompt)),
+			"the cluster's thread got the embedded turn's question")
+		Expect(reqs[0].AssistantTexts()).To(ContainElement(ContainSubstring(embeddedReply[len(embeddedReply)-1])),
+			"and its reply")
+	})
 })
 
 // pending declares a pending spec and why it cannot pass yet.

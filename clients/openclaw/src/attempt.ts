@@ -26,6 +26,7 @@ import {
   type ReadConversation,
   type TranscriptMarker,
 } from "./transcript-marker.js";
+import type { Logger } from "./session-hooks.js";
 import { type GatewayTranscript, type TurnRequest, turnRequest } from "./turn-request.js";
 
 export type AttemptDeps = {
@@ -37,6 +38,8 @@ export type AttemptDeps = {
   agentEnd?: typeof runAgentEndSideEffects;
   /** The clock of OpenClaw's transcript timestamps (Date.now): the marker's window starts at a turn's start. */
   now?: () => number;
+  /** Where a marker or transcript that could not be read or written is reported (OpenClaw's plugin logger). */
+  logger?: Logger;
 };
 
 /** Where answers of the running turn go. */
@@ -73,12 +76,18 @@ export class Attempt {
       askUser: deps.askUser ?? runAgentHarnessGatewayQuestion,
       agentEnd: deps.agentEnd ?? runAgentEndSideEffects,
       now: deps.now ?? Date.now,
+      logger: deps.logger ?? { warn: () => undefined },
     };
     // A marker or transcript that cannot be read leaves the turn without the
     // gateway's messages: the session's thread continues as the dispatcher
     // left it, rather than the turn failing.
-    const marker = await full.markers.lookup(params.sessionId).catch(() => undefined);
-    const transcript = marker === undefined ? undefined : await readGatewayTranscript(params, marker, full.readConversation).catch(() => undefined);
+    const warn = (what: string) => (err: unknown): undefined => {
+      full.logger.warn(`harness-operator: ${what} of session ${params.sessionId} failed; the turn goes without the gateway's messages: ${(err as Error).message}`);
+      return undefined;
+    };
+    const marker = await full.markers.lookup(params.sessionId).catch(warn("reading the transcript marker"));
+    const transcript = marker === undefined ? undefined
+      : await readGatewayTranscript(params, marker, full.readConversation).catch(warn("reading OpenClaw's transcript"));
     const add: { tools: ReturnType<typeof hostTools>; gatewayTranscript?: GatewayTranscript } = { tools: hostTools(tools) };
     if (transcript !== undefined) add.gatewayTranscript = transcript;
     return new Attempt(params, full, tools, turnRequest(params, add), marker);
@@ -145,7 +154,9 @@ export class Attempt {
       });
       // A marker that cannot be written costs the next turn the gateway's
       // messages, never this turn's result.
-      await this.deps.markers.register(this.params.sessionId, next).catch(() => undefined);
+      await this.deps.markers.register(this.params.sessionId, next).catch((err: unknown) => {
+        this.deps.logger.warn(`harness-operator: writing the transcript marker of session ${this.params.sessionId} failed; the next turn goes without the gateway's messages: ${(err as Error).message}`);
+      });
     }
     this.agentEnd(result);
   }

@@ -1,7 +1,7 @@
 // The gateway's own turns since the dispatcher's last one (the turn's
 // `gatewayTranscript`), and the marker that says where they start. The
-// marker is the plugin's per-session state in OpenClaw's plugin state store
-// (api.runtime.state.openKeyedStore), keyed by the OpenClaw session id:
+// marker is the plugin's per-session state, a file in OpenClaw's state
+// directory (marker-files.ts), keyed by the OpenClaw session id:
 //   - afterRunId: the last turn the dispatcher journaled for the session
 //     from this gateway (what its status.lastTurn.runId is);
 //   - sinceMs: the OpenClaw transcript time from which messages are still to
@@ -86,23 +86,6 @@ export function nextMarker(
     return { afterRunId: turn.runId, sinceMs: prev.sinceMs, ownDigests: [...prev.ownDigests, ...digests] };
   }
   return { afterRunId: turn.runId, sinceMs: turn.startedAtMs, ownDigests: digests };
-}
-
-/** The plugin-state namespace of the markers; the oldest session's marker goes first when full. */
-export const MARKER_NAMESPACE = { namespace: "transcript-markers", maxEntries: 10_000, overflowPolicy: "evict-oldest" } as const;
-
-/**
- * Markers in OpenClaw's plugin state store, opened at the first turn: a
- * store that cannot be opened fails that turn's marker read or write (the
- * turn goes on without the gateway's messages), never the plugin's load.
- */
-export function pluginStateMarkers(open: () => MarkerStore): MarkerStore {
-  let store: MarkerStore | undefined;
-  const get = (): MarkerStore => (store ??= open());
-  return {
-    lookup: async (key) => get().lookup(key),
-    register: async (key, value) => get().register(key, value),
-  };
 }
 
 /** A marker store for one process: for tests and a host without plugin state. */
