@@ -3,11 +3,12 @@
 // questions, interrupts. Every request
 // reads the token file and the CA file anew (see config.ts) and verifies the
 // dispatcher's certificate against that CA.
-import { request, type RequestOptions } from "node:https";
+import { request } from "node:https";
 import type { IncomingMessage } from "node:http";
 
 import { type PluginConfig, readCA, readToken } from "./config.js";
 import { DispatcherError, type WireError } from "./dispatcher-error.js";
+import { httpsOptions } from "./https-options.js";
 import { readSse, type SseEvent } from "./sse.js";
 import type { ApprovalAnswer, ToolResultRequest, UserInputAnswer } from "./wire.js";
 
@@ -75,23 +76,13 @@ export class DispatcherClient {
     headers: Record<string, string>,
     signal?: AbortSignal,
   ): Promise<IncomingMessage> {
-    const base = new URL(this.config.dispatcherUrl);
     const payload = JSON.stringify(body);
-    const options: RequestOptions = {
-      method,
-      protocol: "https:",
-      hostname: base.hostname.replace(/^\[|\]$/g, ""),
-      port: base.port === "" ? 443 : Number(base.port),
-      path: base.pathname.replace(/\/+$/, "") + path,
-      headers: {
-        ...headers,
-        Authorization: `Bearer ${readToken(this.config)}`,
-        "Content-Type": "application/json",
-        "Content-Length": String(Buffer.byteLength(payload)),
-      },
-    };
-    const ca = readCA(this.config);
-    if (ca !== undefined) options.ca = ca;
+    const options = httpsOptions(this.config.dispatcherUrl, method, path, {
+      ...headers,
+      Authorization: `Bearer ${readToken(this.config)}`,
+      "Content-Type": "application/json",
+      "Content-Length": String(Buffer.byteLength(payload)),
+    }, readCA(this.config));
     if (signal !== undefined) options.signal = signal;
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
       const req = request(options, resolve);

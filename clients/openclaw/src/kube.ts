@@ -2,10 +2,11 @@
 // and the lists the cluster registry reads), over node:https. Like the
 // dispatcher's client it reads the token and CA files on every request: the
 // kubelet rotates a projected ServiceAccount token under the same path.
-import { request, type RequestOptions } from "node:https";
+import { request } from "node:https";
 import type { IncomingMessage } from "node:http";
 
 import { type KubeSettings, readCA, readToken } from "./config.js";
+import { httpsOptions } from "./https-options.js";
 
 /** The API group and version of the operator's resources. */
 export const HARNESS_API = "/apis/harness.openclaw.dev/v1alpha1";
@@ -72,7 +73,6 @@ export class KubeClient {
   }
 
   private async send<T>(method: string, path: string, body?: object, contentType?: string): Promise<T> {
-    const base = new URL(this.settings.server);
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = {
       Accept: "application/json",
@@ -82,16 +82,7 @@ export class KubeClient {
       headers["Content-Type"] = contentType;
       headers["Content-Length"] = String(Buffer.byteLength(payload));
     }
-    const options: RequestOptions = {
-      method,
-      protocol: "https:",
-      hostname: base.hostname.replace(/^\[|\]$/g, ""),
-      port: base.port === "" ? 443 : Number(base.port),
-      path: base.pathname.replace(/\/+$/, "") + path,
-      headers,
-    };
-    const ca = readCA(this.settings, "kubernetes.caFile");
-    if (ca !== undefined) options.ca = ca;
+    const options = httpsOptions(this.settings.server, method, path, headers, readCA(this.settings, "kubernetes.caFile"));
     const what = `Kubernetes API ${this.settings.server} (kubernetes.server): ${method} ${path}`;
     let res: IncomingMessage;
     let text: string;
