@@ -321,27 +321,37 @@ func wildcardProvider(policies []*v1alpha1.RuntimePolicy, key PolicyKey) string 
 		found = provider
 		return true
 	}
+	if !eachModelRef(policies, key.AgentID, consider) {
+		return ""
+	}
+	return found
+}
+
+// eachModelRef calls fn with every model entry's ref that applies to the
+// agent, in policy order (the agent's entries, then the top-level ones),
+// until fn returns false; it reports whether fn never did.
+func eachModelRef(policies []*v1alpha1.RuntimePolicy, agentID string, fn func(ref string) bool) bool {
 	for _, p := range policies {
 		if p == nil {
 			continue
 		}
 		for i := range p.Spec.Agents {
-			if p.Spec.Agents[i].AgentID != key.AgentID {
+			if p.Spec.Agents[i].AgentID != agentID {
 				continue
 			}
 			for _, m := range p.Spec.Agents[i].Models {
-				if !consider(m.Ref) {
-					return ""
+				if !fn(m.Ref) {
+					return false
 				}
 			}
 		}
 		for _, m := range p.Spec.Models {
-			if !consider(m.Ref) {
-				return ""
+			if !fn(m.Ref) {
+				return false
 			}
 		}
 	}
-	return found
+	return true
 }
 
 // ambiguousModel reports whether, with an unknown provider, the model id
@@ -355,24 +365,16 @@ func ambiguousModel(policies []*v1alpha1.RuntimePolicy, key PolicyKey) bool {
 		}
 		return !strings.EqualFold(first, provider)
 	}
+	sameModel := func(ref string) bool {
+		provider, model, ok := strings.Cut(ref, "/")
+		return !(ok && strings.EqualFold(model, key.Model) && seen(provider))
+	}
+	if !eachModelRef(policies, key.AgentID, sameModel) {
+		return true
+	}
 	for _, p := range policies {
 		if p == nil {
 			continue
-		}
-		for i := range p.Spec.Agents {
-			if p.Spec.Agents[i].AgentID != key.AgentID {
-				continue
-			}
-			for _, m := range p.Spec.Agents[i].Models {
-				if provider, model, ok := strings.Cut(m.Ref, "/"); ok && strings.EqualFold(model, key.Model) && seen(provider) {
-					return true
-				}
-			}
-		}
-		for _, m := range p.Spec.Models {
-			if provider, model, ok := strings.Cut(m.Ref, "/"); ok && strings.EqualFold(model, key.Model) && seen(provider) {
-				return true
-			}
 		}
 		for _, pr := range p.Spec.Providers {
 			for _, m := range pr.Models {
