@@ -367,7 +367,10 @@ func ambiguousModel(policies []*v1alpha1.RuntimePolicy, key PolicyKey) bool {
 	}
 	sameModel := func(ref string) bool {
 		provider, model, ok := strings.Cut(ref, "/")
-		return !(ok && strings.EqualFold(model, key.Model) && seen(provider))
+		if ok && strings.EqualFold(model, key.Model) && seen(provider) {
+			return false // a second provider: stop
+		}
+		return true
 	}
 	if !eachModelRef(policies, key.AgentID, sameModel) {
 		return true
