@@ -84,7 +84,7 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 	}
 	d := selection.Select(snap, &req.Attempt)
 	d.Capabilities = harnessCapabilities(snap, d)
-	e.logDecision(sess, req.RunID, d)
+	e.logDecision(sess, &req.Attempt, d)
 	p := &prepared{decision: d, session: SessionKey(sess)}
 	if d.Error != nil {
 		terr := *d.Error // the decision keeps its own copy

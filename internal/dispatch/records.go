@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -17,21 +18,57 @@ type candidateRecord struct {
 }
 
 // logDecision writes the one structured `agent harness selected` record of a
-// decision (DESIGN.md §5 rule 10).
-func (e *Engine) logDecision(sess *v1alpha1.AgentSession, runID string, d wire.Decision) {
+// decision (DESIGN.md §5 rule 10), with the route facts it was made on: a
+// refusal such as HarnessUnsupported is explained by the exact facts the
+// gateway sent.
+func (e *Engine) logDecision(sess *v1alpha1.AgentSession, a *wire.Attempt, d wire.Decision) {
 	cands := make([]candidateRecord, 0, len(d.Candidates))
 	for _, c := range d.Candidates {
 		cands = append(cands, candidateRecord{HarnessID: c.HarnessID, Supported: c.Supported, Priority: c.Priority, Reason: c.Reason})
 	}
 	kv := []any{
-		"session", sess.Namespace + "/" + sess.Name, "uid", sess.UID, "runId", runID,
+		"session", sess.Namespace + "/" + sess.Name, "uid", sess.UID, "runId", a.RunID,
 		"runtime", d.Runtime, "requestedRuntime", d.RequestedRuntime, "harnessId", d.HarnessID,
 		"reason", d.Reason, "runtimeSource", d.RuntimeSource, "candidates", cands,
+	}
+	if a.ModelProvider != nil {
+		kv = append(kv, "modelProvider", loggedRoute(*a.ModelProvider))
+	}
+	if len(a.ModelProviders) > 0 {
+		routes := make([]wire.ModelProvider, len(a.ModelProviders))
+		for i, r := range a.ModelProviders {
+			routes[i] = loggedRoute(r)
+		}
+		kv = append(kv, "modelProviders", routes)
 	}
 	if d.Error != nil {
 		kv = append(kv, "errorCode", d.Error.Code, "error", d.Error.Message)
 	}
 	e.log.Info("agent harness selected", kv...)
+}
+
+// loggedRoute is a route's facts as the decision record shows them. The
+// seed calls them secret-free, but an authored base URL may still carry a
+// credential in its user info or query (a `?key=`): those are masked, and a
+// base URL that does not parse is not shown at all.
+func loggedRoute(r wire.ModelProvider) wire.ModelProvider {
+	if r.BaseURL == "" {
+		return r
+	}
+	u, err := url.Parse(r.BaseURL)
+	if err != nil {
+		r.BaseURL = "(unparseable, not shown)"
+		return r
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "redacted"
+	}
+	u.Fragment, u.RawFragment = "", ""
+	r.BaseURL = u.String()
+	return r
 }
 
 func lastSelection(d wire.Decision, runID string) *v1alpha1.LastSelection {

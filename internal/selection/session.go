@@ -79,7 +79,8 @@ func SessionPin(sess *v1alpha1.AgentSession) string {
 
 // sameRoute reports whether two routes carry the same facts.
 func sameRoute(a, b *wire.ModelProvider) bool {
-	if a.API != b.API || a.BaseURL != b.BaseURL || a.RequestTransportOverrides != b.RequestTransportOverrides {
+	if a.API != b.API || a.BaseURL != b.BaseURL || a.RequestTransportOverrides != b.RequestTransportOverrides ||
+		a.EndpointOverrides != b.EndpointOverrides {
 		return false
 	}
 	if (a.RuntimePolicy == nil) != (b.RuntimePolicy == nil) || (a.PreparedAuth == nil) != (b.PreparedAuth == nil) {

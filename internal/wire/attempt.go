@@ -65,6 +65,12 @@ type ModelProvider struct {
 	// RequestTransportOverrides says whether authored request behaviour must be
 	// reproduced: none or present. Required whenever a route is given.
 	RequestTransportOverrides TransportOverrides `json:"requestTransportOverrides,omitempty"`
+	// EndpointOverrides says whether the gateway's config authored the route's
+	// api or base URL: none or present; absent when the gateway did not
+	// prepare the fact. It is recorded and part of the route's identity, not
+	// a support condition: the route's runtimePolicy is the provider's
+	// verdict on which runtimes reproduce an authored endpoint.
+	EndpointOverrides TransportOverrides `json:"endpointOverrides,omitempty"`
 	// RuntimePolicy is the provider's route-level compatibility declaration.
 	// Absent means undeclared, which is not permission.
 	RuntimePolicy *RouteRuntimePolicy `json:"runtimePolicy,omitempty"`
@@ -203,7 +209,8 @@ func DecodeAttempt(r io.Reader) (*Attempt, error) {
 }
 
 // Validate checks the enum fields of every route: requestTransportOverrides is
-// required and none or present, preparedAuth.source is required and one of
+// required and none or present, endpointOverrides is none, present or
+// absent, preparedAuth.source is required and one of
 // profile, direct, harness or none, preparedAuth.requirement is api-key,
 // subscription or empty, and compatible ids are not blank. The error is a
 // *FieldError naming the first bad field.
@@ -227,6 +234,11 @@ func (m *ModelProvider) validate(path string) error {
 	default:
 		// Required: an unknown fact cannot prove that no authored behaviour exists.
 		return &FieldError{Field: path + ".requestTransportOverrides", Message: "must be none or present"}
+	}
+	switch m.EndpointOverrides {
+	case "", TransportOverridesNone, TransportOverridesPresent:
+	default:
+		return &FieldError{Field: path + ".endpointOverrides", Message: "must be none or present"}
 	}
 	if m.RuntimePolicy != nil {
 		for i, id := range m.RuntimePolicy.CompatibleIDs {

@@ -27,7 +27,7 @@ const fullAttempt = `{
     "preparedAuth": {"source": "profile", "mode": "oauth", "requirement": "subscription"}
   },
   "modelProviders": [
-    {"api": "openai-chatgpt-responses", "baseUrl": "https://chatgpt.com/backend-api/codex", "requestTransportOverrides": "present"}
+    {"api": "openai-chatgpt-responses", "baseUrl": "https://chatgpt.com/backend-api/codex", "requestTransportOverrides": "present", "endpointOverrides": "present"}
   ],
   "toolPolicy": {
     "profile": "coding",
@@ -53,7 +53,7 @@ func TestDecodeAttemptFull(t *testing.T) {
 			RuntimePolicy: &RouteRuntimePolicy{CompatibleIDs: []string{"codex"}},
 			PreparedAuth:  &PreparedAuth{Source: AuthSourceProfile, Mode: "oauth", Requirement: AuthRequirementSubscription},
 		},
-		ModelProviders: []ModelProvider{{API: "openai-chatgpt-responses", BaseURL: "https://chatgpt.com/backend-api/codex", RequestTransportOverrides: TransportOverridesPresent}},
+		ModelProviders: []ModelProvider{{API: "openai-chatgpt-responses", BaseURL: "https://chatgpt.com/backend-api/codex", RequestTransportOverrides: TransportOverridesPresent, EndpointOverrides: TransportOverridesPresent}},
 		ToolPolicy: &ToolPolicy{
 			Profile: "coding", AlsoAllow: []string{"browser"},
 			Layers: []ToolPolicyLayer{{Name: "agent", Allow: ToolList{"*"}, Deny: []string{"exec"}}, {Name: "group", Allow: ToolList{}}},
@@ -121,6 +121,7 @@ func TestDecodeAttemptErrors(t *testing.T) {
 		{"issue: trailing garbage is an error", `{"runId":"r"} x`, "unexpected data after the JSON object"},
 		{"issue: requestTransportOverrides must be none or present", `{"modelProvider":{"requestTransportOverrides":"maybe"}}`, "modelProvider.requestTransportOverrides: must be none or present"},
 		{"decision: requestTransportOverrides is required on a route", `{"modelProvider":{"api":"openai-responses"}}`, "modelProvider.requestTransportOverrides: must be none or present"},
+		{"decision: endpointOverrides, when given, is none or present", `{"modelProvider":{"requestTransportOverrides":"none","endpointOverrides":"authored"}}`, "modelProvider.endpointOverrides: must be none or present"},
 		{"issue: enum values are exact (None is not none)", `{"modelProviders":[{"requestTransportOverrides":"None"}]}`, "modelProviders[0].requestTransportOverrides: must be none or present"},
 		{"issue: preparedAuth.source must be profile, direct, harness or none", `{"modelProvider":{"requestTransportOverrides":"none","preparedAuth":{"source":"vault"}}}`, "modelProvider.preparedAuth.source: must be profile, direct, harness or none"},
 		{"decision: preparedAuth.source is required", `{"modelProvider":{"requestTransportOverrides":"none","preparedAuth":{"requirement":"api-key"}}}`, "modelProvider.preparedAuth.source: must be profile, direct, harness or none"},

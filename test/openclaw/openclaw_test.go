@@ -66,6 +66,9 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 
 	o := &openClaw{tools: tools, home: GinkgoT().TempDir()}
 	config := map[string]any{
+		// Debug level: the plugin logs the route facts OpenClaw hands its
+		// supports() (routefacts_test.go reads them).
+		"logging": map[string]any{"level": "debug", "file": o.logPath()},
 		"plugins": map[string]any{
 			"allow": []string{pluginID},
 			"entries": map[string]any{pluginID: map[string]any{
@@ -111,6 +114,8 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 }
 
 func (o *openClaw) configPath() string { return filepath.Join(o.home, ".openclaw", "openclaw.json") }
+
+func (o *openClaw) logPath() string { return filepath.Join(o.home, "openclaw.log") }
 
 // agentRun is one finished `openclaw agent` run.
 type agentRun struct {

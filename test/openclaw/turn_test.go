@@ -129,8 +129,6 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(outputs[0]).To(ContainSubstring("🦞 OpenClaw "), "OpenClaw's tool ran and answered")
 	})
 
-	pending("hands the dispatcher OpenClaw's route facts unchanged",
-		"needs what the dispatcher received (its journal, or a recording proxy) beside what OpenClaw prepared; today only the refusal above shows the facts arrived")
 	pending("reports the dispatcher's refusal after a stale registry's prediction as AgentHarnessPreflightError without scope",
 		"needs a deterministic stale registry: kubernetes.refreshSeconds long, and a policy change after the plugin's first read")
 	// The gateway runs the middle turn itself (its model pinned to OpenClaw's

@@ -27,7 +27,8 @@ import {
   type TranscriptMarker,
 } from "./transcript-marker.js";
 import type { Logger } from "./session-hooks.js";
-import { type GatewayTranscript, type TurnRequest, turnRequest } from "./turn-request.js";
+import type { SupportOnlyFacts } from "./route-facts.js";
+import { type GatewayTranscript, type TurnAdditions, type TurnRequest, turnRequest } from "./turn-request.js";
 
 export type AttemptDeps = {
   /** The per-session transcript markers (OpenClaw's plugin state store; one process's memory without it). */
@@ -63,7 +64,7 @@ export class Attempt {
     this.startedAtMs = deps.now();
   }
 
-  static async prepare(params: AgentHarnessAttemptParamsV2, deps: AttemptDeps & { markers: MarkerStore }): Promise<Attempt> {
+  static async prepare(params: AgentHarnessAttemptParamsV2, deps: AttemptDeps & { markers: MarkerStore; supportFacts?: SupportOnlyFacts }): Promise<Attempt> {
     // The seed: no runtime path operates without the host capability; the
     // tools, approvals and questions of the turn all go through it.
     if (typeof params.hostCapabilities?.runBeforeToolCall !== "function") {
@@ -88,7 +89,8 @@ export class Attempt {
     const marker = await full.markers.lookup(params.sessionId).catch(warn("reading the transcript marker"));
     const transcript = marker === undefined ? undefined
       : await readGatewayTranscript(params, marker, full.readConversation).catch(warn("reading OpenClaw's transcript"));
-    const add: { tools: ReturnType<typeof hostTools>; gatewayTranscript?: GatewayTranscript } = { tools: hostTools(tools) };
+    const add: TurnAdditions = { tools: hostTools(tools) };
+    if (deps.supportFacts !== undefined) add.supportFacts = deps.supportFacts;
     if (transcript !== undefined) add.gatewayTranscript = transcript;
     return new Attempt(params, full, tools, turnRequest(params, add), marker);
   }

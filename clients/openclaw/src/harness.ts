@@ -15,6 +15,8 @@ import { SupportRegistry } from "./registry.js";
 import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
 import { SessionStore } from "./sessions.js";
+import { SupportFacts } from "./support-facts.js";
+import { loggedSupports } from "./support-log.js";
 import { type MarkerStore, memoryMarkers } from "./transcript-marker.js";
 
 /** The one harness id this plugin registers (and returns as agentHarnessId). */
@@ -40,11 +42,15 @@ export function createHarness(
   }
   const registry = deps.registry ?? new SupportRegistry(config.routes, cluster);
   const client = deps.client ?? new DispatcherClient(config);
-  const attemptDeps = { ...deps, markers: deps.markers ?? memoryMarkers() };
+  const supportFacts = new SupportFacts();
+  const attemptDeps = { ...deps, markers: deps.markers ?? memoryMarkers(), supportFacts };
   const harness: AgentHarnessV2 = {
     id: HARNESS_ID,
     label: "Kubernetes agent harnesses (harness-operator)",
-    supports: (ctx) => registry.supports(ctx),
+    supports: loggedSupports((ctx) => {
+      supportFacts.remember(ctx);
+      return registry.supports(ctx);
+    }, log),
     runAttempt: async (params) => {
       if (sessions !== undefined) await ensureSession(sessions, params);
       return runAttempt(params, client, attemptDeps);
@@ -69,7 +75,7 @@ function clusterRegistry(kube: KubeClient, namespace: string, intervalMs: number
 async function runAttempt(
   params: AgentHarnessAttemptParamsV2,
   client: DispatcherClient,
-  deps: AttemptDeps & { markers: MarkerStore },
+  deps: AttemptDeps & { markers: MarkerStore; supportFacts: SupportFacts },
 ): Promise<AgentHarnessAttemptResult> {
   const session = sessionName(params.sessionId);
   const attempt = await Attempt.prepare(params, deps);

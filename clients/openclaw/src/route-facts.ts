@@ -14,13 +14,17 @@ export type ModelProvider = {
   api?: string;
   baseUrl?: string;
   requestTransportOverrides?: string;
+  endpointOverrides?: "none" | "present";
   runtimePolicy?: { compatibleIds: string[] };
   preparedAuth?: { source: "profile" | "direct" | "harness" | "none"; mode?: string; requirement?: string };
 };
 
-export type RouteInput = Pick<AgentHarnessAttemptParamsV2, "model" | "runtimePlan">;
+export type RouteInput = Pick<AgentHarnessAttemptParamsV2, "provider" | "modelId" | "model" | "runtimePlan">;
 
-export function routeFacts(p: RouteInput): ModelProvider | undefined {
+/** What OpenClaw told supports() and the attempt does not carry (support-facts.ts). */
+export type SupportOnlyFacts = { endpointOverrides(provider: string, modelId: string | undefined, facts: ModelProvider): ModelProvider["endpointOverrides"] };
+
+export function routeFacts(p: RouteInput, told?: SupportOnlyFacts): ModelProvider | undefined {
   const auth = p.runtimePlan?.auth;
   if (auth === undefined) return undefined;
   const out: ModelProvider = {};
@@ -40,6 +44,8 @@ export function routeFacts(p: RouteInput): ModelProvider | undefined {
   if (auth.selectedAuthMode !== undefined && auth.selectedAuthMode !== "") preparedAuth.mode = auth.selectedAuthMode;
   if (auth.modelRoute !== undefined) preparedAuth.requirement = auth.modelRoute.authRequirement;
   out.preparedAuth = preparedAuth;
+  const endpoint = told?.endpointOverrides(p.provider, p.modelId, out);
+  if (endpoint !== undefined) out.endpointOverrides = endpoint;
   return out;
 }
 

@@ -9,7 +9,7 @@ import {
 
 import { type SessionStore, sessionModel } from "./sessions.js";
 
-export type Logger = { warn(message: string): void };
+export type Logger = { warn(message: string): void; debug?(message: string): void };
 
 // kubectl harness session create's --agent default, and OpenClaw's default agent.
 const DEFAULT_AGENT_ID = "main";

@@ -10,7 +10,7 @@
 // (transcript-marker.ts).
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { type ModelProvider, routeFacts } from "./route-facts.js";
+import { type ModelProvider, routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 
 export type AttemptInput = Pick<
   AgentHarnessAttemptParamsV2,
@@ -42,7 +42,7 @@ export type HostTool = { name: string; description?: string; parameters?: unknow
 export type GatewayTranscript = { afterRunId: string; messages: Array<{ role: "user" | "assistant"; text: string }> };
 
 /** What the plugin adds to the attempt: the tools it offers, the gateway's turns. */
-export type TurnAdditions = { tools?: HostTool[]; gatewayTranscript?: GatewayTranscript };
+export type TurnAdditions = { tools?: HostTool[]; gatewayTranscript?: GatewayTranscript; supportFacts?: SupportOnlyFacts };
 
 type ToolPolicyLayer = { name: string; allow?: string[]; deny?: string[] };
 
@@ -82,7 +82,7 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   };
   if (p.sessionKey !== undefined) body.sessionKey = p.sessionKey;
   if (p.agentId !== undefined) body.agentId = p.agentId;
-  const route = routeFacts(p);
+  const route = routeFacts(p, add.supportFacts);
   if (route !== undefined) body.modelProvider = route;
   Object.assign(body, toolPolicyFields(p));
   // Sent as OpenClaw prepared it: a level the dispatcher does not know is its
