@@ -34,8 +34,12 @@ const (
 // openClaw runs the published OpenClaw CLI with the plugin loaded, in a
 // HOME of its own.
 type openClaw struct {
-	tools string // hack/setup-openclaw.sh's directory
-	home  string // HOME and OPENCLAW_HOME
+	tools    string // hack/setup-openclaw.sh's directory
+	home     string // HOME and OPENCLAW_HOME
+	identity gatewayIdentity
+	// config is OPENCLAW_CONFIG_PATH when set; OpenClaw's default
+	// ($HOME/.openclaw/openclaw.json) otherwise.
+	config string
 }
 
 // newOpenClaw builds the plugin and writes OpenClaw's config: the plugin
@@ -64,7 +68,7 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 	Expect(err).NotTo(HaveOccurred())
 	Expect(tarballs).To(HaveLen(1), "npm pack made %v", tarballs)
 
-	o := &openClaw{tools: tools, home: GinkgoT().TempDir()}
+	o := &openClaw{tools: tools, home: GinkgoT().TempDir(), identity: id}
 	config := map[string]any{
 		// Debug level: the plugin logs the route facts OpenClaw hands its
 		// supports() (routefacts_test.go reads them).
@@ -93,6 +97,7 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 			"model": map[string]any{"primary": model, "fallbacks": []string{embeddedModel}},
 			"models": map[string]any{
 				model:         map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
+				staleModel:    map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				embeddedModel: map[string]any{"agentRuntime": map[string]any{"id": "openclaw"}},
 			},
 		}},
@@ -113,7 +118,31 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 	return o
 }
 
-func (o *openClaw) configPath() string { return filepath.Join(o.home, ".openclaw", "openclaw.json") }
+func (o *openClaw) configPath() string {
+	if o.config != "" {
+		return o.config
+	}
+	return filepath.Join(o.home, ".openclaw", "openclaw.json")
+}
+
+// withKubernetes is the same gateway (its HOME, the installed plugin) with
+// a config of its own whose plugin reads the Kubernetes API at server.
+func (o *openClaw) withKubernetes(server, caFile string) *openClaw {
+	GinkgoHelper()
+	b, err := os.ReadFile(o.configPath())
+	Expect(err).NotTo(HaveOccurred())
+	var cfg map[string]any
+	Expect(json.Unmarshal(b, &cfg)).To(Succeed())
+	entry := cfg["plugins"].(map[string]any)["entries"].(map[string]any)[pluginID].(map[string]any)
+	kube := entry["config"].(map[string]any)["kubernetes"].(map[string]any)
+	kube["server"], kube["caFile"] = server, caFile
+	b, err = json.MarshalIndent(cfg, "", "  ")
+	Expect(err).NotTo(HaveOccurred())
+	other := *o
+	other.config = filepath.Join(GinkgoT().TempDir(), "openclaw.json")
+	Expect(os.WriteFile(other.config, b, 0o600)).To(Succeed())
+	return &other
+}
 
 func (o *openClaw) logPath() string { return filepath.Join(o.home, "openclaw.log") }
 
@@ -165,7 +194,7 @@ func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message stri
 // environ is OpenClaw's quiet environment: its HOME, offline, nothing of
 // the test's own environment but PATH (the cached Node first).
 func (o *openClaw) environ() []string {
-	return []string{
+	env := []string{
 		"PATH=" + filepath.Join(o.tools, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + o.home,
 		"OPENCLAW_HOME=" + o.home,
@@ -173,6 +202,10 @@ func (o *openClaw) environ() []string {
 		"OPENCLAW_NO_AUTO_UPDATE=1",
 		"OPENCLAW_DISABLE_BONJOUR=1",
 	}
+	if o.config != "" {
+		env = append(env, "OPENCLAW_CONFIG_PATH="+o.config)
+	}
+	return env
 }
 
 // result is the part of `openclaw agent --json`'s output the specs read.

@@ -58,18 +58,14 @@ func (o *openClaw) logSize() int64 {
 	return fi.Size()
 }
 
-// preparedRouteFacts are the distinct route facts of prepared attempts that
-// OpenClaw handed the plugin's supports() for model in the log written after
-// offset. OpenClaw also asks supports() before it prepares the route's auth
-// (those facts have no preparedAuth); the attempt runs on the prepared ones.
-func (o *openClaw) preparedRouteFacts(offset int64, model string) []string {
+// supportLines are the plugin's supports() records for model in OpenClaw's
+// log written after offset (support-log.ts), in order.
+func (o *openClaw) supportLines(offset int64, model string) []string {
 	GinkgoHelper()
 	b, err := os.ReadFile(o.logPath())
 	Expect(err).NotTo(HaveOccurred(), "OpenClaw's log (config logging.file)")
 	Expect(int64(len(b))).To(BeNumerically(">=", offset))
 	prefix := "harness-operator: supports " + model + ": "
-	const factsAt = "; OpenClaw's route facts: "
-	seen := map[string]bool{}
 	var out []string
 	for _, line := range logLines(b[offset:]) {
 		var entry any
@@ -77,22 +73,49 @@ func (o *openClaw) preparedRouteFacts(offset int64, model string) []string {
 			continue
 		}
 		for _, msg := range stringsIn(entry) {
-			i := strings.Index(msg, factsAt)
-			if !strings.HasPrefix(msg, prefix) || i < 0 {
-				continue
-			}
-			facts := msg[i+len(factsAt):]
-			if facts != "none" && strings.Contains(facts, `"preparedAuth"`) && !seen[facts] {
-				seen[facts] = true
-				out = append(out, facts)
+			if strings.HasPrefix(msg, prefix) {
+				out = append(out, msg)
 			}
 		}
 	}
 	return out
 }
 
+// supportVerdicts are the plugin's supports() answers for model after
+// offset, without the route facts.
+func (o *openClaw) supportVerdicts(offset int64, model string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, l := range o.supportLines(offset, model) {
+		out = append(out, l[:strings.Index(l, factsAt)])
+	}
+	return out
+}
+
+// factsAt precedes the route facts' JSON, the end of a supports() record.
+const factsAt = "; OpenClaw's route facts: "
+
+// preparedRouteFacts are the distinct route facts of prepared attempts that
+// OpenClaw handed the plugin's supports() for model in the log written after
+// offset. OpenClaw also asks supports() before it prepares the route's auth
+// (those facts have no preparedAuth); the attempt runs on the prepared ones.
+func (o *openClaw) preparedRouteFacts(offset int64, model string) []string {
+	GinkgoHelper()
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range o.supportLines(offset, model) {
+		facts := l[strings.Index(l, factsAt)+len(factsAt):]
+		if facts != "none" && strings.Contains(facts, `"preparedAuth"`) && !seen[facts] {
+			seen[facts] = true
+			out = append(out, facts)
+		}
+	}
+	return out
+}
+
 // receivedRouteFacts are the modelProvider fields of the dispatcher's
-// `agent harness selected` records for session ("namespace/name").
+// `agent harness selected` records for session ("namespace/name") that have
+// one.
 func (c *devCluster) receivedRouteFacts(session string) []string {
 	GinkgoHelper()
 	b, err := os.ReadFile(c.proc.LogPath)
@@ -104,8 +127,8 @@ func (c *devCluster) receivedRouteFacts(session string) []string {
 			Session       string          `json:"session"`
 			ModelProvider json.RawMessage `json:"modelProvider"`
 		}
-		if json.Unmarshal(line, &rec) != nil || rec.Msg != "agent harness selected" || rec.Session != session {
-			continue
+		if json.Unmarshal(line, &rec) != nil || rec.Msg != "agent harness selected" || rec.Session != session || len(rec.ModelProvider) == 0 {
+			continue // another record, or a decision without route facts (…/decide)
 		}
 		out = append(out, string(rec.ModelProvider))
 	}

@@ -129,8 +129,6 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(outputs[0]).To(ContainSubstring("🦞 OpenClaw "), "OpenClaw's tool ran and answered")
 	})
 
-	pending("reports the dispatcher's refusal after a stale registry's prediction as AgentHarnessPreflightError without scope",
-		"needs a deterministic stale registry: kubernetes.refreshSeconds long, and a policy change after the plugin's first read")
 	// The gateway runs the middle turn itself (its model pinned to OpenClaw's
 	// embedded runtime); the plugin sends it with the next cluster turn as
 	// gatewayTranscript, so the cluster's thread has the whole conversation.
@@ -177,19 +175,26 @@ type session struct {
 // The id has capitals and an underscore, so the name is not the id.
 func newSession(ctx context.Context, override string) session {
 	GinkgoHelper()
-	suffix := randomHex()
-	s := session{id: "OpenClaw_E2E-" + suffix, key: "agent:main:e2e-" + suffix}
-	cmd := exec.CommandContext(ctx, filepath.Join(cluster.bin, "kubectl-harness"), "session", "create",
-		"--kubeconfig", cluster.kubeconfig, "-n", agentsNS, "--model", model, "--key", s.key, "--session-id", s.id)
-	out, err := cmd.Output()
-	Expect(err).NotTo(HaveOccurred(), "kubectl harness session create: %s", exitDetail(err))
-	s.name = strings.TrimSpace(string(out))
+	s := newModelSession(ctx, model)
 	if override != "" {
 		sess := s.get(ctx)
 		patch := client.MergeFrom(sess.DeepCopy())
 		sess.Spec.RuntimeOverride = harnessv1alpha1.RuntimeID(override)
 		Expect(k8s.Patch(ctx, sess, patch)).To(Succeed())
 	}
+	return s
+}
+
+// newModelSession creates the AgentSession of a new OpenClaw session on m.
+func newModelSession(ctx context.Context, m string) session {
+	GinkgoHelper()
+	suffix := randomHex()
+	s := session{id: "OpenClaw_E2E-" + suffix, key: "agent:main:e2e-" + suffix}
+	cmd := exec.CommandContext(ctx, filepath.Join(cluster.bin, "kubectl-harness"), "session", "create",
+		"--kubeconfig", cluster.kubeconfig, "-n", agentsNS, "--model", m, "--key", s.key, "--session-id", s.id)
+	out, err := cmd.Output()
+	Expect(err).NotTo(HaveOccurred(), "kubectl harness session create: %s", exitDetail(err))
+	s.name = strings.TrimSpace(string(out))
 	return s
 }
 
