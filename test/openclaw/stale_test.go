@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -53,7 +54,7 @@ var _ = Describe("A stale cluster registry", func() {
 		// once its decision for the session names the new policy's harness.
 		Eventually(func(g Gomega) {
 			g.Expect(cluster.decide(ctx, gateway.identity, s).HarnessID).To(Equal(defaultsHarness))
-		}).WithContext(ctx).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 		stale := gateway.withKubernetes(frozen.url, frozen.caFile)
 		logged := gateway.logSize()
 		before := len(stub.Requests())
