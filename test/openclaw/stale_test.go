@@ -91,11 +91,7 @@ func startFrozenRegistry(id gatewayIdentity) *frozenRegistry {
 	GinkgoHelper()
 	target, err := url.Parse(id.apiServer)
 	Expect(err).NotTo(HaveOccurred())
-	caPEM, err := os.ReadFile(id.apiCA)
-	Expect(err).NotTo(HaveOccurred())
-	pool := x509.NewCertPool()
-	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue())
-	upstream := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	upstream := trusting(id.apiCA)
 	DeferCleanup(upstream.CloseIdleConnections)
 	token, err := os.ReadFile(id.apiToken)
 	Expect(err).NotTo(HaveOccurred())
@@ -146,11 +142,7 @@ func (c *devCluster) decide(ctx context.Context, id gatewayIdentity, s session) 
 	GinkgoHelper()
 	token, err := os.ReadFile(id.dispatcherToken)
 	Expect(err).NotTo(HaveOccurred())
-	caPEM, err := os.ReadFile(c.caFile)
-	Expect(err).NotTo(HaveOccurred())
-	pool := x509.NewCertPool()
-	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue())
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	hc := &http.Client{Transport: trusting(c.caFile)}
 	defer hc.CloseIdleConnections()
 	body, err := json.Marshal(map[string]any{"runId": "decide-" + randomHex(), "sessionId": s.id, "sessionKey": s.key,
 		"provider": "openai", "modelId": strings.TrimPrefix(staleModel, "openai/"), "prompt": "decide"})
@@ -168,6 +160,16 @@ func (c *devCluster) decide(ctx context.Context, id gatewayIdentity, s session) 
 	var d harnessDecision
 	Expect(json.Unmarshal(out, &d)).To(Succeed(), "decide: %s", out)
 	return d
+}
+
+// trusting is an HTTPS transport that trusts only the CA in caFile.
+func trusting(caFile string) *http.Transport {
+	GinkgoHelper()
+	caPEM, err := os.ReadFile(caFile)
+	Expect(err).NotTo(HaveOccurred())
+	pool := x509.NewCertPool()
+	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue(), "no certificate in %s", caFile)
+	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 }
 
 type harnessDecision struct {
