@@ -21,7 +21,7 @@ const (
 )
 
 func leaseKey(session string) string { return "lease " + session }
-func runKey(id int64) string        { return "run " + strconv.FormatInt(id, 10) }
+func runKey(id int64) string         { return "run " + strconv.FormatInt(id, 10) }
 
 // hub hands the notifications one listening connection receives to the
 // Store's waiters: Acquire (lease <session>) and Events iterators and Done
