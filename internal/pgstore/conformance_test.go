@@ -4,6 +4,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	code := pgtest.Main(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1
 		}
 	}

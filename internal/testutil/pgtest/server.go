@@ -214,7 +214,7 @@ func (s *Server) waitReady() error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("postgres exited before accepting connections (%v):\n%s", s.waitErr, s.log())
+			return fmt.Errorf("postgres exited before accepting connections (%w):\n%s", s.waitErr, s.log())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
