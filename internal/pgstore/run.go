@@ -74,13 +74,21 @@ func (r *run) Info() store.RunInfo {
 // or the run's notifications (from any Store) learn it.
 func (r *run) Done() <-chan struct{} {
 	r.watchOnce.Do(func() {
-		var unsubscribe func()
-		unsubscribe = r.s.hub.subscribe(runKey(r.id), func(what string) {
-			if what == "end" || what == "gone" {
+		unsubscribe := r.s.hub.subscribe(runKey(r.id), func(what string) {
+			switch what {
+			case "end", "gone":
 				r.doneOnce.Do(func() { close(r.done) })
-				go unsubscribe()
+			case "": // the listening connection was re-established: re-read
+				go r.Info()
 			}
 		})
+		go func() {
+			select {
+			case <-r.done:
+			case <-r.s.closed:
+			}
+			unsubscribe()
+		}()
 		// It may have ended before the subscription.
 		_ = r.Info()
 	})
