@@ -7,7 +7,7 @@
 // unix socket inside that directory. Nothing is installed on the machine: no
 // service, no user. Stop ends the server and removes the directory; the
 // server is also killed when the test process dies (the parent-death signal),
-// so a crashed test leaves no server behind.
+// so a crashed test leaves no server running (only its temporary directory).
 //
 // A package's tests share one server (Main in TestMain, then Shared); each
 // test takes its own database (NewDatabase), dropped at its end.
