@@ -81,6 +81,13 @@ OPENCLAW_TOOLS = $$(hack/setup-openclaw.sh)
 test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test runner) on the cached Node 24.
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm test
 
+# The PostgreSQL store's suites need a real PostgreSQL: their files carry the
+# build tag postgres, so `make test` never starts one. hack/setup-postgres.sh
+# installs the server binaries once; internal/testutil/pgtest runs them.
+.PHONY: test-postgres
+test-postgres: ## The PostgreSQL store's conformance and migration tests and the test server helper's own, on a real PostgreSQL, under the race detector.
+	pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/...
+
 .PHONY: openclaw-plugin
 openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack

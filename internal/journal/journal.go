@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	utilclock "k8s.io/utils/clock"
 
@@ -394,55 +393,11 @@ func (j *Journal) Sessions() ([]string, error) {
 	return keys, nil
 }
 
-// ValidateSession checks that session is "namespace/key" with a DNS-1123
-// label namespace and a key that is a DNS-1123 subdomain (the UIDs Kubernetes
-// gives objects are). Such names are safe as directory names as they are: no
-// separators, no dot-only segments, no upper case (so no collisions on
-// case-insensitive file systems).
-func ValidateSession(session string) error {
-	ns, key, ok := strings.Cut(session, "/")
-	if !ok || !isDNSLabel(ns) || !isDNSSubdomain(key) {
-		return fmt.Errorf("%w: %q is not \"namespace/uid\" of a Kubernetes object", ErrInvalidSession, session)
-	}
-	return nil
-}
-
-func isDNSLabel(s string) bool {
-	return len(s) <= 63 && isLabel(s)
-}
-
-func isDNSSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(s, ".") {
-		if !isLabel(label) {
-			return false
-		}
-	}
-	return true
-}
-
-// isLabel reports whether s matches [a-z0-9]([-a-z0-9]*[a-z0-9])?.
-func isLabel(s string) bool {
-	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func validateRunID(runID string) error {
-	if runID == "" || len(runID) > MaxRunIDBytes || !utf8.ValidString(runID) {
-		return fmt.Errorf("%w: must be 1 to %d bytes of UTF-8", ErrInvalidRunID, MaxRunIDBytes)
-	}
-	return nil
-}
+// ValidateSession checks that session is a store key, "namespace/uid"
+// (store.ValidateSession). Such names are safe as directory names as they
+// are: no separators, no dot-only segments, no upper case (so no collisions
+// on case-insensitive file systems).
+var ValidateSession = store.ValidateSession
 
 // runFileName is the file of a run: the hash keeps any runId out of the path.
 func runFileName(runID string) string {

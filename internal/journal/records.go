@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/store"
 )
 
 const formatVersion = 1
@@ -197,7 +199,7 @@ func (p *parsedRun) accept(line []byte) (*Event, bool) {
 	}
 	switch r.Rec {
 	case recEvent:
-		if r.Seq != p.lastSeq+1 || !validEventType(r.Type) {
+		if r.Seq != p.lastSeq+1 || !store.ValidEventType(r.Type) {
 			return nil, false
 		}
 		p.lastSeq = r.Seq

@@ -25,7 +25,7 @@ func (j *Journal) load() error {
 		return fmt.Errorf("read %s: %w", root, err)
 	}
 	for _, nsEntry := range nsEntries {
-		if !nsEntry.IsDir() || !isDNSLabel(nsEntry.Name()) {
+		if !nsEntry.IsDir() {
 			continue
 		}
 		nameEntries, err := os.ReadDir(filepath.Join(root, nsEntry.Name()))
@@ -33,10 +33,11 @@ func (j *Journal) load() error {
 			return fmt.Errorf("read namespace directory: %w", err)
 		}
 		for _, nameEntry := range nameEntries {
-			if !nameEntry.IsDir() || !isDNSSubdomain(nameEntry.Name()) {
+			key := SessionKey(nsEntry.Name(), nameEntry.Name())
+			if !nameEntry.IsDir() || ValidateSession(key) != nil {
 				continue
 			}
-			if err := j.loadSession(SessionKey(nsEntry.Name(), nameEntry.Name())); err != nil {
+			if err := j.loadSession(key); err != nil {
 				return err
 			}
 		}

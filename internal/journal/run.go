@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/store"
 )
 
 // Digest is the request digest Begin expects: sha256 of the canonical request
@@ -110,7 +112,7 @@ func (j *Journal) begin(session, runID string, digest [32]byte, by Requester) (*
 	if err := ValidateSession(session); err != nil {
 		return nil, 0, err
 	}
-	if err := validateRunID(runID); err != nil {
+	if err := store.ValidateRunID(runID); err != nil {
 		return nil, 0, err
 	}
 	key := runKey{session, runID}
@@ -314,7 +316,7 @@ func (r *Run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if !r.writer {
 		return 0, ErrNotWriter
 	}
-	if !validEventType(typ) {
+	if !store.ValidEventType(typ) {
 		return 0, fmt.Errorf("%w: event type %q: want [A-Za-z0-9_.:/-]{1,64}", ErrInvalidRecord, typ)
 	}
 	unfence, err := r.holdLease()
@@ -526,20 +528,4 @@ func (j *Journal) Running() []RunRef {
 		return refs[a].RunID < refs[b].RunID
 	})
 	return refs
-}
-
-func validEventType(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '_' || c == '.' || c == ':' || c == '/' || c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,46 @@
+// Package pgstore is the dispatcher's Store (internal/store) on PostgreSQL,
+// for many dispatchers sharing one database; the file journal
+// (internal/journal) stays the embedded default. It passes the store
+// conformance suite (internal/store/storetest) with Stores sharing one
+// database as the "other dispatchers" (`make test-postgres`).
+//
+// Decisions:
+//
+//   - Schema: embedded, numbered migrations (migrations/NNNN_name.sql),
+//     each applied once in its own transaction and recorded in
+//     schema_migrations, under a session advisory lock so that replicas
+//     starting together migrate once. A database newer than the binary is
+//     refused. Give the dispatcher a database of its own: the tables are
+//     unqualified.
+//   - Fencing: every grant takes its token from one sequence, so tokens only
+//     grow, across restarts and deleted sessions. A released grant's row is
+//     deleted. Append and Finish lock the run's row and share-lock the
+//     session's lease row in their transaction and write only while its
+//     token is the run's: a takeover, release or recovery (which update or
+//     delete that row) commits before or after the write, never between
+//     the check and the write. Claim, Recover and DeleteSession serialize on
+//     a per-session transaction advisory lock; Reserve on a per-server one,
+//     Claim's namespace bound on a per-namespace one.
+//   - Waking: writers send NOTIFY in the writing transaction (pgstore_lease:
+//     a freed session; pgstore_run: "<run> event|end|gone"); each Store
+//     LISTENs on one dedicated connection and hands them to its waiters.
+//     Acquire also waits for the holder's expiry on the store's clock; an
+//     Events iterator reads from the database page by page and, caught up,
+//     waits only for a notification. A lost listening connection is
+//     re-established with backoff and then every waiter re-reads.
+//   - Time is the Store's clock (Options.Clock), not the database's: the
+//     suite steps a fake clock. Replicas' clocks must agree to well within
+//     a lease's ttl.
+//   - Acquires of one Store are granted in arrival order (a queue per
+//     session, whose head alone asks the database); Acquires of different
+//     Stores race.
+//   - RunRef.Recovered is true for a running run that another Store
+//     instance (another process, or this process before a restart) writes.
+//
+// Not yet as the journal does it: the per-namespace byte cap
+// (journal.Options.MaxNamespaceBytes) is not applied by Prune; when the
+// database refuses Finish the run is not ended for this Store's readers (the
+// error is returned and the run stays running until Recover); an Events
+// iteration over a run whose payload is pruned while it reads ends early
+// instead of reading on.
+package pgstore

@@ -1,0 +1,89 @@
+package pgstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/harness-operator/internal/store"
+)
+
+// Recover ends, session by session (each one transaction under the
+// session's advisory lock and the lease row's lock), the running runs whose
+// lease owner holds, or nobody holds, or has expired, and releases that
+// lease; it releases owner's other leases too.
+func (s *Store) Recover(ctx context.Context, owner, reason string) ([]store.RunRef, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT session FROM runs WHERE state = 'running'
+		UNION SELECT session FROM leases WHERE owner = $1 ORDER BY 1`, owner)
+	if err != nil {
+		return nil, s.ctxErr(ctx, "recover", err)
+	}
+	sessions, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, s.ctxErr(ctx, "recover", err)
+	}
+	var ended []store.RunRef
+	for _, session := range sessions {
+		refs, err := s.recoverSession(ctx, session, owner, reason)
+		if err != nil {
+			return ended, s.ctxErr(ctx, "recover session "+session, err)
+		}
+		ended = append(ended, refs...)
+	}
+	slices.SortFunc(ended, func(a, b store.RunRef) int {
+		if c := strings.Compare(a.Session, b.Session); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RunID, b.RunID)
+	})
+	return ended, nil
+}
+
+func (s *Store) recoverSession(ctx context.Context, session, owner, reason string) ([]store.RunRef, error) {
+	var ended []store.RunRef
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		ended = nil
+		if _, err := tx.Exec(ctx, sessionLock, session); err != nil {
+			return err
+		}
+		var (
+			holder string
+			token  int64
+			live   bool
+		)
+		err := tx.QueryRow(ctx, "SELECT owner, token, expires > $2 FROM leases WHERE session = $1 FOR UPDATE",
+			session, s.now()).Scan(&holder, &token, &live)
+		if err != nil && !isNoRows(err) {
+			return err
+		}
+		if err == nil && holder != owner && live {
+			return nil // a live dispatcher's: left alone
+		}
+		rows, err := tx.Query(ctx, `UPDATE runs SET state = 'failed', finished_at = $2, reason = $3, result = NULL
+			WHERE session = $1 AND state = 'running' RETURNING `+runColumns, session, s.now(), reason)
+		if err != nil {
+			return err
+		}
+		runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runRow, error) { return s.scanRun(row) })
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			ref := r.info.RunRef
+			ref.Recovered = r.writer != s.instance
+			ended = append(ended, ref)
+			if _, err := tx.Exec(ctx, "SELECT pg_notify('"+runChannel+"', $1::bigint::text || ' end')", r.id); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `WITH d AS (DELETE FROM leases WHERE session = $1 AND token = $2 RETURNING session)
+			SELECT pg_notify('`+leaseChannel+`', session) FROM d`, session, token)
+		return err
+	})
+	return ended, err
+}

@@ -1,0 +1,105 @@
+//go:build postgres
+
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+// TestServerRunsUnprivilegedOnLoopbackOnly: the server runs as nobody, takes
+// TCP connections on 127.0.0.1 only and keeps its unix socket in its own
+// directory.
+func TestServerRunsUnprivilegedOnLoopbackOnly(t *testing.T) {
+	s := Start(t)
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/status")
+	if err != nil {
+		t.Fatalf("read the server's status: %v", err)
+	}
+	creds := map[string]string{}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "Uid" || k == "Gid" || k == "Groups") {
+			creds[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	if want := map[string]string{"Uid": "65534 65534 65534 65534", "Gid": "65534 65534 65534 65534", "Groups": ""}; !maps.Equal(creds, want) {
+		t.Fatalf("the server's credentials: %q, want %q (nobody, no supplementary groups)", creds, want)
+	}
+	conn := connect(t, s.ConnString(superuser))
+	for setting, want := range map[string]string{"listen_addresses": "127.0.0.1", "unix_socket_directories": s.path("sock")} {
+		var got string
+		if err := conn.QueryRow(context.Background(), "SELECT current_setting($1)", setting).Scan(&got); err != nil || got != want {
+			t.Fatalf("%s = %q, %v; want %q", setting, got, err, want)
+		}
+	}
+}
+
+// TestStopEndsTheServerAndRemovesItsDirectory: after Stop nothing of the
+// server is left: no process, no directory.
+func TestStopEndsTheServerAndRemovesItsDirectory(t *testing.T) {
+	s := Start(t)
+	pid := s.PID()
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("signal 0 to the server's pid %d after Stop: %v, want ESRCH (no such process)", pid, err)
+	}
+	if _, err := os.Stat(s.Dir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the server's directory after Stop: %v, want it removed", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+// TestEachTestGetsItsOwnDatabaseDroppedAtItsEnd: databases of two tests are
+// separate, and a test's database is gone after it.
+func TestEachTestGetsItsOwnDatabaseDroppedAtItsEnd(t *testing.T) {
+	s := Shared(t)
+	var names []string
+	for _, sub := range []string{"first", "second"} {
+		t.Run(sub, func(t *testing.T) {
+			conn := connect(t, s.NewDatabase(t))
+			ctx := context.Background()
+			if _, err := conn.Exec(ctx, "CREATE TABLE mine (x int)"); err != nil {
+				t.Fatalf("create a table: %v", err)
+			}
+			var name string
+			if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
+				t.Fatalf("current_database: %v", err)
+			}
+			names = append(names, name)
+			_ = conn.Close(ctx)
+		})
+	}
+	if len(names) != 2 || names[0] == names[1] {
+		t.Fatalf("databases of the two tests: %v, want two different ones", names)
+	}
+	conn := connect(t, s.ConnString(superuser))
+	var left int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = ANY($1)", names).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("databases of ended tests still there: %d, %v; want 0", left, err)
+	}
+}
+
+func connect(t *testing.T, connString string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), connString)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
