@@ -116,12 +116,12 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: build images ## The real-OpenClaw test on make run's system, then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+test-e2e: build images ## The real-OpenClaw test on make run's system, the PostgreSQL store's suites, then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
 	helm="$$(hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
-	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; \
-	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
+	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$(hack/setup-postgres.sh)"; \
+	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
 	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
-		KUBEBUILDER_ASSETS="$$assets" OPENCLAW_TOOLS="$$tools" \
+		KUBEBUILDER_ASSETS="$$assets" OPENCLAW_TOOLS="$$tools" POSTGRES_DIR="$$pg" \
 		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test-e2e.sh
 
 .PHONY: envtest-assets

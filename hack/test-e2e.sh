@@ -6,7 +6,9 @@
 #   1. snapshot the machine (hack/local-cluster.sh snapshot);
 #   2. the real-OpenClaw test (./test/openclaw/...), on a system of its own:
 #      `make run`'s (hack/devcluster on loopback), before the cluster, so
-#      the two never compete for the machine;
+#      the two never compete for the machine; then the PostgreSQL store's
+#      suites (make test-postgres: a real PostgreSQL per package, as nobody,
+#      on loopback), inside the snapshots so a server left behind fails;
 #   3. up, run ./test/e2e/..., down (down also runs when anything fails);
 #   4. snapshot again and diff: any difference fails the run;
 #   5. hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every cluster
@@ -14,8 +16,8 @@
 #
 # Needs root, the images of `make images` (LOCAL_CLUSTER_IMAGES_DIR) and the
 # environment the Makefile passes: HELM_BIN, CODEX_BIN, CODEX_BIN_BELOW_FLOOR,
-# E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS. GO_TEST_FLAGS are go test's
-# flags.
+# E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS, POSTGRES_DIR. GO_TEST_FLAGS
+# are go test's flags.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -39,6 +41,8 @@ trap 'down || true' EXIT
 
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
+# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
 
 "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
