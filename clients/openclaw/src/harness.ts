@@ -117,7 +117,7 @@ async function runAttempt(
     params.abortSignal?.removeEventListener("abort", onAbort);
   }
   const result = attemptResult(projection, {
-    sessionId: params.sessionId,
+    params,
     harnessId: HARNESS_ID,
     abortedByHost: params.abortSignal?.aborted === true,
   });
