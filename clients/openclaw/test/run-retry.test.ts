@@ -60,3 +60,26 @@ test("OpenClaw's retries of an empty reply under the same runId reach the cluste
     await lb.close();
   }
 });
+
+test("OpenClaw's agent_end hook gets the turn's messages: the prompt and the answer", { timeout: 30_000 }, async () => {
+  const lb = await startLoopback((req, res) => {
+    const { runId } = JSON.parse(req.body) as { runId: string };
+    sse(res, [
+      [1, "selected", { runId, turnToken: "tt" }],
+      [2, "transcript", { type: "message", role: "user", text: "Say hi" }],
+      [3, "transcript", { type: "message", role: "assistant", text: "Hi." }],
+      [4, "result", { runId, assistantTexts: ["Hi."], terminal: { kind: "ok" } }],
+    ], runId);
+  });
+  try {
+    const ends: Array<{ event: { messages: unknown[] } }> = [];
+    const harness = createHarness(lb.config, { agentEnd: (p) => void ends.push(p) });
+    const result = await harness.runAttempt(params("Say hi"));
+    assert.equal(ends.length, 1);
+    assert.ok("terminal" in result);
+    assert.equal(ends[0]?.event.messages, result.messagesSnapshot, "the result's own snapshot");
+    assert.deepEqual(result.messagesSnapshot.map((m) => m.role), ["user", "assistant"]);
+  } finally {
+    await lb.close();
+  }
+});
