@@ -51,11 +51,8 @@ export class TurnProjection {
   readonly startedAtMs: number;
   private readonly texts = new Map<string, string>();
 
-  constructor(
-    private readonly cb: AttemptCallbacks,
-    private readonly now: () => number = Date.now,
-  ) {
-    this.startedAtMs = now();
+  constructor(private readonly cb: AttemptCallbacks) {
+    this.startedAtMs = Date.now();
   }
 
   /** Applies one event; what must be answered is returned for the caller to answer. */
@@ -95,7 +92,7 @@ export class TurnProjection {
       case "transcript":
         // No callback: the other events already said it live. Kept for the
         // result's messagesSnapshot (attempt-messages.ts).
-        this.transcript.push({ record: data as wire.TranscriptRecord, atMs: this.now() });
+        this.transcript.push({ record: data as wire.TranscriptRecord, atMs: Date.now() });
         return undefined;
       default:
         // An event a newer dispatcher adds is not ours to guess.

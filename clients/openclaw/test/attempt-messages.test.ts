@@ -17,7 +17,7 @@ function turn(records: wire.TranscriptRecord[], result?: wire.TurnResult) {
 const prompt: wire.TranscriptRecord = { type: "message", role: "user", text: "What is the weather in Paris?\n\n[attachment note]" };
 const ok: wire.TurnResult = { terminal: { kind: "ok" } };
 
-test("the user message is the prompt OpenClaw recorded, with its images, at the attempt's start", () => {
+test("the user message is the prompt OpenClaw recorded, with its images, timed when the turn began", () => {
   const { messagesSnapshot } = attemptMessages(params, turn([prompt]));
   assert.deepEqual(messagesSnapshot, [{ role: "user", content: "What is the weather in Paris?", timestamp: 1000 }]);
   const image = { type: "image", data: "AAAA", mimeType: "image/png" };
