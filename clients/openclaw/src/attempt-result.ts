@@ -2,8 +2,9 @@
 // projection. A claimed turn's failure (a stream `error`, or a stream that
 // ended without its outcome) is a failed terminal, never a thrown
 // preflight error: OpenClaw does not replay a claimed turn elsewhere.
-import type { AgentHarnessAttemptResult } from "openclaw/plugin-sdk/agent-harness-runtime";
+import type { AgentHarnessAttemptParamsV2, AgentHarnessAttemptResult } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import { attemptMessages, type MessageParams } from "./attempt-messages.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { claimedFailure } from "./errors.js";
 import type { TurnProjection } from "./events.js";
@@ -15,8 +16,8 @@ type ToolErrorSummary = NonNullable<Result["lastToolError"]>;
 type Usage = NonNullable<Result["attemptUsage"]>;
 
 export type ResultContext = {
-  /** The OpenClaw session id of the attempt (params.sessionId). */
-  sessionId: string;
+  /** The prepared attempt: its session id, and what the result's messages repeat. */
+  params: MessageParams & Pick<AgentHarnessAttemptParamsV2, "sessionId">;
   /** This plugin's harness id, the one OpenClaw selected. */
   harnessId: string;
   /** The attempt was aborted by OpenClaw (params.abortSignal). */
@@ -49,14 +50,16 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
     terminal = { kind: "failed", source: "prompt", error: failure.error };
     replaySafe = replaySafe && failure.replaySafe;
   }
+  const turnMessages = { startedAtMs: p.startedAtMs, transcript: p.transcript, ...(turn === undefined ? {} : { result: turn }) };
+  const { messagesSnapshot, lastAssistant } = attemptMessages(ctx.params, turnMessages);
   const result: Result = {
     terminal,
-    sessionIdUsed: ctx.sessionId,
+    sessionIdUsed: ctx.params.sessionId,
     agentHarnessId: ctx.harnessId,
-    messagesSnapshot: [],
+    messagesSnapshot,
     assistantTexts: turn?.assistantTexts ?? [],
     toolMetas: p.toolMetas,
-    lastAssistant: undefined,
+    lastAssistant,
     didSendViaMessagingTool: false,
     messagingToolSentTexts: [],
     messagingToolSentMediaUrls: [],
@@ -71,6 +74,10 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
   if (turn?.classification !== undefined) result.agentHarnessResultClassification = turn.classification;
   if (turn?.toolMediaUrls !== undefined) result.toolMediaUrls = turn.toolMediaUrls;
   if (turn?.hostOwnedToolMediaUrls !== undefined) result.hostOwnedToolMediaUrls = turn.hostOwnedToolMediaUrls;
+  // The seed's runtime artifact: the attested artifact of the cluster's
+  // server that ran the turn (only when the attempt asked to capture it).
+  const artifact = turn?.runtimeArtifact;
+  if (artifact?.id !== undefined && artifact.fingerprint !== undefined) result.runtimeArtifact = { id: artifact.id, fingerprint: artifact.fingerprint };
   return result;
 }
 

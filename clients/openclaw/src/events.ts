@@ -45,9 +45,15 @@ export class TurnProjection {
    * lifecycle event): the gateway messages sent with the turn reached it.
    */
   reseeded = false;
+  /** The turn's transcript records in stream order, each with the time it arrived (the attempt result's messages). */
+  readonly transcript: Array<{ record: wire.TranscriptRecord; atMs: number }> = [];
+  /** When the projection started: the time of the attempt's own prompt. */
+  readonly startedAtMs: number;
   private readonly texts = new Map<string, string>();
 
-  constructor(private readonly cb: AttemptCallbacks) {}
+  constructor(private readonly cb: AttemptCallbacks) {
+    this.startedAtMs = Date.now();
+  }
 
   /** Applies one event; what must be answered is returned for the caller to answer. */
   async apply(ev: SseEvent): Promise<TurnAction | undefined> {
@@ -83,9 +89,13 @@ export class TurnProjection {
       case "error":
         this.end = { kind: "error", error: data as WireError };
         return undefined;
+      case "transcript":
+        // No callback: the other events already said it live. Kept for the
+        // result's messagesSnapshot (attempt-messages.ts).
+        this.transcript.push({ record: data as wire.TranscriptRecord, atMs: Date.now() });
+        return undefined;
       default:
-        // `transcript` is the dispatcher's mirror of what the other events
-        // already said; an event a newer dispatcher adds is not ours to guess.
+        // An event a newer dispatcher adds is not ours to guess.
         return undefined;
     }
   }

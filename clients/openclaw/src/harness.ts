@@ -7,11 +7,13 @@ import { attemptResult } from "./attempt-result.js";
 import { DispatcherClient, type TurnStream } from "./client.js";
 import { ClusterRegistry } from "./cluster-registry.js";
 import type { PluginConfig } from "./config.js";
+import { sessionContextReset } from "./context-reset.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { preflightError } from "./errors.js";
 import { TurnProjection } from "./events.js";
 import { KubeClient } from "./kube.js";
 import { SupportRegistry } from "./registry.js";
+import { runtimeArtifactCapability } from "./runtime-artifact.js";
 import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
 import { SessionStore } from "./sessions.js";
@@ -35,8 +37,9 @@ export function createHarness(
   // session must exist and supports() answers from `routes` alone.
   let sessions: SessionStore | undefined;
   let cluster: ClusterRegistry | undefined;
+  let kube: KubeClient | undefined;
   if (config.kubernetes !== undefined) {
-    const kube = new KubeClient(config.kubernetes);
+    kube = new KubeClient(config.kubernetes);
     sessions = new SessionStore(kube, config.namespace);
     cluster = clusterRegistry(kube, config.namespace, config.kubernetes.refreshSeconds * 1000, log);
   }
@@ -57,7 +60,13 @@ export function createHarness(
     },
     dispose: () => cluster?.stop(),
   };
-  return sessions === undefined ? harness : { ...harness, ...sessionHooks(sessions, log) };
+  if (sessions === undefined || kube === undefined) return harness;
+  return {
+    ...harness,
+    ...sessionHooks(sessions, log),
+    ...sessionContextReset(sessions, attemptDeps.markers, log),
+    runtimeArtifact: runtimeArtifactCapability(kube),
+  };
 }
 
 // The registry starts reading the cluster at the first supports() question;
@@ -123,7 +132,7 @@ async function runAttempt(
     params.abortSignal?.removeEventListener("abort", onAbort);
   }
   const result = attemptResult(projection, {
-    sessionId: params.sessionId,
+    params,
     harnessId: HARNESS_ID,
     abortedByHost: params.abortSignal?.aborted === true,
   });

@@ -7,10 +7,12 @@
 // as prepared: the route facts (route-facts.ts), the tool policy and its
 // host verdict, the host tools the attempt's tool surface built (tools.ts)
 // and the gateway's own turns since the dispatcher's last one
-// (transcript-marker.ts).
+// (transcript-marker.ts). The body's runId is derived from OpenClaw's
+// (run-id.ts): OpenClaw re-uses its runId for every attempt of a run.
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { type ModelProvider, routeFacts, type SupportOnlyFacts } from "./route-facts.js";
+import { dispatcherRunId } from "./run-id.js";
 
 export type AttemptInput = Pick<
   AgentHarnessAttemptParamsV2,
@@ -33,6 +35,8 @@ export type AttemptInput = Pick<
   | "pluginHarnessToolPolicyRestricted"
   | "conversationToolPolicy"
   | "execOverrides"
+  | "captureRuntimeArtifact"
+  | "expectedRuntimeArtifact"
 >;
 
 /** A host tool offered in the turn (wire.HostTool). */
@@ -67,14 +71,15 @@ export type TurnRequest = {
   trigger?: string;
   approvalMode?: "never" | "untrusted";
   gatewayTranscript?: GatewayTranscript;
+  captureRuntimeArtifact?: boolean;
+  expectedRuntimeArtifact?: { id: string; fingerprint: string };
 };
 
 // The dispatcher's bounds: timeoutMs 0 – 24 h (400 beyond), trigger ≤ 64 bytes.
 const MAX_TIMEOUT_MS = 86_400_000;
 
 export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnRequest {
-  const body: TurnRequest = {
-    runId: p.runId,
+  const body: Omit<TurnRequest, "runId"> = {
     sessionId: p.sessionId,
     provider: p.provider,
     modelId: p.modelId,
@@ -97,7 +102,15 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   if (add.tools !== undefined && add.tools.length > 0) body.tools = add.tools;
   body.approvalMode = approvalModeOf(p.execOverrides);
   if (add.gatewayTranscript !== undefined) body.gatewayTranscript = add.gatewayTranscript;
-  return body;
+  // The seed's verified runtime artifacts: the dispatcher attests the
+  // cluster's server and refuses a turn whose server runs another artifact
+  // (ArtifactMismatch) before any native thread starts. OpenClaw's binding
+  // names no cluster harness, so none is required by name.
+  if (p.captureRuntimeArtifact === true) body.captureRuntimeArtifact = true;
+  if (p.expectedRuntimeArtifact !== undefined) {
+    body.expectedRuntimeArtifact = { id: p.expectedRuntimeArtifact.id, fingerprint: p.expectedRuntimeArtifact.fingerprint };
+  }
+  return { runId: dispatcherRunId(p.runId, body), ...body };
 }
 
 type ToolPolicyFields = Pick<TurnRequest, "toolPolicy" | "toolsAllow" | "disableTools" | "pluginHarnessToolPolicyRestricted">;

@@ -101,6 +101,22 @@ export type TurnResult = {
   toolMediaUrls?: string[];
   hostOwnedToolMediaUrls?: string[];
   agentHarnessId?: string;
+  /** The attested artifact of the cluster's server, when the turn asked for it (captureRuntimeArtifact). */
+  runtimeArtifact?: { id?: string; fingerprint?: string };
+};
+
+/** The payload of a `transcript` event (wire.TranscriptRecord): one record of the turn's transcript mirror. */
+export type TranscriptRecord = {
+  type?: "message" | "tool_call" | "tool_result";
+  role?: "user" | "assistant" | "tool";
+  text?: string;
+  callId?: string;
+  tool?: string;
+  arguments?: unknown;
+  isError?: boolean;
+  native?: boolean;
+  /** A message of the turn's gatewayTranscript: already in OpenClaw's own transcript. */
+  gateway?: boolean;
 };
 
 export type StreamError = WireError;

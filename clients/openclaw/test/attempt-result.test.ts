@@ -3,11 +3,14 @@ import assert from "node:assert/strict";
 
 import { AgentHarnessPreflightError, type AgentHarnessAttemptResult } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { attemptResult } from "../src/attempt-result.js";
+import { attemptResult, type ResultContext } from "../src/attempt-result.js";
 import { DispatcherError } from "../src/dispatcher-error.js";
 import { TurnProjection } from "../src/events.js";
 
-const ctx = { sessionId: "s-1", harnessId: "harness-operator", abortedByHost: false };
+const params = {
+  sessionId: "s-1", prompt: "Say hello", provider: "openai", modelId: "gpt-5.5", model: { api: "openai-responses" },
+} as unknown as ResultContext["params"];
+const ctx = { params, harnessId: "harness-operator", abortedByHost: false };
 
 async function projection(events: Array<[string, unknown]>): Promise<TurnProjection> {
   const p = new TurnProjection({});
@@ -79,4 +82,40 @@ test("an attempt OpenClaw aborted before the turn's result is aborted from outsi
   const r = attemptResult(await projection([["selected", { runId: "r" }]]), { ...ctx, abortedByHost: true });
   assert.deepEqual(r.terminal, { kind: "aborted", source: "external" });
   assert.equal(r.replayMetadata.replaySafe, false);
+});
+
+test("the result's messages are the turn's: OpenClaw's prompt, the tool exchange the stream showed and the answer as lastAssistant", async () => {
+  const r = attemptResult(await projection([
+    ["selected", { runId: "r" }],
+    ["transcript", { type: "message", role: "user", text: "Say hello" }],
+    ["transcript", { type: "tool_call", role: "assistant", callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } }],
+    ["transcript", { type: "tool_result", role: "tool", callId: "call_3", tool: "get_weather", text: "18°C" }],
+    ["transcript", { type: "message", role: "assistant", text: "got 18°C" }],
+    ["result", { assistantTexts: ["got 18°C"], terminal: { kind: "ok" }, usage: { input: 20, cachedInput: 4, output: 10, total: 34 } }],
+  ]), ctx);
+  assert.deepEqual(r.messagesSnapshot.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"]);
+  assert.equal(r.lastAssistant, r.messagesSnapshot[3], "the answer is the snapshot's own message");
+  assert.deepEqual(r.lastAssistant?.content, [{ type: "text", text: "got 18°C" }]);
+  assert.equal(r.lastAssistant?.stopReason, "stop");
+  assert.deepEqual([r.lastAssistant?.usage.input, r.lastAssistant?.usage.cacheRead, r.lastAssistant?.usage.output, r.lastAssistant?.usage.totalTokens], [20, 4, 10, 34]);
+});
+
+test("a turn that said nothing has no lastAssistant, and its snapshot is OpenClaw's prompt alone", async () => {
+  const r = attemptResult(await projection([
+    ["selected", { runId: "r" }],
+    ["transcript", { type: "message", role: "user", text: "Say hello" }],
+    ["result", { assistantTexts: [], terminal: { kind: "ok" }, classification: "empty" }],
+  ]), ctx);
+  assert.equal(r.lastAssistant, undefined);
+  assert.deepEqual(r.messagesSnapshot.map((m) => m.role), ["user"]);
+  assert.equal(r.agentHarnessResultClassification, "empty");
+});
+
+test("the attested runtime artifact the turn captured is the result's runtimeArtifact", async () => {
+  const r = attemptResult(await projection([
+    ["result", { terminal: { kind: "ok" }, runtimeArtifact: { id: "ghcr.io/x/codex@sha256:ab#0.169.0", fingerprint: "sha256:ab" } }],
+  ]), ctx);
+  assert.deepEqual(r.runtimeArtifact, { id: "ghcr.io/x/codex@sha256:ab#0.169.0", fingerprint: "sha256:ab" });
+  const none = attemptResult(await projection([["result", { terminal: { kind: "ok" } }]]), ctx);
+  assert.equal("runtimeArtifact" in none, false, "a turn that captured none reports none");
 });

@@ -238,11 +238,13 @@ test("the gateway's own turns since the dispatcher's last one go with the next t
     await turn("gw-2", "and its population?", "About 10 million.", false);
     await turn("gw-3", "and now?", "ok", true);
     await turn("gw-4", "next", "fine", false);
-    const sent = lb.requests.map((r) => (JSON.parse(r.body) as { gatewayTranscript?: unknown }).gatewayTranscript);
+    const bodies = lb.requests.map((r) => JSON.parse(r.body) as { runId: string; gatewayTranscript?: unknown });
+    const sent = bodies.map((b) => b.gatewayTranscript);
     const peru = [{ role: "user", text: "capital of Peru?" }, { role: "assistant", text: "Lima." }];
     assert.equal(sent[0], undefined, "the first turn here has nothing to catch up on");
-    assert.deepEqual(sent[1], { afterRunId: "gw-1", messages: peru });
-    assert.deepEqual(sent[2], { afterRunId: "gw-2", messages: peru }, "gw-2 had no reseeded event: its thread lacks them, they go again");
+    // afterRunId names the dispatcher's run of the turn before (run-id.ts).
+    assert.deepEqual(sent[1], { afterRunId: bodies[0]?.runId, messages: peru });
+    assert.deepEqual(sent[2], { afterRunId: bodies[1]?.runId, messages: peru }, "gw-2 had no reseeded event: its thread lacks them, they go again");
     assert.equal(sent[3], undefined, "gw-3 gave them to its thread; nothing ran elsewhere since");
     assert.deepEqual(reads, [1000, 1000, 5000], "the window starts at the first turn, and at gw-3 once its thread got them");
   } finally {

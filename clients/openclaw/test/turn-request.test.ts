@@ -14,8 +14,10 @@ function attempt(extra: Record<string, unknown>): AttemptInput {
 }
 
 test("the turn repeats the session's identity and carries the prepared prompt, think level and timeout", () => {
-  assert.deepEqual(turnRequest(base), {
-    runId: "run-1", sessionId: "3f6d2a9e", sessionKey: "agent:main:demo", agentId: "main",
+  const { runId, ...body } = turnRequest(base);
+  assert.match(runId, /^run-1\.[0-9a-f]{16}$/, "OpenClaw's runId and the body's digest");
+  assert.deepEqual(body, {
+    sessionId: "3f6d2a9e", sessionKey: "agent:main:demo", agentId: "main",
     provider: "openai", modelId: "gpt-5.5", prompt: "Say hello", thinkLevel: "medium", timeoutMs: 120000, approvalMode: "untrusted",
   });
 });
@@ -129,4 +131,28 @@ test("the host tools, the extra system prompt and the gateway's turns are carrie
   const none = turnRequest(attempt({ extraSystemPrompt: "" }), { tools: [] });
   assert.equal("tools" in none, false, "an empty tool list is not sent");
   assert.equal("extraSystemPrompt" in none, false);
+});
+
+test("an attempt OpenClaw retries under its runId with another body gets another dispatcher runId; the same body the same one", () => {
+  const first = turnRequest(base).runId;
+  assert.equal(turnRequest({ ...base }).runId, first, "a repeat of the attempt is the same run: the dispatcher replays it");
+  const retries = [
+    attempt({ prompt: "The previous attempt did not produce a user-visible answer. Continue from the current state and produce the visible answer now. Do not restart from scratch." }),
+    attempt({ thinkLevel: "low" }),
+  ];
+  for (const retry of retries) {
+    const id = turnRequest(retry).runId;
+    assert.notEqual(id, first);
+    assert.ok(id.startsWith("run-1."), "OpenClaw's runId stays the prefix");
+  }
+  const gateway = { afterRunId: "run-0.0123456789abcdef", messages: [{ role: "user" as const, text: "hi" }] };
+  assert.notEqual(turnRequest(base, { gatewayTranscript: gateway }).runId, first, "every field of the body counts");
+});
+
+test("the verified runtime artifact OpenClaw asks for or expects goes to the dispatcher", () => {
+  const body = turnRequest(attempt({ captureRuntimeArtifact: true, expectedRuntimeArtifact: { id: "a", fingerprint: "sha256:f" } }));
+  assert.equal(body.captureRuntimeArtifact, true);
+  assert.deepEqual(body.expectedRuntimeArtifact, { id: "a", fingerprint: "sha256:f" });
+  const plain = turnRequest(base) as Record<string, unknown>;
+  assert.equal("captureRuntimeArtifact" in plain || "expectedRuntimeArtifact" in plain, false, "ordinary turns carry neither");
 });
