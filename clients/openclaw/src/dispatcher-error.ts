@@ -11,11 +11,15 @@ export type WireError = {
   replaySafe?: boolean;
 };
 
-/** A dispatcher answer that was an error; status is absent for a stream `error`. */
+/**
+ * A dispatcher answer that was an error; status is absent for a stream
+ * `error`, retryAfterSeconds when the answer had no Retry-After in seconds.
+ */
 export class DispatcherError extends Error {
   constructor(
     readonly wire: WireError,
     readonly status?: number,
+    readonly retryAfterSeconds?: number,
   ) {
     super(`harness-operator dispatcher: ${wire.code}: ${wire.message}`);
     this.name = "DispatcherError";

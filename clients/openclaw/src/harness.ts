@@ -6,15 +6,17 @@ import { Attempt, type AttemptDeps } from "./attempt.js";
 import { attemptResult } from "./attempt-result.js";
 import { DispatcherClient, type TurnStream } from "./client.js";
 import { ClusterRegistry } from "./cluster-registry.js";
-import type { PluginConfig } from "./config.js";
+import { DEFAULT_RETRY, type PluginConfig } from "./config.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { preflightError } from "./errors.js";
 import { TurnProjection } from "./events.js";
 import { KubeClient } from "./kube.js";
+import { PendingAnswers } from "./pending-answers.js";
 import { SupportRegistry } from "./registry.js";
 import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
 import { SessionStore } from "./sessions.js";
+import { type RetryOptions, realWaiter, startWithRetries, type Waiter } from "./start-retry.js";
 import { type MarkerStore, memoryMarkers } from "./transcript-marker.js";
 
 /** The one harness id this plugin registers (and returns as agentHarnessId). */
@@ -26,7 +28,7 @@ const MAX_RECONNECTS = 3;
 
 export function createHarness(
   config: PluginConfig,
-  deps: { registry?: SupportRegistry; client?: DispatcherClient; logger?: Logger } & AttemptDeps = {},
+  deps: { registry?: SupportRegistry; client?: DispatcherClient; logger?: Logger; waiter?: Waiter } & AttemptDeps = {},
 ): AgentHarnessV2 {
   const log = deps.logger ?? { warn: () => undefined };
   // Without Kubernetes settings (outside a cluster, not configured) the
@@ -41,13 +43,14 @@ export function createHarness(
   const registry = deps.registry ?? new SupportRegistry(config.routes, cluster);
   const client = deps.client ?? new DispatcherClient(config);
   const attemptDeps = { ...deps, markers: deps.markers ?? memoryMarkers() };
+  const retry = { bounds: config.retry ?? DEFAULT_RETRY, waiter: deps.waiter ?? realWaiter };
   const harness: AgentHarnessV2 = {
     id: HARNESS_ID,
     label: "Kubernetes agent harnesses (harness-operator)",
     supports: (ctx) => registry.supports(ctx),
     runAttempt: async (params) => {
       if (sessions !== undefined) await ensureSession(sessions, params);
-      return runAttempt(params, client, attemptDeps);
+      return runAttempt(params, client, attemptDeps, retry);
     },
     dispose: () => cluster?.stop(),
   };
@@ -70,12 +73,16 @@ async function runAttempt(
   params: AgentHarnessAttemptParamsV2,
   client: DispatcherClient,
   deps: AttemptDeps & { markers: MarkerStore },
+  retry: Omit<RetryOptions, "signal" | "timeoutMs">,
 ): Promise<AgentHarnessAttemptResult> {
   const session = sessionName(params.sessionId);
   const attempt = await Attempt.prepare(params, deps);
+  const startOpts = params.abortSignal ? { signal: params.abortSignal } : {};
   let stream: TurnStream;
   try {
-    stream = await attempt.start(client, session, params.abortSignal ? { signal: params.abortSignal } : {});
+    stream = await attempt.start((body) =>
+      startWithRetries(() => client.startTurn(session, body, startOpts), { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs }),
+    );
   } catch (err) {
     // Nothing was journaled: the turn was not claimed.
     throw preflightError(
@@ -91,13 +98,18 @@ async function runAttempt(
     if (token !== undefined) client.interrupt(session, stream.runId || body.runId, token).catch(() => undefined);
   };
   params.abortSignal?.addEventListener("abort", onAbort, { once: true });
+  const answers = new PendingAnswers(params.abortSignal, (err) => {
+    deps.logger?.warn(`harness-operator: answering a request of run ${stream.runId || body.runId} failed; the dispatcher times it out: ${(err as Error).message}`);
+  });
   try {
     for (let reconnects = 0; ; reconnects++) {
       try {
         for await (const ev of stream.events) {
           const action = await projection.apply(ev);
           if (action !== undefined) {
-            await attempt.answer(action, projection.selected?.turnToken, { client, session, runId: stream.runId || body.runId });
+            const token = projection.selected?.turnToken;
+            const to = { client, session, runId: stream.runId || body.runId };
+            answers.add((signal) => attempt.answer(action, token, to, signal));
           }
           if (projection.end !== undefined) break;
         }
@@ -115,6 +127,7 @@ async function runAttempt(
     }
   } finally {
     params.abortSignal?.removeEventListener("abort", onAbort);
+    await answers.close();
   }
   const result = attemptResult(projection, {
     sessionId: params.sessionId,
