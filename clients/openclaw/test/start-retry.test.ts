@@ -89,7 +89,9 @@ test("a Retry-After longer than retry.maxWaitSeconds fails the attempt at once w
   const lb = await startLoopback((_req, res) => refuse(res, capacity, 503, "120"));
   try {
     const { waiter, sleeps } = fakeWaiter();
-    await assert.rejects(createHarness({ ...lb.config, retry: bounds }, { waiter }).runAttempt(params()), refusedAs("HarnessAtCapacity", "harness"));
+    // The attempt's timeout (10 min) would allow the wait: the bound alone refuses it.
+    const attempt = params({ timeoutMs: 600_000 });
+    await assert.rejects(createHarness({ ...lb.config, retry: bounds }, { waiter }).runAttempt(attempt), refusedAs("HarnessAtCapacity", "harness"));
     assert.deepEqual(sleeps, []);
     assert.equal(lb.requests.length, 1);
   } finally {
@@ -116,18 +118,15 @@ test("a refusal that persists fails the attempt after retry.maxRetries retries, 
   }
 });
 
-test("OpenClaw's abort during the wait fails the attempt with the refusal, and nothing is posted again", { timeout: 10_000 }, async () => {
+test("OpenClaw's abort during the wait fails the attempt with the refusal, and nothing is posted again", async () => {
   const lb = await startLoopback((_req, res) => refuse(res, { code: "RateLimited", message: "slow down", scope: "", retryable: true }, 429, "5"));
   try {
     const abort = new AbortController();
-    // The wait never ends by itself: only the abort can end it.
-    const { waiter, sleeps } = fakeWaiter(
-      (signal) =>
-        new Promise<void>((_resolve, reject) => {
-          signal?.addEventListener("abort", () => reject(signal.reason as Error), { once: true });
-          abort.abort();
-        }),
-    );
+    // OpenClaw aborts during the wait; a sleep told of the abort ends with it.
+    const { waiter, sleeps } = fakeWaiter(async (signal) => {
+      abort.abort();
+      if (signal?.aborted === true) throw signal.reason as Error;
+    });
     await assert.rejects(createHarness(lb.config, { waiter }).runAttempt(params({ abortSignal: abort.signal })), refusedAs("RateLimited", undefined));
     assert.deepEqual(sleeps, [5000]);
     assert.equal(lb.requests.length, 1);
