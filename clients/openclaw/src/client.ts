@@ -27,7 +27,8 @@ export class DispatcherClient {
   /**
    * POSTs a turn and returns its stream once the dispatcher journaled it.
    * A refusal before that (an HTTP error status) is a DispatcherError with
-   * the status and Retry-After: nothing ran. The same body with lastEventId reconnects.
+   * the status and Retry-After: nothing ran. The same body with lastEventId
+   * reconnects.
    */
   async startTurn(session: string, body: object, opts: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<TurnStream> {
     const headers: Record<string, string> = {};

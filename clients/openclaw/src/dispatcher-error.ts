@@ -12,8 +12,9 @@ export type WireError = {
 };
 
 /**
- * A dispatcher answer that was an error; status is absent for a stream
- * `error`, retryAfterSeconds when the answer had no Retry-After in seconds.
+ * A dispatcher answer that was an error. status is absent for a stream
+ * `error`; retryAfterSeconds is the answer's Retry-After, absent when it had
+ * none in seconds.
  */
 export class DispatcherError extends Error {
   constructor(

@@ -77,20 +77,7 @@ async function runAttempt(
 ): Promise<AgentHarnessAttemptResult> {
   const session = sessionName(params.sessionId);
   const attempt = await Attempt.prepare(params, deps);
-  const startOpts = params.abortSignal ? { signal: params.abortSignal } : {};
-  let stream: TurnStream;
-  try {
-    stream = await attempt.start((body) =>
-      startWithRetries(() => client.startTurn(session, body, startOpts), { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs }),
-    );
-  } catch (err) {
-    // Nothing was journaled: the turn was not claimed.
-    throw preflightError(
-      err instanceof DispatcherError
-        ? err.wire
-        : { code: "DispatcherUnreachable", message: (err as Error).message, scope: "", retryable: true },
-    );
-  }
+  let stream = await startTurn(attempt, params, client, session, retry);
   const body = attempt.body;
   const projection = new TurnProjection(params);
   const onAbort = (): void => {
@@ -136,4 +123,27 @@ async function runAttempt(
   });
   await attempt.finish(projection, result, stream.runId || body.runId);
   return result;
+}
+
+// The turn's stream once the dispatcher claimed it, after the refusals
+// start-retry.ts waits out; a refusal that stands is OpenClaw's preflight error.
+async function startTurn(
+  attempt: Attempt,
+  params: AgentHarnessAttemptParamsV2,
+  client: DispatcherClient,
+  session: string,
+  retry: Omit<RetryOptions, "signal" | "timeoutMs">,
+): Promise<TurnStream> {
+  const startOpts = params.abortSignal ? { signal: params.abortSignal } : {};
+  const retryOpts = { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs };
+  try {
+    return await attempt.start((body) => startWithRetries(() => client.startTurn(session, body, startOpts), retryOpts));
+  } catch (err) {
+    // Nothing was journaled: the turn was not claimed.
+    throw preflightError(
+      err instanceof DispatcherError
+        ? err.wire
+        : { code: "DispatcherUnreachable", message: (err as Error).message, scope: "", retryable: true },
+    );
+  }
 }
