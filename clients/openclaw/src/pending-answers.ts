@@ -25,8 +25,9 @@ export class PendingAnswers {
     });
   }
 
-  /** Starts one answer, given the signal it must give up on. */
+  /** Starts one answer, given the signal it must give up on; none starts once OpenClaw aborted. */
   add(answer: (signal: AbortSignal) => Promise<void>): void {
+    if (this.signal.aborted) return;
     const settled: Promise<void> = Promise.race([answer(this.signal).catch(this.onError), this.abandoned]).finally(() => {
       this.pending.delete(settled);
     });
