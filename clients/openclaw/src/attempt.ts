@@ -101,42 +101,52 @@ export class Attempt {
   }
 
   /**
-   * Starts the turn. When the session's last turn is not the marker's
-   * (another client ran one, or the plugin's state was lost), the dispatcher
+   * Starts the turn with send (a post of the body, with its retries). When
+   * the session's last turn is not the marker's (another client ran one, or
+   * the plugin's state was lost), the dispatcher
    * refuses the gateway's messages with SessionMismatch before anything ran;
    * the turn is then started once more without them, so that the session is
    * not stuck behind a marker that can no longer be right. Those messages
    * do not reach the cluster's thread.
    */
-  async start(client: DispatcherClient, session: string, opts: { signal?: AbortSignal }): Promise<TurnStream> {
+  async start(send: (body: TurnRequest) => Promise<TurnStream>): Promise<TurnStream> {
     try {
-      return await client.startTurn(session, this.turnBody, opts);
+      return await send(this.turnBody);
     } catch (err) {
       if (!(err instanceof DispatcherError && err.wire.code === "SessionMismatch" && this.turnBody.gatewayTranscript !== undefined)) throw err;
       const { gatewayTranscript: _refused, ...rest } = this.turnBody;
       this.turnBody = rest;
-      return client.startTurn(session, this.turnBody, opts);
+      return send(this.turnBody);
     }
   }
 
-  /** Answers what the turn asked; a request no longer waiting changes nothing (its resolution is in the stream). */
-  async answer(action: TurnAction, token: string | undefined, to: TurnTarget): Promise<void> {
+  /**
+   * Answers what the turn asked; a request no longer waiting changes nothing
+   * (its resolution is in the stream). Once signal aborts (OpenClaw's abort,
+   * or the turn ended) the tool or question is told, and nothing is posted.
+   */
+  async answer(action: TurnAction, token: string | undefined, to: TurnTarget, signal: AbortSignal): Promise<void> {
     if (token === undefined) return;
+    const post = async (send: () => Promise<void>): Promise<void> => {
+      if (!signal.aborted) await send().catch(() => undefined);
+    };
+    // The native-request helpers wait on the attempt's abortSignal.
+    const asked = { ...this.params, abortSignal: signal };
     switch (action.kind) {
       case "tool_call": {
         if (action.call.callId === undefined) return;
-        const body = await runHostTool(this.tools, action.call, this.params.abortSignal);
-        await to.client.postToolResult(to.session, to.runId, token, body).catch(() => undefined);
+        const body = await runHostTool(this.tools, action.call, signal);
+        await post(() => to.client.postToolResult(to.session, to.runId, token, body));
         return;
       }
       case "approval": {
-        const body = await approvalAnswer(this.params, action.request);
-        if (body !== undefined) await to.client.postApproval(to.session, to.runId, token, body).catch(() => undefined);
+        const body = await approvalAnswer(asked, action.request);
+        if (body !== undefined) await post(() => to.client.postApproval(to.session, to.runId, token, body));
         return;
       }
       case "user_input": {
-        const body = await userInputAnswer(this.params, action.request, this.deps.askUser);
-        if (body !== undefined) await to.client.postUserInput(to.session, to.runId, token, body).catch(() => undefined);
+        const body = await userInputAnswer(asked, action.request, this.deps.askUser);
+        if (body !== undefined) await post(() => to.client.postUserInput(to.session, to.runId, token, body));
         return;
       }
     }

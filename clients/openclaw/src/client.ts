@@ -27,7 +27,8 @@ export class DispatcherClient {
   /**
    * POSTs a turn and returns its stream once the dispatcher journaled it.
    * A refusal before that (an HTTP error status) is a DispatcherError with
-   * the status: nothing ran. The same body with lastEventId reconnects.
+   * the status and Retry-After: nothing ran. The same body with lastEventId
+   * reconnects.
    */
   async startTurn(session: string, body: object, opts: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<TurnStream> {
     const headers: Record<string, string> = {};
@@ -91,8 +92,15 @@ export class DispatcherClient {
     });
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) return res;
-    throw new DispatcherError(await errorBody(res, status), status);
+    throw new DispatcherError(await errorBody(res, status), status, retryAfterSeconds(res.headers["retry-after"]));
   }
+}
+
+// Retry-After in delta-seconds, the only form the dispatcher sends; an
+// HTTP-date (a proxy's) counts as absent.
+function retryAfterSeconds(header: string | undefined): number | undefined {
+  if (header === undefined || !/^\d{1,9}$/.test(header.trim())) return undefined;
+  return Number(header.trim());
 }
 
 async function errorBody(res: IncomingMessage, status: number): Promise<WireError> {

@@ -25,6 +25,21 @@ export type KubeSettings = {
   refreshSeconds: number;
 };
 
+/**
+ * How a turn the dispatcher refused with a retryable code and a Retry-After
+ * is sent again before it was claimed (start-retry.ts).
+ */
+export type RetrySettings = {
+  /** Retries after the first refusal; 0 turns retrying off. */
+  maxRetries: number;
+  /** The longest Retry-After waited for; a longer one fails the attempt at once. */
+  maxWaitSeconds: number;
+};
+
+export const DEFAULT_RETRY: Readonly<RetrySettings> = { maxRetries: 3, maxWaitSeconds: 30 };
+const MAX_RETRIES = 20;
+const MAX_WAIT_SECONDS = 600;
+
 export type PluginConfig = {
   /** The dispatcher's API base URL, without a trailing slash. */
   dispatcherUrl: string;
@@ -34,6 +49,8 @@ export type PluginConfig = {
   routes: RouteSupport[];
   /** Absent outside a cluster when the block is not configured: no Kubernetes calls. */
   kubernetes?: KubeSettings;
+  /** Absent: DEFAULT_RETRY. */
+  retry?: RetrySettings;
 };
 
 /** A configuration problem; the message names the field. */
@@ -47,7 +64,8 @@ export class ConfigError extends Error {
   }
 }
 
-const KNOWN_FIELDS = new Set(["dispatcherUrl", "caFile", "tokenFile", "namespace", "routes", "kubernetes"]);
+const KNOWN_FIELDS = new Set(["dispatcherUrl", "caFile", "tokenFile", "namespace", "routes", "kubernetes", "retry"]);
+const KNOWN_RETRY_FIELDS = new Set(["maxRetries", "maxWaitSeconds"]);
 const KNOWN_KUBE_FIELDS = new Set(["server", "caFile", "tokenFile", "refreshSeconds"]);
 // Where the kubelet mounts a Pod's ServiceAccount token and the cluster's CA.
 const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -76,7 +94,26 @@ export function parseConfig(raw: unknown, env: NodeJS.ProcessEnv = process.env):
   if (caFile !== undefined) config.caFile = caFile;
   const kubernetes = parseKubernetes(obj["kubernetes"], env);
   if (kubernetes !== undefined) config.kubernetes = kubernetes;
+  if (obj["retry"] !== undefined) config.retry = parseRetry(obj["retry"]);
   return config;
+}
+
+// The `retry` block; an omitted field keeps its default.
+function parseRetry(raw: unknown): RetrySettings {
+  const obj = asObject(raw, "retry");
+  rejectUnknown(obj, KNOWN_RETRY_FIELDS, "retry.");
+  return {
+    maxRetries: wholeNumber(obj["maxRetries"], "retry.maxRetries", 0, MAX_RETRIES, DEFAULT_RETRY.maxRetries),
+    maxWaitSeconds: wholeNumber(obj["maxWaitSeconds"], "retry.maxWaitSeconds", 1, MAX_WAIT_SECONDS, DEFAULT_RETRY.maxWaitSeconds),
+  };
+}
+
+function wholeNumber(raw: unknown, field: string, min: number, max: number, dflt: number): number {
+  if (raw === undefined) return dflt;
+  if (typeof raw !== "number" || !Number.isInteger(raw) || raw < min || raw > max) {
+    throw new ConfigError(field, `must be a whole number from ${min} to ${max}`);
+  }
+  return raw;
 }
 
 // Both APIs are spoken over TLS only: a bearer token never goes in clear.
@@ -125,18 +162,10 @@ function parseKubernetes(raw: unknown, env: NodeJS.ProcessEnv): KubeSettings | u
   const settings: KubeSettings = {
     server: httpsBase(server, "kubernetes.server"),
     tokenFile,
-    refreshSeconds: refreshSeconds(obj["refreshSeconds"]),
+    refreshSeconds: wholeNumber(obj["refreshSeconds"], "kubernetes.refreshSeconds", 1, MAX_REFRESH_SECONDS, DEFAULT_REFRESH_SECONDS),
   };
   if (caFile !== undefined) settings.caFile = caFile;
   return settings;
-}
-
-function refreshSeconds(raw: unknown): number {
-  if (raw === undefined) return DEFAULT_REFRESH_SECONDS;
-  if (typeof raw !== "number" || !Number.isInteger(raw) || raw < 1 || raw > MAX_REFRESH_SECONDS) {
-    throw new ConfigError("kubernetes.refreshSeconds", `must be a whole number of seconds from 1 to ${MAX_REFRESH_SECONDS}`);
-  }
-  return raw;
 }
 
 function parseRoutes(raw: unknown): RouteSupport[] {

@@ -11,11 +11,16 @@ export type WireError = {
   replaySafe?: boolean;
 };
 
-/** A dispatcher answer that was an error; status is absent for a stream `error`. */
+/**
+ * A dispatcher answer that was an error. status is absent for a stream
+ * `error`; retryAfterSeconds is the answer's Retry-After, absent when it had
+ * none in seconds.
+ */
 export class DispatcherError extends Error {
   constructor(
     readonly wire: WireError,
     readonly status?: number,
+    readonly retryAfterSeconds?: number,
   ) {
     super(`harness-operator dispatcher: ${wire.code}: ${wire.message}`);
     this.name = "DispatcherError";

@@ -6,17 +6,19 @@ import { Attempt, type AttemptDeps } from "./attempt.js";
 import { attemptResult } from "./attempt-result.js";
 import { DispatcherClient, type TurnStream } from "./client.js";
 import { ClusterRegistry } from "./cluster-registry.js";
-import type { PluginConfig } from "./config.js";
+import { DEFAULT_RETRY, type PluginConfig } from "./config.js";
 import { sessionContextReset } from "./context-reset.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { preflightError } from "./errors.js";
 import { TurnProjection } from "./events.js";
 import { KubeClient } from "./kube.js";
+import { PendingAnswers } from "./pending-answers.js";
 import { SupportRegistry } from "./registry.js";
 import { runtimeArtifactCapability } from "./runtime-artifact.js";
 import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
 import { SessionStore } from "./sessions.js";
+import { type RetryOptions, realWaiter, startWithRetries, type Waiter } from "./start-retry.js";
 import { SupportFacts } from "./support-facts.js";
 import { loggedSupports } from "./support-log.js";
 import { type MarkerStore, memoryMarkers } from "./transcript-marker.js";
@@ -30,7 +32,7 @@ const MAX_RECONNECTS = 3;
 
 export function createHarness(
   config: PluginConfig,
-  deps: { registry?: SupportRegistry; client?: DispatcherClient; logger?: Logger } & AttemptDeps = {},
+  deps: { registry?: SupportRegistry; client?: DispatcherClient; logger?: Logger; waiter?: Waiter } & AttemptDeps = {},
 ): AgentHarnessV2 {
   const log = deps.logger ?? { warn: () => undefined };
   // Without Kubernetes settings (outside a cluster, not configured) the
@@ -47,6 +49,7 @@ export function createHarness(
   const client = deps.client ?? new DispatcherClient(config);
   const supportFacts = new SupportFacts();
   const attemptDeps = { ...deps, markers: deps.markers ?? memoryMarkers(), supportFacts };
+  const retry = { bounds: config.retry ?? DEFAULT_RETRY, waiter: deps.waiter ?? realWaiter };
   const harness: AgentHarnessV2 = {
     id: HARNESS_ID,
     label: "Kubernetes agent harnesses (harness-operator)",
@@ -56,7 +59,7 @@ export function createHarness(
     }, log),
     runAttempt: async (params) => {
       if (sessions !== undefined) await ensureSession(sessions, params);
-      return runAttempt(params, client, attemptDeps);
+      return runAttempt(params, client, attemptDeps, retry);
     },
     dispose: () => cluster?.stop(),
   };
@@ -85,20 +88,11 @@ async function runAttempt(
   params: AgentHarnessAttemptParamsV2,
   client: DispatcherClient,
   deps: AttemptDeps & { markers: MarkerStore; supportFacts: SupportFacts },
+  retry: Omit<RetryOptions, "signal" | "timeoutMs">,
 ): Promise<AgentHarnessAttemptResult> {
   const session = sessionName(params.sessionId);
   const attempt = await Attempt.prepare(params, deps);
-  let stream: TurnStream;
-  try {
-    stream = await attempt.start(client, session, params.abortSignal ? { signal: params.abortSignal } : {});
-  } catch (err) {
-    // Nothing was journaled: the turn was not claimed.
-    throw preflightError(
-      err instanceof DispatcherError
-        ? err.wire
-        : { code: "DispatcherUnreachable", message: (err as Error).message, scope: "", retryable: true },
-    );
-  }
+  let stream = await startTurn(attempt, params, client, session, retry);
   const body = attempt.body;
   const projection = new TurnProjection(params);
   const onAbort = (): void => {
@@ -106,13 +100,18 @@ async function runAttempt(
     if (token !== undefined) client.interrupt(session, stream.runId || body.runId, token).catch(() => undefined);
   };
   params.abortSignal?.addEventListener("abort", onAbort, { once: true });
+  const answers = new PendingAnswers(params.abortSignal, (err) => {
+    deps.logger?.warn(`harness-operator: answering a request of run ${stream.runId || body.runId} failed; the dispatcher times it out: ${(err as Error).message}`);
+  });
   try {
     for (let reconnects = 0; ; reconnects++) {
       try {
         for await (const ev of stream.events) {
           const action = await projection.apply(ev);
           if (action !== undefined) {
-            await attempt.answer(action, projection.selected?.turnToken, { client, session, runId: stream.runId || body.runId });
+            const token = projection.selected?.turnToken;
+            const to = { client, session, runId: stream.runId || body.runId };
+            answers.add((signal) => attempt.answer(action, token, to, signal));
           }
           if (projection.end !== undefined) break;
         }
@@ -130,6 +129,7 @@ async function runAttempt(
     }
   } finally {
     params.abortSignal?.removeEventListener("abort", onAbort);
+    await answers.close();
   }
   const result = attemptResult(projection, {
     params,
@@ -138,4 +138,27 @@ async function runAttempt(
   });
   await attempt.finish(projection, result, stream.runId || body.runId);
   return result;
+}
+
+// The turn's stream once the dispatcher claimed it, after the refusals
+// start-retry.ts waits out; a refusal that stands is OpenClaw's preflight error.
+async function startTurn(
+  attempt: Attempt,
+  params: AgentHarnessAttemptParamsV2,
+  client: DispatcherClient,
+  session: string,
+  retry: Omit<RetryOptions, "signal" | "timeoutMs">,
+): Promise<TurnStream> {
+  const startOpts = params.abortSignal ? { signal: params.abortSignal } : {};
+  const retryOpts = { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs };
+  try {
+    return await attempt.start((body) => startWithRetries(() => client.startTurn(session, body, startOpts), retryOpts));
+  } catch (err) {
+    // Nothing was journaled: the turn was not claimed.
+    throw preflightError(
+      err instanceof DispatcherError
+        ? err.wire
+        : { code: "DispatcherUnreachable", message: (err as Error).message, scope: "", retryable: true },
+    );
+  }
 }

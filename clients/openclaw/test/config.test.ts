@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { ConfigError, parseConfig, readToken } from "../src/config.js";
+import { ConfigError, DEFAULT_RETRY, parseConfig, readToken } from "../src/config.js";
 
 const valid = {
   dispatcherUrl: "https://harness-operator-dispatcher.harness-operator-system.svc:8443/",
@@ -20,6 +20,13 @@ test("a complete configuration is accepted, the URL without its trailing slash",
   assert.equal(config.namespace, "agents");
   assert.equal(config.caFile, "/var/run/harness/ca.crt");
   assert.deepEqual(config.routes, [{ provider: "openai", supported: true, priority: 100 }]);
+});
+
+test("the refusal retries keep their defaults unless configured, field by field", () => {
+  assert.equal(parseConfig(valid).retry, undefined, "absent: the harness uses DEFAULT_RETRY");
+  assert.deepEqual(DEFAULT_RETRY, { maxRetries: 3, maxWaitSeconds: 30 });
+  assert.deepEqual(parseConfig({ ...valid, retry: { maxRetries: 0 } }).retry, { maxRetries: 0, maxWaitSeconds: 30 });
+  assert.deepEqual(parseConfig({ ...valid, retry: { maxWaitSeconds: 600 } }).retry, { maxRetries: 3, maxWaitSeconds: 600 });
 });
 
 test("each configuration mistake is refused naming its field", () => {
@@ -39,6 +46,14 @@ test("each configuration mistake is refused naming its field", () => {
     ["route without provider", { ...valid, routes: [{ supported: true }] }, "routes[0].provider"],
     ["fallback on a supported route", { ...valid, routes: [{ provider: "openai", supported: true, fallbackRuntime: "openclaw" }] }, "routes[0].fallbackRuntime"],
     ["unknown route field", { ...valid, routes: [{ provider: "openai", supported: true, id: "x" }] }, "routes[0].id"],
+    ["retry not an object", { ...valid, retry: 3 }, "retry"],
+    ["negative retries", { ...valid, retry: { maxRetries: -1 } }, "retry.maxRetries"],
+    ["fractional retries", { ...valid, retry: { maxRetries: 1.5 } }, "retry.maxRetries"],
+    ["too many retries", { ...valid, retry: { maxRetries: 21 } }, "retry.maxRetries"],
+    ["no wait at all", { ...valid, retry: { maxWaitSeconds: 0 } }, "retry.maxWaitSeconds"],
+    ["wait as a string", { ...valid, retry: { maxWaitSeconds: "30" } }, "retry.maxWaitSeconds"],
+    ["wait beyond ten minutes", { ...valid, retry: { maxWaitSeconds: 601 } }, "retry.maxWaitSeconds"],
+    ["unknown retry field", { ...valid, retry: { retries: 2 } }, "retry.retries"],
   ];
   for (const [name, raw, field] of cases) {
     assert.throws(

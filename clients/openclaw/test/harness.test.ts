@@ -6,21 +6,13 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { AgentHarnessPreflightError, type AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
+import { AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { createHarness, HARNESS_ID } from "../src/harness.js";
 import { memoryMarkers } from "../src/transcript-marker.js";
+import { attemptParams as params } from "./attempt-fixtures.js";
 import { fakeHost, tool } from "./host.js";
 import { accepted, jsonError, startLoopback, write } from "./loopback.js";
-
-function params(extra: Record<string, unknown> = {}): AgentHarnessAttemptParamsV2 {
-  return {
-    runId: "gw-weather-0001", sessionId: "Weather:1", sessionKey: "agent:main:weather", agentId: "main",
-    provider: "openai", modelId: "gpt-5.5", prompt: "What is the weather in Paris?", thinkLevel: "off", timeoutMs: 60000,
-    hostCapabilities: fakeHost().caps,
-    ...extra,
-  } as unknown as AgentHarnessAttemptParamsV2;
-}
 
 test("a turn runs through the dispatcher: the attempt's tools are offered, a call runs through OpenClaw's tool surface, deltas stream into OpenClaw, and the result names this harness", { timeout: 30_000 }, async () => {
   let turn: ServerResponse | undefined;
