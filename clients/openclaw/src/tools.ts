@@ -8,6 +8,8 @@ import {
   type AgentHarnessAttemptParamsV2,
   type AnyAgentTool,
   applyEmbeddedAttemptToolsAllow,
+  extractToolResultMediaArtifact,
+  filterToolResultMediaUrls,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import type { HostTool } from "./turn-request.js";
@@ -103,7 +105,14 @@ export async function runHostTool(tools: readonly AnyAgentTool[], call: ToolCall
   }
   try {
     const result = await tool.execute(callId, call.arguments ?? {}, signal);
-    return toolResultOf(callId, result.content);
+    const body = toolResultOf(callId, result.content);
+    // Media the tool made for the channel (an image it saved, a file it
+    // attached) travel as OpenClaw's own runtime reads them, and come back
+    // in the result's toolMediaUrls for OpenClaw to deliver (the seed: tool
+    // results go through the harness result, never sent by the harness).
+    const media = filterToolResultMediaUrls(call.tool, extractToolResultMediaArtifact(result)?.mediaUrls ?? [], result);
+    if (media.length > 0) body.mediaUrls = media;
+    return body;
   } catch (err) {
     return { callId, isError: true, errorMessage: err instanceof Error ? err.message : String(err) };
   }

@@ -71,6 +71,23 @@ test("a host tool call runs the bound tool with the call's id and arguments, and
   assert.deepEqual(body, { callId: "call_3", content: [{ type: "text", text: "18°C" }, { type: "image", imageUrl: "data:image/png;base64,AAAA" }] });
 });
 
+test("media a tool made for the channel go back with its result, filtered as OpenClaw's own runtime filters them", async () => {
+  const render = tool("render_chart", async () => ({
+    content: [{ type: "text", text: "rendered" }],
+    details: { media: { mediaUrls: ["https://media.example/chart-1.png", "/var/openclaw/media/chart-1.png"] } },
+  }));
+  const body = await runHostTool([render], { callId: "c9", tool: "render_chart", arguments: {} });
+  // A local file of a tool OpenClaw does not trust with local media stays on
+  // the gateway (filterToolResultMediaUrls), as in an embedded run.
+  assert.deepEqual(body.mediaUrls, ["https://media.example/chart-1.png"]);
+  const quiet = tool("render_chart", async () => ({
+    content: [{ type: "text", text: "rendered" }],
+    details: { media: { outbound: false, mediaUrls: ["https://media.example/chart-2.png"] } },
+  }));
+  assert.equal((await runHostTool([quiet], { callId: "c10", tool: "render_chart", arguments: {} })).mediaUrls, undefined,
+    "media the tool keeps to itself are not delivered");
+});
+
 test("a tool that throws, or one the attempt did not offer, is an error result the model is told", async () => {
   const failing = tool("get_weather", async () => {
     throw new Error("no such city");
