@@ -122,7 +122,9 @@ async function runAttempt(
       const opts: { lastEventId?: string } = {};
       if (projection.lastEventId !== undefined) opts.lastEventId = projection.lastEventId;
       try {
-        stream = await client.startTurn(session, body, opts);
+        // A resumption the dispatcher refuses for now (503 AuthUnavailable,
+        // 429 RateLimited) is waited out like a start; it replays, never re-runs.
+        stream = await startWithRetries(() => client.startTurn(session, body, opts), { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs });
       } catch {
         break;
       }

@@ -166,3 +166,35 @@ test("a turn the dispatcher claimed is never posted again, even when its failure
     await lb.close();
   }
 });
+
+test("a dropped stream whose resumption the dispatcher refuses for now is resumed after its Retry-After", async () => {
+  let n = 0;
+  const lb = await startLoopback((_req, res) => {
+    switch (n++) {
+      case 0:
+        res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+        write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt" });
+        res.write(`id: 2\nevent: partial\ndata: ${JSON.stringify({ itemId: "m", delta: "sun" })}\n\n`, () => res.destroy());
+        return;
+      case 1:
+        refuse(res, { code: "AuthUnavailable", message: "the token review is unavailable", scope: "", retryable: true }, 503, "1");
+        return;
+      default:
+        res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+        write(res, 3, "result", { assistantTexts: ["sunny"], terminal: { kind: "ok" } });
+        res.end();
+    }
+  });
+  try {
+    const { waiter, sleeps } = fakeWaiter();
+    const result = await createHarness(lb.config, { waiter }).runAttempt(params());
+    assert.ok("terminal" in result);
+    assert.deepEqual(result.terminal, { kind: "ok" });
+    assert.deepEqual(sleeps, [1000]);
+    assert.equal(lb.requests.length, 3);
+    assert.equal(lb.requests[2]?.headers["last-event-id"], "2", "resumed where the stream dropped");
+    assert.equal(lb.requests[2]?.body, lb.requests[0]?.body, "the same body: the dispatcher replays, never re-runs");
+  } finally {
+    await lb.close();
+  }
+});
