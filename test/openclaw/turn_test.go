@@ -96,8 +96,6 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(made[0].Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
 	})
 
-	// Issue 17's other assertions, not written yet; each becomes an It
-	// (Ginkgo's report shows the reason in the pending spec's name).
 	// session_status is one of OpenClaw's own tools the plugin offers the
 	// cluster (read-only: it reports the OpenClaw session): the model's call
 	// reaches Codex's dynamic tools, the dispatcher streams it to the plugin,
@@ -158,11 +156,6 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 			"and its reply")
 	})
 })
-
-// pending declares a pending spec and why it cannot pass yet.
-func pending(behaviour, reason string) {
-	PIt(behaviour + " [pending: " + reason + "]")
-}
 
 // session is an AgentSession for one OpenClaw session.
 type session struct {
