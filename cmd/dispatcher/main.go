@@ -311,7 +311,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 
 	ready := map[string]healthz.Checker{
 		"informers": health.CachesSynced(mgr),
-		"leader":     leading(mgr, opts.leaderElect),
+		"leader":    leading(mgr, opts.leaderElect),
 		"api": func(*http.Request) error {
 			if !api.serving.Load() {
 				return errors.New("the API server is not serving (not leading, no certificate yet, recovering, or shutting down)")
