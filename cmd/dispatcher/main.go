@@ -16,6 +16,12 @@
 // its volume). /readyz also fails while the journal's volume has less than
 // --journal-min-free-bytes available (diskspace.go).
 //
+// --store chooses where runs, leases and transcripts are kept (store.go):
+// the journal in --journal-dir (the default), or PostgreSQL (postgres.go),
+// its connection string read once from the Secret --postgres-secret-name in
+// the dispatcher's namespace, its owner id $POD_NAME, /readyz pinging the
+// database instead of measuring the journal's volume.
+//
 // The API's TLS certificate comes from one of three places:
 //   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
 //     served through controller-runtime's certwatcher, so a replaced pair is
@@ -49,6 +55,8 @@
 //   - in the namespace of --turn-token-secret-name (a Role,
 //     config/rbac/dispatcher_turn_token_role.yaml): core secrets get on that
 //     Secret, and create (create cannot be limited by name)
+//   - with --store=postgres, in the dispatcher's namespace: core secrets get
+//     on --postgres-secret-name (the chart's <fullname>-dispatcher-postgres)
 //   - with --tls-secret-name, in the Secret's namespace (a Role,
 //     config/rbac/dispatcher_tls_role.yaml): core secrets create, list, watch
 //     (the rotator's cache watches the namespace's Secrets: list and watch
