@@ -478,7 +478,8 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 	return options{
 		bindAddr: freeAddr(t), probeAddr: freeAddr(t), metricsAddr: freeAddr(t), insecureMetrics: true,
 		leaderElect: true, leaderElectionNS: "default", turnToken: turnTokenOptions{secretName: defaultTurnTokenSecret},
-		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
+		store: storeOptions{kind: storeFiles, secretKey: defaultPostgresSecretKey}, journalDir: journalDir,
+		tokenAudience: audience, shutdownGrace: 20 * time.Second,
 		retention: retentionOptions{interval: 100 * time.Millisecond},
 		tls:       tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
 		// The external app-server is a Codex process on loopback.
