@@ -84,9 +84,10 @@ test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test run
 # The PostgreSQL store's suites need a real PostgreSQL: their files carry the
 # build tag postgres, so `make test` never starts one. hack/setup-postgres.sh
 # installs the server binaries once; internal/testutil/pgtest runs them.
+# cmd/dispatcher's test on PostgreSQL also needs envtest and the real Codex.
 .PHONY: test-postgres
-test-postgres: ## The PostgreSQL store's conformance and migration tests and the test server helper's own, on a real PostgreSQL, under the race detector.
-	pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/...
+test-postgres: ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
+	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... ./cmd/dispatcher/
 
 .PHONY: openclaw-plugin
 openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.

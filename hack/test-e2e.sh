@@ -42,7 +42,7 @@ trap 'down || true' EXIT
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/... ./cmd/dispatcher/
 
 "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"

@@ -16,6 +16,12 @@
 // its volume). /readyz also fails while the journal's volume has less than
 // --journal-min-free-bytes available (diskspace.go).
 //
+// --store chooses where runs, leases and transcripts are kept (store.go):
+// the journal in --journal-dir (the default), or PostgreSQL (postgres.go),
+// its connection string read once from the Secret --postgres-secret-name in
+// the dispatcher's namespace, its owner id $POD_NAME, /readyz pinging the
+// database instead of measuring the journal's volume.
+//
 // The API's TLS certificate comes from one of three places:
 //   - --tls-cert-file/--tls-key-file (e.g. a cert-manager Secret volume),
 //     served through controller-runtime's certwatcher, so a replaced pair is
@@ -49,6 +55,8 @@
 //   - in the namespace of --turn-token-secret-name (a Role,
 //     config/rbac/dispatcher_turn_token_role.yaml): core secrets get on that
 //     Secret, and create (create cannot be limited by name)
+//   - with --store=postgres, in the dispatcher's namespace: core secrets get
+//     on --postgres-secret-name (the chart's <fullname>-dispatcher-postgres)
 //   - with --tls-secret-name, in the Secret's namespace (a Role,
 //     config/rbac/dispatcher_tls_role.yaml): core secrets create, list, watch
 //     (the rotator's cache watches the namespace's Secrets: list and watch
@@ -61,11 +69,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,7 +96,6 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/harnessobjects"
 	"github.com/openclaw/harness-operator/internal/health"
-	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/netguard"
 	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
 )
@@ -106,6 +113,7 @@ type options struct {
 	probeAddr        string
 	leaderElect      bool
 	leaderElectionNS string
+	store            storeOptions
 	journalDir       string
 	journalMinFree   int64
 	retention        retentionOptions
@@ -132,7 +140,8 @@ func main() {
 	flag.BoolVar(&opts.insecureMetrics, "metrics-insecure", false, "Serve /metrics over plain HTTP without authentication (local development only).")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
-	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "Directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
+	bindStoreFlags(flag.CommandLine, &opts.store)
+	flag.StringVar(&opts.journalDir, "journal-dir", "/var/lib/harness-dispatcher/journal", "With --store=files: directory of the turn journal and transcript mirrors (a ReadWriteOnce volume).")
 	bindDiskSpaceFlags(flag.CommandLine, &opts.journalMinFree)
 	bindRetentionFlags(flag.CommandLine, &opts.retention)
 	bindTurnTokenFlags(flag.CommandLine, &opts.turnToken)
@@ -188,6 +197,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err := opts.limits.validate(opts.tokenAudience); err != nil {
 		return err
 	}
+	if err := opts.store.validate(); err != nil {
+		return err
+	}
 	if err := opts.retention.validate(); err != nil {
 		return err
 	}
@@ -213,30 +225,11 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
-	jopts := opts.retention.journalOptions()
-	jopts.ResolveLegacy = sessionUIDs(ctx, direct)
-	jrnl, err := journal.Open(opts.journalDir, jopts)
+	st, err := openStore(ctx, direct, opts, log)
 	if err != nil {
-		return fmt.Errorf("open the journal (--journal-dir %s): %w", opts.journalDir, err)
+		return err
 	}
-	var journalOpen atomic.Bool
-	journalOpen.Store(true)
-	defer func() {
-		journalOpen.Store(false)
-		if err := jrnl.Close(); err != nil {
-			log.Error(err, "close the journal")
-		}
-	}()
-	rep := jrnl.Recovery()
-	log.Info("journal opened", "dir", opts.journalDir, "runs", rep.Runs, "running", rep.Running,
-		"tornTails", rep.TornTails, "discarded", len(rep.Discarded), "corrupt", rep.Corrupt, "pruned", rep.Pruned)
-	if m := rep.Migrated; len(m.Moved)+len(m.Removed) > 0 {
-		log.Info("migrated a journal kept by AgentSession name to UID keys", "moved", m.Moved, "removedGone", m.Removed)
-	}
-	journalSpaceOK := journalSpace(opts.journalDir, opts.journalMinFree)
-	if err := journalSpaceOK(nil); err != nil {
-		log.Error(err, "the journal's volume is nearly full: /readyz fails until there is room")
-	}
+	defer st.close()
 
 	// Give the API server's graceful shutdown its full grace, plus time for
 	// the caches and the leader lease to be released.
@@ -274,26 +267,22 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return err
 	}
 
-	if err := mgr.Add(opts.retention.runnable(jrnl, ctrl.Log.WithName("retention"))); err != nil {
-		return fmt.Errorf("add journal retention: %w", err)
+	if err := mgr.Add(opts.retention.runnable(st.Store, ctrl.Log.WithName("retention"))); err != nil {
+		return fmt.Errorf("add retention: %w", err)
 	}
 
 	reader := secretsUncached{Reader: mgr.GetCache(), api: mgr.GetAPIReader()}
-	owner, err := journalOwner(opts.journalDir)
-	if err != nil {
-		return err
-	}
 	externalDial, err := opts.externalDial.Policy()
 	if err != nil {
 		return err
 	}
-	eng := dispatch.New(reader, mgr.GetClient(), jrnl, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: owner,
+	eng := dispatch.New(reader, mgr.GetClient(), st.Store, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
 		ExternalDial: externalDial})
 	defer eng.Close()
-	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(mgr); err != nil {
+	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&dispatch.GarbageCollector{Engine: eng, Store: jrnl, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
+	if err := mgr.Add(&dispatch.GarbageCollector{Engine: eng, Store: st.Store, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
 		return fmt.Errorf("add the garbage collector: %w", err)
 	}
 
@@ -308,7 +297,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		}
 	}
 	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
-		Engine: eng, Store: jrnl, Sessions: mgr.GetCache(),
+		Engine: eng, Store: st.Store, Sessions: mgr.GetCache(),
 		Authorizer:           authorizer,
 		TurnTokens:           turnTokens,
 		Logger:               ctrl.Log.WithName("api"),
@@ -331,13 +320,6 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	ready := map[string]healthz.Checker{
 		"informers": health.CachesSynced(mgr),
 		"leader":    leading(mgr, opts.leaderElect),
-		"journal": func(*http.Request) error {
-			if !journalOpen.Load() {
-				return errors.New("the journal is closed")
-			}
-			return nil
-		},
-		"journal-space": journalSpaceOK,
 		"api": func(*http.Request) error {
 			if !api.serving.Load() {
 				return errors.New("the API server is not serving (not leading, no certificate yet, recovering, or shutting down)")
@@ -345,6 +327,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 			return nil
 		},
 	}
+	maps.Copy(ready, st.ready)
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("add /healthz: %w", err)
 	}
@@ -354,8 +337,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		}
 	}
 
-	log.Info("starting dispatcher", "leaderElection", opts.leaderElect, "bindAddress", opts.bindAddr,
-		"probeBindAddress", opts.probeAddr, "metricsBindAddress", opts.metricsAddr, "journalDir", opts.journalDir)
+	log.Info("starting dispatcher", append([]any{"leaderElection", opts.leaderElect, "bindAddress", opts.bindAddr,
+		"probeBindAddress", opts.probeAddr, "metricsBindAddress", opts.metricsAddr}, storeDescription(opts)...)...)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("run dispatcher: %w", err)
 	}

@@ -21,17 +21,13 @@ import (
 	"github.com/go-logr/logr"
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/controllers/agentharness"
-	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/sse"
@@ -70,61 +66,12 @@ func TestMain(m *testing.M) {
 }
 
 func TestDispatcher(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
-		t.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: KUBEBUILDER_ASSETS=... CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/dispatcher/")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	stub, err := stubmodel.New()
-	must(t, err)
-	defer stub.Close()
-	cdx, err := codextest.StartErr(t, codextest.Options{
-		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
-	})
-	must(t, err)
-
-	env, err := testutil.StartEnv()
-	must(t, err)
-	defer func() { _ = env.Stop() }()
-	k8s := env.Client
-	cs, err := kubernetes.NewForConfig(env.Config)
-	must(t, err)
 	// The namespace of the codex harness, the manager's one harness namespace.
 	const ns = "dispatcher-main"
-	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
-		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
-			HarnessNamespaces: []string{ns}, ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m)
-	})
-	must(t, err)
-	defer func() { _ = mgr.Stop() }()
-
-	// A namespace with the codex harness, a session, and a gateway
-	// ServiceAccount granted create/get on agentsessions/turns.
-	must(t, k8s.Create(ctx, &v1alpha1.RuntimePolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "codex-only"},
-		Spec: v1alpha1.RuntimePolicySpec{
-			Providers:        []v1alpha1.ProviderRuntimePolicy{{Provider: "openai", Runtime: "codex"}},
-			SessionOverrides: v1alpha1.SessionOverridesDeny,
-		},
-	}))
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	must(t, k8s.Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "harness-gateway-test"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"harness.openclaw.dev"}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
-	}))
-	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gateway"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "harness-gateway-test"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "gateway"}},
-	}))
-	gateway, err := testutil.ServiceAccountToken(ctx, k8s, cs, ns, "gateway", audience)
-	must(t, err)
-	registerCodex(ctx, t, k8s, ns, cdx.URL)
-	must(t, k8s.Create(ctx, &v1alpha1.AgentSession{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drain"},
-		Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:drain", SessionID: "drain-id", Model: testModel},
-	}))
+	fx := newTurnFixture(ctx, t, ns, "drain")
+	env, k8s, stub, gateway := fx.env, fx.k8s, fx.stub, fx.gateway
 
 	dir := t.TempDir()
 	opts := testOptions(t, filepath.Join(dir, "journal"), filepath.Join(dir, "ca.pem"))
@@ -531,7 +478,8 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 	return options{
 		bindAddr: freeAddr(t), probeAddr: freeAddr(t), metricsAddr: freeAddr(t), insecureMetrics: true,
 		leaderElect: true, leaderElectionNS: "default", turnToken: turnTokenOptions{secretName: defaultTurnTokenSecret},
-		journalDir: journalDir, tokenAudience: audience, shutdownGrace: 20 * time.Second,
+		store: storeOptions{kind: storeFiles, secretKey: defaultPostgresSecretKey}, journalDir: journalDir,
+		tokenAudience: audience, shutdownGrace: 20 * time.Second,
 		retention: retentionOptions{interval: 100 * time.Millisecond},
 		tls:       tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
 		// The external app-server is a Codex process on loopback.

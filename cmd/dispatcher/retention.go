@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/store"
 )
 
 // defaultRetentionInterval is how often retention runs while the dispatcher
@@ -51,12 +52,12 @@ func (o retentionOptions) journalOptions() journal.Options {
 }
 
 // runnable is the periodic retention of j for the manager.
-func (o retentionOptions) runnable(j *journal.Journal, log logr.Logger) *retention {
+func (o retentionOptions) runnable(s store.Store, log logr.Logger) *retention {
 	interval := o.interval
 	if interval == 0 {
 		interval = defaultRetentionInterval
 	}
-	return &retention{journal: j, interval: interval, log: log}
+	return &retention{store: s, interval: interval, log: log}
 }
 
 // Retention metrics. Their one open label is namespace, bounded like the
@@ -84,11 +85,12 @@ func init() {
 	metrics.Registry.MustRegister(retentionPasses, retentionPruned, namespaceRuns, namespaceBytes)
 }
 
-// retention runs the journal's retention for as long as the manager runs and
+// retention runs the store's retention for as long as the manager runs and
 // publishes each pass as metrics. It needs no leadership: whoever opened the
-// journal holds its lock and owns it.
+// journal holds its lock and owns it; replicas sharing a database prune the
+// same rows, each pass idempotent.
 type retention struct {
-	journal  *journal.Journal
+	store    store.Store
 	interval time.Duration
 	log      logr.Logger
 
@@ -97,7 +99,7 @@ type retention struct {
 
 // Start implements manager.Runnable; it returns when ctx ends.
 func (r *retention) Start(ctx context.Context) error {
-	return r.journal.RunRetention(ctx, r.interval, r.record)
+	return r.store.RunRetention(ctx, r.interval, r.record)
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
@@ -105,7 +107,7 @@ func (r *retention) NeedLeaderElection() bool { return false }
 
 // record publishes one pass: its outcome, what it pruned, and what each
 // namespace holds after it.
-func (r *retention) record(rep journal.PruneReport, err error) {
+func (r *retention) record(rep store.PruneReport, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
@@ -115,10 +117,10 @@ func (r *retention) record(rep journal.PruneReport, err error) {
 	retentionPruned.WithLabelValues("aged_out").Add(float64(rep.Forgotten))
 	retentionPruned.WithLabelValues("payload").Add(float64(rep.PayloadsPruned))
 	retentionPruned.WithLabelValues("transcript").Add(float64(rep.TranscriptsPruned))
-	if rep != (journal.PruneReport{}) {
+	if rep != (store.PruneReport{}) {
 		r.log.Info("journal retention pruned", "agedOut", rep.Forgotten, "payloads", rep.PayloadsPruned, "transcripts", rep.TranscriptsPruned)
 	}
-	usage, err := r.journal.Usage()
+	usage, err := r.store.Usage()
 	if err != nil {
 		r.log.Error(err, "journal usage")
 	}

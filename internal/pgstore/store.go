@@ -167,3 +167,14 @@ func errFenced(session string) error {
 var errNoRows = pgx.ErrNoRows
 
 func isNoRows(err error) bool { return errors.Is(err, errNoRows) }
+
+// Ping checks that the database answers: the dispatcher's readiness check.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		return s.dbErr("ping", err)
+	}
+	return nil
+}

@@ -277,7 +277,8 @@ func TestManagerRBAC(t *testing.T) {
 // a leader-election Role and the turn-token Role of
 // config/rbac/dispatcher_turn_token_role.yaml in the release namespace and,
 // with its self-managed TLS certificate (dispatcher.tls.secretName empty), the
-// Role of config/rbac/dispatcher_tls_role.yaml there.
+// Role of config/rbac/dispatcher_tls_role.yaml there; with the PostgreSQL
+// store, get on its connection-string Secret there, by name.
 func TestDispatcherRBAC(t *testing.T) {
 	crs, _ := configRBAC(t, "dispatcher_role.yaml")
 	_, tlsRoles := configRBAC(t, "dispatcher_tls_role.yaml")
@@ -295,10 +296,12 @@ func TestDispatcherRBAC(t *testing.T) {
 		valueSet          string
 		harnessNamespaces []string
 		selfManagedTLS    bool
+		postgresSecret    string // dispatcher.store.postgres.secretName with the PostgreSQL store
 	}{
-		{"defaults", nil, true},
-		{"harness-namespaces", []string{"team-a", "team-b"}, true},
-		{"cert-manager", nil, false}, // dispatcher.tls.secretName is set
+		{"defaults", nil, true, ""},
+		{"harness-namespaces", []string{"team-a", "team-b"}, true, ""},
+		{"cert-manager", nil, false, ""}, // dispatcher.tls.secretName is set
+		{"postgres", nil, true, "harness-db-app"},
 	} {
 		t.Run(c.valueSet, func(t *testing.T) {
 			r := renderRBAC(t, objectsOf(t, c.valueSet))
@@ -307,6 +310,9 @@ func TestDispatcherRBAC(t *testing.T) {
 				roles = append(roles, tlsRoles...)
 			}
 			want := append(referenceGrants(crs, roles, c.harnessNamespaces), leaderElection...)
+			if c.postgresSecret != "" {
+				want = append(want, grant{resource: "secrets", verb: "get", namespace: releaseNamespace, names: []string{c.postgresSecret}})
+			}
 			got := r.grantsOf(t, fullname+"-dispatcher")
 			checkExact(t, "the dispatcher", got, want, nil)
 			for _, g := range got {

@@ -237,7 +237,7 @@ func TestManager(t *testing.T) {
 }
 
 // TestDispatcher checks the dispatcher runs one replica with Recreate and
-// leader election, its journal volume, TLS and its Service.
+// leader election on the file store, its journal volume, TLS and its Service.
 func TestDispatcher(t *testing.T) {
 	svcName := fullname + "-dispatcher"
 	cases := []struct {
@@ -262,6 +262,9 @@ func TestDispatcher(t *testing.T) {
 			}
 			ctr := d.Spec.Template.Spec.Containers[0]
 			args := argMap(ctr.Args)
+			if args["--store"] != "files" {
+				t.Errorf("dispatcher --store = %q, want files", args["--store"])
+			}
 			if args["--leader-elect"] != "true" || args["--leader-election-namespace"] != releaseNamespace {
 				t.Errorf("dispatcher leader election args = %v", ctr.Args)
 			}
@@ -358,6 +361,71 @@ func TestDispatcher(t *testing.T) {
 				t.Errorf("%d Services carry the dispatcher labels, want 1", n)
 			}
 		})
+	}
+}
+
+// TestDispatcherOnPostgres checks the dispatcher with the PostgreSQL store:
+// its replicas, RollingUpdate, the connection string only by its Secret's
+// name (never in the pod spec), POD_NAME from the downward API as its owner
+// id, no journal volume or claim, and leader election still on.
+func TestDispatcherOnPostgres(t *testing.T) {
+	objs := objectsOf(t, "postgres")
+	d := deployment(t, objs, fullname+"-dispatcher")
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+		t.Errorf("dispatcher replicas = %v, want 3", d.Spec.Replicas)
+	}
+	// Only the leader is ready: a rollout must not wait for a standby to
+	// become ready before it stops an old pod.
+	if s := d.Spec.Strategy; s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate == nil ||
+		s.RollingUpdate.MaxUnavailable == nil || s.RollingUpdate.MaxUnavailable.String() != "100%" {
+		t.Errorf("dispatcher strategy = %+v, want RollingUpdate with maxUnavailable 100%%", s)
+	}
+	ctr := d.Spec.Template.Spec.Containers[0]
+	args := argMap(ctr.Args)
+	for flag, want := range map[string]string{
+		"--store": "postgres", "--postgres-secret-name": "harness-db-app", "--postgres-secret-key": "uri",
+		"--leader-elect": "true", "--leader-election-namespace": releaseNamespace,
+	} {
+		if args[flag] != want {
+			t.Errorf("dispatcher %s = %q, want %q (args %v)", flag, args[flag], want, ctr.Args)
+		}
+	}
+	for _, journalOnly := range []string{"--journal-dir", "--journal-min-free-bytes", "--journal-max-namespace-bytes"} {
+		if _, ok := args[journalOnly]; ok {
+			t.Errorf("dispatcher args %v carry the file store's %s", ctr.Args, journalOnly)
+		}
+	}
+	podName := slices.IndexFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" })
+	if podName < 0 || ctr.Env[podName].ValueFrom == nil || ctr.Env[podName].ValueFrom.FieldRef == nil ||
+		ctr.Env[podName].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("dispatcher env %+v: want POD_NAME from metadata.name", ctr.Env)
+	}
+	for _, e := range ctr.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			t.Errorf("dispatcher env %s comes from a Secret: the connection string is read by the dispatcher, never put in the pod spec", e.Name)
+		}
+	}
+	if v := volume(d.Spec.Template.Spec, "journal"); v != nil {
+		t.Errorf("journal volume %+v rendered with the PostgreSQL store", v)
+	}
+	if has(objs, "PersistentVolumeClaim", releaseNamespace, fullname+"-dispatcher-journal") {
+		t.Error("journal claim rendered with the PostgreSQL store")
+	}
+}
+
+// TestDispatcherReplicasNeedPostgres checks a values set that skips the
+// schema still cannot run several dispatchers on one file journal, nor the
+// PostgreSQL store without its Secret: the template fails naming the values.
+func TestDispatcherReplicasNeedPostgres(t *testing.T) {
+	for values, want := range map[string]string{
+		"dispatcher:\n  replicas: 2\n":                "dispatcher.replicas is 2, but more than 1 needs dispatcher.store.type postgres",
+		"dispatcher:\n  store:\n    type: postgres\n": "dispatcher.store.type postgres needs dispatcher.store.postgres.secretName",
+	} {
+		out, stderr, err := helm(t, "template", releaseName, chartDir(t), "--namespace", releaseNamespace,
+			"--skip-schema-validation", "--values", writeValues(t, values))
+		if err == nil || !strings.Contains(out+stderr, want) {
+			t.Errorf("helm template %q: %v, want a failure saying %q:\n%s", values, err, want, stderr)
+		}
 	}
 }
 
