@@ -42,7 +42,10 @@ trap 'down || true' EXIT
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/... ./cmd/dispatcher/
+go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+# The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
+# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 
 "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
