@@ -91,6 +91,10 @@ test-postgres: ## The PostgreSQL store's conformance and migration tests, the te
 		go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
 		go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
+.PHONY: bench-store
+bench-store: ## What the store adds to a turn: the file journal and PostgreSQL side by side (BenchmarkTurnOverhead; not part of CI).
+	pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/
+
 .PHONY: openclaw-plugin
 openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack
