@@ -11,7 +11,7 @@
 // 512 KiB). A compaction is not a cut and never comes here.
 import type { AgentHarnessV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import type { Logger } from "./session-hooks.js";
+import { type Logger, runMutation } from "./session-hooks.js";
 import type { SessionStore } from "./sessions.js";
 import type { MarkerStore } from "./transcript-marker.js";
 
@@ -19,15 +19,7 @@ type Hook = NonNullable<AgentHarnessV2["withSessionContextReset"]>;
 
 export function sessionContextReset(sessions: Pick<SessionStore, "reset">, markers: MarkerStore, log: Logger): { withSessionContextReset: Hook } {
   const withSessionContextReset: Hook = async (params, run) => {
-    let committed = false;
-    const result = await run({
-      commit: () => {
-        committed = true;
-      },
-      rollback: () => {
-        committed = false;
-      },
-    });
+    const { result, committed } = await runMutation(run);
     if (!committed) return result;
     // The predecessor of an interrupted compaction may still hold the
     // conversation's native thread (the SDK's previousSessionId).

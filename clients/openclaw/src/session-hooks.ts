@@ -38,6 +38,23 @@ export async function ensureSession(
   }
 }
 
+/**
+ * Runs one of OpenClaw's session mutations (deletion, a history cut) and
+ * reports whether it committed: the native side is released only then.
+ */
+export async function runMutation<T>(run: (tx: { commit(): void; rollback(): void }) => Promise<T>): Promise<{ result: T; committed: boolean }> {
+  let committed = false;
+  const result = await run({
+    commit: () => {
+      committed = true;
+    },
+    rollback: () => {
+      committed = false;
+    },
+  });
+  return { result, committed };
+}
+
 /** The harness's reset and session-deletion hooks over the AgentSessions. */
 export function sessionHooks(sessions: SessionStore, log: Logger): Pick<AgentHarnessV2, "reset" | "withSessionDeletion"> {
   return {
@@ -51,15 +68,7 @@ export function sessionHooks(sessions: SessionStore, log: Logger): Pick<AgentHar
       await sessions.reset(id);
     },
     async withSessionDeletion(params, run) {
-      let committed = false;
-      const result = await run({
-        commit: () => {
-          committed = true;
-        },
-        rollback: () => {
-          committed = false;
-        },
-      });
+      const { result, committed } = await runMutation(run);
       // The SDK: "release native resources after its commit completes". The
       // OpenClaw session is gone by now; a failure here leaves an orphaned
       // AgentSession to delete by hand, and is reported, not thrown.
