@@ -178,8 +178,9 @@ func testInboxEnded(t *testing.T, e *env) {
 		unknown = err
 	}
 	wantErr(t, "Inbox of an unknown run", unknown, store.ErrNotFound)
+	post(t, other, ref, answers[0])
 	finish(t, w)
-	_, err = other.Post(ref.Session, ref.RunID, answers[0])
+	_, err = other.Post(ref.Session, ref.RunID, answers[1])
 	wantErr(t, "Post to a finished run", err, store.ErrRunEnded)
 	for m, err := range other.Inbox(context.Background(), ref, 0) {
 		t.Fatalf("Inbox of a finished run yielded %+v, %v; want nothing", m, err)
