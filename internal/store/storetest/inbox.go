@@ -122,10 +122,15 @@ func testInboxDuplicate(t *testing.T, e *env) {
 	const racers = 8
 	errs := make([]error, racers)
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	for i := range racers {
 		st := []store.Store{e.st, other}[i%2]
-		wg.Go(func() { _, errs[i] = st.Post(ref.Session, ref.RunID, deny) })
+		wg.Go(func() {
+			<-start
+			_, errs[i] = st.Post(ref.Session, ref.RunID, deny)
+		})
 	}
+	close(start)
 	wg.Wait()
 	accepted := 0
 	for _, err := range errs {
