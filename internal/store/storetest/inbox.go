@@ -119,7 +119,7 @@ func testInboxDuplicate(t *testing.T, e *env) {
 	_, w := running(t, e.st, 1)
 	ref, other := w.Ref(), e.peer(t)
 	deny := store.InboxMessage{Kind: store.InboxApproval, Key: "req-1", Payload: json.RawMessage(`{"decision":"denied"}`)}
-	const racers = 8
+	const racers = 16
 	errs := make([]error, racers)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
