@@ -114,7 +114,7 @@ func (j *Journal) takeOver(owner, reason string) ([]store.RunRef, error) {
 	j.leases.mu.Lock()
 	for s, ls := range j.leases.sessions {
 		ls.mu.Lock()
-		if owner != "" && ls.rec.Held && ls.rec.Owner == owner {
+		if ls.rec.Held && ls.rec.Owner == owner {
 			sessions[s] = true
 		}
 		ls.mu.Unlock()
