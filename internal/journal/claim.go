@@ -87,6 +87,19 @@ func (j *Journal) Recover(_ context.Context, owner, reason string) ([]store.RunR
 	if owner == "" {
 		return nil, fmt.Errorf("%w: Recover needs the owner whose leases to recover", store.ErrInvalidLease)
 	}
+	return j.takeOver(owner, reason)
+}
+
+// Sweep implements store.Store: Recover's takeover for no owner, so that
+// only the runs of expired or free leases are ended and no live lease is
+// released.
+func (j *Journal) Sweep(_ context.Context, reason string) ([]store.RunRef, error) {
+	return j.takeOver("", reason)
+}
+
+// takeOver ends the running runs whose lease is owner's, expired or not
+// held, and releases owner's leases; an empty owner holds none (Sweep).
+func (j *Journal) takeOver(owner, reason string) ([]store.RunRef, error) {
 	if j.closed.Load() {
 		return nil, store.ErrClosed
 	}
@@ -124,8 +137,10 @@ func (j *Journal) Recover(_ context.Context, owner, reason string) ([]store.RunR
 	return ended, nil
 }
 
-// recoverSession ends the session's running runs and releases its lease if
-// the lease is owner's, expired or not held.
+// recoverSession ends the session's running runs if its lease is owner's,
+// expired or not held, and releases that lease if it is owner's or a run
+// was ended under it: an expired lease of an idle session is left to its
+// holder until someone acquires the session.
 func (j *Journal) recoverSession(session, owner, reason string, running []store.RunRef) ([]store.RunRef, error) {
 	ls, err := j.leaseOf(session)
 	if err != nil {
@@ -149,7 +164,7 @@ func (j *Journal) recoverSession(session, owner, reason string, running []store.
 			errs = append(errs, err)
 		}
 	}
-	if rec.Held {
+	if rec.Held && (rec.Owner == owner || len(ended) > 0) {
 		err := j.withSession(session, func(s *sessionState) error {
 			if ls.deleted { // the session went with its lease (DeleteSession, under s.mu)
 				return nil

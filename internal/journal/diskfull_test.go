@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
 )
 
@@ -45,6 +46,9 @@ func TestARunThatCannotBeRecordedOnAFullDiskStillEndsFailedForItsReaders(t *test
 			follower := begin(t, j, sess, "run-1", "body", BeginAttach)
 			followed := collectAsync(follower)
 
+			if _, err := j.Post(sess, "run-1", store.InboxMessage{Kind: store.InboxInterrupt}); err != nil {
+				t.Fatalf("Post: %v", err)
+			}
 			errPayload := diskFullPayload()
 			if tc.errorEventWritten {
 				if _, err := w.Append("error", errPayload); err != nil {
@@ -61,6 +65,12 @@ func TestARunThatCannotBeRecordedOnAFullDiskStillEndsFailedForItsReaders(t *test
 				t.Fatalf("Finish on a full disk: %v, want ENOSPC", err)
 			}
 			checkEndedFailed(t, j, followed, errPayload, w, follower)
+			// Its state stays in memory with its inbox, which is the
+			// running turn's: an answer posted before the end is not
+			// read after it.
+			for m, err := range j.Inbox(context.Background(), store.RunRef{Session: sess, RunID: "run-1"}, 0) {
+				t.Fatalf("Inbox of the run that ended unrecorded yielded %+v, %v; want nothing", m, err)
+			}
 
 			// A restart with space again: the end was not recorded, so
 			// the run is found running and recovery fails it without a

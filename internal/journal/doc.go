@@ -63,6 +63,14 @@
 // session exclude each other (leaseState.fence), which is what makes the
 // fencing exact although one process owns the directory.
 //
+// Inboxes and takeover (inbox.go, claim.go): a running run's inbox (Post,
+// Inbox) lives in memory on the run's state, with no file — the one process
+// is both poster and owner, and a restart ends the runs that were running —
+// and is ordered against the run's end by the run's lock. Sweep is Recover
+// for no owner: under each session's fence it ends the running runs of an
+// expired or free lease. A run begun by Begin is under no lease, so Sweep
+// ends it: callers of Begin do not sweep.
+//
 // Retention (retention.go, tombstone.go, caps.go, namespaces.go): Prune runs
 // at Open and periodically (RunRetention, for as long as the dispatcher is
 // up). It forgets runs that ended more than Options.MaxAge ago. Everything

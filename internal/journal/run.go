@@ -64,6 +64,7 @@ type runState struct {
 	reason     string
 	unrecorded bool          // ended in memory only: the file has no end record (unrecorded.go)
 	wake       chan struct{} // closed at the next event or end; created by a waiting reader
+	inbox      runInbox      // answers posted while it runs (inbox.go)
 	done       chan struct{} // closed when the run ends
 }
 
@@ -473,23 +474,12 @@ func (rs *runState) writeLine(line []byte) error {
 // ErrRunEnded for one that already ended. Only ref.Session and ref.RunID are
 // used. Iterators attached to the run see it end.
 func (j *Journal) MarkFailed(ref RunRef, reason string) error {
-	key := runKey{ref.Session, ref.RunID}
-	var rs *runState
-	for {
-		j.mu.Lock()
-		if j.closed.Load() {
-			j.mu.Unlock()
-			return ErrClosed
-		}
-		rs = j.runs[key]
-		j.mu.Unlock()
-		if rs == nil {
-			return fmt.Errorf("journal: mark run %q of session %s failed: %w", ref.RunID, ref.Session, ErrNotFound)
-		}
-		if !rs.creating() {
-			break
-		}
-		<-rs.ready
+	rs, err := j.runOf(ref.Session, ref.RunID)
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("journal: mark run %q of session %s failed: %w", ref.RunID, ref.Session, err)
 	}
 	rs.wmu.Lock()
 	defer rs.wmu.Unlock()

@@ -28,6 +28,15 @@
 //     Events iterator reads from the database page by page and, caught up,
 //     waits only for a notification. A lost listening connection is
 //     re-established with backoff and then every waiter re-reads.
+//   - Inboxes: one row per message (table inbox, UNIQUE (run, kind, key),
+//     removed with the run or its pruned payload). Post holds the run's row
+//     in its transaction, as Append and Finish do, so it is ordered against
+//     the run's end and numbers a run's messages one after the other; it
+//     notifies "<run> inbox" on pgstore_run, which wakes the run's Inbox
+//     iterators (and makes its Events readers re-read once). Post is not
+//     fenced: any dispatcher posts.
+//   - Sweep is Recover for no owner: per session, under the same locks, it
+//     ends the running runs of an expired or free lease and releases it.
 //   - Time is the Store's clock (Options.Clock), not the database's: the
 //     suite steps a fake clock. Replicas' clocks must agree to well within
 //     a lease's ttl.

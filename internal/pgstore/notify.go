@@ -16,7 +16,7 @@ const (
 	// leaseChannel's payload is a session whose lease was freed.
 	leaseChannel = "pgstore_lease"
 	// runChannel's payload is "<run id> <what>": "event", "end" (the run
-	// ended) or "gone" (it was deleted).
+	// ended), "gone" (it was deleted) or "inbox" (a message was posted).
 	runChannel = "pgstore_run"
 )
 

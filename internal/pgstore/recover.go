@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -15,6 +16,21 @@ import (
 // lease owner holds, or nobody holds, or has expired, and releases that
 // lease; it releases owner's other leases too.
 func (s *Store) Recover(ctx context.Context, owner, reason string) ([]store.RunRef, error) {
+	if owner == "" {
+		return nil, fmt.Errorf("%w: Recover needs the owner whose leases to recover", store.ErrInvalidLease)
+	}
+	return s.takeOver(ctx, owner, reason)
+}
+
+// Sweep is Recover's takeover for no owner: only the runs of expired or
+// free leases are ended, and no live lease is released.
+func (s *Store) Sweep(ctx context.Context, reason string) ([]store.RunRef, error) {
+	return s.takeOver(ctx, "", reason)
+}
+
+// takeOver ends the running runs whose lease is owner's, expired or not
+// held, and releases owner's leases; an empty owner holds none (Sweep).
+func (s *Store) takeOver(ctx context.Context, owner, reason string) ([]store.RunRef, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -80,6 +96,9 @@ func (s *Store) recoverSession(ctx context.Context, session, owner, reason strin
 			if _, err := tx.Exec(ctx, "SELECT pg_notify('"+runChannel+"', $1::bigint::text || ' end')", r.id); err != nil {
 				return err
 			}
+		}
+		if len(runs) == 0 && holder != owner {
+			return nil // an expired lease of an idle session: its holder keeps it until someone acquires the session
 		}
 		_, err = tx.Exec(ctx, `WITH d AS (DELETE FROM leases WHERE session = $1 AND token = $2 RETURNING session)
 			SELECT pg_notify('`+leaseChannel+`', session) FROM d`, session, token)

@@ -163,7 +163,8 @@ func (s *Store) Prune() (store.PruneReport, error) {
 		tag, err := s.pool.Exec(s.ctx, `WITH p AS (UPDATE runs SET pruned = true, result = NULL WHERE id IN (
 				SELECT id FROM runs WHERE state <> 'running' AND NOT pruned
 				ORDER BY finished_at DESC, id DESC OFFSET $1) RETURNING id),
-			e AS (DELETE FROM events WHERE run IN (SELECT id FROM p))
+			e AS (DELETE FROM events WHERE run IN (SELECT id FROM p)),
+			i AS (DELETE FROM inbox WHERE run IN (SELECT id FROM p))
 			SELECT id FROM p`, s.opts.MaxRuns)
 		if err != nil {
 			return rep, s.dbErr("prune", err)

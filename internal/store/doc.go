@@ -23,6 +23,11 @@
 //     session and durable.
 //   - Start-up recovery (Recover) ends only the runs this owner left or
 //     whose lease expired; a live dispatcher's runs are not touched.
+//   - Answers (tool results, approvals, user-input answers, interrupts)
+//     posted through any dispatcher reach the run's owner (Post, Inbox),
+//     once per kind and key, woken without polling.
+//   - Live dispatchers take over the runs of one that died (Sweep): a run
+//     whose lease expired is ended within the ttl plus the sweep interval.
 //   - Retention keeps runIds for its maximum age, bounds runs per
 //     namespace, and prunes payloads before it ever forgets a runId.
 //

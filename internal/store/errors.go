@@ -27,10 +27,12 @@ var (
 	// runId is already recorded for a request with another digest. The
 	// dispatcher maps it to RunIdConflict (409).
 	ErrRunConflict = errors.New("store: runId reused with a different request")
-	// ErrNotFound is returned by FindRun for a run the store does not know
-	// (never claimed, aged out of retention, or its session deleted).
+	// ErrNotFound is returned by FindRun and Post for a run the store does
+	// not know (never claimed, aged out of retention, or its session
+	// deleted).
 	ErrNotFound = errors.New("store: run not found")
-	// ErrRunEnded is returned when writing to a run that already ended.
+	// ErrRunEnded is returned when writing to a run that already ended, and
+	// by Post to it.
 	ErrRunEnded = errors.New("store: run already ended")
 	// ErrNotWriter is returned by Append and Finish on a handle that did not
 	// come from a BeginNew outcome.
@@ -56,6 +58,12 @@ var (
 	// ErrRetentionLimitReached is what a *RetentionLimitError matches with
 	// errors.Is. The dispatcher maps it to RetentionLimitReached (429).
 	ErrRetentionLimitReached = errors.New("store: the namespace's run limit is reached")
+	// ErrInvalidMessage is returned by Post for a message whose kind, key or
+	// payload it cannot take; the error names the field.
+	ErrInvalidMessage = errors.New("store: invalid inbox message")
+	// ErrAlreadyPosted is what an *AlreadyPostedError matches with
+	// errors.Is. The dispatcher maps it to RequestAlreadyResolved (409).
+	ErrAlreadyPosted = errors.New("store: the run's inbox already holds this answer")
 	// ErrAtCapacity is what a *CapacityError matches with errors.Is. The
 	// dispatcher answers HarnessAtCapacity when no server has room.
 	ErrAtCapacity = errors.New("store: server is at capacity")

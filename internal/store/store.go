@@ -57,6 +57,51 @@ type Store interface {
 	// time either keeps its run or is fenced, never both. Call it before
 	// owner acquires any lease.
 	Recover(ctx context.Context, owner, reason string) ([]RunRef, error)
+	// Sweep is the takeover of runs whose dispatcher died, by the live
+	// ones, called periodically while they serve. It ends as failed, with
+	// reason and without a result, every running run whose session's lease
+	// has expired or is not held — its holder stopped renewing, or let the
+	// lease go without ending the run — and releases that lease so its
+	// holder is fenced. Unlike Recover it touches no unexpired lease, the
+	// caller's own included, and no session without a running run. It
+	// returns the runs it ended, sorted by session and runId — none when
+	// nothing expired since the last Sweep; iterators following them see
+	// them end. Each session's check and takeover is one atomic step, as
+	// Recover's: a holder that renews at the same time either keeps its run
+	// or is fenced, never both. A turn whose dispatcher died is ended
+	// within its lease's ttl plus the interval between Sweeps.
+	Sweep(ctx context.Context, reason string) ([]RunRef, error)
+
+	// --- Inbox ---
+
+	// Post delivers m to the inbox of the running run runID of session, for
+	// the dispatcher that owns the turn, whichever dispatcher on the
+	// storage it is posted through, and returns its Seq (1, 2, … per run).
+	// m.Kind and m.Key name what it answers: a second Post of the same kind
+	// and key to the run is refused with an *AlreadyPostedError
+	// (ErrAlreadyPosted). NormalizeInbox says what m must be
+	// (ErrInvalidMessage). A run that ended is refused with ErrRunEnded,
+	// an unknown one with ErrNotFound; nothing is recorded when Post fails.
+	// Post is not fenced — the poster holds no lease, and its answer is for
+	// whichever grant runs the turn — but it is atomic against the run's
+	// end: it either returns before the run ended, and every Inbox of the
+	// run yields the message, or fails with ErrRunEnded. A message lives as
+	// long as its run runs: once Post returned, it reaches the owner
+	// through any Store on the storage, even if the poster's process ends;
+	// it goes with its run (retention, DeleteSession), and a restart of the
+	// owner ends its runs (Recover, Sweep), so the file store, one process
+	// per directory, keeps inboxes in memory.
+	Post(session, runID string, m InboxMessage) (int64, error)
+	// Inbox iterates over the messages posted to the run ref names (its
+	// Session and RunID) with Seq > afterSeq, in order: first those posted,
+	// then, while the run is running, each new one as it is posted through
+	// any Store on the storage — woken by the Post, never by polling; it
+	// ends when the run has ended and every message posted before the end
+	// was yielded. A run that had ended when Inbox was called yields
+	// nothing: the inbox is the running turn's. It yields
+	// (InboxMessage{}, err) and stops when ctx is done (ctx.Err()), the
+	// Store is closed (ErrClosed), or the run is unknown (ErrNotFound).
+	Inbox(ctx context.Context, ref RunRef, afterSeq int64) iter.Seq2[InboxMessage, error]
 
 	// --- Leases ---
 

@@ -86,4 +86,8 @@ func testClosed(t *testing.T, e *env) {
 	_, err = e.st.Recover(ctx, "dispatcher-a", reason)
 	wantErr(t, "Recover", err, store.ErrClosed)
 	wantErr(t, "Admit", e.st.Admit(s), store.ErrClosed)
+	_, err = e.st.Sweep(ctx, reason)
+	wantErr(t, "Sweep", err, store.ErrClosed)
+	_, err = e.st.Post(s, "run-1", store.InboxMessage{Kind: store.InboxInterrupt})
+	wantErr(t, "Post", err, store.ErrClosed)
 }

@@ -71,7 +71,8 @@ type behaviour struct {
 func Run(t *testing.T, o Opener) {
 	var all []behaviour
 	for _, group := range [][]behaviour{runBehaviours, leaseBehaviours, fenceBehaviours, eventBehaviours,
-		transcriptBehaviours, capacityBehaviours, recoveryBehaviours, retentionBehaviours, sessionBehaviours} {
+		transcriptBehaviours, capacityBehaviours, recoveryBehaviours, sweepBehaviours, inboxBehaviours,
+		retentionBehaviours, sessionBehaviours} {
 		all = append(all, group...)
 	}
 	for _, b := range all {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 
@@ -71,20 +72,32 @@ func (p *pendingAcquire) returned() bool {
 	}
 }
 
-// follower reads a run's events in the background.
-type follower struct {
+// follower reads an iterator — a run's events or inbox — in the background.
+type follower[T any] struct {
 	cancel context.CancelFunc
-	events chan store.Event
-	done   chan error // the iterator's error, or nil when the run ended
+	items  chan T
+	done   chan error // the iterator's error, or nil when it ended
 }
 
 // follow starts reading r's events after afterSeq; the goroutine ends by the
 // end of the test.
-func follow(t *testing.T, r store.Run, afterSeq int64) *follower {
+func follow(t *testing.T, r store.Run, afterSeq int64) *follower[store.Event] {
+	t.Helper()
+	return startFollower(t, func(ctx context.Context) iter.Seq2[store.Event, error] { return r.Events(ctx, afterSeq) }, followEvents)
+}
+
+// followInbox starts reading the inbox of ref after afterSeq through st.
+func followInbox(t *testing.T, st store.Store, ref store.RunRef, afterSeq int64) *follower[store.InboxMessage] {
+	t.Helper()
+	return startFollower(t, func(ctx context.Context) iter.Seq2[store.InboxMessage, error] { return st.Inbox(ctx, ref, afterSeq) }, readInbox)
+}
+
+func startFollower[T any](t *testing.T, seq func(context.Context) iter.Seq2[T, error],
+	body func(context.Context, iter.Seq2[T, error], *follower[T])) *follower[T] {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{cancel: cancel, events: make(chan store.Event, 1024), done: make(chan error, 1)}
-	go followEvents(ctx, r, afterSeq, f)
+	f := &follower[T]{cancel: cancel, items: make(chan T, 1024), done: make(chan error, 1)}
+	go body(ctx, seq(ctx), f)
 	t.Cleanup(func() {
 		cancel()
 		<-f.done
@@ -92,16 +105,24 @@ func follow(t *testing.T, r store.Run, afterSeq int64) *follower {
 	return f
 }
 
-// followEvents is the body of a follower; its name is what
-// goroutines.WaitBlocked looks for.
-func followEvents(ctx context.Context, r store.Run, afterSeq int64, f *follower) {
-	for ev, err := range r.Events(ctx, afterSeq) {
+// followEvents and readInbox are the bodies of followers; their names are
+// what goroutines.WaitBlocked looks for.
+func followEvents(ctx context.Context, seq iter.Seq2[store.Event, error], f *follower[store.Event]) {
+	f.read(ctx, seq)
+}
+
+func readInbox(ctx context.Context, seq iter.Seq2[store.InboxMessage, error], f *follower[store.InboxMessage]) {
+	f.read(ctx, seq)
+}
+
+func (f *follower[T]) read(ctx context.Context, seq iter.Seq2[T, error]) {
+	for item, err := range seq {
 		if err != nil {
 			f.done <- err
 			return
 		}
 		select {
-		case f.events <- ev:
+		case f.items <- item:
 		case <-ctx.Done():
 			f.done <- ctx.Err()
 			return
@@ -110,30 +131,31 @@ func followEvents(ctx context.Context, r store.Run, afterSeq int64, f *follower)
 	f.done <- nil
 }
 
-// next waits for the follower's next event.
-func (f *follower) next(t *testing.T) store.Event {
+// next waits for the follower's next item.
+func (f *follower[T]) next(t *testing.T) T {
 	t.Helper()
 	select {
-	case ev := <-f.events:
-		return ev
+	case item := <-f.items:
+		return item
 	case err := <-f.done:
 		f.done <- err // for the cleanup
-		t.Fatalf("the events ended (%v) before the next one", err)
+		t.Fatalf("the iteration ended (%v) before the next item", err)
 	case <-time.After(timeout):
-		t.Fatalf("no event within %s", timeout)
+		t.Fatalf("no item within %s", timeout)
 	}
-	return store.Event{}
+	var zero T
+	return zero
 }
 
 // end waits for the iterator to end and gives its error.
-func (f *follower) end(t *testing.T) error {
+func (f *follower[T]) end(t *testing.T) error {
 	t.Helper()
 	select {
 	case err := <-f.done:
 		f.done <- err // for the cleanup
 		return err
 	case <-time.After(timeout):
-		t.Fatalf("the events did not end within %s", timeout)
+		t.Fatalf("the iteration did not end within %s", timeout)
 		return nil
 	}
 }
