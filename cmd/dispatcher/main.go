@@ -123,6 +123,7 @@ type options struct {
 	insecureMetrics  bool // --metrics-insecure
 	shutdownGrace    time.Duration
 	gcInterval       time.Duration
+	sweepInterval    time.Duration
 	tls              tlsOptions
 	turnToken        turnTokenOptions
 	externalDial     netguard.Flags
@@ -149,6 +150,7 @@ func main() {
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher); with --require-token-audience the only one accepted.")
 	bindLimitFlags(flag.CommandLine, &opts.limits)
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
+	flag.DurationVar(&opts.sweepInterval, "sweep-interval", defaultSweepInterval, "With --store=postgres: how often every replica ends the turns of replicas that died (their session lease expired); such a turn ends within the lease's 30 s plus this.")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", dispatch.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
 	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM), with --tls-key-file; reloaded when the files change (e.g. a cert-manager Secret volume). Without it and --tls-secret-name: an ephemeral CA and certificate generated at every start (local development only: clients must trust a new CA after each restart).")
 	flag.StringVar(&opts.tls.keyFile, "tls-key-file", "", "Private key of --tls-cert-file (PEM).")
@@ -199,6 +201,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	if err := opts.store.validate(); err != nil {
 		return err
+	}
+	if opts.sweepInterval <= 0 {
+		return fmt.Errorf("--sweep-interval must be positive, got %s", opts.sweepInterval)
 	}
 	if err := opts.retention.validate(); err != nil {
 		return err
@@ -310,22 +315,30 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return fmt.Errorf("create the API handler: %w", err)
 	}
 	api := &apiServer{
-		addr: opts.bindAddr, tls: serving, handler: handler, grace: opts.shutdownGrace,
+		everyReplica: st.shared,
+		addr:         opts.bindAddr, tls: serving, handler: handler, grace: opts.shutdownGrace,
 		cache: mgr.GetCache(), engine: eng, limits: opts.limits, log: log,
 	}
 	if err := mgr.Add(api); err != nil {
 		return fmt.Errorf("add the API server: %w", err)
 	}
+	if st.shared {
+		if err := mgr.Add(&sweeper{engine: eng, interval: opts.sweepInterval, log: ctrl.Log.WithName("sweep")}); err != nil {
+			return fmt.Errorf("add the sweeper: %w", err)
+		}
+	}
 
 	ready := map[string]healthz.Checker{
 		"informers": health.CachesSynced(mgr),
-		"leader":    leading(mgr, opts.leaderElect),
 		"api": func(*http.Request) error {
 			if !api.serving.Load() {
 				return errors.New("the API server is not serving (not leading, no certificate yet, recovering, or shutting down)")
 			}
 			return nil
 		},
+	}
+	if !st.shared {
+		ready["leader"] = leading(mgr, opts.leaderElect)
 	}
 	maps.Copy(ready, st.ready)
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -480,8 +480,9 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 		leaderElect: true, leaderElectionNS: "default", turnToken: turnTokenOptions{secretName: defaultTurnTokenSecret},
 		store: storeOptions{kind: storeFiles, secretKey: defaultPostgresSecretKey}, journalDir: journalDir,
 		tokenAudience: audience, shutdownGrace: 20 * time.Second,
-		retention: retentionOptions{interval: 100 * time.Millisecond},
-		tls:       tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
+		retention:     retentionOptions{interval: 100 * time.Millisecond},
+		sweepInterval: defaultSweepInterval,
+		tls:           tlsOptions{dnsNames: "localhost", ipAddresses: "127.0.0.1", caOut: caOut},
 		// The external app-server is a Codex process on loopback.
 		externalDial: netguard.Flags{AllowInsecureLoopback: true},
 		// Several dispatchers run in this one process.

@@ -67,8 +67,9 @@ func openPostgres(ctx context.Context, c client.Reader, opts options, log logr.L
 		log.Info("--journal-max-namespace-bytes is not applied by the PostgreSQL store (docs/dispatcher-store.md)")
 	}
 	return &openedStore{
-		Store: pg,
-		owner: owner,
+		Store:  pg,
+		owner:  owner,
+		shared: true,
 		ready: map[string]healthz.Checker{"postgres": func(r *http.Request) error {
 			pctx, cancel := context.WithTimeout(r.Context(), pingTimeout)
 			defer cancel()

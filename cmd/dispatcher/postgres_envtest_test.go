@@ -91,23 +91,13 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 		t.Cleanup(func() { p.Stop(30 * time.Second) })
 		return p, "http://" + probe + "/readyz"
 	}
-	api := func(caFile string) *http.Client {
-		t.Helper()
-		caPEM, err := os.ReadFile(caFile)
-		must(t, err)
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(caPEM) {
-			t.Fatalf("%s holds no certificate", caFile)
-		}
-		return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
-	}
 	session := "https://" + bindAddr + "/v1/namespaces/" + ns + "/agentsessions/pg"
 	const body = `{"runId":"run-pg1","prompt":"pg-1 go"}`
 	fx.stub.When("pg-1", stubmodel.Text("kept in the database", "kept ", "in the database"))
 
 	first, ready := start("dispatcher-db")
 	must(t, first.WaitReady(ready+"?verbose", 90*time.Second))
-	hc := api(filepath.Join(work, "ca-0.pem"))
+	hc := trustingClient(t, filepath.Join(work, "ca-0.pem"))
 	resp, err := turnRequest(ctx, hc, session+"/turns", fx.gateway, body)
 	must(t, err)
 	ran := parseSSE(t, resp.Body)
@@ -122,7 +112,7 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 
 	second, ready := start("dispatcher-db")
 	must(t, second.WaitReady(ready, 90*time.Second))
-	hc = api(filepath.Join(work, "ca-1.pem"))
+	hc = trustingClient(t, filepath.Join(work, "ca-1.pem"))
 	st, got := do(t, hc, http.MethodGet, session+"/turns/run-pg1", fx.gateway, "", nil)
 	var state struct {
 		State       string          `json:"state"`
@@ -171,6 +161,19 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 			}
 		}
 	}
+}
+
+// trustingClient is an HTTPS client that trusts only the CA in caFile (a
+// dispatcher's --tls-ca-out).
+func trustingClient(t *testing.T, caFile string) *http.Client {
+	t.Helper()
+	caPEM, err := os.ReadFile(caFile)
+	must(t, err)
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("%s holds no certificate", caFile)
+	}
+	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 }
 
 // turnRequest posts a turn and returns its event stream (status 200).

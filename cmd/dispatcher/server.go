@@ -28,24 +28,28 @@ const (
 	streamsAfterDrain = 15 * time.Second
 )
 
-// apiServer is the HTTPS API as a manager runnable. It needs leader election
-// (the runnable default), so it starts only once this replica leads: it waits
-// for the caches, runs Engine.Recover, then serves until the manager stops,
-// when it stops accepting and gives running requests (turn streams) grace to
-// finish.
+// apiServer is the HTTPS API as a manager runnable. On a store of its own
+// it needs leader election, so it starts only once this replica leads; on a
+// shared store (everyReplica) every replica serves. It waits for the caches,
+// runs Engine.Recover, then serves until the manager stops, when it stops
+// accepting and gives running requests (turn streams) grace to finish.
 type apiServer struct {
-	addr    string
-	tls     *servingTLS
-	handler http.Handler
-	grace   time.Duration
-	cache   cache.Cache
-	engine  *dispatch.Engine
-	limits  limitOptions
-	log     logr.Logger
+	everyReplica bool
+	addr         string
+	tls          *servingTLS
+	handler      http.Handler
+	grace        time.Duration
+	cache        cache.Cache
+	engine       *dispatch.Engine
+	limits       limitOptions
+	log          logr.Logger
 
 	// serving is true while the listener accepts requests.
 	serving atomic.Bool
 }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *apiServer) NeedLeaderElection() bool { return !s.everyReplica }
 
 // Start implements manager.Runnable.
 func (s *apiServer) Start(ctx context.Context) error {

@@ -85,6 +85,11 @@ type openedStore struct {
 	owner string
 	// ready are the store's /readyz checks, by name.
 	ready map[string]healthz.Checker
+	// shared: many replicas share the store, so every replica serves the
+	// API (each session's lease keeps its turns on one at a time, the run's
+	// inbox carries answers to the replica running the turn) and sweeps the
+	// turns of replicas that died; only the controllers need the leader.
+	shared bool
 	// close closes the store; run defers it.
 	close func()
 }

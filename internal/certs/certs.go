@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -112,7 +113,7 @@ func AddRotation(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	if caName == "" {
 		caName = defaultCAName
 	}
-	ready := make(chan struct{})
+	rotated := make(chan struct{})
 	r := &rotator.CertRotator{
 		SecretKey:              key,
 		CertDir:                o.CertDir,
@@ -120,7 +121,7 @@ func AddRotation(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		CAOrganization:         defaultCAOrganization,
 		DNSName:                o.DNSName,
 		ExtraDNSNames:          o.ExtraDNSNames,
-		IsReady:                ready,
+		IsReady:                rotated,
 		RequireLeaderElection:  o.RequireLeaderElection,
 		ServerCertDuration:     o.ServerCertValidity,
 		RotationCheckFrequency: o.RotationCheckInterval,
@@ -132,12 +133,40 @@ func AddRotation(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	if err := rotator.AddRotator(mgr, r); err != nil {
 		return nil, fmt.Errorf("add certificate rotator for Secret %s: %w", key, err)
 	}
-	if o.SyncCertDirFromSecret {
-		if err := mgr.Add(&certDirSync{reader: mgr.GetAPIReader(), key: key, dir: o.CertDir, caFile: o.CAFile}); err != nil {
-			return nil, fmt.Errorf("add certificate directory sync: %w", err)
-		}
+	if !o.SyncCertDirFromSecret {
+		return rotated, nil
+	}
+	// A replica that does not lead never runs the rotator (with
+	// RequireLeaderElection), so its certificate is ready once the sync
+	// wrote the leader's from the Secret: whichever comes first.
+	synced := make(chan struct{})
+	if err := mgr.Add(&certDirSync{reader: mgr.GetAPIReader(), key: key, dir: o.CertDir, caFile: o.CAFile, synced: synced}); err != nil {
+		return nil, fmt.Errorf("add certificate directory sync: %w", err)
+	}
+	ready := make(chan struct{})
+	if err := mgr.Add(firstOf{rotated, synced, ready}); err != nil {
+		return nil, fmt.Errorf("add certificate readiness: %w", err)
 	}
 	return ready, nil
+}
+
+// firstOf closes out once a or b is closed, or gives up when the manager
+// stops; it runs on every replica.
+type firstOf struct{ a, b, out chan struct{} }
+
+var _ manager.LeaderElectionRunnable = firstOf{}
+
+func (firstOf) NeedLeaderElection() bool { return false }
+
+func (f firstOf) Start(ctx context.Context) error {
+	select {
+	case <-f.a:
+	case <-f.b:
+	case <-ctx.Done():
+		return nil
+	}
+	close(f.out)
+	return nil
 }
 
 // ensureSecret creates the (empty) certificate Secret the rotator fills in,
@@ -206,6 +235,9 @@ type certDirSync struct {
 	key    types.NamespacedName
 	dir    string
 	caFile string
+	// synced is closed once a complete set was written the first time.
+	synced chan struct{}
+	once   sync.Once
 }
 
 var _ manager.LeaderElectionRunnable = (*certDirSync)(nil)
@@ -272,6 +304,9 @@ func (s *certDirSync) sync(ctx context.Context) error {
 		if err := writeIfChanged(f.path, f.data, f.mode); err != nil {
 			return err
 		}
+	}
+	if s.synced != nil {
+		s.once.Do(func() { close(s.synced) })
 	}
 	return nil
 }

@@ -201,17 +201,35 @@ func (e *Engine) Decide(ctx context.Context, ns, name string, req *wire.TurnRequ
 // runID of the session (SessionKey), as the client posted it. It returns
 // ErrNoPendingToolCall when no such call waits (unknown, answered, timed
 // out or its turn ended).
+// The turn may run on another dispatcher sharing the store (inbox.go).
 func (e *Engine) SubmitToolResult(session, runID, callID string, answer wire.ToolAnswer) error {
-	return e.live.answerTool(toolKey{session, runID, callID}, answer)
+	err := e.live.answerTool(toolKey{session, runID, callID}, answer)
+	if !errors.Is(err, ErrNoPendingToolCall) {
+		return err
+	}
+	return e.forward(session, runID, store.InboxToolResult, callID, answer, err, ErrNoPendingToolCall)
 }
 
 // Interrupt asks the running turn runID of the session (SessionKey) to stop;
-// it reports whether such a turn runs in this engine. A turn is
-// interruptible from the moment Start returns its run: an interrupt that
-// arrives while it is still being started is delivered once it has started.
+// it reports whether such a turn runs in this engine, or runs on another
+// dispatcher sharing the store and was asked through the run's inbox. A
+// turn is interruptible from the moment Start returns its run: an interrupt
+// that arrives while it is still being started is delivered once it has
+// started.
 func (e *Engine) Interrupt(session, runID string) bool {
-	return e.live.interrupt(session, func(r *liveRun) bool { return r.runID == runID })
+	if e.live.interrupt(session, func(r *liveRun) bool { return r.runID == runID }) {
+		return true
+	}
+	err := e.forward(session, runID, store.InboxInterrupt, store.InterruptKey, struct{}{}, errNotRunning, errAlreadyAsked)
+	return err == nil || errors.Is(err, errAlreadyAsked)
 }
+
+var (
+	// errNotRunning: the run runs neither here nor on another dispatcher.
+	errNotRunning = errors.New("dispatch: the run is not running")
+	// errAlreadyAsked: an interrupt of the run was already posted to its inbox.
+	errAlreadyAsked = errors.New("dispatch: the interrupt was already asked")
+)
 
 // interruptSession interrupts the running turn of the session, whatever its
 // runId; it reports whether one was running.

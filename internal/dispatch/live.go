@@ -80,6 +80,14 @@ func (l *liveTurns) started(r *liveRun, t *codex.Turn) (interrupted bool) {
 	return r.interrupted
 }
 
+// running reports whether run runID of the session runs in this engine.
+func (l *liveTurns) running(session, runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.runs[session]
+	return r != nil && r.runID == runID
+}
+
 // interrupt interrupts the session's running turn when match accepts it.
 func (l *liveTurns) interrupt(session string, match func(*liveRun) bool) bool {
 	l.mu.Lock()

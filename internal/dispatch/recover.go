@@ -23,21 +23,58 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if _, err := e.store.Recover(ctx, e.opts.Owner, "the dispatcher restarted while the turn was running"); err != nil {
 		return fmt.Errorf("dispatch: recover: %w", err)
 	}
-	var errs []error
-	var list v1alpha1.AgentSessionList
-	if err := e.reader.List(ctx, &list); err != nil {
-		return fmt.Errorf("dispatch: recover: list AgentSessions: %w", err)
-	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Status.ActiveTurn != nil && !e.runs(SessionKey(s), s.Status.ActiveTurn.RunID) {
-			errs = append(errs, e.clearStale(ctx, s))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := e.clearStaleTurns(ctx, nil); err != nil {
 		return fmt.Errorf("dispatch: recover: %w", err)
 	}
 	return nil
+}
+
+// Sweep is what a live dispatcher does for the dispatchers sharing its store
+// that died: the store ends as failed every run whose session's lease
+// expired (store.Sweep; its holder stopped renewing), and the activeTurns
+// of those runs are cleared as Recover clears them — interrupted on their
+// app-servers and recorded as failed. Turns of live dispatchers, this one's
+// included, are never touched. It returns the runs it ended.
+func (e *Engine) Sweep(ctx context.Context) ([]store.RunRef, error) {
+	ended, err := e.store.Sweep(ctx, "the dispatcher running the turn stopped renewing its session lease (it stopped or lost the store)")
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: sweep: %w", err)
+	}
+	if len(ended) == 0 {
+		return nil, nil
+	}
+	type runKey struct{ session, runID string }
+	swept := map[runKey]bool{}
+	for _, r := range ended {
+		e.log.Info("ended a turn whose dispatcher stopped renewing its lease", "session", r.Session, "runId", r.RunID)
+		swept[runKey{r.Session, r.RunID}] = true
+	}
+	// Only the activeTurns of the runs swept: another activeTurn whose run
+	// just ended is its own dispatcher's to record.
+	err = e.clearStaleTurns(ctx, func(s *v1alpha1.AgentSession) bool {
+		return swept[runKey{SessionKey(s), s.Status.ActiveTurn.RunID}]
+	})
+	if err != nil {
+		return ended, fmt.Errorf("dispatch: sweep: %w", err)
+	}
+	return ended, nil
+}
+
+// clearStaleTurns clears the AgentSession activeTurns that which selects
+// (nil: all) and whose run does not run any more (clearStale).
+func (e *Engine) clearStaleTurns(ctx context.Context, which func(*v1alpha1.AgentSession) bool) error {
+	var list v1alpha1.AgentSessionList
+	if err := e.reader.List(ctx, &list); err != nil {
+		return fmt.Errorf("list AgentSessions: %w", err)
+	}
+	var errs []error
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Status.ActiveTurn != nil && (which == nil || which(s)) && !e.runs(SessionKey(s), s.Status.ActiveTurn.RunID) {
+			errs = append(errs, e.clearStale(ctx, s))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // clearStale ends an activeTurn that no running run of this dispatcher

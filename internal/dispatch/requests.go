@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
+	"github.com/openclaw/harness-operator/internal/store"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -107,7 +108,17 @@ func (l *liveTurns) answerRequest(key requestKey, check func(*pendingRequest) er
 // the session (SessionKey). It returns ErrNoPendingRequest or
 // ErrRequestAlreadyResolved (wrapped), or a *wire.FieldError for a request
 // that is a user-input request or a decision the request does not offer.
+// The turn may run on another dispatcher sharing the store (inbox.go).
 func (e *Engine) SubmitApproval(session, runID string, a wire.ApprovalAnswer) error {
+	err := e.approveHere(session, runID, a)
+	if !errors.Is(err, ErrNoPendingRequest) {
+		return err
+	}
+	return e.forward(session, runID, store.InboxApproval, a.RequestID, a, err, ErrRequestAlreadyResolved)
+}
+
+// approveHere is SubmitApproval for a turn of this engine.
+func (e *Engine) approveHere(session, runID string, a wire.ApprovalAnswer) error {
 	return e.live.answerRequest(requestKey{session, runID, a.RequestID}, func(p *pendingRequest) error {
 		if p.input != nil {
 			return &wire.FieldError{Field: "requestId", Message: fmt.Sprintf("%q is a user-input request: answer it at …/user-input", a.RequestID)}
@@ -125,6 +136,15 @@ func (e *Engine) SubmitApproval(session, runID string, a wire.ApprovalAnswer) er
 // questions (a *wire.FieldError naming the answer's field). Errors as
 // SubmitApproval's.
 func (e *Engine) SubmitUserInput(session, runID string, a wire.UserInputAnswer) error {
+	err := e.answerInputHere(session, runID, a)
+	if !errors.Is(err, ErrNoPendingRequest) {
+		return err
+	}
+	return e.forward(session, runID, store.InboxUserInput, a.RequestID, a, err, ErrRequestAlreadyResolved)
+}
+
+// answerInputHere is SubmitUserInput for a turn of this engine.
+func (e *Engine) answerInputHere(session, runID string, a wire.UserInputAnswer) error {
 	return e.live.answerRequest(requestKey{session, runID, a.RequestID}, func(p *pendingRequest) error {
 		if p.input == nil {
 			return &wire.FieldError{Field: "requestId", Message: fmt.Sprintf("%q is an approval request: answer it at …/approvals", a.RequestID)}

@@ -60,6 +60,8 @@ func (t *runningTurn) execute() {
 	defer t.e.live.remove(t.session, t.live)
 	stopRenewing := t.renewLease()
 	defer stopRenewing()
+	stopFollowing := t.followInbox()
+	defer stopFollowing()
 	var (
 		res  *wire.TurnResult
 		terr *wire.Error

@@ -1,0 +1,188 @@
+//go:build postgres
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/pgtest"
+	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// TestReplicasShareTurnsOnPostgres runs two dispatcher processes on one
+// PostgreSQL, as two replicas of the chart's Deployment (leader election on,
+// each its own POD_NAME and address): both serve, the follower too; a host
+// tool call of a turn running on one is answered through the other, which
+// also reads the run; and a replica killed mid-turn has exactly that turn
+// ended as failed by the survivor's sweep, its AgentSession's activeTurn
+// cleared, while the survivor keeps serving.
+func TestReplicasShareTurnsOnPostgres(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	work := t.TempDir()
+	binDir := filepath.Join(work, "bin")
+	built := make(chan error, 1)
+	go func() { built <- testutil.BuildBinaries(binDir, "./cmd/dispatcher") }()
+
+	pg := pgtest.Start(t)
+	const ns = "dispatcher-replicas"
+	fx := newTurnFixture(ctx, t, ns, "tools", "crash")
+	admin, err := fx.env.AddUser(envtest.User{Name: "dispatcher-replicas-admin", Groups: []string{"system:masters"}})
+	must(t, err)
+	kc, err := admin.KubeConfig()
+	must(t, err)
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	must(t, os.WriteFile(kubeconfig, kc, 0o600))
+	must(t, fx.k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dispatcher-db"},
+		Data:       map[string][]byte{"uri": []byte(pg.NewDatabase(t))},
+	}))
+	must(t, <-built)
+
+	type replica struct {
+		proc *testutil.Process
+		base string // https://…/v1/namespaces/<ns>/agentsessions
+		hc   *http.Client
+	}
+	start := func(name string) replica {
+		t.Helper()
+		bind, probe, caFile := freeAddr(t), freeAddr(t), filepath.Join(work, name+"-ca.pem")
+		p, err := testutil.StartProcess(name, filepath.Join(binDir, "dispatcher"), work,
+			[]string{podNameEnv + "=" + name}, append([]string{
+				"--kubeconfig=" + kubeconfig, "--bind-address=" + bind, "--probe-bind-address=" + probe,
+				"--metrics-bind-address=0", "--tls-ca-out=" + caFile, "--token-audience=" + audience,
+				"--leader-elect=true", "--leader-election-namespace=default", "--shutdown-grace=5s",
+				"--store=postgres", "--postgres-secret-name=dispatcher-db", "--sweep-interval=1s",
+			}, testutil.DispatcherProcessArgs()...)...)
+		must(t, err)
+		t.Cleanup(func() { p.Stop(30 * time.Second) })
+		// Ready means serving: the follower is ready without leading.
+		must(t, p.WaitReady("http://"+probe+"/readyz?verbose", 90*time.Second))
+		return replica{proc: p, base: "https://" + bind + "/v1/namespaces/" + ns + "/agentsessions", hc: trustingClient(t, caFile)}
+	}
+	a, b := start("harness-dispatcher-a"), start("harness-dispatcher-b")
+
+	t.Run("a tool call of a turn on one replica is answered through the other", func(t *testing.T) {
+		fx.stub.When("rep-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))
+		body := `{"runId":"run-rep1","prompt":"rep-1 weather in Oslo?","tools":[{"name":"lookup_weather","description":"Weather by city",` +
+			`"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`
+		resp, err := turnRequest(ctx, a.hc, a.base+"/tools/turns", fx.gateway, body)
+		must(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		var token string
+		var answered, result bool
+		err = sse.Read(resp.Body, func(ev sse.Event) bool {
+			switch ev.Type {
+			case wire.EventSelected:
+				var d struct {
+					TurnToken string `json:"turnToken"`
+				}
+				must(t, json.Unmarshal(ev.Data, &d))
+				token = d.TurnToken
+			case wire.EventToolCall:
+				var call wire.ToolCall
+				must(t, json.Unmarshal(ev.Data, &call))
+				answer := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"sunny, 21C"}]}`, call.CallID)
+				st, got := do(t, b.hc, http.MethodPost, b.base+"/tools/turns/run-rep1/tool-results", fx.gateway, answer,
+					map[string]string{dispatchapi.TurnTokenHeader: token})
+				if st != http.StatusAccepted {
+					t.Errorf("the tool result posted to the other replica: %d %s", st, got)
+				}
+				answered = true
+			case wire.EventResult:
+				result = true
+				return false
+			}
+			return true
+		})
+		must(t, err)
+		if !answered || !result {
+			t.Fatalf("answered %v, result %v", answered, result)
+		}
+		var outputs []string
+		for _, o := range fx.stub.FunctionCallOutputs() {
+			outputs = append(outputs, o.Output)
+		}
+		if !strings.Contains(strings.Join(outputs, "\n"), "sunny, 21C") {
+			t.Fatalf("the model never saw the tool's output: %q", outputs)
+		}
+		st, got := do(t, b.hc, http.MethodGet, b.base+"/tools/turns/run-rep1", fx.gateway, "", nil)
+		if st != http.StatusOK || !strings.Contains(got, `"state":"finished"`) {
+			t.Fatalf("the run read through the other replica: %d %s", st, got)
+		}
+	})
+
+	t.Run("a replica killed mid-turn has that turn ended as failed by the survivor", func(t *testing.T) {
+		gate := stubmodel.NewGate()
+		defer gate.Release()
+		fx.stub.When("rep-2", stubmodel.Stall(gate, stubmodel.Text("never said")))
+		streamed := make(chan error, 1)
+		go func() {
+			resp, err := turnRequest(ctx, a.hc, a.base+"/crash/turns", fx.gateway, `{"runId":"run-rep2","prompt":"rep-2 think long"}`)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+			streamed <- err
+		}()
+		_, err := fx.stub.WaitMarker(ctx, "rep-2")
+		must(t, err)
+		killed := time.Now()
+		_ = syscall.Kill(-a.proc.Pid(), syscall.SIGKILL)
+		<-streamed
+
+		// The lease (30 s) expires, the survivor's next sweep (1 s) ends the
+		// run, then records it on the AgentSession.
+		deadline := killed.Add(90 * time.Second)
+		for {
+			st, got := do(t, b.hc, http.MethodGet, b.base+"/crash/turns/run-rep2", fx.gateway, "", nil)
+			var s v1alpha1.AgentSession
+			must(t, fx.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "crash"}, &s))
+			failed := st == http.StatusOK && strings.Contains(got, `"state":"failed"`)
+			recorded := s.Status.ActiveTurn == nil && s.Status.LastTurn != nil && s.Status.LastTurn.RunID == "run-rep2"
+			if failed && recorded {
+				if s.Status.LastTurn.Outcome != v1alpha1.TurnFailed {
+					t.Fatalf("the killed replica's turn is recorded %s, want Failed", s.Status.LastTurn.Outcome)
+				}
+				t.Logf("ended and recorded %s after the kill: %s", time.Since(killed).Round(time.Second), got)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the killed replica's turn was not ended and recorded: run %d %s; activeTurn %+v, lastTurn %+v\nsurvivor:\n%s",
+					st, got, s.Status.ActiveTurn, s.Status.LastTurn, b.proc.Tail(8<<10))
+			}
+			time.Sleep(500 * time.Millisecond) // the interval of the reads; what they show is the proof
+		}
+		fx.stub.When("rep-3", stubmodel.Text("the survivor serves"))
+		resp, err := turnRequest(ctx, b.hc, b.base+"/crash/turns", fx.gateway, `{"runId":"run-rep3","prompt":"rep-3 still there?"}`)
+		must(t, err)
+		evs := parseSSE(t, resp.Body)
+		_ = resp.Body.Close()
+		if evs[len(evs)-1].Type != wire.EventResult {
+			t.Fatalf("the session's next turn on the survivor: %v", typesOf(evs))
+		}
+		if err := b.proc.Unexpected(); err != nil {
+			t.Fatalf("%v\n%s", err, b.proc.Tail(4<<10))
+		}
+	})
+}
