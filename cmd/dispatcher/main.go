@@ -1,11 +1,15 @@
 // Command dispatcher runs the turn engine (internal/dispatch) behind the
-// dispatcher's HTTP API (internal/dispatchapi) over TLS: one active replica,
-// guarded by leader election, that owns the turn journal and the AgentSession
-// journal finalizer (DESIGN.md §4, issue 7 item 1).
+// dispatcher's HTTP API (internal/dispatchapi) over TLS. With the file
+// journal it is one active replica, guarded by leader election, that owns
+// the journal and the AgentSession journal finalizer (DESIGN.md §4, issue 7
+// item 1); on PostgreSQL every replica serves (sweep.go; leader election
+// keeps the controllers on one).
 //
-// Only the leader serves the API: the HTTPS listener opens once leadership is
-// acquired, the informer caches have synced and Engine.Recover has run; a
-// replica that is not leading reports /readyz failing. /healthz, /readyz and
+// With the journal only the leader serves the API: the HTTPS listener opens
+// once leadership is acquired, the informer caches have synced and
+// Engine.Recover has run; a replica that is not leading reports /readyz
+// failing. On PostgreSQL every replica opens it once its caches synced and
+// its recovery ran. /healthz, /readyz and
 // /metrics (controller-runtime's registry) are served on
 // --probe-bind-address by every replica (plain HTTP, for the kubelet; a
 // failed check answers 500, as controller-runtime's probes do). /metrics

@@ -164,8 +164,9 @@ func namespaceOrDefault(ns, leaderNS string) string {
 }
 
 // addTo adds to the manager what keeps the certificate current: the file
-// watcher, or the rotator of the Secret (on the leader only when leaderElect:
-// only the leader serves). controllerName names the rotator's controller.
+// watcher, or the rotator of the Secret (on the leader only when leaderElect;
+// the other replicas serve what the leader wrote to the Secret, synced into
+// their certificate directory). controllerName names the rotator's controller.
 func (s *servingTLS) addTo(mgr ctrl.Manager, leaderElect bool, controllerName string) error {
 	switch s.mode {
 	case tlsFiles:

@@ -365,20 +365,25 @@ func TestDispatcher(t *testing.T) {
 }
 
 // TestDispatcherOnPostgres checks the dispatcher with the PostgreSQL store:
-// its replicas, RollingUpdate, the connection string only by its Secret's
-// name (never in the pod spec), POD_NAME from the downward API as its owner
-// id, no journal volume or claim, and leader election still on.
+// its replicas, a RollingUpdate that stops an old pod only once its
+// replacement is ready, a PodDisruptionBudget, the connection string only by
+// its Secret's name (never in the pod spec), POD_NAME from the downward API
+// as its owner id, no journal volume or claim, and leader election still on
+// (for the controllers).
 func TestDispatcherOnPostgres(t *testing.T) {
 	objs := objectsOf(t, "postgres")
 	d := deployment(t, objs, fullname+"-dispatcher")
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
 		t.Errorf("dispatcher replicas = %v, want 3", d.Spec.Replicas)
 	}
-	// Only the leader is ready: a rollout must not wait for a standby to
-	// become ready before it stops an old pod.
+	// Every replica serves: a serving pod is stopped only once its
+	// replacement is ready.
 	if s := d.Spec.Strategy; s.Type != appsv1.RollingUpdateDeploymentStrategyType || s.RollingUpdate == nil ||
-		s.RollingUpdate.MaxUnavailable == nil || s.RollingUpdate.MaxUnavailable.String() != "100%" {
-		t.Errorf("dispatcher strategy = %+v, want RollingUpdate with maxUnavailable 100%%", s)
+		s.RollingUpdate.MaxUnavailable == nil || s.RollingUpdate.MaxUnavailable.String() != "0" {
+		t.Errorf("dispatcher strategy = %+v, want RollingUpdate with maxUnavailable 0", s)
+	}
+	if !has(objs, "PodDisruptionBudget", releaseNamespace, fullname+"-dispatcher") {
+		t.Error("no PodDisruptionBudget for the dispatcher's replicas")
 	}
 	ctr := d.Spec.Template.Spec.Containers[0]
 	args := argMap(ctr.Args)
@@ -410,6 +415,9 @@ func TestDispatcherOnPostgres(t *testing.T) {
 	}
 	if has(objs, "PersistentVolumeClaim", releaseNamespace, fullname+"-dispatcher-journal") {
 		t.Error("journal claim rendered with the PostgreSQL store")
+	}
+	if has(objectsOf(t, "defaults"), "PodDisruptionBudget", releaseNamespace, fullname+"-dispatcher") {
+		t.Error("a PodDisruptionBudget for the file store's one dispatcher")
 	}
 }
 
