@@ -91,6 +91,10 @@ test-postgres: ## The PostgreSQL store's conformance and migration tests, the te
 		go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
 		go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
+.PHONY: load-replicas
+load-replicas: ## Issue 20's fault campaign on processes: 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
+	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
+
 .PHONY: bench-store
 bench-store: ## What the store adds to a turn: the file journal and PostgreSQL side by side (BenchmarkTurnOverhead; not part of CI).
 	pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/

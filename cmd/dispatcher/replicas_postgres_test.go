@@ -8,23 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/sse"
-	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/internal/testutil/pgtest"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -39,48 +32,10 @@ import (
 func TestReplicasShareTurnsOnPostgres(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	work := t.TempDir()
-	binDir := filepath.Join(work, "bin")
-	built := make(chan error, 1)
-	go func() { built <- testutil.BuildBinaries(binDir, "./cmd/dispatcher") }()
-
-	pg := pgtest.Start(t)
 	const ns = "dispatcher-replicas"
-	fx := newTurnFixture(ctx, t, ns, "tools", "crash")
-	admin, err := fx.env.AddUser(envtest.User{Name: "dispatcher-replicas-admin", Groups: []string{"system:masters"}})
-	must(t, err)
-	kc, err := admin.KubeConfig()
-	must(t, err)
-	kubeconfig := filepath.Join(work, "kubeconfig")
-	must(t, os.WriteFile(kubeconfig, kc, 0o600))
-	must(t, fx.k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "dispatcher-db"},
-		Data:       map[string][]byte{"uri": []byte(pg.NewDatabase(t))},
-	}))
-	must(t, <-built)
-
-	type replica struct {
-		proc *testutil.Process
-		base string // https://…/v1/namespaces/<ns>/agentsessions
-		hc   *http.Client
-	}
-	start := func(name string) replica {
-		t.Helper()
-		bind, probe, caFile := freeAddr(t), freeAddr(t), filepath.Join(work, name+"-ca.pem")
-		p, err := testutil.StartProcess(name, filepath.Join(binDir, "dispatcher"), work,
-			[]string{podNameEnv + "=" + name}, append([]string{
-				"--kubeconfig=" + kubeconfig, "--bind-address=" + bind, "--probe-bind-address=" + probe,
-				"--metrics-bind-address=0", "--tls-ca-out=" + caFile, "--token-audience=" + audience,
-				"--leader-elect=true", "--leader-election-namespace=default", "--shutdown-grace=5s",
-				"--store=postgres", "--postgres-secret-name=dispatcher-db", "--sweep-interval=1s",
-			}, testutil.DispatcherProcessArgs()...)...)
-		must(t, err)
-		t.Cleanup(func() { p.Stop(30 * time.Second) })
-		// Ready means serving: the follower is ready without leading.
-		must(t, p.WaitReady("http://"+probe+"/readyz?verbose", 90*time.Second))
-		return replica{proc: p, base: "https://" + bind + "/v1/namespaces/" + ns + "/agentsessions", hc: trustingClient(t, caFile)}
-	}
-	a, b := start("harness-dispatcher-a"), start("harness-dispatcher-b")
+	env := newReplicaEnv(ctx, t, ns, "tools", "crash")
+	fx := env.fx
+	a, b := env.start("harness-dispatcher-a"), env.start("harness-dispatcher-b")
 
 	t.Run("a tool call of a turn on one replica is answered through the other", func(t *testing.T) {
 		fx.stub.When("rep-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))
