@@ -286,7 +286,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return err
 	}
 	eng := dispatch.New(reader, mgr.GetClient(), st.Store, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
-		ExternalDial: externalDial})
+		ExternalDial: externalDial, SharedStore: st.shared})
 	defer eng.Close()
 	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err

@@ -72,6 +72,11 @@ type Options struct {
 	// LeaseTTL is how long a session's lease lasts without renewal
 	// (DefaultLeaseTTL); a running turn renews it every third of it.
 	LeaseTTL time.Duration
+	// SharedStore says other dispatchers share the store (PostgreSQL): an
+	// answer for a turn this engine does not run is forwarded through the
+	// run's inbox (inbox.go). Alone on its store, an engine runs every turn
+	// that runs, and refuses such an answer at once.
+	SharedStore bool
 }
 
 // podSandbox is the native sandbox of threads on h's pods: Codex's

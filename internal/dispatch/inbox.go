@@ -15,8 +15,9 @@ import (
 // user-input answer or an interrupt may reach a dispatcher whose engine does
 // not run the turn. It is then posted to the run's inbox in the store
 // (forward), and the engine that runs the turn delivers it as if it had been
-// posted there (runningTurn.followInbox). On one dispatcher nothing is ever
-// forwarded: a turn that does not run here does not run at all.
+// posted there (runningTurn.followInbox). An engine alone on its store
+// (Options.SharedStore false) forwards nothing: a turn that does not run
+// there does not run at all.
 //
 // What the dispatcher that forwards cannot check is checked where the turn
 // runs: an answer to a call or request the turn never made, or a decision
@@ -28,7 +29,7 @@ import (
 // attempt gave, returned when the turn runs here or does not run anywhere.
 // A second answer to one call or request is refused with already.
 func (e *Engine) forward(session, runID string, kind store.InboxKind, key string, answer any, local, already error) error {
-	if e.live.running(session, runID) {
+	if !e.opts.SharedStore || e.live.running(session, runID) {
 		return local
 	}
 	payload, err := json.Marshal(answer)

@@ -28,7 +28,7 @@ var _ = Describe("Answers posted through another dispatcher (issue 20: many disp
 	BeforeAll(func() {
 		ns = newNamespace()
 		registerCodex(ns, codexSrv.URL, true)
-		other = New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), Owner: "other-dispatcher",
+		other = New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), Owner: "other-dispatcher", SharedStore: true,
 			ReattachTimeout: 3 * time.Second, ExternalDial: testutil.LoopbackExternalDial})
 		DeferCleanup(other.Close)
 	})

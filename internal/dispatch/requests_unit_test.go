@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/openclaw/harness-operator/internal/journal"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -14,14 +13,7 @@ import (
 // delivered, even when the deadline passed meanwhile; a decision the request
 // does not offer is refused naming the field.
 func TestRequestAnswerRacesItsDeadlineOnce(t *testing.T) {
-	j, err := journal.Open(t.TempDir(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = j.Close() }()
-	// A request this engine's turns never asked is looked for in the store
-	// (another dispatcher's turn): it has no such run either.
-	e := &Engine{store: j}
+	e := &Engine{}
 	key := requestKey{"ns/s", "run-1", "call_1"}
 
 	e.live.expectRequest(key, nil, nil)
@@ -30,7 +22,7 @@ func TestRequestAnswerRacesItsDeadlineOnce(t *testing.T) {
 	if _, err := e.live.awaitRequest(expired, key); err == nil {
 		t.Fatal("a request nobody answered was answered")
 	}
-	err = e.SubmitApproval("ns/s", "run-1", wire.ApprovalAnswer{RequestID: "call_1", Decision: wire.ApproveOnce})
+	err := e.SubmitApproval("ns/s", "run-1", wire.ApprovalAnswer{RequestID: "call_1", Decision: wire.ApproveOnce})
 	if !errors.Is(err, ErrRequestAlreadyResolved) {
 		t.Fatalf("answer after the timeout: %v, want ErrRequestAlreadyResolved", err)
 	}
