@@ -95,36 +95,33 @@ func (r *run) Done() <-chan struct{} {
 	return r.done
 }
 
-// state is the run's row as a write sees it, with the session's current
-// token (0 when the lease is free), both locked for the transaction.
-func (r *run) lock(tx pgx.Tx) (row runRow, current int64, err error) {
-	row, err = r.s.scanRun(tx.QueryRow(r.s.ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1 FOR UPDATE", r.id))
+// lockWritable locks the run's row and its session's lease for the
+// transaction and checks the write every Append and Finish makes: fenced
+// first (a stale holder learns it lost the session), then ended. It returns
+// the run's row.
+func (r *run) lockWritable(tx pgx.Tx) (runRow, error) {
+	row, err := r.s.scanRun(tx.QueryRow(r.s.ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1 FOR UPDATE", r.id))
 	if isNoRows(err) {
-		return runRow{}, 0, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
+		return runRow{}, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
 	}
 	if err != nil {
-		return runRow{}, 0, err
+		return runRow{}, err
 	}
+	var current int64 // 0 when the lease is free
 	err = tx.QueryRow(r.s.ctx, "SELECT token FROM leases WHERE session = $1 FOR SHARE", row.info.Session).Scan(&current)
-	if isNoRows(err) {
-		err = nil
+	if err != nil && !isNoRows(err) {
+		return runRow{}, err
 	}
-	return row, current, err
-}
-
-// writable is the check of every write: fenced first (a stale holder learns
-// it lost the session), then ended.
-func (r *run) writable(row runRow, current int64) error {
 	if row.info.State != store.StateRunning {
 		r.end(row.info)
 	}
 	if current != r.token {
-		return errFenced(row.info.Session)
+		return runRow{}, errFenced(row.info.Session)
 	}
 	if row.info.State != store.StateRunning {
-		return fmt.Errorf("%w: run %q", store.ErrRunEnded, row.info.RunID)
+		return runRow{}, fmt.Errorf("%w: run %q", store.ErrRunEnded, row.info.RunID)
 	}
-	return nil
+	return row, nil
 }
 
 func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
@@ -143,11 +140,8 @@ func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 	}
 	var seq int64
 	err = r.s.tx(func(tx pgx.Tx) error {
-		row, current, err := r.lock(tx)
+		row, err := r.lockWritable(tx)
 		if err != nil {
-			return err
-		}
-		if err := r.writable(row, current); err != nil {
 			return err
 		}
 		seq = row.info.LastSeq + 1
@@ -193,13 +187,10 @@ func (r *run) Finish(state store.State, result json.RawMessage) error {
 	}
 	var ended runRow
 	err = r.s.tx(func(tx pgx.Tx) error {
-		row, current, err := r.lock(tx)
-		if err != nil {
+		if _, err := r.lockWritable(tx); err != nil {
 			return err
 		}
-		if err := r.writable(row, current); err != nil {
-			return err
-		}
+		var err error
 		ended, err = r.s.scanRun(tx.QueryRow(r.s.ctx, `UPDATE runs SET state = $2, finished_at = $3, result = $4, bytes = bytes + $5
 			WHERE id = $1 RETURNING `+runColumns, r.id, string(state), r.s.now(), compact, int64(len(compact))))
 		if err != nil {
