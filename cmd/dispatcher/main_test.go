@@ -490,6 +490,15 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 	}
 }
 
+// trustingClient is an HTTPS client that trusts only the CA in caFile (a
+// dispatcher's --tls-ca-out).
+func trustingClient(t *testing.T, caFile string) *http.Client {
+	t.Helper()
+	tr, err := testutil.TrustingTransport(caFile)
+	must(t, err)
+	return &http.Client{Transport: tr}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	addr, err := testutil.FreeAddr()

@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -161,19 +159,6 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 			}
 		}
 	}
-}
-
-// trustingClient is an HTTPS client that trusts only the CA in caFile (a
-// dispatcher's --tls-ca-out).
-func trustingClient(t *testing.T, caFile string) *http.Client {
-	t.Helper()
-	caPEM, err := os.ReadFile(caFile)
-	must(t, err)
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		t.Fatalf("%s holds no certificate", caFile)
-	}
-	return &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 }
 
 // turnRequest posts a turn and returns its event stream (status 200).

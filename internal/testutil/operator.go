@@ -2,8 +2,6 @@ package testutil
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -176,16 +174,12 @@ func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) 
 	if err := o.Dispatcher.WaitReady("http://"+o.ProbeAddr+"/readyz", 90*time.Second); err != nil {
 		return err
 	}
-	caPEM, err := os.ReadFile(caFile)
+	tr, err := TrustingTransport(caFile)
 	if err != nil {
-		return err
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("--tls-ca-out %s holds no certificate", caFile)
+		return fmt.Errorf("--tls-ca-out: %w", err)
 	}
 	o.APIBase = "https://" + bind
-	o.HTTP = &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	o.HTTP = &http.Client{Transport: tr}
 	return nil
 }
 

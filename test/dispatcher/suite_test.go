@@ -2,8 +2,6 @@ package dispatcher_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -272,17 +270,12 @@ func startDispatcher() {
 	dispatcher = startProcess(name, launch.bin, launch.logDir, launch.args...)
 	Expect(dispatcher.WaitReady("http://"+launch.probeAddr+"/readyz?verbose", 90*time.Second)).To(Succeed())
 
-	caPEM, err := os.ReadFile(launch.caFile)
-	Expect(err).NotTo(HaveOccurred())
-	roots := x509.NewCertPool()
-	Expect(roots.AppendCertsFromPEM(caPEM)).To(BeTrue(), "--tls-ca-out holds no certificate: %q", caPEM)
+	tr, err := testutil.TrustingTransport(launch.caFile)
+	Expect(err).NotTo(HaveOccurred(), "--tls-ca-out")
 	if hc != nil {
 		hc.CloseIdleConnections()
 	}
-	hc = &http.Client{Transport: &http.Transport{
-		Proxy:           nil,
-		TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-	}}
+	hc = &http.Client{Transport: tr}
 }
 
 // stopDispatcher stops the dispatcher process for a spec that needs it down.

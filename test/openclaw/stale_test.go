@@ -5,8 +5,6 @@ package openclaw
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -25,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 // staleModel is pinned to the plugin's harness like model; only the stale
@@ -165,11 +164,9 @@ func (c *devCluster) decide(ctx context.Context, id gatewayIdentity, s session) 
 // trusting is an HTTPS transport that trusts only the CA in caFile.
 func trusting(caFile string) *http.Transport {
 	GinkgoHelper()
-	caPEM, err := os.ReadFile(caFile)
+	tr, err := testutil.TrustingTransport(caFile)
 	Expect(err).NotTo(HaveOccurred())
-	pool := x509.NewCertPool()
-	Expect(pool.AppendCertsFromPEM(caPEM)).To(BeTrue(), "no certificate in %s", caFile)
-	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	return tr
 }
 
 type harnessDecision struct {
