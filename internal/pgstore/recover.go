@@ -34,8 +34,14 @@ func (s *Store) takeOver(ctx context.Context, owner, reason string) ([]store.Run
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT session FROM runs WHERE state = 'running'
-		UNION SELECT session FROM leases WHERE owner = $1 ORDER BY 1`, owner)
+	// Only the sessions it may have to take over: a running run under an
+	// expired, missing or owner's lease, or owner's leases. Every replica
+	// sweeps every few seconds, so the running turns of live dispatchers are
+	// not visited one transaction each; recoverSession checks again under
+	// the session's locks.
+	rows, err := s.pool.Query(ctx, `SELECT r.session FROM runs r LEFT JOIN leases l ON l.session = r.session
+		WHERE r.state = 'running' AND (l.session IS NULL OR l.owner = $1 OR l.expires <= $2)
+		UNION SELECT session FROM leases WHERE owner = $1 ORDER BY 1`, owner, s.now())
 	if err != nil {
 		return nil, s.ctxErr(ctx, "recover", err)
 	}
