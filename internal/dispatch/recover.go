@@ -20,10 +20,11 @@ import (
 // lastTurn Failed (errorCode HarnessUnavailable: the outcome is unknown) and
 // counted.
 func (e *Engine) Recover(ctx context.Context) error {
-	if _, err := e.store.Recover(ctx, e.opts.Owner, "the dispatcher restarted while the turn was running"); err != nil {
+	ended, err := e.store.Recover(ctx, e.opts.Owner, "the dispatcher restarted while the turn was running")
+	if err != nil {
 		return fmt.Errorf("dispatch: recover: %w", err)
 	}
-	if err := e.clearStaleTurns(ctx, nil); err != nil {
+	if err := e.settleSessions(ctx, ended, nil); err != nil {
 		return fmt.Errorf("dispatch: recover: %w", err)
 	}
 	return nil
@@ -43,16 +44,13 @@ func (e *Engine) Sweep(ctx context.Context) ([]store.RunRef, error) {
 	if len(ended) == 0 {
 		return nil, nil
 	}
-	type runKey struct{ session, runID string }
-	swept := map[runKey]bool{}
 	for _, r := range ended {
 		e.log.Info("ended a turn whose dispatcher stopped renewing its lease", "session", r.Session, "runId", r.RunID)
-		swept[runKey{r.Session, r.RunID}] = true
 	}
 	// Only the activeTurns of the runs swept: another activeTurn whose run
 	// just ended is its own dispatcher's to record.
-	err = e.clearStaleTurns(ctx, func(s *v1alpha1.AgentSession) bool {
-		return swept[runKey{SessionKey(s), s.Status.ActiveTurn.RunID}]
+	err = e.settleSessions(ctx, ended, func(s *v1alpha1.AgentSession, swept store.RunRef, ok bool) bool {
+		return ok && swept.RunID == s.Status.ActiveTurn.RunID
 	})
 	if err != nil {
 		return ended, fmt.Errorf("dispatch: sweep: %w", err)
@@ -60,9 +58,19 @@ func (e *Engine) Sweep(ctx context.Context) ([]store.RunRef, error) {
 	return ended, nil
 }
 
-// clearStaleTurns clears the AgentSession activeTurns that which selects
-// (nil: all) and whose run does not run any more (clearStale).
-func (e *Engine) clearStaleTurns(ctx context.Context, which func(*v1alpha1.AgentSession) bool) error {
+// settleSessions brings the AgentSessions in line with the runs ended for
+// a dispatcher that is gone:
+//   - an activeTurn whose run does not run any more is cleared (clearStale)
+//     when which selects it (nil: every one), given the run ended for its
+//     session, if any;
+//   - a run ended whose session never showed it — its dispatcher died
+//     between starting the native turn and writing activeTurn — is
+//     recorded as the session's lastTurn, failed (recordUnmarked).
+func (e *Engine) settleSessions(ctx context.Context, ended []store.RunRef, which func(s *v1alpha1.AgentSession, run store.RunRef, ok bool) bool) error {
+	bySession := make(map[string]store.RunRef, len(ended))
+	for _, r := range ended {
+		bySession[r.Session] = r // a session runs one turn at a time
+	}
 	var list v1alpha1.AgentSessionList
 	if err := e.reader.List(ctx, &list); err != nil {
 		return fmt.Errorf("list AgentSessions: %w", err)
@@ -70,11 +78,54 @@ func (e *Engine) clearStaleTurns(ctx context.Context, which func(*v1alpha1.Agent
 	var errs []error
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Status.ActiveTurn != nil && (which == nil || which(s)) && !e.runs(SessionKey(s), s.Status.ActiveTurn.RunID) {
-			errs = append(errs, e.clearStale(ctx, s))
+		key := SessionKey(s)
+		run, ok := bySession[key]
+		switch {
+		case s.Status.ActiveTurn != nil:
+			if (which == nil || which(s, run, ok)) && !e.runs(key, s.Status.ActiveTurn.RunID) {
+				errs = append(errs, e.clearStale(ctx, s))
+			}
+		case ok && unrecorded(s, run):
+			errs = append(errs, e.recordUnmarked(ctx, s, run))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unrecorded reports whether the session's status knows nothing of run,
+// nor of a turn started after it.
+func unrecorded(s *v1alpha1.AgentSession, run store.RunRef) bool {
+	last := s.Status.LastTurn
+	return last == nil || (last.RunID != run.RunID && last.StartedAt.Time.Before(run.StartedAt))
+}
+
+// recordUnmarked records a run that ended with its dispatcher before the
+// session showed it as its activeTurn: lastTurn Failed. Its native turn,
+// if it started, is not known to the cluster, so it cannot be interrupted
+// here; the session's next turn on that thread interrupts it.
+func (e *Engine) recordUnmarked(ctx context.Context, s *v1alpha1.AgentSession, run store.RunRef) error {
+	name := s.Namespace + "/" + s.Name
+	st := dispatcherPart(&s.Status)
+	recordFailed(st, run.RunID, metav1.NewTime(run.StartedAt))
+	if err := e.apply(ctx, s, st); err != nil {
+		return fmt.Errorf("record the ended turn of %s: %w", name, err)
+	}
+	e.log.Info("recorded a turn that ended with its dispatcher before the session showed it", "session", name, "runId", run.RunID)
+	return nil
+}
+
+// recordFailed makes the run the session's lastTurn, failed with its
+// outcome unknown, and counts it.
+func recordFailed(st *dispatcherStatus, runID string, startedAt metav1.Time) {
+	st.LastTurn = &v1alpha1.LastTurn{
+		RunID: runID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(wire.CodeHarnessUnavailable),
+		StartedAt: startedAt, FinishedAt: metav1.Now(),
+	}
+	if st.Counters == nil {
+		st.Counters = &v1alpha1.SessionCounters{}
+	}
+	st.Counters.Turns++
+	st.Counters.FailedTurns++
 }
 
 // clearStale ends an activeTurn that no running run of this dispatcher
@@ -94,15 +145,7 @@ func (e *Engine) clearStale(ctx context.Context, s *v1alpha1.AgentSession) error
 	stale := st.ActiveTurn
 	st.ActiveTurn = nil
 	if st.LastTurn == nil || st.LastTurn.RunID != stale.RunID {
-		st.LastTurn = &v1alpha1.LastTurn{
-			RunID: stale.RunID, Outcome: v1alpha1.TurnFailed, ErrorCode: string(wire.CodeHarnessUnavailable),
-			StartedAt: stale.StartedAt, FinishedAt: metav1.Now(),
-		}
-		if st.Counters == nil {
-			st.Counters = &v1alpha1.SessionCounters{}
-		}
-		st.Counters.Turns++
-		st.Counters.FailedTurns++
+		recordFailed(st, stale.RunID, stale.StartedAt)
 	}
 	if err := e.apply(ctx, s, st); err != nil {
 		return fmt.Errorf("clear activeTurn of %s: %w", name, err)

@@ -129,4 +129,32 @@ var _ = Describe("Answers posted through another dispatcher (issue 20: many disp
 		Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(wire.CodeHarnessUnavailable)))
 		Expect(other.Sweep(ctx)).To(BeEmpty(), "a second sweep has nothing left to end")
 	})
+
+	// The dispatcher died between starting the native turn and writing the
+	// session's activeTurn: the session shows nothing of the run. The sweep
+	// still records it as the session's last turn, failed, once.
+	It("records the turn of a dead dispatcher that the session never showed as its last turn, failed", func() {
+		newSession(ns, "unmarked", testModel)
+		key := keyOf(ns, "unmarked")
+		lease, err := jrnl.Acquire(ctx, key, "dead-dispatcher", 200*time.Millisecond)
+		Expect(err).NotTo(HaveOccurred())
+		_, _, err = jrnl.Claim(lease, "run-unmarked", sha256.Sum256([]byte("run-unmarked")), store.Requester{User: "gateway"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(getSession(ns, "unmarked").Status.ActiveTurn).To(BeNil())
+
+		Eventually(func() ([]store.RunRef, error) { return other.Sweep(ctx) }).
+			Should(ContainElement(And(HaveField("Session", key), HaveField("RunID", "run-unmarked"))))
+		Eventually(func(g Gomega) {
+			s := getSession(ns, "unmarked")
+			g.Expect(s.Status.ActiveTurn).To(BeNil())
+			g.Expect(s.Status.LastTurn).NotTo(BeNil())
+			g.Expect(s.Status.LastTurn.RunID).To(Equal("run-unmarked"))
+			g.Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
+			g.Expect(s.Status.LastTurn.ErrorCode).To(Equal(string(wire.CodeHarnessUnavailable)))
+			g.Expect(s.Status.Counters).NotTo(BeNil())
+			g.Expect(s.Status.Counters.FailedTurns).To(BeEquivalentTo(1))
+		}).Should(Succeed())
+		Expect(other.Sweep(ctx)).To(BeEmpty(), "a second sweep has nothing left to end")
+		Expect(getSession(ns, "unmarked").Status.Counters.FailedTurns).To(BeEquivalentTo(1), "counted once")
+	})
 })
