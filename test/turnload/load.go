@@ -1,0 +1,316 @@
+// Package turnload is the gateways' side of issue 20's fault campaign:
+// sessions running turn after turn against a set of dispatcher replicas,
+// each client acting as a gateway does — a turn posted to a replica that is
+// gone is posted to another with the same body, a stream that breaks is
+// resumed with Last-Event-ID on another — and a record of where each turn was
+// claimed and how it ended. The campaign on processes (cmd/dispatcher) and
+// on the chart's Deployment (test/e2e/system) drive their replicas through
+// it and judge the outcome with Judge.
+package turnload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+)
+
+// Replica is one dispatcher the load may send turns to.
+type Replica struct {
+	Name string
+	// Base is the sessions' collection URL:
+	// https://…/v1/namespaces/<ns>/agentsessions.
+	Base   string
+	Client *http.Client
+}
+
+// Outcome is how one turn ended, as its gateway saw it.
+type Outcome struct {
+	OK         bool
+	Code       string
+	ReplaySafe bool
+	Replica    string // where it was claimed
+}
+
+// Load is the gateways: one client per session, started by Start, stopped
+// by Stop.
+type Load struct {
+	stub  *stubmodel.Server
+	token string // the gateways' bearer token
+	stop  atomic.Bool
+	sent  atomic.Int64
+
+	mu        sync.Mutex
+	changed   *sync.Cond
+	serving   []Replica
+	next      int
+	claimedOn map[string]string // runId → replica, while it runs
+	outcomes  map[string]Outcome
+
+	clients sync.WaitGroup
+}
+
+// New prepares the load: every turn's reply comes from stub, every request
+// carries token.
+func New(stub *stubmodel.Server, token string) *Load {
+	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, outcomes: map[string]Outcome{}}
+	l.changed = sync.NewCond(&l.mu)
+	return l
+}
+
+// Marker is the text that every model request of turn runID carries, and
+// nothing else's: how often the model saw it counts the turn's executions.
+func Marker(runID string) string { return "load-" + runID + " " }
+
+// Start runs one client per session until Stop.
+func (l *Load) Start(ctx context.Context, sessions ...string) {
+	context.AfterFunc(ctx, func() { // wakes the clients waiting for a replica
+		l.mu.Lock()
+		l.changed.Broadcast()
+		l.mu.Unlock()
+	})
+	for _, s := range sessions {
+		l.clients.Go(func() { l.client(ctx, s) })
+	}
+}
+
+// Stop lets each client finish its turn and waits for them. A client that
+// waits for a replica to serve gives up.
+func (l *Load) Stop() {
+	l.stop.Store(true)
+	l.mu.Lock()
+	l.changed.Broadcast()
+	l.mu.Unlock()
+	l.clients.Wait()
+}
+
+// Sent is how many turns the clients posted.
+func (l *Load) Sent() int64 { return l.sent.Load() }
+
+// Add makes r a replica new turns go to.
+func (l *Load) Add(r Replica) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.serving = append(l.serving, r)
+	l.changed.Broadcast()
+}
+
+// Remove sends no new turn to the replica (as a load balancer that stopped
+// routing to it); the streams it serves run on.
+func (l *Load) Remove(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, r := range l.serving {
+		if r.Name == name {
+			l.serving = append(l.serving[:i], l.serving[i+1:]...)
+			return
+		}
+	}
+}
+
+// Replicas are the replicas new turns go to.
+func (l *Load) Replicas() []Replica {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Replica(nil), l.serving...)
+}
+
+// pick waits for a serving replica and returns the next in turn.
+func (l *Load) pick(ctx context.Context) (Replica, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.serving) == 0 {
+		if ctx.Err() != nil || l.stop.Load() {
+			return Replica{}, false
+		}
+		l.changed.Wait()
+	}
+	l.next++
+	return l.serving[l.next%len(l.serving)], true
+}
+
+// RunningOn are the turns claimed on the replica and not ended.
+func (l *Load) RunningOn(name string) map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.runningOnLocked(name)
+}
+
+func (l *Load) runningOnLocked(name string) map[string]bool {
+	out := map[string]bool{}
+	for id, r := range l.claimedOn {
+		if r == name {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// WaitRunning waits until at least n turns claimed on the replica run.
+func (l *Load) WaitRunning(name string, n int, timeout time.Duration) error {
+	return l.waitFor(timeout, func() error {
+		if got := len(l.runningOnLocked(name)); got < n {
+			return fmt.Errorf("%d turns run on replica %s, waited for %d", got, name, n)
+		}
+		return nil
+	})
+}
+
+// WaitEnded waits until every turn in ids has an outcome.
+func (l *Load) WaitEnded(ids map[string]bool, timeout time.Duration) error {
+	return l.waitFor(timeout, func() error {
+		left := 0
+		for id := range ids {
+			if _, ok := l.outcomes[id]; !ok {
+				left++
+			}
+		}
+		if left > 0 {
+			return fmt.Errorf("%d of %d turns have not ended", left, len(ids))
+		}
+		return nil
+	})
+}
+
+// waitFor waits until pending (called under l.mu) returns nil, and returns
+// its last error once timeout has passed.
+func (l *Load) waitFor(timeout time.Duration, pending func() error) error {
+	deadline := time.Now().Add(timeout)
+	wake := time.AfterFunc(timeout, func() {
+		l.mu.Lock()
+		l.changed.Broadcast()
+		l.mu.Unlock()
+	})
+	defer wake.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		err := pending()
+		if err == nil {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		l.changed.Wait()
+	}
+}
+
+// Outcomes are the ended turns by runId.
+func (l *Load) Outcomes() map[string]Outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]Outcome, len(l.outcomes))
+	for k, v := range l.outcomes {
+		out[k] = v
+	}
+	return out
+}
+
+func (l *Load) claimed(runID, on string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.claimedOn[runID] = on
+	l.changed.Broadcast()
+}
+
+func (l *Load) ended(runID string, o Outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o.Replica = l.claimedOn[runID]
+	delete(l.claimedOn, runID)
+	l.outcomes[runID] = o
+	l.changed.Broadcast()
+}
+
+// client is one session's gateway: turn after turn until the load stops.
+// Each turn streams ~1 s of reply, so a replica always has turns running.
+func (l *Load) client(ctx context.Context, session string) {
+	for n := 0; !l.stop.Load() && ctx.Err() == nil; n++ {
+		runID := session + "-" + strconv.Itoa(n)
+		l.stub.When(Marker(runID), stubmodel.SlowText("done "+runID, 120*time.Millisecond, "a ", "b ", "c ", "d ", "e ", "f ", "g ", "h "))
+		body := fmt.Sprintf(`{"runId":%q,"prompt":"%sgo"}`, runID, Marker(runID))
+		l.sent.Add(1)
+		l.turn(ctx, session, runID, body)
+	}
+}
+
+// turn runs one turn to its end, as a gateway: another replica when one is
+// gone, the stream resumed where it broke.
+func (l *Load) turn(ctx context.Context, session, runID, body string) {
+	lastID := ""
+	for ctx.Err() == nil {
+		r, ok := l.pick(ctx)
+		if !ok {
+			return
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Base+"/"+session+"/turns", strings.NewReader(body))
+		if err != nil {
+			l.ended(runID, Outcome{Code: "request: " + err.Error()})
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+l.token)
+		req.Header.Set("Content-Type", "application/json")
+		if lastID != "" {
+			req.Header.Set("Last-Event-ID", lastID)
+		}
+		resp, err := r.Client.Do(req)
+		if err != nil {
+			retryPause(ctx) // the replica is gone: another one
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				retryPause(ctx) // draining: another one
+				continue
+			}
+			l.ended(runID, Outcome{Code: "HTTP " + strconv.Itoa(resp.StatusCode)})
+			return
+		}
+		if lastID == "" {
+			l.claimed(runID, r.Name)
+		}
+		var end *Outcome
+		_ = sse.Read(resp.Body, func(ev sse.Event) bool {
+			lastID = ev.ID
+			switch ev.Type {
+			case wire.EventResult:
+				end = &Outcome{OK: true}
+				return false
+			case wire.EventError:
+				var e wire.Error
+				_ = json.Unmarshal(ev.Data, &e)
+				end = &Outcome{Code: string(e.Code), ReplaySafe: e.ReplaySafe == nil || *e.ReplaySafe}
+				return false
+			}
+			return true
+		})
+		_ = resp.Body.Close()
+		if end != nil {
+			l.ended(runID, *end)
+			return
+		}
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return
+		}
+	}
+}
+
+// retryPause keeps a client whose replicas are all gone from spinning.
+func retryPause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(50 * time.Millisecond):
+	}
+}
