@@ -3,8 +3,9 @@
 // test-postgres` sets it). PostgreSQL refuses to run as root, which is who
 // runs the tests here, so initdb and the server run as the unprivileged
 // nobody (65534:65534, no supplementary groups) on a data directory in a
-// temporary directory, listening on 127.0.0.1 only at a leased port, with its
-// unix socket inside that directory. Nothing is installed on the machine: no
+// temporary directory, listening on 127.0.0.1 only (or on the one address
+// StartListening names) at a leased port, with its unix socket inside that
+// directory. Nothing is installed on the machine: no
 // service, no user. Stop ends the server and removes the directory; the
 // server is also killed when the test process dies (the parent-death signal),
 // so a crashed test leaves no server running (only its temporary directory).
@@ -19,6 +20,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,6 +55,7 @@ const (
 // Server is one running PostgreSQL server.
 type Server struct {
 	dir      string // temporary root: pg (the binaries), data, sock, postgres.log
+	host     string // the one address it listens on
 	port     int
 	password string // the superuser's, random per server
 	cmd      *exec.Cmd
@@ -64,7 +67,22 @@ type Server struct {
 // Start starts a server for one test and stops it at the test's end.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s, err := start()
+	return startFor(tb, loopback, "")
+}
+
+// StartListening starts a server for one test on host instead of loopback,
+// admitting password logins from clientCIDR too: for clients in Pods, with
+// host the address they reach this machine at (the CNI bridge's gateway).
+func StartListening(tb testing.TB, host, clientCIDR string) *Server {
+	tb.Helper()
+	return startFor(tb, host, clientCIDR)
+}
+
+const loopback = "127.0.0.1"
+
+func startFor(tb testing.TB, host, clientCIDR string) *Server {
+	tb.Helper()
+	s, err := start(host, clientCIDR)
 	if err != nil {
 		tb.Fatalf("start PostgreSQL: %v", err)
 	}
@@ -76,7 +94,7 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
-// Port is the server's port on 127.0.0.1.
+// Port is the server's port on its address (127.0.0.1 unless StartListening).
 func (s *Server) Port() int { return s.port }
 
 // Dir is the server's temporary directory (removed by Stop).
@@ -87,11 +105,11 @@ func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // ConnString is the connection string of database db as the superuser.
 func (s *Server) ConnString(db string) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s password=%s dbname=%s sslmode=disable",
-		s.port, superuser, s.password, db)
+	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable",
+		s.host, s.port, superuser, s.password, db)
 }
 
-func start() (s *Server, err error) {
+func start(host, clientCIDR string) (s *Server, err error) {
 	src := os.Getenv(EnvDir)
 	if src == "" {
 		return nil, fmt.Errorf("%s is not set: run `export %s=$(hack/setup-postgres.sh)` (make test-postgres does)", EnvDir, EnvDir)
@@ -103,7 +121,7 @@ func start() (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{dir: dir, exited: make(chan struct{})}
+	s = &Server{dir: dir, host: host, exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())
@@ -127,6 +145,11 @@ func start() (s *Server, err error) {
 	}
 	if err := s.initdb(); err != nil {
 		return nil, err
+	}
+	if clientCIDR != "" {
+		if err := s.admit(clientCIDR); err != nil {
+			return nil, err
+		}
 	}
 	if s.port, err = testutil.FreePort(); err != nil {
 		return nil, err
@@ -178,7 +201,21 @@ func (s *Server) initdb() error {
 	return nil
 }
 
-// run starts the server: loopback only, its socket in the temporary
+// admit lets clients from cidr log in with the password (initdb's
+// pg_hba.conf admits loopback only).
+func (s *Server) admit(cidr string) error {
+	if _, _, err := net.ParseCIDR(cidr); err != nil {
+		return fmt.Errorf("client CIDR: %w", err)
+	}
+	f, err := os.OpenFile(s.path("data", "pg_hba.conf"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "host all all %s scram-sha-256\n", cidr)
+	return errors.Join(err, f.Close())
+}
+
+// run starts the server: one address, its socket in the temporary
 // directory, durability off (a test's data dies with it).
 func (s *Server) run() error {
 	logFile, err := os.Create(s.path("postgres.log"))
@@ -187,7 +224,7 @@ func (s *Server) run() error {
 	}
 	defer func() { _ = logFile.Close() }()
 	s.cmd = unprivileged(exec.Command(s.path("pg", "bin", "postgres"), "-D", s.path("data"),
-		"-p", strconv.Itoa(s.port), "-c", "listen_addresses=127.0.0.1",
+		"-p", strconv.Itoa(s.port), "-c", "listen_addresses="+s.host,
 		"-c", "unix_socket_directories="+s.path("sock"), "-c", "max_connections=300",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"))
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile

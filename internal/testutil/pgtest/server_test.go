@@ -7,11 +7,13 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -102,4 +104,38 @@ func connect(t *testing.T, connString string) *pgx.Conn {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
+}
+
+// TestServerListensWhereToldAndAdmitsTheClientRange: for clients in Pods, the
+// server listens on the one address it is given (here 127.0.0.2, standing in
+// for the bridge's gateway) and takes password logins from the client range
+// it is given, and from nowhere else.
+func TestServerListensWhereToldAndAdmitsTheClientRange(t *testing.T) {
+	s := StartListening(t, "127.0.0.2", "127.0.0.3/32")
+	from := func(local string) error {
+		cfg, err := pgx.ParseConfig(s.ConnString(superuser))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DialFunc = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return conn.Close(ctx)
+	}
+	if !strings.HasPrefix(s.ConnString(superuser), "host=127.0.0.2 ") {
+		t.Fatalf("connection string %q does not name the address", s.ConnString(superuser))
+	}
+	if err := from("127.0.0.3"); err != nil {
+		t.Fatalf("a client in the admitted range: %v", err)
+	}
+	if err := from("127.0.0.4"); err == nil || !strings.Contains(err.Error(), "no pg_hba.conf entry") {
+		t.Fatalf("a client outside the admitted range: %v, want no pg_hba.conf entry", err)
+	}
+	if _, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port()))); err == nil {
+		t.Fatal("the server also listens on 127.0.0.1")
+	}
 }
