@@ -320,6 +320,7 @@ spec:
 	managedHarnessSpecs()
 	sandboxSpecs()
 	faultSpecs()
+	replicaSpecs()
 })
 
 // openclawOverrideSession is an openai session in team-b that asks for the
