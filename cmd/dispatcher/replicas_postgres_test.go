@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +86,69 @@ func TestReplicasShareTurnsOnPostgres(t *testing.T) {
 		if st != http.StatusOK || !strings.Contains(got, `"state":"finished"`) {
 			t.Fatalf("the run read through the other replica: %d %s", st, got)
 		}
+	})
+
+	t.Run("a stream broken on one replica resumes on the other with Last-Event-ID, live to the result", func(t *testing.T) {
+		gate := stubmodel.NewGate()
+		defer gate.Release()
+		fx.stub.When("rep-resume", stubmodel.Text("first second third").HoldBefore(1, gate))
+		body := `{"runId":"run-resume","prompt":"rep-resume go"}`
+		// On a: read up to the first partial, then go away (the gateway's
+		// connection to a breaks; the turn runs on).
+		resp, err := turnRequest(ctx, a.hc, a.base+"/tools/turns", fx.gateway, body)
+		must(t, err)
+		var seen []sseEvent
+		must(t, sse.Read(resp.Body, func(ev sse.Event) bool {
+			id, _ := strconv.ParseInt(ev.ID, 10, 64)
+			seen = append(seen, sseEvent{ID: id, Type: ev.Type, Data: ev.Data})
+			return ev.Type != wire.EventPartial
+		}))
+		_ = resp.Body.Close()
+		<-gate.Reached()
+		last := seen[len(seen)-1].ID
+
+		// On b: the same body from the last event seen; the rest arrives as
+		// the turn (still held on a) goes on.
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/tools/turns", strings.NewReader(body))
+		must(t, err)
+		req.Header.Set("Authorization", "Bearer "+fx.gateway)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(last, 10))
+		resumed, err := b.hc.Do(req)
+		must(t, err)
+		defer func() { _ = resumed.Body.Close() }()
+		if resumed.StatusCode != http.StatusOK {
+			got, _ := io.ReadAll(resumed.Body)
+			t.Fatalf("resume on the other replica: %d %s", resumed.StatusCode, got)
+		}
+		gate.Release()
+		var rest []sseEvent
+		var text strings.Builder
+		must(t, sse.Read(resumed.Body, func(ev sse.Event) bool {
+			id, _ := strconv.ParseInt(ev.ID, 10, 64)
+			rest = append(rest, sseEvent{ID: id, Type: ev.Type, Data: ev.Data})
+			if ev.Type == wire.EventPartial {
+				var p wire.Partial
+				_ = json.Unmarshal(ev.Data, &p)
+				text.WriteString(p.Delta)
+			}
+			return ev.Type != wire.EventResult && ev.Type != wire.EventError
+		}))
+		if len(rest) == 0 || rest[0].ID != last+1 || rest[len(rest)-1].Type != wire.EventResult {
+			t.Fatalf("resumed after event %d: %v (first id %v)", last, typesOf(rest), rest)
+		}
+		for i := 1; i < len(rest); i++ {
+			if rest[i].ID != rest[i-1].ID+1 {
+				t.Fatalf("resumed events are not consecutive: %d after %d", rest[i].ID, rest[i-1].ID)
+			}
+		}
+		if !strings.Contains(text.String(), "third") {
+			t.Fatalf("the partials after the break say %q, want the rest of the reply", text.String())
+		}
+		if n := len(fx.stub.RequestsContaining("rep-resume")); n != 1 {
+			t.Fatalf("the model was asked %d times, want once", n)
+		}
+		t.Logf("events 1–%d on one replica, %d–%d on the other; partial text after the break: %q", last, rest[0].ID, rest[len(rest)-1].ID, text.String())
 	})
 
 	t.Run("a replica killed mid-turn has that turn ended as failed by the survivor", func(t *testing.T) {
