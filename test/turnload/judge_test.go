@@ -37,7 +37,7 @@ func TestJudge(t *testing.T) {
 		{
 			name: "a killed replica's turn said a replay was safe",
 			c: Campaign{
-				All: map[string]Outcome{"b": {Code: string(wire.CodeHarnessUnavailable), ReplaySafe: true}},
+				All:    map[string]Outcome{"b": {Code: string(wire.CodeHarnessUnavailable), ReplaySafe: true}},
 				Doomed: map[string]bool{"b": true}, Sent: 1, Executions: once,
 			},
 			want: []string{"turn b ended", "no turn of the killed replica failed"},
