@@ -15,7 +15,9 @@
 // on this machine: the stub model and the external sample harness (a real
 // `codex app-server`), both listening on the CNI bridge's gateway address, so
 // the Pods reach them the way they reach a service outside the cluster, and
-// the suite can hold a model reply to make a fault land mid-turn.
+// the suite can hold a model reply to make a fault land mid-turn. Last, the
+// release moves to three dispatcher Pods on a PostgreSQL server on this
+// machine for issue 20's fault campaign (replicas_test.go).
 //
 // `make test-e2e` builds the images, brings the cluster up, sets the
 // environment read here, runs this suite and tears the cluster down.
