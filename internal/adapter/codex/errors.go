@@ -3,6 +3,9 @@ package codex
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/openclaw/harness-operator/internal/appserver"
 )
 
 // DetachedError reports that the connection to the app-server ended while
@@ -42,7 +45,24 @@ var ErrTurnNotStarted = errors.New("codex: turn/start did not reach the app-serv
 // ErrTurnAttached is returned by Reattach for a turn that is not detached.
 var ErrTurnAttached = errors.New("codex: the turn is attached; Reattach only after a *DetachedError")
 
-// ErrThreadNotFound is returned by Start when the app-server does not know
-// the thread to resume (its rollout is not in this server's native home):
-// the session's native thread is lost, and only a reset starts a new one.
+// ErrThreadNotFound is returned by Start when the app-server cannot load
+// the thread to resume — its rollout is not in this server's native home, or
+// is there but unreadable (cut short by a crash or a full disk): the
+// session's native thread is lost, and only a reset starts a new one.
 var ErrThreadNotFound = errors.New("codex: the app-server does not have the thread")
+
+// resumeLost wraps thread/resume's answer in ErrThreadNotFound when it says
+// the thread can never be loaded from this server: no rollout (an invalid
+// request "no rollout found …") or a rollout it cannot read (an internal
+// error "… failed to read session metadata <file> …", for an empty or
+// truncated file). The texts are those of the pinned release
+// (TestResumeOfUnknownThread, TestResumeOfTruncatedRollout). Anything else
+// is returned as it is.
+func resumeLost(err error, what string) error {
+	var rpc *appserver.RPCError
+	if errors.As(err, &rpc) && (strings.HasPrefix(rpc.Message, "no rollout found") ||
+		strings.Contains(rpc.Message, "failed to read session metadata")) {
+		return fmt.Errorf("%w: %s: %s", ErrThreadNotFound, what, rpc.Message)
+	}
+	return fmt.Errorf("codex: %s: %w", what, err)
+}

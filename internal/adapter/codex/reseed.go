@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -262,11 +261,7 @@ func sourceHistory(ctx context.Context, c *appserver.Client, id string, cfg map[
 	_ = c.Call(ctx, "thread/unsubscribe", map[string]any{"threadId": id}, nil)
 	th, err := c.ResumeThread(ctx, appserver.ThreadResumeParams{ThreadID: id, Config: cfg, ExcludeTurns: true}, appserver.ThreadOptions{})
 	if err != nil {
-		var rpc *appserver.RPCError
-		if errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, "no rollout found") {
-			return nil, fmt.Errorf("%w: re-seed from %s: %s", ErrThreadNotFound, id, rpc.Message)
-		}
-		return nil, fmt.Errorf("codex: re-seed: thread/resume %s: %w", id, err)
+		return nil, resumeLost(err, "re-seed: thread/resume "+id)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

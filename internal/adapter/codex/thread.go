@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/adapter"
@@ -112,13 +111,7 @@ func (t *Turn) resume(ctx context.Context, c *appserver.Client, id string) (*app
 		ExcludeTurns:          true,
 	}, appserver.ThreadOptions{Handlers: t.serverHandlers()})
 	if err != nil {
-		// Codex answers a thread it has no rollout for with an invalid-request
-		// error (TestResumeOfUnknownThread pins the text of the pinned release).
-		var rpc *appserver.RPCError
-		if errors.As(err, &rpc) && strings.HasPrefix(rpc.Message, "no rollout found") {
-			return nil, fmt.Errorf("%w: thread/resume %s: %s", ErrThreadNotFound, id, rpc.Message)
-		}
-		return nil, fmt.Errorf("codex: thread/resume %s: %w", id, err)
+		return nil, resumeLost(err, "thread/resume "+id)
 	}
 	return th, nil
 }
