@@ -238,6 +238,18 @@ type LastSelection struct {
 	Candidates []SelectionCandidate `json:"candidates,omitempty"`
 }
 
+// ThreadState says whether a bound native thread has ended a turn with a
+// result.
+// +kubebuilder:validation:Enum=Provisional;Established
+type ThreadState string
+
+const (
+	// ThreadProvisional: no turn on the thread has ended with a result.
+	ThreadProvisional ThreadState = "Provisional"
+	// ThreadEstablished: a turn on the thread ended with a result.
+	ThreadEstablished ThreadState = "Established"
+)
+
 // NativeBinding binds the session to a native thread (dispatcher).
 type NativeBinding struct {
 	// threadId is the native thread id.
@@ -296,6 +308,16 @@ type NativeBinding struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	AuthProfile string `json:"authProfile,omitempty"`
+
+	// threadState is Provisional while no turn on the thread has ended with
+	// a result: the turn that started it failed (for example, its app-server
+	// died mid-turn). If the server then no longer has such a thread, there
+	// is no conversation to lose, and the next turn starts a new thread
+	// without a reset. Established once a turn on it ended with a result: a
+	// lost established thread is NativeThreadLost until a reset. Empty (a
+	// binding written before the field existed) counts as Established.
+	// +optional
+	ThreadState ThreadState `json:"threadState,omitempty"`
 }
 
 // ActiveTurn is the turn running now (dispatcher).
