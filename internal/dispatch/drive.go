@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
 	"github.com/openclaw/harness-operator/internal/wire"
@@ -25,6 +26,16 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 		AnswerUserInput: t.answerUserInput,
 	}
 	nt, err := codex.Start(ctx, t.p.client, in, hooks)
+	if errors.Is(err, codex.ErrThreadNotFound) && t.provisionalThread(in) {
+		// The thread never ended a turn with a result (its first turn
+		// died with its server): there is no conversation to lose, so the
+		// turn starts a new thread instead of asking for a reset.
+		t.e.log.Info("the session's provisional thread is gone from its app-server; the turn starts a new one",
+			"session", t.session, "runId", t.req.RunID, "server", t.p.server.Name, "thread", cmp.Or(in.ThreadID, in.ReseedFrom))
+		in.ThreadID, in.ReseedFrom, in.ReseedFromAuthProfile = "", "", false
+		t.toolsFingerprint = codex.HostToolsFingerprint(in)
+		nt, err = codex.Start(ctx, t.p.client, in, hooks)
+	}
 	var detached *codex.DetachedError
 	if err != nil && (nt == nil || !errors.As(err, &detached)) {
 		return nil, t.notStarted(err, cmp.Or(in.ThreadID, in.ReseedFrom))
@@ -63,6 +74,14 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 				t.p.server.Name, err).Touched(false)
 		}
 	}
+}
+
+// provisionalThread reports whether the thread the input continues is the
+// session's bound thread and no turn on it ever ended with a result.
+func (t *runningTurn) provisionalThread(in adapter.TurnInput) bool {
+	b := t.sess.Status.NativeBinding
+	return b != nil && !t.p.rebind && b.ThreadState == v1alpha1.ThreadProvisional &&
+		cmp.Or(in.ThreadID, in.ReseedFrom) == b.ThreadID
 }
 
 // notStarted is the error of a native turn that codex.Start refused or could

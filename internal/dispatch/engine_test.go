@@ -471,6 +471,7 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		startServer("127.0.0.5", "", portOf(srv.URL))
 		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
 
+		Expect(getSession(ns, "moved").Status.NativeBinding.ThreadState).To(Equal(v1alpha1.ThreadEstablished))
 		evs, err := turn(ns, "moved", textReq("run-o1", "omicron-1 hello?"))
 		var te *wire.Error
 		Expect(errors.As(err, &te)).To(BeTrue(), "%v", err)
@@ -488,6 +489,45 @@ var _ = Describe("A server that no longer has the session's thread", func() {
 		evs, err = turn(ns, "moved", textReq("run-o2", "omicron-2 hello again"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resultOf(evs).ThreadID).NotTo(Equal(thread))
+	})
+})
+
+var _ = Describe("A session whose first turn died with its server", func() {
+	It("starts a new thread without a reset when the server comes back without the thread: there was no conversation to lose", func() {
+		srv := startServer("127.0.0.7", "", 0)
+		ns := newNamespace()
+		h := registerCodex(ns, srv.URL, true)
+		newSession(ns, "newborn", testModel)
+		gate := stubmodel.NewGate()
+		DeferCleanup(gate.Release)
+		stub.When("rho-1", stubmodel.Stall(gate, stubmodel.Text("never delivered")))
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- eng.Turn(ctx, ns, "newborn", textReq("run-p1", "rho-1 first words"), (&collector{}).sink)
+		}()
+		_, err := stub.WaitMarker(ctx, "rho-1")
+		Expect(err).NotTo(HaveOccurred())
+		srv.Kill()
+		var turnErr error
+		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
+		Expect(turnErr).To(HaveOccurred())
+		b := getSession(ns, "newborn").Status.NativeBinding
+		Expect(b).NotTo(BeNil())
+		Expect(b.ThreadState).To(Equal(v1alpha1.ThreadProvisional), "no turn on the thread ended with a result")
+		lost := b.ThreadID
+
+		// The server comes back with an empty native home.
+		gate.Release()
+		startServer("127.0.0.7", "", portOf(srv.URL))
+		waitHarness(h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue)
+		evs, err := turn(ns, "newborn", textReq("run-p2", "rho-2 hello again"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resultOf(evs).ThreadID).NotTo(Equal(lost))
+		b = getSession(ns, "newborn").Status.NativeBinding
+		Expect(b.ThreadID).To(Equal(resultOf(evs).ThreadID))
+		Expect(b.ThreadState).To(Equal(v1alpha1.ThreadEstablished))
+		Expect(stub.RequestsContaining("rho-1")).To(HaveLen(1), "the first turn was not replayed")
 	})
 })
 

@@ -235,7 +235,8 @@ func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished
 		st.AgentHarnessID = d.HarnessID
 		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: t.native.ThreadID(), Pod: t.p.server.Name, Generation: t.sess.Spec.ResetGeneration,
 			SessionUID: string(t.sess.UID), HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name,
-			HostToolsFingerprint: t.toolsFingerprint, AuthProfile: authProfileID(t.p.authProfile)}
+			HostToolsFingerprint: t.toolsFingerprint, AuthProfile: authProfileID(t.p.authProfile),
+			ThreadState: threadState(st.NativeBinding, t.native.ThreadID(), terr == nil)}
 	}
 	switch {
 	case terr != nil:
@@ -253,6 +254,17 @@ func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished
 	}
 	st.LastTurn, st.Counters = last, counters
 	return st
+}
+
+// threadState is the state of thread after a turn on it: Established once
+// a turn ended with a result; after a failed turn, Provisional unless the
+// thread was bound and established before (prev, the binding before the
+// turn).
+func threadState(prev *v1alpha1.NativeBinding, thread string, result bool) v1alpha1.ThreadState {
+	if result || (prev != nil && prev.ThreadID == thread && prev.ThreadState != v1alpha1.ThreadProvisional) {
+		return v1alpha1.ThreadEstablished
+	}
+	return v1alpha1.ThreadProvisional
 }
 
 // applyStatus writes the status on a context of its own: a turn's status
