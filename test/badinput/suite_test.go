@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -94,11 +93,11 @@ func start(t *testing.T) *fixture {
 	t.Cleanup(cdx.Kill)
 	op, err := testutil.StartOperator(work, "--token-audience="+audience, "--require-token-audience")
 	if err != nil {
-		t.Fatalf("start the operator: %v%s", err, logs(op))
+		t.Fatalf("start the operator: %v%s", err, op.Logs())
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log(logs(op))
+			t.Log(op.Logs())
 		}
 		if err := op.Stop(); err != nil {
 			t.Error(err)
@@ -231,20 +230,6 @@ func (f *fixture) call(t *testing.T, method, url, token, body string, hdr map[st
 	b, err := io.ReadAll(resp.Body)
 	must(t, err)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
-}
-
-// logs are the tails of the processes' logs, for a failure.
-func logs(op *testutil.Operator) string {
-	if op == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range []*testutil.Process{op.Dispatcher, op.Manager} {
-		if p != nil {
-			fmt.Fprintf(&b, "\n----- %s log (%s) -----\n%s", p.Name, p.LogPath, p.Tail(16<<10))
-		}
-	}
-	return b.String()
 }
 
 func must(t *testing.T, err error) {
