@@ -159,21 +159,8 @@ func (in TurnInput) Validate() error {
 	if strings.TrimSpace(in.Prompt) == "" && len(in.Images) == 0 {
 		return bad("prompt and images are empty")
 	}
-	for i, img := range in.Images {
-		switch {
-		case (img.URL == "") == (img.Path == ""):
-			return bad("images[%d]: exactly one of url and path is required", i)
-		case img.Path != "" && !path.IsAbs(img.Path):
-			return bad("images[%d]: path %q must be absolute", i, img.Path)
-		case img.URL != "" && !strings.HasPrefix(img.URL, "data:image/") &&
-			!strings.HasPrefix(img.URL, "https://") && !strings.HasPrefix(img.URL, "http://"):
-			return bad("images[%d]: url must be a data:image/… URL or an http(s) URL", i)
-		}
-		switch img.Detail {
-		case "", "auto", "low", "high", "original":
-		default:
-			return bad("images[%d]: detail %q is not auto, low, high or original", i, img.Detail)
-		}
+	if err := wire.ValidateImages(in.Images); err != nil {
+		return bad("%v", err)
 	}
 	seen := map[string]bool{}
 	for i, t := range in.Tools {

@@ -52,6 +52,9 @@ func (e *Engine) start(ctx context.Context, ns, name string, req *wire.TurnReque
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	if err := req.ValidateInput(); err != nil {
+		return nil, err
+	}
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}

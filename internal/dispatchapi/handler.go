@@ -528,6 +528,10 @@ func (h *Handler) toolResult(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, &wire.FieldError{Field: "callId", Message: "must not be empty"}, h.retryAfter)
 		return
 	}
+	if err := body.Validate(); err != nil {
+		h.writeError(w, err, h.retryAfter)
+		return
+	}
 	if _, ok := h.lookupRun(w, r); !ok {
 		return
 	}

@@ -183,6 +183,21 @@ func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) 
 	return nil
 }
 
+// Logs are the tails of the dispatcher's and the manager's logs, for a
+// failure message; "" for a nil Operator (StartOperator failed early).
+func (o *Operator) Logs() string {
+	if o == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range []*Process{o.Dispatcher, o.Manager} {
+		if p != nil {
+			fmt.Fprintf(&b, "\n----- %s log (%s) -----\n%s", p.Name, p.LogPath, p.Tail(16<<10))
+		}
+	}
+	return b.String()
+}
+
 // Stop stops the dispatcher, the manager and the control plane, and
 // returns what the processes' ends were, with any unexpected exit.
 func (o *Operator) Stop() error {

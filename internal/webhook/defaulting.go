@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -36,17 +37,43 @@ func newObject[T runtime.Object]() T {
 func (h *defaultingHandler[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
 	obj := h.new()
 	if err := h.decoder.Decode(req, obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		// A value of the wrong type (a string for an integer, …). The API
+		// server's schema validation, which runs after the mutating
+		// webhooks, refuses it naming the field and the type it must have;
+		// a decoding error from here would name Go types instead. Nothing to
+		// default: admit it unchanged for the schema to judge.
+		return admission.Allowed("")
+	}
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	warnings, err := h.fn(ctx, obj)
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	marshaled, err := json.Marshal(obj)
+	after, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, marshaled)
+	resp := patchDefaults(req.Object.Raw, before, after)
 	resp.Warnings = warnings
 	return resp
+}
+
+// patchDefaults patches the object as it came (raw) with only what
+// defaulting changed (the difference from before to after, both the object
+// marshaled from its Go type). A patch from raw to after would also write
+// every field the user left out as its Go zero value: an omitted required
+// field would then be refused as an invalid "" rather than as required.
+func patchDefaults(raw, before, after []byte) admission.Response {
+	changes, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	patched, err := jsonpatch.MergePatch(raw, changes)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(raw, patched)
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // MaxRunIDLength is the longest runId a turn accepts (the AgentSession
@@ -118,6 +120,10 @@ func (r *TurnRequest) Validate() error {
 	if len(r.RunID) > MaxRunIDLength {
 		return bad("runId", "must be at most "+strconv.Itoa(MaxRunIDLength)+" bytes")
 	}
+	if strings.ContainsFunc(r.RunID, unicode.IsControl) {
+		// The runId goes back in the X-Harness-Run-Id header of the stream.
+		return bad("runId", "must not contain control characters")
+	}
 	if err := validTimeout("timeoutMs", r.TimeoutMs, MaxTurnTimeout); err != nil {
 		return err
 	}
@@ -127,10 +133,8 @@ func (r *TurnRequest) Validate() error {
 	if err := r.NativeActionOptions.Validate(); err != nil {
 		return err
 	}
-	for i, img := range r.Images {
-		if (img.URL == "") == (img.Path == "") {
-			return bad("images["+strconv.Itoa(i)+"]", "exactly one of url and path is required")
-		}
+	if err := ValidateImages(r.Images); err != nil {
+		return err
 	}
 	if err := r.MCPTurnFields.Validate(); err != nil {
 		return err

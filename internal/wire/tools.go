@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // ToolResultRequest is the body of …/tool-results: the answer to one host
 // tool call.
 type ToolResultRequest struct {
@@ -42,4 +47,22 @@ func TextAnswer(text string) ToolAnswer {
 // ErrorAnswer is a failed ToolAnswer whose message is told to the model.
 func ErrorAnswer(message string) ToolAnswer {
 	return ToolAnswer{Content: []ToolContent{{Type: "text", Text: message}}, IsError: true, ErrorMessage: message}
+}
+
+// Validate checks the answer's content parts: each is a text part or an
+// image part with its imageUrl. The error is a *FieldError naming the part
+// (content[i].type, content[i].imageUrl): a part the runtime cannot take
+// would otherwise be dropped, and the model told the tool returned less
+// than the gateway sent.
+func (a ToolAnswer) Validate() error {
+	for i, c := range a.Content {
+		field := "content[" + strconv.Itoa(i) + "]"
+		switch {
+		case c.Type != "text" && c.Type != "image":
+			return &FieldError{Field: field + ".type", Message: fmt.Sprintf("%q is not text or image", c.Type)}
+		case c.Type == "image" && c.ImageURL == "":
+			return &FieldError{Field: field + ".imageUrl", Message: "is required for an image part"}
+		}
+	}
+	return nil
 }

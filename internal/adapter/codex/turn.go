@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,9 +26,6 @@ const (
 	// (AnswerTool must return when its context ends).
 	handlerGrace = 5 * time.Second
 )
-
-// toolNameRE is what the Responses API accepts as a function name.
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 var (
 	errAborted = errors.New("the turn was interrupted")
@@ -146,8 +142,8 @@ func Start(ctx context.Context, c *appserver.Client, in adapter.TurnInput, h ada
 		return nil, fmt.Errorf("codex: %w", err)
 	}
 	for i, tool := range in.Tools {
-		if !toolNameRE.MatchString(tool.Name) {
-			return nil, fmt.Errorf("codex: %w: tools[%d]: name %q must match %s", adapter.ErrInvalidInput, i, tool.Name, toolNameRE)
+		if !wire.ToolNameRE.MatchString(tool.Name) {
+			return nil, fmt.Errorf("codex: %w: tools[%d]: name %q must match %s", adapter.ErrInvalidInput, i, tool.Name, wire.ToolNameRE)
 		}
 	}
 	switch appserver.SandboxMode(in.Sandbox) {

@@ -107,11 +107,11 @@ func start(t *testing.T) *suite {
 		fmt.Sprintf("--auth-unverified-rate=%d", unverifiedRate), fmt.Sprintf("--auth-unverified-burst=%d", unverifiedBurst),
 		"--metrics-bind-address="+metricsAddr)
 	if err != nil {
-		t.Fatalf("start the operator: %v%s", err, logs(op))
+		t.Fatalf("start the operator: %v%s", err, op.Logs())
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log(logs(op))
+			t.Log(op.Logs())
 		}
 		if err := op.Stop(); err != nil {
 			t.Error(err)
@@ -261,24 +261,6 @@ func (s *suite) turnWith(t *testing.T, ns, session, runID, prompt string) []sse.
 	var evs []sse.Event
 	must(t, sse.Read(bytes.NewReader(r.body), func(e sse.Event) bool { evs = append(evs, e); return true }))
 	return evs
-}
-
-func processes(op *testutil.Operator) []*testutil.Process {
-	if op == nil {
-		return nil
-	}
-	return []*testutil.Process{op.Dispatcher, op.Manager}
-}
-
-// logs are the tails of the processes' logs, for a failure.
-func logs(op *testutil.Operator) string {
-	var b strings.Builder
-	for _, p := range processes(op) {
-		if p != nil {
-			fmt.Fprintf(&b, "\n----- %s log (%s) -----\n%s", p.Name, p.LogPath, p.Tail(16<<10))
-		}
-	}
-	return b.String()
 }
 
 func must(t *testing.T, err error) {
