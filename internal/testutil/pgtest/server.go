@@ -62,9 +62,24 @@ type Server struct {
 }
 
 // Start starts a server for one test and stops it at the test's end.
+// Durability is off (a test's data dies with it).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	s, err := start()
+	return startFor(tb, false)
+}
+
+// StartDurable is Start with PostgreSQL's default durability — fsync,
+// synchronous_commit and full_page_writes on, every commit flushed to the
+// disk — for a benchmark that compares what a store's writes cost with the
+// file journal's fsyncs.
+func StartDurable(tb testing.TB) *Server {
+	tb.Helper()
+	return startFor(tb, true)
+}
+
+func startFor(tb testing.TB, durable bool) *Server {
+	tb.Helper()
+	s, err := start(durable)
 	if err != nil {
 		tb.Fatalf("start PostgreSQL: %v", err)
 	}
@@ -91,7 +106,7 @@ func (s *Server) ConnString(db string) string {
 		s.port, superuser, s.password, db)
 }
 
-func start() (s *Server, err error) {
+func start(durable bool) (s *Server, err error) {
 	src := os.Getenv(EnvDir)
 	if src == "" {
 		return nil, fmt.Errorf("%s is not set: run `export %s=$(hack/setup-postgres.sh)` (make test-postgres does)", EnvDir, EnvDir)
@@ -131,7 +146,7 @@ func start() (s *Server, err error) {
 	if s.port, err = testutil.FreePort(); err != nil {
 		return nil, err
 	}
-	if err := s.run(); err != nil {
+	if err := s.run(durable); err != nil {
 		return nil, err
 	}
 	return s, s.waitReady()
@@ -179,17 +194,20 @@ func (s *Server) initdb() error {
 }
 
 // run starts the server: loopback only, its socket in the temporary
-// directory, durability off (a test's data dies with it).
-func (s *Server) run() error {
+// directory, durability off unless durable.
+func (s *Server) run(durable bool) error {
 	logFile, err := os.Create(s.path("postgres.log"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = logFile.Close() }()
-	s.cmd = unprivileged(exec.Command(s.path("pg", "bin", "postgres"), "-D", s.path("data"),
+	args := []string{"-D", s.path("data"),
 		"-p", strconv.Itoa(s.port), "-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories="+s.path("sock"), "-c", "max_connections=300",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"))
+		"-c", "unix_socket_directories=" + s.path("sock"), "-c", "max_connections=300"}
+	if !durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	s.cmd = unprivileged(exec.Command(s.path("pg", "bin", "postgres"), args...))
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
