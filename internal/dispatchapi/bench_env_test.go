@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,6 +68,9 @@ func startBenchEnv(b *testing.B, turns int, usage string) *benchEnv {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
 		b.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: " + usage)
 	}
+	// The manager's records are not what a benchmark reports (and without
+	// a logger controller-runtime prints a stack trace in its output).
+	ctrl.SetLogger(logr.Discard())
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 
