@@ -3,7 +3,6 @@ package dispatchapi_test
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -60,19 +59,18 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 
 	direct := func(runID string) (toResult, toReturn time.Duration) {
 		var res time.Duration
-		var got wire.ResultEvent
+		var result json.RawMessage
 		start := time.Now()
 		err := arm.eng.Turn(env.ctx, benchNS, directSess.name, &wire.TurnRequest{Attempt: wire.Attempt{RunID: runID}, Prompt: benchPrompt},
 			func(typ string, payload json.RawMessage) {
 				if typ == wire.EventResult {
-					res = time.Since(start)
-					_ = json.Unmarshal(payload, &got)
+					res, result = time.Since(start), payload
 				}
 			})
 		ret := time.Since(start)
 		benchMust(b, err)
-		if res == 0 || got.Terminal.Kind != wire.TerminalOK || !slices.Equal(got.AssistantTexts, []string{benchReply}) {
-			b.Fatalf("direct turn %s: result %+v", runID, got)
+		if err := checkResult(wire.EventResult, result); err != nil {
+			b.Fatalf("direct turn %s: %v", runID, err)
 		}
 		benchMust(b, arm.settle(directSess))
 		return res, ret
