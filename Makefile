@@ -94,9 +94,14 @@ test-postgres: ## The PostgreSQL store's conformance and migration tests, the te
 load-replicas: ## Issue 20's fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
 
+# bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the
+# journal fsyncs: the store's own operations per turn, then whole turns
+# through the dispatcher's API (envtest, the real Codex, the stub model).
 .PHONY: bench-store
-bench-store: ## What the store adds to a turn: the file journal and PostgreSQL side by side (BenchmarkTurnOverhead; not part of CI).
-	pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/
+bench-store: ## The file journal and PostgreSQL side by side: what each adds to a turn (BenchmarkTurnOverhead), then turns through the dispatcher's HTTPS API, 1 and 10 sessions at once, p50/p99 (BenchmarkDispatcherStoreOverhead; minutes; not part of CI).
+	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
+		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/ && \
+		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
 
 .PHONY: openclaw-plugin
 openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.

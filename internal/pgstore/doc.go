@@ -21,6 +21,17 @@
 //     the check and the write. Claim, Recover and DeleteSession serialize on
 //     a per-session transaction advisory lock; Reserve on a per-server one,
 //     Claim's namespace bound on a per-namespace one.
+//   - Durability: an Append commits without waiting for its WAL flush
+//     (SET LOCAL synchronous_commit = off, that transaction only); every
+//     other write — claims, leases, Finish, transcripts, inboxes,
+//     reservations — waits for its flush, and Finish's takes the run's
+//     earlier events with it. As in the journal (one write(2) per event, an
+//     fsync at the end) a running run's latest events are not yet durable:
+//     a crash of the server (or its machine) may lose those of the last
+//     3 × wal_writer_delay (600 ms by default), which a reader may have
+//     seen. Such a run's writer is refused from then on (lockWritable): no
+//     sequence number is given twice, and Sweep or Recover ends the run
+//     failed, outcome unknown.
 //   - Waking: writers send NOTIFY in the writing transaction (pgstore_lease:
 //     a freed session; pgstore_run: "<run> event|end|gone"); each Store
 //     LISTENs on one dedicated connection and hands them to its waiters.

@@ -27,11 +27,13 @@ const eventsPerTurn = 40
 // and PostgreSQL side by side in one run (`make bench-store`): the session's
 // lease, the claim of a new runId, eventsPerTurn events of ~200 bytes, two
 // transcript records and their sync, the run's end, the lease's release.
+// PostgreSQL runs with its default durability (pgtest.StartDurable), as the
+// journal fsyncs: a test server's fsync=off would make its commits free.
 // "serial" is one session's turns one after another; "parallel" is turns of
 // GOMAXPROCS×4 sessions at once. Each iteration is one turn, so ns/op is the
 // store's overhead per turn.
 func BenchmarkTurnOverhead(b *testing.B) {
-	srv := pgtest.Shared(b)
+	srv := pgtest.StartDurable(b)
 	stores := []struct {
 		name string
 		open func(b *testing.B) store.Store

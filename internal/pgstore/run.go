@@ -23,9 +23,10 @@ type run struct {
 	token  int64
 	writer bool
 
-	mu    sync.Mutex
-	info  store.RunInfo // as last seen
-	ended bool
+	mu      sync.Mutex
+	info    store.RunInfo // as last seen
+	ended   bool
+	written int64 // the last sequence number this writer appended (lockWritable)
 
 	done      chan struct{}
 	doneOnce  sync.Once // closes done
@@ -97,8 +98,16 @@ func (r *run) Done() <-chan struct{} {
 
 // lockWritable locks the run's row and its session's lease for the
 // transaction and checks the write every Append and Finish makes: fenced
-// first (a stale holder learns it lost the session), then ended. It returns
-// the run's row.
+// first (a stale holder learns it lost the session), then ended, then
+// whether the database still holds every event this writer appended. It
+// returns the run's row.
+//
+// An Append returns before its event is flushed (appendTx), so a crash of
+// the server can lose a run's latest events — never others: the WAL is
+// flushed in order, and every other write waits for its flush. The run
+// then cannot go on without giving a sequence number a reader may have seen
+// to another event, so its writer is refused and the run stays running
+// until Sweep or Recover ends it failed, outcome unknown.
 func (r *run) lockWritable(tx pgx.Tx) (runRow, error) {
 	row, err := r.s.scanRun(tx.QueryRow(r.s.ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1 FOR UPDATE", r.id))
 	if isNoRows(err) {
@@ -121,8 +130,25 @@ func (r *run) lockWritable(tx pgx.Tx) (runRow, error) {
 	if row.info.State != store.StateRunning {
 		return runRow{}, fmt.Errorf("%w: run %q", store.ErrRunEnded, row.info.RunID)
 	}
+	r.mu.Lock()
+	written := r.written
+	r.mu.Unlock()
+	if row.info.LastSeq < written {
+		return runRow{}, fmt.Errorf("pgstore: run %q: the database holds its events up to %d, but this dispatcher appended up to %d: "+
+			"the server lost the latest ones (it crashed before flushing them); the run cannot go on without numbering an event twice",
+			row.info.RunID, row.info.LastSeq, written)
+	}
 	return row, nil
 }
+
+// appendTx is the transaction of an Append: its commit does not wait for
+// the WAL flush (synchronous_commit off for it alone), which would
+// otherwise be one disk flush per event. Claims, leases, inboxes,
+// transcripts and Finish still wait for theirs, and Finish's flush takes
+// the run's earlier events with it: an ended run is durable whole, as the
+// journal's is after its end's fsync. Until then a crash of the server may
+// lose the latest events (lockWritable).
+var appendTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
 
 func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if !r.writer {
@@ -139,7 +165,7 @@ func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 		return 0, err
 	}
 	var seq int64
-	err = r.s.tx(func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(r.s.ctx, r.s.pool, appendTx, func(tx pgx.Tx) error {
 		row, err := r.lockWritable(tx)
 		if err != nil {
 			return err
@@ -155,7 +181,7 @@ func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 		return 0, r.writeErr("append to run", err)
 	}
 	r.mu.Lock()
-	r.info.LastSeq = seq
+	r.info.LastSeq, r.written = seq, max(r.written, seq)
 	r.mu.Unlock()
 	return seq, nil
 }

@@ -81,7 +81,7 @@ func Shared(tb testing.TB) *Server {
 		tb.Fatal("pgtest.Shared needs pgtest.Main in the package's TestMain (it stops the server)")
 	}
 	if shared.srv == nil && shared.err == nil {
-		shared.srv, shared.err = start(loopback, "")
+		shared.srv, shared.err = start(options{host: loopback})
 	}
 	if shared.err != nil {
 		tb.Fatalf("start PostgreSQL: %v", shared.err)

@@ -65,9 +65,19 @@ type Server struct {
 }
 
 // Start starts a server for one test and stops it at the test's end.
+// Durability is off (a test's data dies with it).
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	return startFor(tb, loopback, "")
+	return startFor(tb, options{host: loopback})
+}
+
+// StartDurable is Start with PostgreSQL's default durability — fsync,
+// synchronous_commit and full_page_writes on, every commit flushed to the
+// disk — for a benchmark that compares what a store's writes cost with the
+// file journal's fsyncs.
+func StartDurable(tb testing.TB) *Server {
+	tb.Helper()
+	return startFor(tb, options{host: loopback, durable: true})
 }
 
 // StartListening starts a server for one test on host instead of loopback,
@@ -75,14 +85,21 @@ func Start(tb testing.TB) *Server {
 // host the address they reach this machine at (the CNI bridge's gateway).
 func StartListening(tb testing.TB, host, clientCIDR string) *Server {
 	tb.Helper()
-	return startFor(tb, host, clientCIDR)
+	return startFor(tb, options{host: host, clientCIDR: clientCIDR})
 }
 
 const loopback = "127.0.0.1"
 
-func startFor(tb testing.TB, host, clientCIDR string) *Server {
+// options are how a server listens and how durable it is.
+type options struct {
+	host       string // the one address it listens on
+	clientCIDR string // admitted besides loopback (empty: none)
+	durable    bool   // PostgreSQL's default durability (otherwise off)
+}
+
+func startFor(tb testing.TB, o options) *Server {
 	tb.Helper()
-	s, err := start(host, clientCIDR)
+	s, err := start(o)
 	if err != nil {
 		tb.Fatalf("start PostgreSQL: %v", err)
 	}
@@ -109,7 +126,7 @@ func (s *Server) ConnString(db string) string {
 		s.host, s.port, superuser, s.password, db)
 }
 
-func start(host, clientCIDR string) (s *Server, err error) {
+func start(o options) (s *Server, err error) {
 	src := os.Getenv(EnvDir)
 	if src == "" {
 		return nil, fmt.Errorf("%s is not set: run `export %s=$(hack/setup-postgres.sh)` (make test-postgres does)", EnvDir, EnvDir)
@@ -121,7 +138,7 @@ func start(host, clientCIDR string) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{dir: dir, host: host, exited: make(chan struct{})}
+	s = &Server{dir: dir, host: o.host, exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())
@@ -146,15 +163,15 @@ func start(host, clientCIDR string) (s *Server, err error) {
 	if err := s.initdb(); err != nil {
 		return nil, err
 	}
-	if clientCIDR != "" {
-		if err := s.admit(clientCIDR); err != nil {
+	if o.clientCIDR != "" {
+		if err := s.admit(o.clientCIDR); err != nil {
 			return nil, err
 		}
 	}
 	if s.port, err = testutil.FreePort(); err != nil {
 		return nil, err
 	}
-	if err := s.run(); err != nil {
+	if err := s.run(o.durable); err != nil {
 		return nil, err
 	}
 	return s, s.waitReady()
@@ -216,17 +233,20 @@ func (s *Server) admit(cidr string) error {
 }
 
 // run starts the server: one address, its socket in the temporary
-// directory, durability off (a test's data dies with it).
-func (s *Server) run() error {
+// directory, durability off unless durable (a test's data dies with it).
+func (s *Server) run(durable bool) error {
 	logFile, err := os.Create(s.path("postgres.log"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = logFile.Close() }()
-	s.cmd = unprivileged(exec.Command(s.path("pg", "bin", "postgres"), "-D", s.path("data"),
-		"-p", strconv.Itoa(s.port), "-c", "listen_addresses="+s.host,
-		"-c", "unix_socket_directories="+s.path("sock"), "-c", "max_connections=300",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"))
+	args := []string{"-D", s.path("data"),
+		"-p", strconv.Itoa(s.port), "-c", "listen_addresses=" + s.host,
+		"-c", "unix_socket_directories=" + s.path("sock"), "-c", "max_connections=300"}
+	if !durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	s.cmd = unprivileged(exec.Command(s.path("pg", "bin", "postgres"), args...))
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)

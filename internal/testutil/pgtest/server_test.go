@@ -96,6 +96,28 @@ func TestEachTestGetsItsOwnDatabaseDroppedAtItsEnd(t *testing.T) {
 	}
 }
 
+// TestDurableServerFlushesCommitsAsPostgreSQLDoesByDefault: a benchmark's
+// durable server has fsync, synchronous_commit and full_page_writes on — the
+// server's defaults — where a test's server has them off.
+func TestDurableServerFlushesCommitsAsPostgreSQLDoesByDefault(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		start func(testing.TB) *Server
+		want  string
+	}{{"durable", StartDurable, "on"}, {"test", Start, "off"}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.start(t)
+			conn := connect(t, s.ConnString(superuser))
+			for _, setting := range []string{"fsync", "synchronous_commit", "full_page_writes"} {
+				var got string
+				if err := conn.QueryRow(context.Background(), "SELECT current_setting($1)", setting).Scan(&got); err != nil || got != c.want {
+					t.Fatalf("%s = %q, %v; want %q", setting, got, err, c.want)
+				}
+			}
+		})
+	}
+}
+
 func connect(t *testing.T, connString string) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), connString)
