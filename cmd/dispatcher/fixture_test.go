@@ -28,12 +28,26 @@ type turnFixture struct {
 	env     *testutil.Env
 	k8s     client.Client
 	stub    *stubmodel.Server
+	codex   *codextest.Server
 	ns      string
 	gateway string // the gateway's bearer token, for the dispatcher's audience
 }
 
+// fixtureOptions change the fixture.
+type fixtureOptions struct {
+	// harnessURL is where the AgentHarness points, given Codex's URL (nil:
+	// at Codex itself), e.g. a proxy the test controls.
+	harnessURL func(codexURL string) string
+}
+
 // newTurnFixture starts the fixture with an AgentSession per name in ns.
 func newTurnFixture(ctx context.Context, t *testing.T, ns string, sessions ...string) *turnFixture {
+	t.Helper()
+	return newTurnFixtureWith(ctx, t, ns, fixtureOptions{}, sessions...)
+}
+
+// newTurnFixtureWith is newTurnFixture with options.
+func newTurnFixtureWith(ctx context.Context, t *testing.T, ns string, opts fixtureOptions, sessions ...string) *turnFixture {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
 		t.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: KUBEBUILDER_ASSETS=... CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/dispatcher/")
@@ -79,12 +93,16 @@ func newTurnFixture(ctx context.Context, t *testing.T, ns string, sessions ...st
 	}))
 	gateway, err := testutil.ServiceAccountToken(ctx, k8s, cs, ns, "gateway", audience)
 	must(t, err)
-	registerCodex(ctx, t, k8s, ns, cdx.URL)
+	harnessURL := cdx.URL
+	if opts.harnessURL != nil {
+		harnessURL = opts.harnessURL(cdx.URL)
+	}
+	registerCodex(ctx, t, k8s, ns, harnessURL)
 	for _, name := range sessions {
 		must(t, k8s.Create(ctx, &v1alpha1.AgentSession{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name + "-id", Model: testModel},
 		}))
 	}
-	return &turnFixture{env: env, k8s: k8s, stub: stub, ns: ns, gateway: gateway}
+	return &turnFixture{env: env, k8s: k8s, stub: stub, codex: cdx, ns: ns, gateway: gateway}
 }

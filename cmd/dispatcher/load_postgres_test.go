@@ -73,7 +73,7 @@ func TestRollingRestartAndKillUnderLoad(t *testing.T) {
 	load.Stop()
 	v := turnload.Judge(turnload.Campaign{
 		AfterRestart: afterRestart, All: load.Outcomes(), Doomed: doomed, Sent: load.Sent(),
-		Executions: func(id string) int { return len(env.fx.stub.RequestsContaining(turnload.Marker(id))) },
+		Executions: func(id string) int { return turnload.Executions(env.fx.stub, id) },
 	})
 	for _, msg := range v.Violations {
 		t.Error(msg)

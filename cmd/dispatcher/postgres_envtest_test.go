@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -159,24 +157,4 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 			}
 		}
 	}
-}
-
-// turnRequest posts a turn and returns its event stream (status 200).
-func turnRequest(ctx context.Context, hc *http.Client, url, token, body string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return nil, fmt.Errorf("turn: %d %s", resp.StatusCode, b)
-	}
-	return resp, nil
 }

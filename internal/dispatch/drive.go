@@ -45,10 +45,17 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 		nt.Interrupt()
 	}
 	t.markActive()
+	reattached := false
 	for {
 		if err == nil {
 			var res *wire.TurnResult
 			if res, err = nt.Wait(ctx); err == nil {
+				if reattached && res.Terminal.Kind == wire.TerminalAborted && !t.e.live.interruptAsked(t.live) {
+					// Nobody asked for it: the app-server restarted under the
+					// turn, and Codex reports what it found as interrupted.
+					return nil, wire.Errorf(wire.CodeHarnessUnavailable, "",
+						"app-server %s restarted while the turn was running and interrupted it; the turn is not replayed", t.p.server.Name).Touched(false)
+				}
 				return res, nil
 			}
 		}
@@ -73,6 +80,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 				"app-server %s is gone while the turn was running; the turn is not replayed (the next turn resumes the thread once the server is back): %v",
 				t.p.server.Name, err).Touched(false)
 		}
+		reattached = true
 	}
 }
 

@@ -456,6 +456,44 @@ var _ = Describe("A server that goes away mid-turn", func() {
 	})
 })
 
+var _ = Describe("A server that restarts under a running turn", func() {
+	It("fails the turn with replaySafe false once the engine reattached to the restarted server, instead of a result that says it was interrupted", func() {
+		srv := startServer("127.0.0.8", "", 0)
+		ns := newNamespace()
+		registerCodex(ns, srv.URL, true)
+		// Long enough to reattach across the server's restart.
+		patient := New(k8sClient, k8sClient, jrnl, Options{Logger: logs.logger(), Owner: "patient-dispatcher",
+			ReattachTimeout: time.Minute, ExternalDial: testutil.LoopbackExternalDial})
+		DeferCleanup(patient.Close)
+		newSession(ns, "phoenix", testModel)
+		gate := stubmodel.NewGate()
+		DeferCleanup(gate.Release)
+		stub.When("sigma-1", stubmodel.Stall(gate, stubmodel.Text("never delivered")))
+		c := &collector{}
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- patient.Turn(ctx, ns, "phoenix", textReq("run-s1", "sigma-1 long job"), c.sink)
+		}()
+		_, err := stub.WaitMarker(ctx, "sigma-1")
+		Expect(err).NotTo(HaveOccurred())
+		srv.Kill()
+		startServer("127.0.0.8", srv.Dir, portOf(srv.URL))
+
+		var turnErr error
+		Eventually(done, 90*time.Second).Should(Receive(&turnErr))
+		var te *wire.Error
+		Expect(errors.As(turnErr, &te)).To(BeTrue(), "%v (events %v)", turnErr, types(c.events()))
+		Expect(te.Code).To(Equal(wire.CodeHarnessUnavailable))
+		Expect(te.Message).To(ContainSubstring("restarted while the turn was running"))
+		Expect(te.ReplaySafe).NotTo(BeNil())
+		Expect(*te.ReplaySafe).To(BeFalse())
+		Expect(types(c.events())).NotTo(ContainElement(wire.EventResult))
+		Expect(stub.RequestsContaining("sigma-1")).To(HaveLen(1), "nothing replayed")
+		Expect(getSession(ns, "phoenix").Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
+	})
+})
+
 var _ = Describe("A server that no longer has the session's thread", func() {
 	It("fails closed with NativeThreadLost (not retryable, nothing sent to the model) until the session is reset", func() {
 		srv := startServer("127.0.0.5", "", 0)

@@ -31,8 +31,9 @@ type liveRun struct {
 	runID string
 	// turn is nil while the native turn is still being started.
 	turn *codex.Turn
-	// interrupted records an Interrupt that arrived before the turn started;
-	// it is delivered as soon as the turn exists, so none is lost.
+	// interrupted records that an Interrupt was asked for. One that
+	// arrived before the turn started is delivered as soon as the turn
+	// exists, so none is lost.
 	interrupted bool
 }
 
@@ -88,6 +89,14 @@ func (l *liveTurns) running(session, runID string) bool {
 	return r != nil && r.runID == runID
 }
 
+// interruptAsked reports whether an interrupt of r was asked for (the
+// gateway's, a shutdown's).
+func (l *liveTurns) interruptAsked(r *liveRun) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return r.interrupted
+}
+
 // interrupt interrupts the session's running turn when match accepts it.
 func (l *liveTurns) interrupt(session string, match func(*liveRun) bool) bool {
 	l.mu.Lock()
@@ -97,9 +106,7 @@ func (l *liveTurns) interrupt(session string, match func(*liveRun) bool) bool {
 		return false
 	}
 	t := r.turn
-	if t == nil {
-		r.interrupted = true
-	}
+	r.interrupted = true
 	l.mu.Unlock()
 	if t != nil {
 		t.Interrupt()

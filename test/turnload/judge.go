@@ -46,7 +46,7 @@ func Judge(c Campaign) Verdict {
 			v.Violations = append(v.Violations, fmt.Sprintf("turn %s ended %+v (running on the killed replica: %v)", id, o, c.Doomed[id]))
 		}
 		if n := c.Executions(id); n > 1 || (o.OK && n != 1) {
-			v.Violations = append(v.Violations, fmt.Sprintf("turn %s (%+v) reached the model %d times", id, o, n))
+			v.Violations = append(v.Violations, fmt.Sprintf("turn %s (ok %v, code %q) reached the model %d times", id, o.OK, o.Code, n))
 		}
 	}
 	if len(c.Doomed) > 0 && v.FailedDoomed == 0 {

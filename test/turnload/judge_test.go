@@ -56,7 +56,7 @@ func TestJudge(t *testing.T) {
 				All: map[string]Outcome{"a": ok, "b": ok}, Sent: 2,
 				Executions: func(id string) int { return map[string]int{"a": 2}[id] },
 			},
-			want: []string{"turn a ({OK:true Code: ReplaySafe:false Replica:}) reached the model 2 times", "turn b ({OK:true Code: ReplaySafe:false Replica:}) reached the model 0 times"},
+			want: []string{"reached the model 2 times", "reached the model 0 times"},
 		},
 		{
 			name: "a turn was sent and never ended",

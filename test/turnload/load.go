@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -39,7 +40,8 @@ type Outcome struct {
 	OK         bool
 	Code       string
 	ReplaySafe bool
-	Replica    string // where it was claimed
+	Replica    string    // where it was claimed
+	Ended      time.Time // when its gateway saw it end
 }
 
 // Load is the gateways: one client per session, started by Start, stopped
@@ -49,6 +51,9 @@ type Load struct {
 	token string // the gateways' bearer token
 	stop  atomic.Bool
 	sent  atomic.Int64
+	// toolDelay > 0: every turn calls the host tool ProbeTool once, answered
+	// after toolDelay (WithHostTool).
+	toolDelay time.Duration
 
 	mu        sync.Mutex
 	changed   *sync.Cond
@@ -56,6 +61,8 @@ type Load struct {
 	next      int
 	claimedOn map[string]string // runId → replica, while it runs
 	outcomes  map[string]Outcome
+	phase     map[string]Phase // runId → where the turn is, while it runs
+	toolCalls map[string]int   // callId → tool_call events received
 
 	clients sync.WaitGroup
 }
@@ -63,10 +70,22 @@ type Load struct {
 // New prepares the load: every turn's reply comes from stub, every request
 // carries token.
 func New(stub *stubmodel.Server, token string) *Load {
-	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, outcomes: map[string]Outcome{}}
+	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, outcomes: map[string]Outcome{},
+		phase: map[string]Phase{}, toolCalls: map[string]int{}}
 	l.changed = sync.NewCond(&l.mu)
 	return l
 }
+
+// WithHostTool makes every turn call the host tool ProbeTool once before
+// its text; the client answers each call after delay (> 0), so a fault can
+// land while the call is pending.
+func (l *Load) WithHostTool(delay time.Duration) *Load {
+	l.toolDelay = delay
+	return l
+}
+
+// ProbeTool is the host tool of WithHostTool.
+const ProbeTool = "fault_probe"
 
 // Marker is the text that every model request of turn runID carries, and
 // nothing else's: how often the model saw it counts the turn's executions.
@@ -82,6 +101,15 @@ func (l *Load) Start(ctx context.Context, sessions ...string) {
 	for _, s := range sessions {
 		l.clients.Go(func() { l.client(ctx, s) })
 	}
+}
+
+// Body is the turn request of runID.
+func (l *Load) Body(runID string) string {
+	if l.toolDelay > 0 {
+		return fmt.Sprintf(`{"runId":%q,"prompt":"%sgo","tools":[{"name":%q,"description":"Probes the gateway",`+
+			`"parameters":{"type":"object","properties":{"run":{"type":"string"}},"required":["run"]}}]}`, runID, Marker(runID), ProbeTool)
+	}
+	return fmt.Sprintf(`{"runId":%q,"prompt":"%sgo"}`, runID, Marker(runID))
 }
 
 // Stop lets each client finish its turn and waits for them. A client that
@@ -227,8 +255,9 @@ func (l *Load) claimed(runID, on string) {
 func (l *Load) ended(runID string, o Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	o.Replica = l.claimedOn[runID]
+	o.Replica, o.Ended = l.claimedOn[runID], time.Now()
 	delete(l.claimedOn, runID)
+	delete(l.phase, runID)
 	l.outcomes[runID] = o
 	l.changed.Broadcast()
 }
@@ -238,17 +267,22 @@ func (l *Load) ended(runID string, o Outcome) {
 func (l *Load) client(ctx context.Context, session string) {
 	for n := 0; !l.stop.Load() && ctx.Err() == nil; n++ {
 		runID := session + "-" + strconv.Itoa(n)
-		l.stub.When(Marker(runID), stubmodel.SlowText("done "+runID, 120*time.Millisecond, "a ", "b ", "c ", "d ", "e ", "f ", "g ", "h "))
-		body := fmt.Sprintf(`{"runId":%q,"prompt":"%sgo"}`, runID, Marker(runID))
+		text := stubmodel.SlowText("done "+runID, 120*time.Millisecond, "a ", "b ", "c ", "d ", "e ", "f ", "g ", "h ")
+		if l.toolDelay > 0 {
+			l.stub.When(Marker(runID), stubmodel.CallJSON(ProbeTool, map[string]string{"run": runID}), text)
+		} else {
+			l.stub.When(Marker(runID), text)
+		}
 		l.sent.Add(1)
-		l.turn(ctx, session, runID, body)
+		l.turn(ctx, session, runID, l.Body(runID))
 	}
 }
 
 // turn runs one turn to its end, as a gateway: another replica when one is
 // gone, the stream resumed where it broke.
 func (l *Load) turn(ctx context.Context, session, runID, body string) {
-	lastID := ""
+	lastID, turnToken := "", ""
+	l.setPhase(runID, PhaseBeforeClaim)
 	for ctx.Err() == nil {
 		r, ok := l.pick(ctx)
 		if !ok {
@@ -285,6 +319,18 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 		_ = sse.Read(resp.Body, func(ev sse.Event) bool {
 			lastID = ev.ID
 			switch ev.Type {
+			case wire.EventSelected:
+				var sel wire.SelectedEvent
+				_ = json.Unmarshal(ev.Data, &sel)
+				turnToken = sel.TurnToken
+				l.setPhase(runID, PhaseClaimed)
+			case wire.EventPartial:
+				l.setPhase(runID, PhaseStreaming)
+			case wire.EventToolCall:
+				var call wire.ToolCall
+				_ = json.Unmarshal(ev.Data, &call)
+				l.setPhase(runID, PhaseToolPending)
+				l.clients.Go(func() { l.answerTool(ctx, session, runID, turnToken, call.CallID) })
 			case wire.EventResult:
 				end = &Outcome{OK: true}
 				return false
@@ -313,4 +359,110 @@ func retryPause(ctx context.Context) {
 	case <-ctx.Done():
 	case <-time.After(50 * time.Millisecond):
 	}
+}
+
+// Phase is where a running turn is, as its gateway sees it.
+type Phase string
+
+// The phases of a turn: posted and not yet claimed (no `selected` event);
+// claimed; the model streaming its text; a host tool call not yet answered.
+const (
+	PhaseBeforeClaim Phase = "before the claim"
+	PhaseClaimed     Phase = "claimed"
+	PhaseStreaming   Phase = "model streaming"
+	PhaseToolPending Phase = "host-tool call pending"
+)
+
+func (l *Load) setPhase(runID string, p Phase) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ended := l.outcomes[runID]; !ended {
+		l.phase[runID] = p
+	}
+}
+
+// Phases counts the running turns by phase.
+func (l *Load) Phases() map[Phase]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[Phase]int{}
+	for _, p := range l.phase {
+		out[p]++
+	}
+	return out
+}
+
+// ToolCalls is how often each host tool call id reached a gateway's handler.
+func (l *Load) ToolCalls() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.toolCalls))
+	for k, v := range l.toolCalls {
+		out[k] = v
+	}
+	return out
+}
+
+// answerTool is the gateway's handler of one host tool call: it runs once
+// per call it is given, and posts its answer to any replica until one takes
+// it or the turn has ended.
+func (l *Load) answerTool(ctx context.Context, session, runID, turnToken, callID string) {
+	l.mu.Lock()
+	l.toolCalls[callID]++
+	l.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(l.toolDelay):
+	}
+	body := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"probe ok"}]}`, callID)
+	for ctx.Err() == nil {
+		l.mu.Lock()
+		_, ended := l.outcomes[runID]
+		l.mu.Unlock()
+		if ended {
+			return
+		}
+		r, ok := l.pick(ctx)
+		if !ok {
+			return
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Base+"/"+session+"/turns/"+runID+"/tool-results", strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+l.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(dispatchapi.TurnTokenHeader, turnToken)
+		resp, err := r.Client.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusAccepted {
+				l.setPhase(runID, PhaseStreaming)
+				return
+			}
+			if resp.StatusCode < 500 {
+				return // refused for good (the turn ended): its stream says how
+			}
+		}
+		retryPause(ctx)
+	}
+}
+
+// Executions counts the executions of turn runID the model saw: requests
+// that end with a user message carrying the turn's Marker — a turn's first
+// request. A tool round trip inside the turn asks the model again with the
+// same user message followed by the call and its output, which is not a
+// second execution; the turn run again would be.
+func Executions(stub *stubmodel.Server, runID string) int {
+	n := 0
+	for _, r := range stub.RequestsContaining(Marker(runID)) {
+		if len(r.Input) == 0 {
+			continue
+		}
+		if last := r.Input[len(r.Input)-1]; last.Type == "message" && last.Role == "user" && strings.Contains(last.Text(), Marker(runID)) {
+			n++
+		}
+	}
+	return n
 }
