@@ -94,6 +94,10 @@ test-postgres: ## The PostgreSQL store's conformance and migration tests, the te
 load-replicas: ## Issue 20's fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
 
+.PHONY: test-faults
+test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host tools on the real Codex, each fault injected FAULT_INJECTIONS times (default 4); prints the table (minutes; not part of CI).
+	$(TEST_DEPS); go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
+
 # bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the
 # journal fsyncs: the store's own operations per turn, then whole turns
 # through the dispatcher's API (envtest, the real Codex, the stub model).

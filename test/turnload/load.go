@@ -37,7 +37,9 @@ type Replica struct {
 
 // Outcome is how one turn ended, as its gateway saw it.
 type Outcome struct {
-	OK         bool
+	OK bool // a result whose terminal is ok
+	// Code is the error event's code, or "result <terminal kind>: <message>"
+	// for a result that is not ok.
 	Code       string
 	ReplaySafe bool
 	Replica    string    // where it was claimed
@@ -304,12 +306,16 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 			continue
 		}
 		if resp.StatusCode != http.StatusOK {
+			var e wire.Error
+			_ = json.NewDecoder(resp.Body).Decode(&e)
 			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusServiceUnavailable {
-				retryPause(ctx) // draining: another one
+			if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+				// Draining, or asked to come back: as a gateway does, after
+				// Retry-After, on whichever replica is next.
+				retryAfter(ctx, resp.Header.Get("Retry-After"))
 				continue
 			}
-			l.ended(runID, Outcome{Code: "HTTP " + strconv.Itoa(resp.StatusCode)})
+			l.ended(runID, Outcome{Code: "HTTP " + strconv.Itoa(resp.StatusCode) + " " + string(e.Code), ReplaySafe: e.ReplaySafe == nil || *e.ReplaySafe})
 			return
 		}
 		if lastID == "" {
@@ -332,7 +338,12 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 				l.setPhase(runID, PhaseToolPending)
 				l.clients.Go(func() { l.answerTool(ctx, session, runID, turnToken, call.CallID) })
 			case wire.EventResult:
-				end = &Outcome{OK: true}
+				var res wire.ResultEvent
+				_ = json.Unmarshal(ev.Data, &res)
+				end = &Outcome{OK: res.Terminal.Kind == wire.TerminalOK}
+				if !end.OK {
+					end.Code = "result " + string(res.Terminal.Kind) + ": " + res.Terminal.Message
+				}
 				return false
 			case wire.EventError:
 				var e wire.Error
@@ -350,6 +361,20 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return
 		}
+	}
+}
+
+// retryAfter waits as an answer's Retry-After header asks (seconds; at most
+// 5 s here, at least retryPause's).
+func retryAfter(ctx context.Context, header string) {
+	secs, err := strconv.Atoi(header)
+	if err != nil || secs <= 0 {
+		retryPause(ctx)
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(min(time.Duration(secs)*time.Second, 5*time.Second)):
 	}
 }
 

@@ -1,0 +1,415 @@
+//go:build faults
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/test/turnload"
+)
+
+// campaignInjections is how often each fault is injected (FAULT_INJECTIONS
+// overrides it).
+const campaignInjections = 4
+
+// TestFaultCampaign is issue 19's fault campaign on processes (`make
+// test-faults`; minutes, not part of CI): one dispatcher process on the
+// file journal, the real Codex app-server behind a loopback proxy the test
+// can cut, the stub model, and 20 sessions running turns without pause,
+// each turn calling the host tool turnload.ProbeTool (answered 300 ms
+// later by the client) before ~1 s of streamed text. Each fault is injected
+// several times at a random moment; the census of the running turns' phases
+// at each injection says where it landed. Then every turn is accounted for:
+// completed, failed visibly (an error event), lost (sent, never ended),
+// executed twice (the model saw its first request twice), a tool call
+// delivered twice, a completed turn missing from the transcript, a session
+// left with an activeTurn or unable to run its next turn.
+func TestFaultCampaign(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	names := make([]string, 20)
+	for i := range names {
+		names[i] = "f" + strconv.Itoa(i)
+	}
+	var proxy *testutil.CutProxy
+	env := newProcessEnv(ctx, t, "dispatcher-faults", fixtureOptions{harnessURL: func(codexURL string) string {
+		p, err := testutil.StartCutProxy(strings.TrimPrefix(codexURL, "ws://"))
+		must(t, err)
+		t.Cleanup(func() { _ = p.Close() })
+		proxy = p
+		return "ws://" + p.Addr()
+	}}, names...)
+	journalDir := filepath.Join(env.work, "journal")
+	instances := 0
+	startDispatcher := func() *replica {
+		instances++
+		return env.startInstance("dispatcher-0", "dispatcher-0."+strconv.Itoa(instances), "--journal-dir="+journalDir)
+	}
+	c := &campaign{t: t, env: env, d: startDispatcher()}
+	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond)
+	c.load.Add(c.replica())
+	c.load.Start(ctx, names...)
+	defer c.load.Stop()
+
+	injections := campaignInjections
+	if n, err := strconv.Atoi(os.Getenv("FAULT_INJECTIONS")); err == nil && n > 0 {
+		injections = n
+	}
+	faults := []struct {
+		name   string
+		inject func()
+	}{
+		{"WebSocket to the app-server cut (the proxy drops every connection)", func() { proxy.Cut() }},
+		{"dispatcher SIGKILLed and restarted on its journal", func() {
+			c.load.Remove(c.replica().Name)
+			_ = syscall.Kill(-c.d.proc.Pid(), syscall.SIGKILL)
+			c.d.proc.Stop(10 * time.Second)
+			c.d = startDispatcher()
+			c.load.Add(c.replica())
+		}},
+		{"app-server SIGKILLed and restarted on its home", func() {
+			old := env.fx.codex
+			old.Kill()
+			restarted, err := codextest.StartErr(t, codextest.Options{
+				ProviderURL: env.fx.stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
+				Dir: old.Dir, Port: portOfURL(t, old.URL),
+			})
+			must(t, err)
+			env.fx.codex = restarted
+		}},
+	}
+	var rows []faultRow
+	for _, f := range faults {
+		rows = append(rows, c.run(f.name, injections, f.inject))
+	}
+	c.load.Stop()
+	c.account(rows)
+}
+
+// campaign is the campaign's state: the dispatcher process and the load.
+type campaign struct {
+	t    *testing.T
+	env  *processEnv
+	d    *replica
+	load *turnload.Load
+}
+
+func (c *campaign) replica() turnload.Replica {
+	return turnload.Replica{Name: c.d.name + "@" + strconv.Itoa(c.d.proc.Pid()), Base: c.d.base, Client: c.d.hc}
+}
+
+// faultRow is one fault's line of the campaign's table.
+type faultRow struct {
+	fault      string
+	injections int
+	phases     map[turnload.Phase]int // running turns by phase at the injections
+	from, to   time.Time
+	recovery   []time.Duration // injection → the next turn completed
+}
+
+// run injects fault n times, each at a random moment while turns run, and
+// waits after each until a turn started after it has completed.
+func (c *campaign) run(name string, n int, inject func()) faultRow {
+	row := faultRow{fault: name, injections: n, phases: map[turnload.Phase]int{}, from: time.Now()}
+	for range n {
+		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
+		time.Sleep(wait) // a random point of the turns' lives, not an ordering
+		for p, k := range c.load.Phases() {
+			row.phases[p] += k
+		}
+		at := time.Now()
+		inject()
+		row.recovery = append(row.recovery, c.recovered(at))
+	}
+	row.to = time.Now()
+	c.t.Logf("%s: %d injections, phases at injection %v, recovery %v", name, n, row.phases, row.recovery)
+	return row
+}
+
+// recovered waits until a turn completes after at, and returns how long
+// after at that was.
+func (c *campaign) recovered(at time.Time) time.Duration {
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		first := time.Time{}
+		for _, o := range c.load.Outcomes() {
+			if o.OK && o.Ended.After(at) && (first.IsZero() || o.Ended.Before(first)) {
+				first = o.Ended
+			}
+		}
+		if !first.IsZero() {
+			return first.Sub(at)
+		}
+		time.Sleep(100 * time.Millisecond) // the interval of the polls; the outcome is the proof
+	}
+	c.t.Fatalf("no turn completed within 3 minutes of an injection at %s", at.Format(time.RFC3339))
+	return 0
+}
+
+// account checks every turn and prints the campaign's table.
+func (c *campaign) account(rows []faultRow) {
+	t, fx := c.t, c.env.fx
+	outcomes := c.load.Outcomes()
+	ids := make([]string, 0, len(outcomes))
+	for id := range outcomes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	twice := 0
+	for _, id := range ids {
+		if n := turnload.Executions(fx.stub, id); n > 1 || (outcomes[id].OK && n != 1) {
+			twice += max(n-1, 0)
+			t.Errorf("turn %s (%+v) reached the model %d times", id, outcomes[id], n)
+			for _, r := range fx.stub.RequestsContaining(turnload.Marker(id)) {
+				var items []string
+				for _, it := range r.Input {
+					txt := it.Text()
+					if len(txt) > 60 {
+						txt = txt[:60]
+					}
+					items = append(items, it.Type+"/"+it.Role+":"+txt)
+				}
+				t.Logf("  request %d: %q", r.Seq, items)
+			}
+		}
+	}
+	toolTwice := 0
+	for call, n := range c.load.ToolCalls() {
+		if n > 1 {
+			toolTwice++
+			t.Errorf("tool call %s was delivered %d times", call, n)
+		}
+	}
+	lost := c.load.Sent() - int64(len(outcomes))
+	if lost != 0 {
+		t.Errorf("%d turns were sent and never ended", lost)
+	}
+	missing := c.missingFromTranscripts(outcomes)
+	stuck := c.stuckSessions()
+
+	t.Logf("| fault | injections | phases at injection | turns ended | completed | failed visibly | recovery p50/max |")
+	t.Logf("|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		ended, completed, failed := 0, 0, map[string]int{}
+		for _, o := range outcomes {
+			if o.Ended.After(r.from) && !o.Ended.After(r.to) {
+				ended++
+				if o.OK {
+					completed++
+				} else {
+					failed[o.Code+" replaySafe="+strconv.FormatBool(o.ReplaySafe)]++
+				}
+			}
+		}
+		t.Logf("| %s | %d | %s | %d | %d | %v | %s |", r.fault, r.injections, phaseList(r.phases), ended, completed, failed, recoveryFigure(r.recovery))
+	}
+	t.Logf("all faults: %d turns sent, %d ended, %d lost, %d executed twice, %d tool calls delivered twice, %d completed turns missing from transcripts, %d sessions stuck",
+		c.load.Sent(), len(outcomes), lost, twice, toolTwice, missing, stuck)
+}
+
+// missingFromTranscripts counts the completed turns whose prompt or answer
+// is not in their session's transcript.
+func (c *campaign) missingFromTranscripts(outcomes map[string]turnload.Outcome) int {
+	t := c.t
+	transcripts := map[string][]wire.TranscriptRecord{}
+	missing := 0
+	for id, o := range outcomes {
+		if !o.OK {
+			continue
+		}
+		session := id[:strings.LastIndex(id, "-")]
+		records, ok := transcripts[session]
+		if !ok {
+			records = c.transcript(session)
+			transcripts[session] = records
+		}
+		if !answeredInTranscript(records, turnload.Marker(id)) {
+			missing++
+			t.Errorf("completed turn %s: its prompt with an answer after it is not in the transcript of %s", id, session)
+			for _, r := range records {
+				t.Logf("  transcript %s/%s %.80q", r.Type, r.Role, r.Text)
+			}
+			c.dumpRun(session, id)
+			c.dumpLogs(id)
+		}
+	}
+	return missing
+}
+
+// dumpRun logs a run's events from the journal, for a violation.
+func (c *campaign) dumpRun(session, runID string) {
+	req, err := http.NewRequest(http.MethodPost, c.d.base+"/"+session+"/turns", strings.NewReader(c.load.Body(runID)))
+	must(c.t, err)
+	req.Header.Set("Authorization", "Bearer "+c.env.fx.gateway)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Last-Event-ID", "0")
+	resp, err := c.d.hc.Do(req)
+	if err != nil {
+		c.t.Logf("  replay %s: %v", runID, err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		c.t.Logf("  replay %s: %d", runID, resp.StatusCode)
+		return
+	}
+	_ = sse.Read(resp.Body, func(ev sse.Event) bool {
+		d := string(ev.Data)
+		if len(d) > 300 {
+			d = d[:300]
+		}
+		c.t.Logf("  %s %s %s", ev.ID, ev.Type, d)
+		return true
+	})
+}
+
+// dumpLogs logs the dispatchers' log lines that name runID.
+func (c *campaign) dumpLogs(runID string) {
+	logs, _ := filepath.Glob(filepath.Join(c.env.work, "dispatcher-0.*.log"))
+	for _, path := range logs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.Contains(line, `"`+runID+`"`) {
+				c.t.Logf("  %s: %.400s", filepath.Base(path), line)
+			}
+		}
+	}
+}
+
+// answeredInTranscript reports whether the records hold the user message
+// carrying marker, followed by an assistant message before the next user
+// message.
+func answeredInTranscript(records []wire.TranscriptRecord, marker string) bool {
+	for i, r := range records {
+		if r.Type != "message" || r.Role != "user" || !strings.Contains(r.Text, marker) {
+			continue
+		}
+		for _, next := range records[i+1:] {
+			if next.Type == "message" && next.Role == "user" {
+				return false
+			}
+			if next.Type == "message" && next.Role == "assistant" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *campaign) transcript(session string) []wire.TranscriptRecord {
+	t := c.t
+	req, err := http.NewRequest(http.MethodGet, c.d.base+"/"+session+"/transcript", nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+c.env.fx.gateway)
+	resp, err := c.d.hc.Do(req)
+	must(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("transcript of %s: %d", session, resp.StatusCode)
+	}
+	var out []wire.TranscriptRecord
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		var r wire.TranscriptRecord
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			out = append(out, r)
+		}
+	}
+	must(t, sc.Err())
+	return out
+}
+
+// stuckSessions counts the sessions that keep an activeTurn a minute after
+// the load stopped, or cannot run a turn without a reset.
+func (c *campaign) stuckSessions() int {
+	t, fx := c.t, c.env.fx
+	stuck := 0
+	deadline := time.Now().Add(time.Minute)
+	var list v1alpha1.AgentSessionList
+	for {
+		must(t, fx.k8s.List(context.Background(), &list, client.InNamespace(fx.ns)))
+		active := 0
+		for _, s := range list.Items {
+			if s.Status.ActiveTurn != nil {
+				active++
+			}
+		}
+		if active == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // the interval of the reads; what they show is the proof
+	}
+	for _, s := range list.Items {
+		if s.Status.ActiveTurn != nil {
+			stuck++
+			t.Errorf("session %s keeps activeTurn %s", s.Name, s.Status.ActiveTurn.RunID)
+			continue
+		}
+		runID := s.Name + "-after"
+		marker := turnload.Marker(runID)
+		fx.stub.When(marker, stubmodel.Text("after the campaign"))
+		resp, err := turnRequest(context.Background(), c.d.hc, c.d.base+"/"+s.Name+"/turns", fx.gateway,
+			fmt.Sprintf(`{"runId":%q,"prompt":"%sagain"}`, runID, marker))
+		if err != nil {
+			stuck++
+			t.Errorf("session %s cannot run a turn after the campaign: %v", s.Name, err)
+			continue
+		}
+		evs := parseSSE(t, resp.Body)
+		_ = resp.Body.Close()
+		if last := evs[len(evs)-1]; last.Type != wire.EventResult {
+			stuck++
+			t.Errorf("session %s cannot run a turn after the campaign: %s %s", s.Name, last.Type, last.Data)
+		}
+	}
+	return stuck
+}
+
+func phaseList(m map[turnload.Phase]int) string {
+	var parts []string
+	for _, p := range []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming, turnload.PhaseToolPending} {
+		parts = append(parts, fmt.Sprintf("%s %d", p, m[p]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func recoveryFigure(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2].Round(10*time.Millisecond).String() + " / " + s[len(s)-1].Round(10*time.Millisecond).String()
+}
+
+func portOfURL(t *testing.T, url string) int {
+	t.Helper()
+	p, err := strconv.Atoi(url[strings.LastIndex(url, ":")+1:])
+	must(t, err)
+	return p
+}
