@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +136,70 @@ func TestUnauthorizedAnswersCarryNoAPIServerDetails(t *testing.T) {
 	w := call(h, "10.0.0.1:1", "bad")
 	if w.Code != http.StatusUnauthorized || strings.Contains(w.Body.String(), "10.96.0.1") || strings.Contains(w.Body.String(), "audience") {
 		t.Fatalf("401 body: %d %s", w.Code, w.Body)
+	}
+}
+
+// gatedAuthorizer accepts one token; its first review waits for release,
+// so the requests that come meanwhile find the token not yet verified.
+type gatedAuthorizer struct {
+	good    string
+	release chan struct{}
+	started chan struct{} // closed when the first review began
+	once    sync.Once
+	reviews atomic.Int64
+}
+
+func (a *gatedAuthorizer) Authorize(ctx context.Context, token string, _ Attributes) (Verdict, error) {
+	if a.reviews.Add(1) == 1 {
+		a.once.Do(func() { close(a.started) })
+		select {
+		case <-a.release:
+		case <-ctx.Done():
+			return Verdict{}, ctx.Err()
+		}
+	}
+	if token != a.good {
+		return Verdict{}, nil
+	}
+	return Verdict{Authenticated: true, User: "gw", Allowed: true}, nil
+}
+
+// TestAGatewaysConcurrentFirstRequestsShareOneReviewAndAreNotRateLimited: a
+// gateway that sends many sessions' turns at once with a token the
+// dispatcher has not verified yet (after a dispatcher restart) counts once
+// against its address's limit: the requests wait for the first one's review
+// instead of each taking from the burst and being refused 429.
+func TestAGatewaysConcurrentFirstRequestsShareOneReviewAndAreNotRateLimited(t *testing.T) {
+	fake := &gatedAuthorizer{good: "gateway", release: make(chan struct{}), started: make(chan struct{})}
+	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(0.001, 1),
+		cache: newAuthCache(time.Minute, time.Minute, time.Now)}
+	const sessions = 10
+	codes := make(chan int, sessions)
+	attrs := func(i int) Attributes { a := turnAttrs; a.Name = fmt.Sprintf("s%d", i); return a }
+	go func() { codes <- callFor(h, attrs(0), "10.0.0.1:1", "gateway").Code }()
+	<-fake.started
+	var wg sync.WaitGroup
+	for i := 1; i < sessions; i++ {
+		wg.Go(func() { codes <- callFor(h, attrs(i), "10.0.0.1:1", "gateway").Code })
+	}
+	// Give the others time to arrive while the first review is held; the
+	// answers below do not depend on whether they did.
+	time.Sleep(200 * time.Millisecond)
+	close(fake.release)
+	wg.Wait()
+	for range sessions {
+		if code := <-codes; code != http.StatusOK {
+			t.Fatalf("a session's first turn was answered %d, want 200 (not 429)", code)
+		}
+	}
+	// And a burst of made-up tokens from that address is still limited.
+	limited := 0
+	for i := range 3 {
+		if call(h, "10.0.0.1:2", fmt.Sprintf("bad-%d", i)).Code == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("made-up tokens were not rate limited")
 	}
 }

@@ -2,6 +2,8 @@ package dispatchapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -186,6 +188,61 @@ func bearerIn(h string) string {
 	return strings.TrimSpace(tok)
 }
 
+// errRateLimited: the request's source is over its limit of unverified
+// tokens.
+var errRateLimited = errors.New("rate limited")
+
+// reviewTimeout bounds a review that requests share (it outlives the
+// request that started it).
+const reviewTimeout = 30 * time.Second
+
+// review asks the API server for token's verdict on attrs and caches it. A
+// token not known to be valid is rate limited per source address first,
+// and concurrent requests with the same such token share one limiter check
+// and one review (the first request's); once that settled the token, each
+// other request's own attributes are reviewed without the limit. So a
+// gateway sending many sessions' turns at once with a token the dispatcher
+// has not seen — after a dispatcher restart, after the gateway's token
+// rotated — counts once against its address's limit.
+func (h *Handler) review(r *http.Request, token string, attrs Attributes) (Verdict, error) {
+	if h.cache.knownValid(token) {
+		return h.authorizeAndCache(r.Context(), token, attrs)
+	}
+	sum := sha256.Sum256([]byte(token))
+	first := false
+	res, err, _ := h.reviews.Do(hex.EncodeToString(sum[:]), func() (any, error) {
+		first = true
+		if !h.limiter.allow(sourceHost(r)) {
+			return Verdict{}, errRateLimited
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reviewTimeout)
+		defer cancel()
+		return h.authorizeAndCache(ctx, token, attrs)
+	})
+	if first || err != nil {
+		v, _ := res.(Verdict)
+		return v, err
+	}
+	// The first request's review settled the token: its verdict for these
+	// attributes may be cached, or the token is known valid (or rejected).
+	if v, ok := h.cache.verdict(token, attrs); ok {
+		return v, nil
+	}
+	if !h.cache.knownValid(token) && !h.limiter.allow(sourceHost(r)) { // caches off
+		return Verdict{}, errRateLimited
+	}
+	return h.authorizeAndCache(r.Context(), token, attrs)
+}
+
+func (h *Handler) authorizeAndCache(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
+	v, err := h.auth.Authorize(ctx, token, attrs)
+	if err != nil {
+		return Verdict{}, err
+	}
+	h.cache.put(token, attrs, v)
+	return v, nil
+}
+
 // authorize answers 401/403/429/503 itself and returns false, or returns
 // the caller's verdict and true.
 //
@@ -203,21 +260,20 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 	}
 	v, ok := h.cache.verdict(token, attrs)
 	if !ok {
-		if !h.cache.knownValid(token) && !h.limiter.allow(sourceHost(r)) {
+		var err error
+		v, err = h.review(r, token, attrs)
+		switch {
+		case errors.Is(err, errRateLimited):
 			authRateLimited.Inc()
 			h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
 				"too many requests with tokens the dispatcher has not verified yet from this address; retry later"), h.limiter.retryAfter())
 			return Verdict{}, false
-		}
-		var err error
-		v, err = h.auth.Authorize(r.Context(), token, attrs)
-		if err != nil {
+		case err != nil:
 			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
 			h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
 				"the dispatcher could not check the token with the Kubernetes API server; retry"), h.retryAfter)
 			return Verdict{}, false
 		}
-		h.cache.put(token, attrs, v)
 	}
 	what := fmt.Sprintf("%s %s/%s %q in namespace %q (group %s)", attrs.Verb, Resource, attrs.Subresource, attrs.Name, attrs.Namespace, APIGroup)
 	switch {

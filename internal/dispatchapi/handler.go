@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,9 +90,11 @@ type Handler struct {
 	tokens     *turntoken.Key
 	cache      *authCache
 	limiter    *sourceLimiter
-	log        logr.Logger
-	mux        *http.ServeMux
-	writeWait  time.Duration // Config.StreamWriteTimeout
+	// reviews joins concurrent first reviews of one token (review).
+	reviews   singleflight.Group
+	log       logr.Logger
+	mux       *http.ServeMux
+	writeWait time.Duration // Config.StreamWriteTimeout
 }
 
 // NewHandler returns the API handler.
