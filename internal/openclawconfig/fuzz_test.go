@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/harness-operator/internal/selection"
-	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/crdschema"
 )
 
 // FuzzImport: the importer never panics on any file; a refusal says where
@@ -16,7 +16,7 @@ import (
 // server admits (the CRD's schema and CEL rules) with ids already in the
 // normalized form the defaulting webhook would write.
 func FuzzImport(f *testing.F) {
-	crd, err := testutil.LoadCRDSchema("harness.openclaw.dev_runtimepolicies.yaml")
+	crd, err := crdschema.Load("../../config/crd/bases/harness.openclaw.dev_runtimepolicies.yaml")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestImportRefusesWhatTheAPIRefuses(t *testing.T) {
 			config:  many(65),
 			wantErr: `models.providers: 65 providers set runtimes; a RuntimePolicy holds at most 64`},
 	}
-	crd, err := testutil.LoadCRDSchema("harness.openclaw.dev_runtimepolicies.yaml")
+	crd, err := crdschema.Load("../../config/crd/bases/harness.openclaw.dev_runtimepolicies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
-package testutil
+// Package crdschema applies a CRD's schema and CEL rules in process, as the
+// API server applies them. It is its own package, not part of testutil,
+// because the webhook package's own tests use it and testutil imports the
+// webhook package.
+package crdschema
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,25 +22,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// CRDSchema is the schema of one CRD of config/crd/bases with its CEL rules,
+// Schema is the schema of one CRD of config/crd/bases with its CEL rules,
 // applied in process as the API server applies them: the schema's defaults
 // when an object is decoded, then OpenAPI validation, the list-type
 // invariants (unique map keys) and the x-kubernetes-validations rules before
 // the validating webhooks. Fuzz targets
 // use it to learn what the API server would admit without starting one.
-type CRDSchema struct {
+type Schema struct {
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
 	cel        *cel.Validator
 }
 
-// LoadCRDSchema reads config/crd/bases/<file> (one served version).
-func LoadCRDSchema(file string) (*CRDSchema, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", file))
+// Load reads a CRD file with one served version, e.g.
+// "../../config/crd/bases/harness.openclaw.dev_runtimepolicies.yaml" from a
+// package directory, where go test runs.
+func Load(file string) (*Schema, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -60,12 +61,12 @@ func LoadCRDSchema(file string) (*CRDSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: schema validator: %w", file, err)
 	}
-	return &CRDSchema{structural: s, validator: v, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}, nil
+	return &Schema{structural: s, validator: v, cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}, nil
 }
 
 // Default applies the schema's defaults to obj (a typed object), as the API
 // server does when it decodes a request and again after mutating webhooks.
-func (c *CRDSchema) Default(obj runtime.Object) error {
+func (c *Schema) Default(obj runtime.Object) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func (c *CRDSchema) Default(obj runtime.Object) error {
 // Validate returns what the schema and its CEL rules refuse in obj on
 // create; empty means the API server would pass obj on to the validating
 // webhooks.
-func (c *CRDSchema) Validate(ctx context.Context, obj runtime.Object) (field.ErrorList, error) {
+func (c *Schema) Validate(ctx context.Context, obj runtime.Object) (field.ErrorList, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
