@@ -98,6 +98,11 @@ load-replicas: ## Issue 20's fault campaign on processes: 3 dispatchers on one P
 bench-store: ## What the store adds to a turn: the file journal and PostgreSQL side by side (BenchmarkTurnOverhead; not part of CI).
 	pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/
 
+FUZZTIME ?= 10m
+.PHONY: fuzz
+fuzz: ## Every native Go fuzz target for FUZZTIME each (default 10m), one after another, with the executions per target (hack/fuzz.sh; not part of CI).
+	FUZZTIME="$(FUZZTIME)" hack/fuzz.sh
+
 .PHONY: openclaw-plugin
 openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack
