@@ -119,7 +119,8 @@ func FuzzServerFrame(f *testing.F) {
 
 		r := <-called
 		peerAnswered := r.err == nil && sameJSON(r.result, json.RawMessage(`{"probe":true}`))
-		if !peerAnswered && !(response && sameJSON(shape.ID, probe.ID)) {
+		takenByFrame := response && sameJSON(shape.ID, probe.ID)
+		if !peerAnswered && !takenByFrame {
 			t.Fatalf("the pending call (id %s) got %s, %v after the frame %q", probe.ID, r.result, r.err, frame)
 		}
 		if _, err := turn.Wait(ctx); err != nil {
