@@ -16,6 +16,7 @@ TARGETS=(
   internal/wire:FuzzDecodeTurnRequest
   internal/selection:FuzzSelectDecodedAttempt
   internal/appserver:FuzzServerFrame
+  internal/appserver:FuzzStdioFrames
   internal/appserver:FuzzUserAgentVersion
   internal/sse:FuzzRead
   internal/openclawconfig:FuzzImport
