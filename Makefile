@@ -107,6 +107,11 @@ bench-store: ## The file journal and PostgreSQL side by side: what each adds to 
 		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/ && \
 		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
 
+FUZZTIME ?= 10m
+.PHONY: fuzz
+fuzz: ## Every native Go fuzz target for FUZZTIME each (default 10m), one after another, with the executions per target (hack/fuzz.sh; not part of CI).
+	FUZZTIME="$(FUZZTIME)" hack/fuzz.sh
+
 .PHONY: openclaw-plugin
 openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/openclaw.
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack

@@ -93,11 +93,17 @@ func Import(data []byte, opts Options) (*Result, error) {
 	spec := v1alpha1.RuntimePolicySpec{SessionOverrides: opts.SessionOverrides}
 
 	if cfg.Models != nil {
+		seen := map[v1alpha1.ProviderID]string{}
 		for _, p := range slices.Sorted(maps.Keys(cfg.Models.Providers)) {
 			if row, ok := imp.provider(p, cfg.Models.Providers[p]); ok {
+				if prev, dup := seen[row.Provider]; dup {
+					imp.refuse("models.providers.%s: provider %q is also models.providers.%s", p, row.Provider, prev)
+				}
+				seen[row.Provider] = p
 				spec.Providers = append(spec.Providers, row)
 			}
 		}
+		imp.tooMany("models.providers", "providers", len(spec.Providers), maxProviders)
 	}
 	if cfg.Agents != nil {
 		if d := cfg.Agents.Defaults; d != nil {
@@ -106,6 +112,7 @@ func Import(data []byte, opts Options) (*Result, error) {
 			}
 			imp.legacyModel("agents.defaults.model", d.Model)
 			spec.Models = imp.models("agents.defaults.models", d.Models)
+			imp.tooMany("agents.defaults.models", "models", len(spec.Models), maxModels)
 		}
 		// Per-agent entries, keyed by agent id, remembering where each came from.
 		type located struct {
@@ -121,6 +128,9 @@ func Import(data []byte, opts Options) (*Result, error) {
 			if prev, dup := agents[a.ID]; dup {
 				return nil, fmt.Errorf("%s.id: agent %q is also %s", path, a.ID, prev.path)
 			}
+			if !validID(agentIDRE, a.ID, maxAgentID) {
+				imp.refuse("%s.id: agent id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit, at most %d", path, a.ID, maxAgentID)
+			}
 			agents[a.ID] = located{path, a}
 		}
 		for _, id := range slices.Sorted(maps.Keys(cfg.Agents.Entries)) {
@@ -128,15 +138,23 @@ func Import(data []byte, opts Options) (*Result, error) {
 			if prev, dup := agents[id]; dup {
 				return nil, fmt.Errorf("%s: agent %q is also %s", path, id, prev.path)
 			}
+			if !validID(agentIDRE, id, maxAgentID) {
+				imp.refuse("%s: agent id %q must be letters, digits, '.', '_' or '-', starting with a letter or digit, at most %d", path, id, maxAgentID)
+			}
 			agents[id] = located{path, cfg.Agents.Entries[id]}
 		}
 		for _, id := range slices.Sorted(maps.Keys(agents)) {
 			a := agents[id]
 			imp.agent(a.path, a.agent)
 			if models := imp.models(a.path+".models", a.agent.Models); len(models) > 0 {
+				imp.tooMany(a.path+".models", "models", len(models), maxAgentModels)
 				spec.Agents = append(spec.Agents, v1alpha1.AgentRuntimePolicy{AgentID: id, Models: models})
 			}
 		}
+		imp.tooMany("agents", "agents", len(spec.Agents), maxAgents)
+	}
+	if imp.err != nil {
+		return nil, imp.err
 	}
 	if len(spec.Providers) == 0 && len(spec.Models) == 0 && len(spec.Agents) == 0 {
 		return nil, fmt.Errorf("no runtime settings found (models.providers.*.agentRuntime, catalog rows, agents.defaults.models, agents.list[] or agents.entries models)")
@@ -151,7 +169,10 @@ func Import(data []byte, opts Options) (*Result, error) {
 	}, nil
 }
 
-type importer struct{ warnings []string }
+type importer struct {
+	warnings []string
+	err      error // the first value the API would refuse (validate.go)
+}
 
 func (imp *importer) warn(format string, args ...any) {
 	imp.warnings = append(imp.warnings, fmt.Sprintf(format, args...))
@@ -161,6 +182,9 @@ func (imp *importer) warn(format string, args ...any) {
 // the spelling changes.
 func (imp *importer) runtime(path string, r *runtimeRef) v1alpha1.RuntimeID {
 	id := selection.NormalizeRuntimeID(r.ID)
+	if !validID(runtimeIDRE, id, maxRuntimeID) {
+		imp.refuse("%s.agentRuntime.id: runtime id %q must be lowercase letters, digits and '-', at most %d", path, r.ID, maxRuntimeID)
+	}
 	if id != r.ID {
 		imp.warn("%s.agentRuntime.id: %q written as %q", path, r.ID, id)
 	}
@@ -170,18 +194,31 @@ func (imp *importer) runtime(path string, r *runtimeRef) v1alpha1.RuntimeID {
 func (imp *importer) provider(name string, p providerConfig) (v1alpha1.ProviderRuntimePolicy, bool) {
 	path := "models.providers." + name
 	row := v1alpha1.ProviderRuntimePolicy{Provider: v1alpha1.ProviderID(selection.NormalizeProvider(name))}
+	if !validID(providerIDRE, string(row.Provider), maxProviderID) {
+		imp.refuse("%s: provider id %q must be lowercase letters, digits, '.', '_' or '-', at most %d", path, name, maxProviderID)
+	}
 	if p.AgentRuntime != nil {
 		row.Runtime = imp.runtime(path, p.AgentRuntime)
 	}
+	rows := map[string]int{}
 	for i, m := range p.Models {
 		if m.AgentRuntime == nil {
 			continue // a catalog row without a runtime sets no policy
 		}
+		field := fmt.Sprintf("%s.models[%d].id", path, i)
+		if !validCatalogModelID(m.ID) {
+			imp.refuse("%s: model id %q must be a bare model id without '/', '*' or surrounding spaces, at most %d", field, m.ID, maxCatalogModelID)
+		}
+		if prev, dup := rows[m.ID]; dup {
+			imp.refuse("%s: model %q is also %s.models[%d]", field, m.ID, path, prev)
+		}
+		rows[m.ID] = i
 		row.Models = append(row.Models, v1alpha1.ProviderModelRuntime{
 			ID:      m.ID,
 			Runtime: imp.runtime(fmt.Sprintf("%s.models[%d]", path, i), m.AgentRuntime),
 		})
 	}
+	imp.tooMany(path+".models", "catalog rows", len(row.Models), maxProviderModels)
 	if name == "codex" {
 		imp.warn("%s: legacy codex provider; new configs use openai/gpt-* model refs", path)
 	}
@@ -199,14 +236,24 @@ func (imp *importer) agent(path string, a agentConfig) {
 // models converts a `models` map (model ref → settings) into sorted entries.
 func (imp *importer) models(path string, models map[string]modelSettings) []v1alpha1.ModelRuntimePolicy {
 	var out []v1alpha1.ModelRuntimePolicy
+	seen := map[string]string{}
 	for _, ref := range slices.Sorted(maps.Keys(models)) {
-		imp.legacyRef(fmt.Sprintf("%s[%q]", path, ref), ref)
+		field := fmt.Sprintf("%s[%q]", path, ref)
+		imp.legacyRef(field, ref)
 		if models[ref].AgentRuntime == nil {
 			continue
 		}
+		n := normalizeRef(ref)
+		if !validID(modelRefRE, n, maxModelRef) {
+			imp.refuse("%s: model ref %q must be provider/model, provider/* or a bare model id (lowercase provider, no spaces), at most %d", field, ref, maxModelRef)
+		}
+		if prev, dup := seen[n]; dup {
+			imp.refuse("%s: model ref %q is also %s", field, n, prev)
+		}
+		seen[n] = field
 		out = append(out, v1alpha1.ModelRuntimePolicy{
-			Ref:     normalizeRef(ref),
-			Runtime: imp.runtime(fmt.Sprintf("%s[%q]", path, ref), models[ref].AgentRuntime),
+			Ref:     n,
+			Runtime: imp.runtime(field, models[ref].AgentRuntime),
 		})
 	}
 	return out

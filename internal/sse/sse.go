@@ -1,7 +1,8 @@
 // Package sse reads server-sent event streams (text/event-stream) as the
-// EventSource rules define them: events end at a blank line, `data:` lines
-// join with newlines, comments (`:`) are skipped, and an event without its
-// blank line at the end of the stream is incomplete and dropped.
+// EventSource rules define them: lines end at CRLF, LF or a lone CR, events
+// end at a blank line, `data:` lines join with newlines, comments (`:`) are
+// skipped, and an event without its blank line at the end of the stream is
+// incomplete and dropped.
 package sse
 
 import (
@@ -31,7 +32,45 @@ type Scanner struct {
 func NewScanner(r io.Reader) *Scanner {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Split((&lineSplitter{}).split)
 	return &Scanner{sc: sc}
+}
+
+// lineSplitter splits at CRLF, LF or a lone CR. bufio.ScanLines ends lines
+// at LF only, which left a lone CR inside a value (an id or type holding a
+// line break, data a line it does not have).
+type lineSplitter struct {
+	// afterCR: the last line ended with a CR at the end of the data read so
+	// far, so an LF that starts the next data belongs to that line end. A CR
+	// ends its line at once, without waiting for the next byte: on a live
+	// stream that byte may be the next event, seconds away.
+	afterCR bool
+}
+
+func (l *lineSplitter) split(data []byte, atEOF bool) (int, []byte, error) {
+	skip := 0
+	if l.afterCR && len(data) > 0 {
+		l.afterCR = false
+		if data[0] == '\n' {
+			skip = 1
+		}
+	}
+	if i := bytes.IndexAny(data[skip:], "\r\n"); i >= 0 {
+		end := skip + i
+		switch {
+		case data[end] == '\n':
+			return end + 1, data[skip:end], nil
+		case end+1 < len(data) && data[end+1] == '\n':
+			return end + 2, data[skip:end], nil
+		case end+1 == len(data):
+			l.afterCR = true
+		}
+		return end + 1, data[skip:end], nil
+	}
+	if atEOF && len(data) > skip {
+		return len(data), data[skip:], nil
+	}
+	return skip, nil, nil
 }
 
 // Next reads the next complete event; false at the end of the stream or on a
