@@ -85,6 +85,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -243,6 +244,12 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	// Give the API server's graceful shutdown its full grace, plus time for
 	// the caches and the leader lease to be released.
 	shutdown := opts.shutdownGrace + 15*time.Second
+	var lock resourcelock.Interface
+	if opts.leaderElect {
+		if lock, err = leaderLock(cfg, opts.leaderElectionNS, os.Getenv); err != nil {
+			return fmt.Errorf("leader election lock: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsOptions(opts),
@@ -251,8 +258,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       &shutdown,
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.skipControllerNameValidation)},
+		// Held under the pod's name when there is one (leaderlock.go).
+		LeaderElectionResourceLockInterface: lock,
+		GracefulShutdownTimeout:             &shutdown,
+		Controller:                          config.Controller{SkipNameValidation: ptr.To(opts.skipControllerNameValidation)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// The server pods and StatefulSets of harnesses: the engine
 			// trusts a pod only when its harness's StatefulSet controls it.
