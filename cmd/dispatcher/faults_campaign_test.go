@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,6 +225,17 @@ func (c *campaign) account(rows []faultRow) {
 		}
 		t.Logf("| %s | %d | %s | %d | %d | %v | %s |", r.fault, r.injections, phaseList(r.phases), ended, completed, failed, recoveryFigure(r.recovery))
 	}
+	for _, r := range rows {
+		messages := map[string]int{}
+		for _, o := range outcomes {
+			if !o.OK && o.Ended.After(r.from) && !o.Ended.After(r.to) {
+				messages[digitsOut.ReplaceAllString(o.Message, "N")]++
+			}
+		}
+		for m, n := range messages {
+			t.Logf("%s: %d× %.220s", r.fault, n, m)
+		}
+	}
 	t.Logf("all faults: %d turns sent, %d ended, %d lost, %d executed twice, %d tool calls delivered twice, %d completed turns missing from transcripts, %d sessions stuck",
 		c.load.Sent(), len(outcomes), lost, twice, toolTwice, missing, stuck)
 }
@@ -389,6 +401,9 @@ func (c *campaign) stuckSessions() int {
 	}
 	return stuck
 }
+
+// digitsOut folds the numbers and ids of error messages, to count them by kind.
+var digitsOut = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}|[0-9]+`)
 
 func phaseList(m map[turnload.Phase]int) string {
 	var parts []string

@@ -41,6 +41,7 @@ type Outcome struct {
 	// Code is the error event's code, or "result <terminal kind>: <message>"
 	// for a result that is not ok.
 	Code       string
+	Message    string
 	ReplaySafe bool
 	Replica    string    // where it was claimed
 	Ended      time.Time // when its gateway saw it end
@@ -315,7 +316,7 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 				retryAfter(ctx, resp.Header.Get("Retry-After"))
 				continue
 			}
-			l.ended(runID, Outcome{Code: "HTTP " + strconv.Itoa(resp.StatusCode) + " " + string(e.Code), ReplaySafe: e.ReplaySafe == nil || *e.ReplaySafe})
+			l.ended(runID, Outcome{Code: "HTTP " + strconv.Itoa(resp.StatusCode) + " " + string(e.Code), Message: e.Message, ReplaySafe: e.ReplaySafe == nil || *e.ReplaySafe})
 			return
 		}
 		if lastID == "" {
@@ -348,7 +349,7 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 			case wire.EventError:
 				var e wire.Error
 				_ = json.Unmarshal(ev.Data, &e)
-				end = &Outcome{Code: string(e.Code), ReplaySafe: e.ReplaySafe == nil || *e.ReplaySafe}
+				end = &Outcome{Code: string(e.Code), Message: e.Message, ReplaySafe: e.ReplaySafe == nil || *e.ReplaySafe}
 				return false
 			}
 			return true
