@@ -382,24 +382,42 @@ func (c *campaign) stuckSessions() int {
 			t.Errorf("session %s keeps activeTurn %s", s.Name, s.Status.ActiveTurn.RunID)
 			continue
 		}
-		runID := s.Name + "-after"
-		marker := turnload.Marker(runID)
-		fx.stub.When(marker, stubmodel.Text("after the campaign"))
-		resp, err := turnRequest(context.Background(), c.d.hc, c.d.base+"/"+s.Name+"/turns", fx.gateway,
-			fmt.Sprintf(`{"runId":%q,"prompt":"%sagain"}`, runID, marker))
-		if err != nil {
+		if err := c.turnAfter(s.Name); err != nil {
 			stuck++
 			t.Errorf("session %s cannot run a turn after the campaign: %v", s.Name, err)
-			continue
-		}
-		evs := parseSSE(t, resp.Body)
-		_ = resp.Body.Close()
-		if last := evs[len(evs)-1]; last.Type != wire.EventResult {
-			stuck++
-			t.Errorf("session %s cannot run a turn after the campaign: %s %s", s.Name, last.Type, last.Data)
 		}
 	}
 	return stuck
+}
+
+// turnAfter runs one turn on the session as a gateway would: an error
+// that says a retry is safe is retried (twice at most).
+func (c *campaign) turnAfter(session string) error {
+	fx := c.env.fx
+	var last error
+	for attempt := range 3 {
+		runID := session + "-after-" + strconv.Itoa(attempt)
+		marker := turnload.Marker(runID)
+		fx.stub.When(marker, stubmodel.Text("after the campaign"))
+		resp, err := turnRequest(context.Background(), c.d.hc, c.d.base+"/"+session+"/turns", fx.gateway,
+			fmt.Sprintf(`{"runId":%q,"prompt":"%sagain"}`, runID, marker))
+		if err != nil {
+			return err
+		}
+		evs := parseSSE(c.t, resp.Body)
+		_ = resp.Body.Close()
+		end := evs[len(evs)-1]
+		if end.Type == wire.EventResult {
+			return nil
+		}
+		var e wire.Error
+		_ = json.Unmarshal(end.Data, &e)
+		last = fmt.Errorf("%s %s", end.Type, end.Data)
+		if e.ReplaySafe != nil && !*e.ReplaySafe {
+			return last
+		}
+	}
+	return last
 }
 
 // digitsOut folds the numbers and ids of error messages, to count them by kind.

@@ -9,6 +9,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/adapter"
 	"github.com/openclaw/harness-operator/internal/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/appserver"
 	"github.com/openclaw/harness-operator/internal/wire"
 )
 
@@ -25,7 +26,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 		AnswerApproval:  t.answerApproval,
 		AnswerUserInput: t.answerUserInput,
 	}
-	nt, err := codex.Start(ctx, t.p.client, in, hooks)
+	nt, err := t.start(ctx, in, hooks)
 	if errors.Is(err, codex.ErrThreadNotFound) && t.provisionalThread(in) {
 		// The thread never ended a turn with a result (its first turn
 		// died with its server): there is no conversation to lose, so the
@@ -34,7 +35,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 			"session", t.session, "runId", t.req.RunID, "server", t.p.server.Name, "thread", cmp.Or(in.ThreadID, in.ReseedFrom))
 		in.ThreadID, in.ReseedFrom, in.ReseedFromAuthProfile = "", "", false
 		t.toolsFingerprint = codex.HostToolsFingerprint(in)
-		nt, err = codex.Start(ctx, t.p.client, in, hooks)
+		nt, err = t.start(ctx, in, hooks)
 	}
 	var detached *codex.DetachedError
 	if err != nil && (nt == nil || !errors.As(err, &detached)) {
@@ -82,6 +83,41 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 		}
 		reattached = true
 	}
+}
+
+// start starts the native turn. When the connection to the app-server is
+// lost before any turn started — while the thread was resumed or started,
+// its working directory made — nothing ran, so the turn is started again on
+// a new connection to the same server, until Options.ReattachTimeout, as a
+// turn that was running reattaches.
+func (t *runningTurn) start(ctx context.Context, in adapter.TurnInput, hooks adapter.Hooks) (*codex.Turn, error) {
+	nt, err := codex.Start(ctx, t.p.client, in, hooks)
+	deadline := time.Now().Add(t.e.opts.ReattachTimeout)
+	backoff := 200 * time.Millisecond
+	for lostBeforeTurn(nt, err) && time.Now().Add(backoff).Before(deadline) {
+		t.e.log.Info("app-server connection lost before the turn started; starting it on a new connection",
+			"session", t.session, "runId", t.req.RunID, "server", t.p.server.Name)
+		select {
+		case <-ctx.Done():
+			return nt, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		c, oerr := t.e.open(ctx, t.p.conn)
+		if oerr != nil {
+			continue // the server is not back yet: err still says why
+		}
+		t.p.client = c
+		nt, err = codex.Start(ctx, c, in, hooks)
+	}
+	return nt, err
+}
+
+// lostBeforeTurn reports whether Start failed because the connection was
+// lost before a turn could have started.
+func lostBeforeTurn(nt *codex.Turn, err error) bool {
+	var lost *appserver.ConnectionLostError
+	return nt == nil && errors.As(err, &lost) && !lost.AfterTurnStarted
 }
 
 // provisionalThread reports whether the thread the input continues is the

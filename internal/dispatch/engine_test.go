@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"syscall"
 	"sync"
 	"time"
 
@@ -491,6 +492,41 @@ var _ = Describe("A server that restarts under a running turn", func() {
 		Expect(types(c.events())).NotTo(ContainElement(wire.EventResult))
 		Expect(stub.RequestsContaining("sigma-1")).To(HaveLen(1), "nothing replayed")
 		Expect(getSession(ns, "phoenix").Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnFailed))
+	})
+})
+
+var _ = Describe("A connection lost before the turn started", func() {
+	It("starts the turn on a new connection, since nothing had run, and the turn completes once", func() {
+		srv := startServer("127.0.0.16", "", 0)
+		proxy, err := testutil.StartCutProxy(strings.TrimPrefix(srv.URL, "ws://"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(proxy.Close)
+		ns := newNamespace()
+		registerCodex(ns, "ws://"+proxy.Addr(), true)
+		newSession(ns, "resumed", testModel)
+		_, err = turn(ns, "resumed", textReq("run-t0", "tau-0 warm up"))
+		Expect(err).NotTo(HaveOccurred())
+
+		// The server stops answering; the next turn's first request (the
+		// thread's resume) is on its way when the connection is cut.
+		Expect(syscall.Kill(srv.Pid(), syscall.SIGSTOP)).To(Succeed())
+		DeferCleanup(func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) })
+		sent := proxy.FromClients()
+		c := &collector{}
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- eng.Turn(ctx, ns, "resumed", textReq("run-t1", "tau-1 hello again"), c.sink)
+		}()
+		Eventually(proxy.FromClients).Should(BeNumerically(">", sent), "the turn's first request left")
+		Expect(proxy.Cut()).To(BeNumerically(">=", 1))
+		Expect(syscall.Kill(srv.Pid(), syscall.SIGCONT)).To(Succeed())
+
+		var turnErr error
+		Eventually(done, 60*time.Second).Should(Receive(&turnErr))
+		Expect(turnErr).NotTo(HaveOccurred(), "events %v", types(c.events()))
+		Expect(resultOf(c.events()).Terminal.Kind).To(Equal(wire.TerminalOK))
+		Expect(stub.RequestsContaining("tau-1")).To(HaveLen(1))
 	})
 })
 

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // CutProxy is a TCP proxy on 127.0.0.1 whose open connections a test can
@@ -16,7 +17,13 @@ type CutProxy struct {
 	mu    sync.Mutex
 	conns map[net.Conn]net.Conn // client → server, while both are open
 	done  sync.WaitGroup
+	// fromClients counts the bytes forwarded from clients to the target.
+	fromClients atomic.Int64
 }
+
+// FromClients is how many bytes clients have sent through the proxy: a test
+// waits for it to grow to know a request is on its way.
+func (p *CutProxy) FromClients() int64 { return p.fromClients.Load() }
 
 // StartCutProxy forwards connections to target until Close.
 func StartCutProxy(target string) (*CutProxy, error) {
@@ -68,18 +75,30 @@ func (p *CutProxy) accept() {
 		p.mu.Lock()
 		p.conns[client] = server
 		p.mu.Unlock()
-		p.done.Go(func() { p.pipe(client, server, client) })
-		p.done.Go(func() { p.pipe(client, client, server) })
+		p.done.Go(func() { p.pipe(client, server, server, countingReader{client, &p.fromClients}) })
+		p.done.Go(func() { p.pipe(client, server, client, server) })
 	}
 }
 
-// pipe copies src to dst (one direction of client's connection); when
-// either side ends, both are closed.
-func (p *CutProxy) pipe(client, dst, src net.Conn) {
+// pipe copies src to dst, one direction of the client's connection to
+// server; when either side ends, both connections are closed.
+func (p *CutProxy) pipe(client, server net.Conn, dst io.Writer, src io.Reader) {
 	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
+	_ = client.Close()
+	_ = server.Close()
 	p.mu.Lock()
 	delete(p.conns, client)
 	p.mu.Unlock()
+}
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
