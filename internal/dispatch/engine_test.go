@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
