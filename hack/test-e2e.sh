@@ -9,6 +9,7 @@
 #      the two never compete for the machine; then the PostgreSQL store's
 #      suites (make test-postgres: a real PostgreSQL per package, as nobody,
 #      on loopback), inside the snapshots so a server left behind fails;
+#      then the fault campaign on processes (make test-faults, reduced);
 #   3. up, run ./test/e2e/..., down (down also runs when anything fails);
 #   4. snapshot again and diff: any difference fails the run;
 #   5. hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every cluster
@@ -46,6 +47,10 @@ go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... .
 # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+# The fault campaign on processes (make test-faults), 3 injections of each
+# fault: about a minute.
+# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+FAULT_INJECTIONS=3 go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_campaign_test' || { log "the fault campaign failed (above)"; exit 1; }
 
 "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
