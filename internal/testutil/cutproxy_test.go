@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -54,7 +55,7 @@ func TestCutProxyCutsOpenConnectionsAndAcceptsNewOnes(t *testing.T) {
 		t.Fatalf("Cut cut %d connections, want 1", n)
 	}
 	_ = first.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := first.Read(make([]byte, 1)); err != io.EOF {
+	if _, err := first.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("read after the cut: %v, want EOF", err)
 	}
 	second, err := net.Dial("tcp", p.Addr())
