@@ -84,7 +84,7 @@ func (f *fixture) runAPICorpus(t *testing.T) {
 			before := len(f.stub.Requests())
 			r := f.send(t, c)
 			e := expectAPIError(t, r, c.Want)
-			t.Logf("%d %s: %s", r.status, e.Code, e.Message)
+			t.Logf("%d %s: %s", r.Status, e.Code, e.Message)
 			if n := len(f.stub.Requests()); n != before {
 				t.Errorf("the refused request reached the model (%d requests, was %d)", n, before)
 			}
@@ -155,8 +155,8 @@ func (f *fixture) runState(t *testing.T, runID string) runState {
 	t.Helper()
 	r := f.call(t, http.MethodGet, f.sessionURL(session)+"/turns/"+runID, f.tokens["gateway"], "", nil)
 	var st dispatchapi.TurnState
-	if r.status != http.StatusOK || json.Unmarshal(r.body, &st) != nil {
-		t.Fatalf("GET run %s: %d %s", runID, r.status, r.body)
+	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &st) != nil {
+		t.Fatalf("GET run %s: %d %s", runID, r.Status, r.Body)
 	}
 	return runState{state: st.State, last: st.LastEventID}
 }
@@ -168,16 +168,16 @@ func expectAPIError(t *testing.T, r reply, want apiWant) wire.Error {
 	t.Helper()
 	var raw map[string]json.RawMessage
 	var e wire.Error
-	if r.header.Get("Content-Type") != "application/json" || json.Unmarshal(r.body, &raw) != nil || json.Unmarshal(r.body, &e) != nil {
-		t.Fatalf("answer %d (Content-Type %q) is not a JSON error: %s", r.status, r.header.Get("Content-Type"), r.body)
+	if r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(r.Body, &raw) != nil || json.Unmarshal(r.Body, &e) != nil {
+		t.Fatalf("answer %d (Content-Type %q) is not a JSON error: %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
 	for _, k := range []string{"code", "message", "scope", "retryable"} {
 		if _, ok := raw[k]; !ok {
-			t.Errorf("the error lacks %q: %s", k, r.body)
+			t.Errorf("the error lacks %q: %s", k, r.Body)
 		}
 	}
-	if r.status != want.Status || e.Code != want.Code {
-		t.Fatalf("answer %d %s, want %d %s: %s", r.status, e.Code, want.Status, want.Code, r.body)
+	if r.Status != want.Status || e.Code != want.Code {
+		t.Fatalf("answer %d %s, want %d %s: %s", r.Status, e.Code, want.Status, want.Code, r.Body)
 	}
 	if want.Field != "" && !strings.Contains(e.Message, want.Field+": ") {
 		t.Errorf("message %q does not name the field %q", e.Message, want.Field)
@@ -187,8 +187,8 @@ func expectAPIError(t *testing.T, r reply, want apiWant) wire.Error {
 			t.Errorf("message %q does not say %q", e.Message, m)
 		}
 	}
-	if r.status == http.StatusUnauthorized && !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer ") {
-		t.Errorf("401 without WWW-Authenticate: Bearer (got %q)", r.header.Get("WWW-Authenticate"))
+	if r.Status == http.StatusUnauthorized && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer ") {
+		t.Errorf("401 without WWW-Authenticate: Bearer (got %q)", r.Header.Get("WWW-Authenticate"))
 	}
 	return e
 }

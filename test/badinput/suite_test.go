@@ -13,12 +13,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -173,12 +171,12 @@ func (f *fixture) runOK(t *testing.T) string {
 	f.stub.When("badinput-ok", stubmodel.Text("ok"))
 	r := f.call(t, http.MethodPost, f.sessionURL(session)+"/turns", f.tokens["gateway"],
 		`{"runId":"`+okRun+`","prompt":"badinput-ok"}`, nil)
-	if r.status != http.StatusOK {
-		t.Fatalf("turn %s: %d %s", okRun, r.status, r.body)
+	if r.Status != http.StatusOK {
+		t.Fatalf("turn %s: %d %s", okRun, r.Status, r.Body)
 	}
 	var token string
 	var last string
-	must(t, sse.Read(bytes.NewReader(r.body), func(e sse.Event) bool {
+	must(t, sse.Read(bytes.NewReader(r.Body), func(e sse.Event) bool {
 		last = e.Type
 		if e.Type == wire.EventSelected {
 			var sel wire.SelectedEvent
@@ -188,7 +186,7 @@ func (f *fixture) runOK(t *testing.T) string {
 		return true
 	}))
 	if token == "" || last != wire.EventResult {
-		t.Fatalf("turn %s: no turn token or no result (last event %q): %s", okRun, last, r.body)
+		t.Fatalf("turn %s: no turn token or no result (last event %q): %s", okRun, last, r.Body)
 	}
 	return token
 }
@@ -199,37 +197,15 @@ func (f *fixture) sessionURL(name string) string {
 	return f.op.APIBase + "/v1/namespaces/" + f.ns + "/agentsessions/" + name
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type reply = testutil.Reply
 
-// call sends one request; token goes in Authorization unless empty, hdr
-// adds (or, with an empty value, removes) headers.
+// call sends one request (testutil.Operator.Call) and fails the test if it
+// gets no answer.
 func (f *fixture) call(t *testing.T, method, url, token, body string, hdr map[string]string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	r, err := f.op.Call(method, url, token, body, hdr)
 	must(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		if v == "" {
-			req.Header.Del(k)
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := f.op.HTTP.Do(req)
-	must(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	return r
 }
 
 func must(t *testing.T, err error) {

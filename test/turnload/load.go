@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -241,11 +242,7 @@ func (l *Load) waitFor(timeout time.Duration, pending func() error) error {
 func (l *Load) Outcomes() map[string]Outcome {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]Outcome, len(l.outcomes))
-	for k, v := range l.outcomes {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(l.outcomes)
 }
 
 func (l *Load) claimed(runID, on string) {
@@ -422,11 +419,7 @@ func (l *Load) Phases() map[Phase]int {
 func (l *Load) ToolCalls() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]int, len(l.toolCalls))
-	for k, v := range l.toolCalls {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(l.toolCalls)
 }
 
 // answerTool is the gateway's handler of one host tool call: it runs once

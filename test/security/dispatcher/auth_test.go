@@ -70,10 +70,10 @@ func (s *suite) testTurnTokens(t *testing.T) {
 
 	r := s.call(t, http.MethodGet, s.url(s.ns, "demo", "/turns/run-b"), s.gateway, "", nil)
 	var st dispatchapi.TurnState
-	must(t, json.Unmarshal(r.body, &st))
+	must(t, json.Unmarshal(r.Body, &st))
 	want := "system:serviceaccount:" + s.ns + ":gateway"
-	if r.status != http.StatusOK || st.Requester == nil || st.Requester.User != want || st.Requester.UID == "" || len(st.Requester.Groups) == 0 {
-		t.Fatalf("GET run-b: %d %s, want the requester %s with UID and groups", r.status, r.body, want)
+	if r.Status != http.StatusOK || st.Requester == nil || st.Requester.User != want || st.Requester.UID == "" || len(st.Requester.Groups) == 0 {
+		t.Fatalf("GET run-b: %d %s, want the requester %s with UID and groups", r.Status, r.Body, want)
 	}
 }
 

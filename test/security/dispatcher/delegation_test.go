@@ -92,19 +92,19 @@ func (s *suite) testDelegation(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ok = delegated(voice, "locked", body("locked", "d-ok"))
-		if ok.status != http.StatusForbidden || time.Now().After(deadline) {
+		if ok.Status != http.StatusForbidden || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if ok.status != http.StatusOK || !strings.Contains(string(ok.body), "event: result") {
-		t.Fatalf("control: the listed, granted delegate's turn: %d %s", ok.status, ok.body)
+	if ok.Status != http.StatusOK || !strings.Contains(string(ok.Body), "event: result") {
+		t.Fatalf("control: the listed, granted delegate's turn: %d %s", ok.Status, ok.Body)
 	}
 	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/d-ok"), voice, "", nil)
 	var st dispatchapi.TurnState
-	must(t, json.Unmarshal(r.body, &st))
+	must(t, json.Unmarshal(r.Body, &st))
 	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
-		t.Fatalf("GET d-ok: %d %s; want a finished run requested by %s", r.status, r.body, want)
+		t.Fatalf("GET d-ok: %d %s; want a finished run requested by %s", r.Status, r.Body, want)
 	}
 
 	// A delegate follows only its own runs: repeating the owner's request

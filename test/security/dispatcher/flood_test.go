@@ -221,13 +221,13 @@ func (s *suite) tokenReviews(t *testing.T) int {
 func (s *suite) metric(t *testing.T, name string) float64 {
 	t.Helper()
 	r := s.scrape(t, s.scraper(t))
-	for line := range strings.SplitSeq(string(r.body), "\n") {
+	for line := range strings.SplitSeq(string(r.Body), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			must(t, err)
 			return f
 		}
 	}
-	t.Fatalf("%s not in /metrics (%d)", name, r.status)
+	t.Fatalf("%s not in /metrics (%d)", name, r.Status)
 	return 0
 }

@@ -46,9 +46,9 @@ func (s *suite) testRedactedServerErrors(t *testing.T) {
 	// The decision names the same unavailability, as redacted.
 	d := s.call(t, http.MethodPost, s.url(ns, "dead", "/decide"), s.gateway, decideBody, nil)
 	var dec wire.Decision
-	must(t, json.Unmarshal(d.body, &dec))
-	if d.status != http.StatusOK || dec.Error == nil || dec.Error.Code != wire.CodeHarnessUnavailable || addressOrPath.MatchString(dec.Error.Message) {
-		t.Fatalf("the decision on an unreachable server: %d %s", d.status, d.body)
+	must(t, json.Unmarshal(d.Body, &dec))
+	if d.Status != http.StatusOK || dec.Error == nil || dec.Error.Code != wire.CodeHarnessUnavailable || addressOrPath.MatchString(dec.Error.Message) {
+		t.Fatalf("the decision on an unreachable server: %d %s", d.Status, d.Body)
 	}
 	evs := s.turn(t, s.ns, "demo", "run-redaction-control")
 	if last := evs[len(evs)-1]; last.Type != wire.EventResult {
@@ -60,16 +60,16 @@ func (s *suite) testRedactedServerErrors(t *testing.T) {
 // non-resource URL /metrics); the probes answer anyone and name no tenant.
 func (s *suite) testMetricsAndProbes(t *testing.T) {
 	r := s.scrape(t, "")
-	if r.status != http.StatusUnauthorized && r.status != http.StatusForbidden {
-		t.Fatalf("an anonymous scrape: %d %.200s, want 401 or 403", r.status, r.body)
+	if r.Status != http.StatusUnauthorized && r.Status != http.StatusForbidden {
+		t.Fatalf("an anonymous scrape: %d %.200s, want 401 or 403", r.Status, r.Body)
 	}
-	t.Logf("attack anonymous /metrics: refused %d", r.status)
-	if r := s.scrape(t, s.apiToken); r.status != http.StatusForbidden {
-		t.Fatalf("a gateway's scrape (a valid token without the grant): %d %.200s, want 403", r.status, r.body)
+	t.Logf("attack anonymous /metrics: refused %d", r.Status)
+	if r := s.scrape(t, s.apiToken); r.Status != http.StatusForbidden {
+		t.Fatalf("a gateway's scrape (a valid token without the grant): %d %.200s, want 403", r.Status, r.Body)
 	}
 	t.Logf("attack a gateway's token on /metrics: refused 403")
-	if r := s.scrape(t, s.scraper(t)); r.status != http.StatusOK || !strings.Contains(string(r.body), "harness_dispatcher_tokenreviews_total") {
-		t.Fatalf("control: an authorized scrape: %d %.300s", r.status, r.body)
+	if r := s.scrape(t, s.scraper(t)); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "harness_dispatcher_tokenreviews_total") {
+		t.Fatalf("control: an authorized scrape: %d %.300s", r.Status, r.Body)
 	}
 	resp, err := http.Get("http://" + s.op.ProbeAddr + "/readyz?verbose")
 	must(t, err)
@@ -111,7 +111,7 @@ func (s *suite) scrape(t *testing.T, token string) reply {
 	must(t, err)
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, body: b}
+	return reply{Status: resp.StatusCode, Body: b}
 }
 
 // dialAPI opens a TLS connection to the API as the suite's client would.

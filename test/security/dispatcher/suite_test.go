@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -188,30 +187,15 @@ func (s *suite) url(ns, session, suffix string) string {
 	return s.op.APIBase + "/v1/namespaces/" + ns + "/agentsessions/" + session + suffix
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type reply = testutil.Reply
 
-// call sends one request; token goes in Authorization unless empty, hdr
-// adds headers.
+// call sends one request (testutil.Operator.Call) and fails the test if it
+// gets no answer.
 func (s *suite) call(t *testing.T, method, url, token, body string, hdr map[string]string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	r, err := s.op.Call(method, url, token, body, hdr)
 	must(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := s.op.HTTP.Do(req)
-	must(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	must(t, err)
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	return r
 }
 
 const decideBody = `{"prompt":"hi"}`
@@ -227,22 +211,22 @@ func (s *suite) decide(t *testing.T, token string, hdr map[string]string) reply 
 func wantError(t *testing.T, what string, r reply, status int, code wire.ErrorCode, names ...string) wire.Error {
 	t.Helper()
 	var e wire.Error
-	if err := json.Unmarshal(r.body, &e); err != nil || r.status != status || e.Code != code {
-		t.Fatalf("%s: %d %s, want %d %s", what, r.status, r.body, status, code)
+	if err := json.Unmarshal(r.Body, &e); err != nil || r.Status != status || e.Code != code {
+		t.Fatalf("%s: %d %s, want %d %s", what, r.Status, r.Body, status, code)
 	}
 	for _, n := range names {
 		if !strings.Contains(e.Message, n) {
 			t.Fatalf("%s: message %q does not name %q", what, e.Message, n)
 		}
 	}
-	t.Logf("attack %s: refused %d %s: %s", what, r.status, e.Code, e.Message)
+	t.Logf("attack %s: refused %d %s: %s", what, r.Status, e.Code, e.Message)
 	return e
 }
 
 func wantOK(t *testing.T, what string, r reply) {
 	t.Helper()
-	if r.status != http.StatusOK {
-		t.Fatalf("control %s: %d %s, want 200", what, r.status, r.body)
+	if r.Status != http.StatusOK {
+		t.Fatalf("control %s: %d %s, want 200", what, r.Status, r.Body)
 	}
 }
 
@@ -255,11 +239,11 @@ func (s *suite) turn(t *testing.T, ns, session, runID string) []sse.Event {
 func (s *suite) turnWith(t *testing.T, ns, session, runID, prompt string) []sse.Event {
 	t.Helper()
 	r := s.call(t, http.MethodPost, s.url(ns, session, "/turns"), s.gateway, fmt.Sprintf(`{"runId":%q,"prompt":%q}`, runID, prompt), nil)
-	if r.status != http.StatusOK {
-		t.Fatalf("turn %s: %d %s", runID, r.status, r.body)
+	if r.Status != http.StatusOK {
+		t.Fatalf("turn %s: %d %s", runID, r.Status, r.Body)
 	}
 	var evs []sse.Event
-	must(t, sse.Read(bytes.NewReader(r.body), func(e sse.Event) bool { evs = append(evs, e); return true }))
+	must(t, sse.Read(bytes.NewReader(r.Body), func(e sse.Event) bool { evs = append(evs, e); return true }))
 	return evs
 }
 
