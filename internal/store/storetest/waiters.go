@@ -139,6 +139,13 @@ func (f *follower[T]) next(t *testing.T) T {
 		return item
 	case err := <-f.done:
 		f.done <- err // for the cleanup
+		// The reader sends its last items before it ends, and a select
+		// picks at random among ready cases: an item sent is still next.
+		select {
+		case item := <-f.items:
+			return item
+		default:
+		}
 		t.Fatalf("the iteration ended (%v) before the next item", err)
 	case <-time.After(timeout):
 		t.Fatalf("no item within %s", timeout)
