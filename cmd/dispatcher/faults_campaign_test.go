@@ -61,13 +61,8 @@ func TestFaultCampaign(t *testing.T) {
 		proxy = p
 		return "ws://" + p.Addr()
 	}}, names...)
-	journalDir := filepath.Join(env.work, "journal")
-	instances := 0
-	startDispatcher := func() *replica {
-		instances++
-		return env.startInstance("dispatcher-0", "dispatcher-0."+strconv.Itoa(instances), "--journal-dir="+journalDir)
-	}
-	c := &campaign{t: t, env: env, d: startDispatcher()}
+	c := &campaign{t: t, env: env, proxy: proxy, journalDir: filepath.Join(env.work, "journal")}
+	c.d = c.startDispatcher()
 	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond)
 	c.load.Add(c.replica())
 	c.load.Start(ctx, names...)
@@ -77,43 +72,63 @@ func TestFaultCampaign(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("FAULT_INJECTIONS")); err == nil && n > 0 {
 		injections = n
 	}
-	faults := []struct {
-		name   string
-		inject func()
-	}{
-		{"WebSocket to the app-server cut (the proxy drops every connection)", func() { proxy.Cut() }},
-		{"dispatcher SIGKILLed and restarted on its journal", func() {
-			c.load.Remove(c.replica().Name)
-			_ = syscall.Kill(-c.d.proc.Pid(), syscall.SIGKILL)
-			c.d.proc.Stop(10 * time.Second)
-			c.d = startDispatcher()
-			c.load.Add(c.replica())
-		}},
-		{"app-server SIGKILLed and restarted on its home", func() {
-			old := env.fx.codex
-			old.Kill()
-			restarted, err := codextest.StartErr(t, codextest.Options{
-				ProviderURL: env.fx.stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
-				Dir: old.Dir, Port: portOfURL(t, old.URL),
-			})
-			must(t, err)
-			env.fx.codex = restarted
-		}},
-	}
+	only := regexp.MustCompile(os.Getenv("FAULTS")) // empty: every fault
 	var rows []faultRow
-	for _, f := range faults {
-		rows = append(rows, c.run(f.name, injections, f.inject))
+	for _, f := range c.processFaults() {
+		if only.MatchString(f.name) {
+			rows = append(rows, c.run(f.name, injections, f.inject))
+		}
 	}
 	c.load.Stop()
 	c.account(rows)
 }
 
+// fault is one kind of failure the campaign injects.
+type fault struct {
+	name   string
+	inject func()
+}
+
+// processFaults are the faults of the data path's processes and their
+// connection.
+func (c *campaign) processFaults() []fault {
+	return []fault{
+		{"WebSocket to the app-server cut (the proxy drops every connection)", func() { c.proxy.Cut() }},
+		{"dispatcher SIGKILLed and restarted on its journal", func() {
+			c.load.Remove(c.replica().Name)
+			_ = syscall.Kill(-c.d.proc.Pid(), syscall.SIGKILL)
+			c.d.proc.Stop(10 * time.Second)
+			c.d = c.startDispatcher()
+			c.load.Add(c.replica())
+		}},
+		{"app-server SIGKILLed and restarted on its home", func() {
+			old := c.env.fx.codex
+			old.Kill()
+			restarted, err := codextest.StartErr(c.t, codextest.Options{
+				ProviderURL: c.env.fx.stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
+				Dir: old.Dir, Port: portOfURL(c.t, old.URL),
+			})
+			must(c.t, err)
+			c.env.fx.codex = restarted
+		}},
+	}
+}
+
 // campaign is the campaign's state: the dispatcher process and the load.
 type campaign struct {
-	t    *testing.T
-	env  *processEnv
-	d    *replica
-	load *turnload.Load
+	t          *testing.T
+	env        *processEnv
+	proxy      *testutil.CutProxy // between the dispatcher and the app-server
+	journalDir string
+	instances  int // dispatcher processes started
+	d          *replica
+	load       *turnload.Load
+}
+
+// startDispatcher starts the next dispatcher process on the journal.
+func (c *campaign) startDispatcher() *replica {
+	c.instances++
+	return c.env.startInstance("dispatcher-0", "dispatcher-0."+strconv.Itoa(c.instances), "--journal-dir="+c.journalDir)
 }
 
 func (c *campaign) replica() turnload.Replica {
