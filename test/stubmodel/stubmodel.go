@@ -56,6 +56,7 @@ type Server struct {
 	requests []*Request
 	rules    []*rule
 	queue    []Reply
+	outage   *Reply        // while set, the reply to every request (Outage)
 	changed  chan struct{} // closed and replaced whenever requests change
 }
 
@@ -139,6 +140,22 @@ func (s *Server) When(marker string, replies ...Reply) {
 	s.rules = append(s.rules, &rule{marker: marker, replies: append([]Reply(nil), replies...)})
 }
 
+// Outage answers every request that arrives until end is called with r
+// instead of its scripted reply, as a provider that is down answers them
+// all; the scripted replies are kept for the requests after it. An outage
+// that stalls (Stall) holds its requests until its gate is released, which
+// may be after end.
+func (s *Server) Outage(r Reply) (end func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = &r
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.outage = nil
+	}
+}
+
 // Enqueue queues replies for the next requests that no When rule matches.
 func (s *Server) Enqueue(replies ...Reply) {
 	s.mu.Lock()
@@ -214,6 +231,9 @@ func (s *Server) notifyLocked() {
 
 // pick chooses the reply for r. It is called with s.mu held.
 func (s *Server) pickLocked(r *Request) Reply {
+	if s.outage != nil {
+		return *s.outage
+	}
 	last := r.LastUserText()
 	for _, rl := range s.rules {
 		if len(rl.replies) > 0 && strings.Contains(last, rl.marker) {

@@ -65,6 +65,17 @@ func post(t *testing.T, ctx context.Context, s *stubmodel.Server, body string) (
 	return resp.StatusCode, events, ""
 }
 
+// deltaText joins the text deltas of a stream.
+func deltaText(evs []sseEvent) string {
+	var text string
+	for _, e := range evs {
+		if e.Name == "response.output_text.delta" {
+			text += e.Data["delta"].(string)
+		}
+	}
+	return text
+}
+
 func names(evs []sseEvent) []string {
 	var out []string
 	for _, e := range evs {
@@ -129,12 +140,7 @@ func TestDefaultTextReplyStreamsDeltasAndRecords(t *testing.T) {
 	if got := names(evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events:\n got %v\nwant %v", got, want)
 	}
-	var deltas string
-	for _, e := range evs {
-		if e.Name == "response.output_text.delta" {
-			deltas += e.Data["delta"].(string)
-		}
-	}
+	deltas := deltaText(evs)
 	if deltas != stubmodel.DefaultText {
 		t.Fatalf("deltas join to %q", deltas)
 	}
@@ -197,13 +203,7 @@ func TestScriptedRepliesByMarkerQueueAndToolOutput(t *testing.T) {
 		got[4] != "response.reasoning_summary_text.delta" {
 		t.Fatalf("reasoning events missing: %v", got)
 	}
-	var text string
-	for _, e := range evs {
-		if e.Name == "response.output_text.delta" {
-			text += e.Data["delta"].(string)
-		}
-	}
-	if text != "done" {
+	if text := deltaText(evs); text != "done" {
 		t.Fatalf("text deltas %q", text)
 	}
 
@@ -251,6 +251,27 @@ func TestHTTPErrorAndCut(t *testing.T) {
 		if n == "response.completed" {
 			t.Fatalf("cut stream sent response.completed: %v", got)
 		}
+	}
+}
+
+// An outage answers every request with its reply, scripted or not, while
+// it lasts; the scripted replies are still there after it.
+func TestOutageAnswersEveryRequestUntilItEnds(t *testing.T) {
+	t.Parallel()
+	s := stubmodel.Start(t)
+	s.When("SCRIPTED", stubmodel.Text("the scripted reply"))
+	ctx := ctxT(t)
+
+	end := s.Outage(stubmodel.HTTPError(503, "provider down"))
+	for _, prompt := range []string{"SCRIPTED one", "anything"} {
+		if status, _, body := post(t, ctx, s, userBody(prompt)); status != 503 || !strings.Contains(body, "provider down") {
+			t.Fatalf("%q during the outage: %d %s, want the outage's 503", prompt, status, body)
+		}
+	}
+	end()
+	status, evs, _ := post(t, ctx, s, userBody("SCRIPTED two"))
+	if status != 200 || !strings.Contains(deltaText(evs), "the scripted reply") {
+		t.Fatalf("after the outage: %d %v, want the scripted reply", status, names(evs))
 	}
 }
 
