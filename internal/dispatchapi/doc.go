@@ -76,6 +76,6 @@
 // of DESIGN.md §7 with their statuses, and BadRequest (400), Unauthorized
 // (401), Forbidden and TurnTokenInvalid (403), SessionNotFound, RunNotFound
 // and NotFound (404), MethodNotAllowed (405), NoPendingToolCall and
-// TurnNotRunning (409), RequestTooLarge (413), InternalError (500) and
-// AuthUnavailable (503). Every 503 carries Retry-After.
+// TurnNotRunning (409), RequestTooLarge (413), InternalError (500),
+// AuthUnavailable and StoreUnavailable (503). Every 503 carries Retry-After.
 package dispatchapi

@@ -41,6 +41,10 @@ func toAPIError(err error) *wire.Error {
 		return wire.Errorf(wire.CodeRetentionLimitReached, "", "%v", le)
 	case errors.Is(err, store.ErrNotFound):
 		return wire.Errorf(wire.CodeRunNotFound, "", "%v", err)
+	case store.OutOfSpace(err):
+		// A turn refused here was not started; a runId is never run twice,
+		// so the same request may come again.
+		return wire.Errorf(wire.CodeStoreUnavailable, "", "the dispatcher's store has no space left for this request; retry the same request later (%v)", err)
 	case errors.Is(err, store.ErrInvalidSession), errors.Is(err, store.ErrInvalidRunID):
 		return wire.Errorf(wire.CodeBadRequest, "", "%v", err)
 	case errors.Is(err, dispatch.ErrNoPendingToolCall):

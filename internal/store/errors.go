@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 )
 
@@ -177,3 +178,10 @@ func (e *CapacityError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrAtCapacity) true.
 func (e *CapacityError) Unwrap() error { return ErrAtCapacity }
+
+// OutOfSpace reports whether err is a store's write refused because its
+// volume is full (ENOSPC) or its quota used up (EDQUOT): nothing the
+// request did, and the same request may pass once space is freed.
+func OutOfSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}

@@ -85,6 +85,10 @@ const (
 	// server, so there is nothing to read (the MCP inventory); reads never
 	// start one.
 	CodeNoNativeThread ErrorCode = "NoNativeThread"
+	// CodeStoreUnavailable: the dispatcher's store could not take a write
+	// the request needed (its volume is full); nothing ran, and the same
+	// request may pass after Retry-After.
+	CodeStoreUnavailable ErrorCode = "StoreUnavailable"
 )
 
 // errorCodes is the one table of HTTP status and retryability per code:
@@ -138,6 +142,7 @@ var errorCodes = [...]struct {
 	// The authorizer could not be asked: the same request may pass later.
 	{CodeAuthUnavailable, http.StatusServiceUnavailable, true, false},
 	{CodeRateLimited, http.StatusTooManyRequests, true, false},
+	{CodeStoreUnavailable, http.StatusServiceUnavailable, true, false},
 	{CodeNoNativeThread, http.StatusNotFound, false, false},
 }
 

@@ -42,13 +42,13 @@ func TestAPICodesAnswerTheirStatus(t *testing.T) {
 		CodeSessionNotFound: 404, CodeRunNotFound: 404, CodeNotFound: 404, CodeMethodNotAllowed: 405,
 		CodeNoPendingToolCall: 409, CodeTurnNotRunning: 409, CodeRequestTooLarge: 413, CodeInternalError: 500,
 		CodeAuthUnavailable: 503, CodeRateLimited: 429, CodeNoPendingRequest: 404, CodeRequestAlreadyResolved: 409,
-		CodeNoNativeThread: 404,
+		CodeNoNativeThread: 404, CodeStoreUnavailable: 503,
 	} {
 		if code.HTTPStatus() != status || code.Retryable() != (status == 503 || status == 429) || code.IsTurnError() {
 			t.Errorf("%s = %d retryable=%v turn=%v, want %d", code, code.HTTPStatus(), code.Retryable(), code.IsTurnError(), status)
 		}
 	}
-	if got := len(errorCodes) - len(ErrorCodes()); got != 17 {
+	if got := len(errorCodes) - len(ErrorCodes()); got != 18 {
 		t.Errorf("the table has %d API codes; a new one needs a row in this test", got)
 	}
 }

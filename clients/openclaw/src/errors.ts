@@ -68,6 +68,7 @@ export const ERROR_TABLE: Readonly<Record<string, Row>> = {
   InternalError: { harnessScope: false, userMessage: "The dispatcher failed." },
   AuthUnavailable: { harnessScope: false, userMessage: "The dispatcher could not check the gateway's token now; retry later." },
   RateLimited: { harnessScope: false, userMessage: "The dispatcher is limiting the gateway's requests; retry later." },
+  StoreUnavailable: { harnessScope: false, userMessage: "The dispatcher's store has no space left now; retry later." },
   NoNativeThread: { harnessScope: false, userMessage: "The session has no native thread on the cluster." },
 };
 
