@@ -25,6 +25,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/codextest"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 	"github.com/openclaw/harness-operator/test/turnload"
@@ -35,17 +36,21 @@ import (
 const campaignInjections = 4
 
 // TestFaultCampaign is issue 19's fault campaign on processes (`make
-// test-faults`; minutes, not part of CI): one dispatcher process on the
-// file journal, the real Codex app-server behind a loopback proxy the test
-// can cut, the stub model, and 20 sessions running turns without pause,
-// each turn calling the host tool turnload.ProbeTool (answered 300 ms
-// later by the client) before ~1 s of streamed text. Each fault is injected
-// several times at a random moment; the census of the running turns' phases
-// at each injection says where it landed. Then every turn is accounted for:
-// completed, failed visibly (an error event), lost (sent, never ended),
-// executed twice (the model saw its first request twice), a tool call
-// delivered twice, a completed turn missing from the transcript, a session
-// left with an activeTurn or unable to run its next turn.
+// test-faults`; `make test-e2e` runs it with 3 injections): one dispatcher
+// process on the file journal (on a volume of its own), the real Codex
+// app-server behind a loopback proxy the test can cut, the stub model, and
+// 20 sessions running turns without pause, each turn calling the host tool
+// turnload.ProbeTool and running a shell command that needs the gateway's
+// approval (each answered 300 ms later by the client) before ~1 s of
+// streamed text. Each fault is injected several times at a random moment
+// when a turn is also before its claim; the census of the running turns'
+// phases at each injection says where it landed. Then every turn is
+// accounted for: completed, failed visibly (an error event, or a result
+// that is not ok), lost (sent, never ended), executed twice (the model saw
+// its first request twice), a tool call delivered twice, an approved
+// command run twice (or by a turn refused as safe to replay), a completed
+// turn missing from the transcript, a session left with an activeTurn or
+// unable to run its next turn.
 func TestFaultCampaign(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -60,10 +65,12 @@ func TestFaultCampaign(t *testing.T) {
 		t.Cleanup(func() { _ = p.Close() })
 		proxy = p
 		return "ws://" + p.Addr()
-	}}, names...)
-	c := &campaign{t: t, env: env, proxy: proxy, journalDir: filepath.Join(env.work, "journal")}
+	}, codexArgs: codexWritableCwd}, names...)
+	// The journal lives on a volume of its own that the disk-full fault
+	// fills, as a PVC runs full.
+	c := &campaign{t: t, env: env, proxy: proxy, journalDir: tmpfs.Mount(t, journalVolume)}
 	c.d = c.startDispatcher()
-	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond)
+	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond).WithApprovals(env.fx.codex.Dir)
 	c.load.Add(c.replica())
 	c.load.Start(ctx, names...)
 	defer c.load.Stop()
@@ -83,14 +90,28 @@ func TestFaultCampaign(t *testing.T) {
 	c.account(rows)
 }
 
+// codexWritableCwd lets the approved commands of the load write in their
+// thread's working directory (codextest's servers are read-only).
+var codexWritableCwd = []string{"-c", `sandbox_mode="workspace-write"`}
+
 // fault is one kind of failure the campaign injects.
 type fault struct {
 	name   string
 	inject func()
 }
 
-// processFaults are the faults of the data path's processes and their
-// connection.
+// journalVolume is the size of the campaign's journal volume, room for
+// every turn of a campaign many times over; journalMinFree is the
+// dispatcher's --journal-min-free-bytes for it (the default suits larger
+// volumes).
+const journalVolume, journalMinFree = 128 << 20, 32 << 20
+
+// faultLasts is how long a fault that lasts (an outage, a full disk) lasts:
+// 1–3 s, at random.
+func faultLasts() time.Duration { return time.Duration(1000+rand.IntN(2000)) * time.Millisecond }
+
+// processFaults are the faults of the data path: its processes and their
+// connection, the model, the journal's disk, the turns' clocks.
 func (c *campaign) processFaults() []fault {
 	return []fault{
 		{"WebSocket to the app-server cut (the proxy drops every connection)", func() { c.proxy.Cut() }},
@@ -106,10 +127,33 @@ func (c *campaign) processFaults() []fault {
 			old.Kill()
 			restarted, err := codextest.StartErr(c.t, codextest.Options{
 				ProviderURL: c.env.fx.stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
-				Dir: old.Dir, Port: portOfURL(c.t, old.URL),
+				Dir: old.Dir, Port: portOfURL(c.t, old.URL), ExtraArgs: codexWritableCwd,
 			})
 			must(c.t, err)
 			c.env.fx.codex = restarted
+		}},
+		{"the model stalls, then fails (HTTP 500)", func() {
+			// Every model request during the outage hangs until its end,
+			// then gets a 500: Codex does not retry (request_max_retries = 0).
+			gate := stubmodel.NewGate()
+			end := c.env.fx.stub.Outage(stubmodel.Stall(gate, stubmodel.HTTPError(http.StatusInternalServerError, "the model failed after stalling")))
+			time.Sleep(faultLasts()) // how long the outage lasts
+			end()
+			gate.Release()
+		}},
+		{"the journal's disk fills up, then space is freed", func() {
+			filler := tmpfs.Fill(c.t, c.journalDir, "filler")
+			time.Sleep(faultLasts()) // how long the disk stays full
+			tmpfs.Remove(c.t, filler)
+		}},
+		{"turns' deadlines pass while they run (timeoutMs 0.2–1.2 s)", func() {
+			// A turn takes ~2 s (the tool call and the approval, each
+			// answered after 300 ms, then ~1 s of text): the deadlines of
+			// the turns posted in the next 1–3 s pass while a call or an
+			// approval is pending, or while the model streams.
+			c.load.SetTurnTimeout(time.Duration(200+rand.IntN(1000)) * time.Millisecond)
+			time.Sleep(faultLasts()) // how long new turns get the short deadline
+			c.load.SetTurnTimeout(0)
 		}},
 	}
 }
@@ -128,7 +172,8 @@ type campaign struct {
 // startDispatcher starts the next dispatcher process on the journal.
 func (c *campaign) startDispatcher() *replica {
 	c.instances++
-	return c.env.startInstance("dispatcher-0", "dispatcher-0."+strconv.Itoa(c.instances), "--journal-dir="+c.journalDir)
+	return c.env.startInstance("dispatcher-0", "dispatcher-0."+strconv.Itoa(c.instances), "--journal-dir="+c.journalDir,
+		"--journal-min-free-bytes="+strconv.Itoa(journalMinFree))
 }
 
 func (c *campaign) replica() turnload.Replica {
@@ -140,37 +185,70 @@ type faultRow struct {
 	fault      string
 	injections int
 	phases     map[turnload.Phase]int // running turns by phase at the injections
+	landed     map[turnload.Phase]int // injections that found a turn in the phase
+	refused    map[string]int         // answers the gateways waited out (Retry-After), by status and code
 	from, to   time.Time
 	recovery   []time.Duration // injection → the next turn completed
 }
 
-// run injects fault n times, each at a random moment while turns run, and
-// waits after each until a turn started after it has completed.
+// run injects fault n times, each at a random moment while turns run.
+// After each it waits until a turn posted after the injection has completed
+// (the recovery) and every turn running when the fault was over has ended,
+// so the row's window holds every turn the fault touched.
 func (c *campaign) run(name string, n int, inject func()) faultRow {
-	row := faultRow{fault: name, injections: n, phases: map[turnload.Phase]int{}, from: time.Now()}
+	row := faultRow{fault: name, injections: n, phases: map[turnload.Phase]int{}, landed: map[turnload.Phase]int{}, from: time.Now()}
+	refusedBefore := c.load.Refusals()
 	for range n {
 		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
 		time.Sleep(wait) // a random point of the turns' lives, not an ordering
+		c.untilATurnIsBeforeItsClaim()
 		for p, k := range c.load.Phases() {
 			row.phases[p] += k
+			if k > 0 {
+				row.landed[p]++
+			}
 		}
 		at := time.Now()
 		inject()
+		touched := c.load.Running()
 		row.recovery = append(row.recovery, c.recovered(at))
+		if err := c.load.WaitEnded(touched, 3*time.Minute); err != nil {
+			c.t.Fatalf("%s: the turns running when it was over did not end: %v", name, err)
+		}
 	}
 	row.to = time.Now()
+	row.refused = c.load.Refusals()
+	for k, v := range refusedBefore {
+		row.refused[k] -= v
+		if row.refused[k] == 0 {
+			delete(row.refused, k)
+		}
+	}
 	c.t.Logf("%s: %d injections, phases at injection %v, recovery %v", name, n, row.phases, row.recovery)
 	return row
 }
 
-// recovered waits until a turn completes after at, and returns how long
-// after at that was.
+// untilATurnIsBeforeItsClaim waits, up to 2 s, until a turn has been posted
+// and not yet claimed: that phase lasts milliseconds, and a random moment
+// alone seldom finds a turn in it.
+func (c *campaign) untilATurnIsBeforeItsClaim() {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		if c.load.Phases()[turnload.PhaseBeforeClaim] > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond) // the interval of the polls; the phase is the proof
+	}
+}
+
+// recovered waits until a turn posted after at has completed, and returns
+// how long after at that was. For a fault that lasts (an outage, a full
+// disk) it includes the fault's 1–3 s.
 func (c *campaign) recovered(at time.Time) time.Duration {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		first := time.Time{}
 		for _, o := range c.load.Outcomes() {
-			if o.OK && o.Ended.After(at) && (first.IsZero() || o.Ended.Before(first)) {
+			if o.OK && o.Posted.After(at) && (first.IsZero() || o.Ended.Before(first)) {
 				first = o.Ended
 			}
 		}
@@ -179,7 +257,7 @@ func (c *campaign) recovered(at time.Time) time.Duration {
 		}
 		time.Sleep(100 * time.Millisecond) // the interval of the polls; the outcome is the proof
 	}
-	c.t.Fatalf("no turn completed within 3 minutes of an injection at %s", at.Format(time.RFC3339))
+	c.t.Fatalf("no turn posted after an injection at %s completed within 3 minutes", at.Format(time.RFC3339))
 	return 0
 }
 
@@ -217,6 +295,7 @@ func (c *campaign) account(rows []faultRow) {
 			t.Errorf("tool call %s was delivered %d times", call, n)
 		}
 	}
+	commandTwice := c.commandsRunOnce(outcomes)
 	lost := c.load.Sent() - int64(len(outcomes))
 	if lost != 0 {
 		t.Errorf("%d turns were sent and never ended", lost)
@@ -224,8 +303,8 @@ func (c *campaign) account(rows []faultRow) {
 	missing := c.missingFromTranscripts(outcomes)
 	stuck := c.stuckSessions()
 
-	t.Logf("| fault | injections | phases at injection | turns ended | completed | failed visibly | recovery p50/max |")
-	t.Logf("|---|---|---|---|---|---|---|")
+	t.Logf("| fault | injections | injections that found a turn in each phase (turns) | turns ended | completed | failed visibly | waited out (Retry-After) | recovery p50/max |")
+	t.Logf("|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		ended, completed, failed := 0, 0, map[string]int{}
 		for _, o := range outcomes {
@@ -238,7 +317,7 @@ func (c *campaign) account(rows []faultRow) {
 				}
 			}
 		}
-		t.Logf("| %s | %d | %s | %d | %d | %v | %s |", r.fault, r.injections, phaseList(r.phases), ended, completed, failed, recoveryFigure(r.recovery))
+		t.Logf("| %s | %d | %s | %d | %d | %v | %v | %s |", r.fault, r.injections, phaseList(r.landed, r.phases), ended, completed, failed, r.refused, recoveryFigure(r.recovery))
 	}
 	for _, r := range rows {
 		messages := map[string]int{}
@@ -251,8 +330,37 @@ func (c *campaign) account(rows []faultRow) {
 			t.Logf("%s: %d× %.220s", r.fault, n, m)
 		}
 	}
-	t.Logf("all faults: %d turns sent, %d ended, %d lost, %d executed twice, %d tool calls delivered twice, %d completed turns missing from transcripts, %d sessions stuck",
-		c.load.Sent(), len(outcomes), lost, twice, toolTwice, missing, stuck)
+	t.Logf("all faults: %d turns sent, %d ended, %d lost, %d executed twice, %d tool calls delivered twice, %d approved commands run twice, %d completed turns missing from transcripts, %d sessions stuck",
+		c.load.Sent(), len(outcomes), lost, twice, toolTwice, commandTwice, missing, stuck)
+}
+
+// commandsRunOnce checks each turn's approved command against its outcome:
+// run once by a completed turn, never twice, and never by a turn refused as
+// safe to replay (nothing ran). It returns the commands run twice.
+func (c *campaign) commandsRunOnce(outcomes map[string]turnload.Outcome) int {
+	runs, err := c.load.CommandRuns()
+	must(c.t, err)
+	twice := 0
+	for id, n := range runs {
+		if n > 1 {
+			twice++
+			c.t.Errorf("the approved command of turn %s ran %d times", id, n)
+		}
+	}
+	for id, o := range outcomes {
+		switch n := runs[id]; {
+		case o.OK && n != 1:
+			c.t.Errorf("completed turn %s ran its approved command %d times, want once", id, n)
+			for _, r := range c.env.fx.stub.RequestsContaining(turnload.Marker(id)) {
+				for _, out := range r.FunctionCallOutputs() {
+					c.t.Logf("  the model saw call %s output %.300q", out.CallID, out.Output)
+				}
+			}
+		case !o.OK && o.ReplaySafe && n > 0:
+			c.t.Errorf("turn %s failed as safe to replay (%s: %s) but its approved command ran", id, o.Code, o.Message)
+		}
+	}
+	return twice
 }
 
 // missingFromTranscripts counts the completed turns whose prompt or answer
@@ -438,10 +546,10 @@ func (c *campaign) turnAfter(session string) error {
 // digitsOut folds the numbers and ids of error messages, to count them by kind.
 var digitsOut = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}|[0-9]+`)
 
-func phaseList(m map[turnload.Phase]int) string {
+func phaseList(landed, turns map[turnload.Phase]int) string {
 	var parts []string
-	for _, p := range []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming, turnload.PhaseToolPending} {
-		parts = append(parts, fmt.Sprintf("%s %d", p, m[p]))
+	for _, p := range []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming, turnload.PhaseToolPending, turnload.PhaseApprovalPending} {
+		parts = append(parts, fmt.Sprintf("%s %d (%d)", p, landed[p], turns[p]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -38,6 +38,8 @@ type fixtureOptions struct {
 	// harnessURL is where the AgentHarness points, given Codex's URL (nil:
 	// at Codex itself), e.g. a proxy the test controls.
 	harnessURL func(codexURL string) string
+	// codexArgs are appended to `codex app-server` (codextest's ExtraArgs).
+	codexArgs []string
 }
 
 // newTurnFixture starts the fixture with an AgentSession per name in ns.
@@ -56,7 +58,7 @@ func newTurnFixtureWith(ctx context.Context, t *testing.T, ns string, opts fixtu
 	must(t, err)
 	t.Cleanup(stub.Close)
 	cdx, err := codextest.StartErr(t, codextest.Options{
-		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
+		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken, ExtraArgs: opts.codexArgs,
 	})
 	must(t, err)
 

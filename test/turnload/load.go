@@ -13,8 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,8 +47,10 @@ type Outcome struct {
 	Code       string
 	Message    string
 	ReplaySafe bool
-	Replica    string    // where it was claimed
-	Ended      time.Time // when its gateway saw it end
+	Replica    string        // where it was claimed
+	Posted     time.Time     // when its gateway first posted it
+	Ended      time.Time     // when its gateway saw it end
+	Timeout    time.Duration // the turn's timeoutMs (SetTurnTimeout), zero when it had none
 }
 
 // Load is the gateways: one client per session, started by Start, stopped
@@ -58,6 +63,10 @@ type Load struct {
 	// toolDelay > 0: every turn calls the host tool ProbeTool once, answered
 	// after toolDelay (WithHostTool).
 	toolDelay time.Duration
+	// commandDir != "": every turn also runs a shell command that needs the
+	// gateway's approval, appending its runId to commandDir/<runId>
+	// (WithApprovals).
+	commandDir string
 
 	mu        sync.Mutex
 	changed   *sync.Cond
@@ -65,8 +74,13 @@ type Load struct {
 	next      int
 	claimedOn map[string]string // runId → replica, while it runs
 	outcomes  map[string]Outcome
-	phase     map[string]Phase // runId → where the turn is, while it runs
-	toolCalls map[string]int   // callId → tool_call events received
+	phase     map[string]Phase         // runId → where the turn is, while it runs
+	toolCalls map[string]int           // callId → tool_call events received
+	timeout   time.Duration            // the timeoutMs of the turns posted next (SetTurnTimeout)
+	timeouts  map[string]time.Duration // runId → its timeoutMs, when it has one
+	posted    map[string]time.Time     // runId → when it was first posted, while it runs
+	refusals  map[string]int           // "<status> <code>" → answers waited out and posted again
+	approvals map[string]int           // runId/requestId → approval_request events received
 
 	clients sync.WaitGroup
 }
@@ -75,7 +89,7 @@ type Load struct {
 // carries token.
 func New(stub *stubmodel.Server, token string) *Load {
 	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, outcomes: map[string]Outcome{},
-		phase: map[string]Phase{}, toolCalls: map[string]int{}}
+		phase: map[string]Phase{}, toolCalls: map[string]int{}, timeouts: map[string]time.Duration{}, posted: map[string]time.Time{}, refusals: map[string]int{}, approvals: map[string]int{}}
 	l.changed = sync.NewCond(&l.mu)
 	return l
 }
@@ -86,6 +100,49 @@ func New(stub *stubmodel.Server, token string) *Load {
 func (l *Load) WithHostTool(delay time.Duration) *Load {
 	l.toolDelay = delay
 	return l
+}
+
+// WithApprovals makes every turn run a shell command through Codex that
+// needs the gateway's approval (approvalMode untrusted), after its host
+// tool call when there is one; the client approves it once after the
+// WithHostTool delay, so a fault can land while it is pending. The command
+// appends the runId to a file of its own in the thread's working directory
+// (the one place Codex's sandbox lets it write), somewhere under dir, a
+// directory that holds the app-server's working directories: CommandRuns
+// counts how often each ran.
+func (l *Load) WithApprovals(dir string) *Load {
+	l.commandDir = dir
+	return l
+}
+
+// commandFile begins the name of the file each turn's command appends to.
+const commandFile = "turnload-command-"
+
+// CommandRuns is how often each turn's approved command ran, by runId.
+func (l *Load) CommandRuns() (map[string]int, error) {
+	out := map[string]int{}
+	err := filepath.WalkDir(l.commandDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		runID, ok := strings.CutPrefix(d.Name(), commandFile)
+		if !ok {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		out[runID] += strings.Count(string(raw), "\n")
+		return err
+	})
+	return out, err
+}
+
+// SetTurnTimeout gives the turns posted from now on a timeoutMs of d (zero:
+// none, the dispatcher's default), so a turn's deadline can pass while it
+// runs.
+func (l *Load) SetTurnTimeout(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timeout = d
 }
 
 // ProbeTool is the host tool of WithHostTool.
@@ -107,13 +164,24 @@ func (l *Load) Start(ctx context.Context, sessions ...string) {
 	}
 }
 
-// Body is the turn request of runID.
+// Body is the turn request of runID: the same each time it is asked, as a
+// gateway re-posts a turn.
 func (l *Load) Body(runID string) string {
-	if l.toolDelay > 0 {
-		return fmt.Sprintf(`{"runId":%q,"prompt":"%sgo","tools":[{"name":%q,"description":"Probes the gateway",`+
-			`"parameters":{"type":"object","properties":{"run":{"type":"string"}},"required":["run"]}}]}`, runID, Marker(runID), ProbeTool)
+	l.mu.Lock()
+	timeout := l.timeouts[runID]
+	l.mu.Unlock()
+	extra := ""
+	if timeout > 0 {
+		extra = fmt.Sprintf(`,"timeoutMs":%d`, timeout.Milliseconds())
 	}
-	return fmt.Sprintf(`{"runId":%q,"prompt":"%sgo"}`, runID, Marker(runID))
+	if l.commandDir != "" {
+		extra += `,"approvalMode":"untrusted"`
+	}
+	if l.toolDelay > 0 {
+		extra += fmt.Sprintf(`,"tools":[{"name":%q,"description":"Probes the gateway",`+
+			`"parameters":{"type":"object","properties":{"run":{"type":"string"}},"required":["run"]}}]`, ProbeTool)
+	}
+	return fmt.Sprintf(`{"runId":%q,"prompt":"%sgo"%s}`, runID, Marker(runID), extra)
 }
 
 // Stop lets each client finish its turn and waits for them. A client that
@@ -169,6 +237,17 @@ func (l *Load) pick(ctx context.Context) (Replica, bool) {
 	}
 	l.next++
 	return l.serving[l.next%len(l.serving)], true
+}
+
+// Running are the turns posted and not ended.
+func (l *Load) Running() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]bool, len(l.posted))
+	for id := range l.posted {
+		out[id] = true
+	}
+	return out
 }
 
 // RunningOn are the turns claimed on the replica and not ended.
@@ -255,8 +334,9 @@ func (l *Load) claimed(runID, on string) {
 func (l *Load) ended(runID string, o Outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	o.Replica, o.Ended = l.claimedOn[runID], time.Now()
+	o.Replica, o.Posted, o.Ended, o.Timeout = l.claimedOn[runID], l.posted[runID], time.Now(), l.timeouts[runID]
 	delete(l.claimedOn, runID)
+	delete(l.posted, runID)
 	delete(l.phase, runID)
 	l.outcomes[runID] = o
 	l.changed.Broadcast()
@@ -267,12 +347,22 @@ func (l *Load) ended(runID string, o Outcome) {
 func (l *Load) client(ctx context.Context, session string) {
 	for n := 0; !l.stop.Load() && ctx.Err() == nil; n++ {
 		runID := session + "-" + strconv.Itoa(n)
-		text := stubmodel.SlowText("done "+runID, 120*time.Millisecond, "a ", "b ", "c ", "d ", "e ", "f ", "g ", "h ")
+		var replies []stubmodel.Reply
 		if l.toolDelay > 0 {
-			l.stub.When(Marker(runID), stubmodel.CallJSON(ProbeTool, map[string]string{"run": runID}), text)
-		} else {
-			l.stub.When(Marker(runID), text)
+			replies = append(replies, stubmodel.CallJSON(ProbeTool, map[string]string{"run": runID}))
 		}
+		if l.commandDir != "" {
+			replies = append(replies, stubmodel.CallJSON("exec_command", map[string]string{
+				"cmd": "echo " + runID + " >> " + commandFile + runID}))
+		}
+		replies = append(replies, stubmodel.SlowText("done "+runID, 120*time.Millisecond, "a ", "b ", "c ", "d ", "e ", "f ", "g ", "h "))
+		l.stub.When(Marker(runID), replies...)
+		l.mu.Lock()
+		if l.timeout > 0 {
+			l.timeouts[runID] = l.timeout
+		}
+		l.posted[runID] = time.Now()
+		l.mu.Unlock()
 		l.sent.Add(1)
 		l.turn(ctx, session, runID, l.Body(runID))
 	}
@@ -310,6 +400,9 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 			if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
 				// Draining, or asked to come back: as a gateway does, after
 				// Retry-After, on whichever replica is next.
+				l.mu.Lock()
+				l.refusals[strconv.Itoa(resp.StatusCode)+" "+string(e.Code)]++
+				l.mu.Unlock()
 				retryAfter(ctx, resp.Header.Get("Retry-After"))
 				continue
 			}
@@ -334,7 +427,23 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 				var call wire.ToolCall
 				_ = json.Unmarshal(ev.Data, &call)
 				l.setPhase(runID, PhaseToolPending)
-				l.clients.Go(func() { l.answerTool(ctx, session, runID, turnToken, call.CallID) })
+				l.mu.Lock()
+				l.toolCalls[call.CallID]++
+				l.mu.Unlock()
+				answer := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"probe ok"}]}`, call.CallID)
+				l.clients.Go(func() { l.answer(ctx, session, runID, turnToken, "tool-results", answer) })
+			case wire.EventApprovalRequest:
+				var asked wire.ApprovalRequest
+				_ = json.Unmarshal(ev.Data, &asked)
+				l.setPhase(runID, PhaseApprovalPending)
+				l.mu.Lock()
+				l.approvals[runID+"/"+asked.RequestID]++
+				first := l.approvals[runID+"/"+asked.RequestID] == 1
+				l.mu.Unlock()
+				if first {
+					answer := fmt.Sprintf(`{"requestId":%q,"decision":"approve_once"}`, asked.RequestID)
+					l.clients.Go(func() { l.answer(ctx, session, runID, turnToken, "approvals", answer) })
+				}
 			case wire.EventResult:
 				var res wire.ResultEvent
 				_ = json.Unmarshal(ev.Data, &res)
@@ -388,12 +497,14 @@ func retryPause(ctx context.Context) {
 type Phase string
 
 // The phases of a turn: posted and not yet claimed (no `selected` event);
-// claimed; the model streaming its text; a host tool call not yet answered.
+// claimed; the model streaming its text; a host tool call not yet
+// answered; an approval request not yet answered.
 const (
-	PhaseBeforeClaim Phase = "before the claim"
-	PhaseClaimed     Phase = "claimed"
-	PhaseStreaming   Phase = "model streaming"
-	PhaseToolPending Phase = "host-tool call pending"
+	PhaseBeforeClaim     Phase = "before the claim"
+	PhaseClaimed         Phase = "claimed"
+	PhaseStreaming       Phase = "model streaming"
+	PhaseToolPending     Phase = "host-tool call pending"
+	PhaseApprovalPending Phase = "approval pending"
 )
 
 func (l *Load) setPhase(runID string, p Phase) {
@@ -415,6 +526,14 @@ func (l *Load) Phases() map[Phase]int {
 	return out
 }
 
+// Refusals counts the answers a gateway waited out (Retry-After) and posted
+// its turn again after, by "<status> <code>".
+func (l *Load) Refusals() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.refusals)
+}
+
 // ToolCalls is how often each host tool call id reached a gateway's handler.
 func (l *Load) ToolCalls() map[string]int {
 	l.mu.Lock()
@@ -422,19 +541,16 @@ func (l *Load) ToolCalls() map[string]int {
 	return maps.Clone(l.toolCalls)
 }
 
-// answerTool is the gateway's handler of one host tool call: it runs once
-// per call it is given, and posts its answer to any replica until one takes
-// it or the turn has ended.
-func (l *Load) answerTool(ctx context.Context, session, runID, turnToken, callID string) {
-	l.mu.Lock()
-	l.toolCalls[callID]++
-	l.mu.Unlock()
+// answer is the gateway's handler of one host tool call or approval
+// request: after the WithHostTool delay it posts body to the run's route
+// (tool-results, approvals) on any replica until one takes it or the turn
+// has ended.
+func (l *Load) answer(ctx context.Context, session, runID, turnToken, route, body string) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-time.After(l.toolDelay):
 	}
-	body := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"probe ok"}]}`, callID)
 	for ctx.Err() == nil {
 		l.mu.Lock()
 		_, ended := l.outcomes[runID]
@@ -446,7 +562,7 @@ func (l *Load) answerTool(ctx context.Context, session, runID, turnToken, callID
 		if !ok {
 			return
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Base+"/"+session+"/turns/"+runID+"/tool-results", strings.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Base+"/"+session+"/turns/"+runID+"/"+route, strings.NewReader(body))
 		if err != nil {
 			return
 		}
