@@ -25,6 +25,9 @@ const (
 	// handlerGrace bounds waiting for host tool handlers once the turn ended
 	// (AnswerTool must return when its context ends).
 	handlerGrace = 5 * time.Second
+	// maxInterruptResends bounds the turn/interrupts sent again while Codex
+	// goes on with a turn it was asked to stop (one per item it starts).
+	maxInterruptResends = 3
 )
 
 var (

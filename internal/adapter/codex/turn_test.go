@@ -396,6 +396,25 @@ func TestInterruptCancelAndDeadline(t *testing.T) {
 			t.Fatalf("terminal %+v", res.Terminal)
 		}
 	})
+	// A deadline that passes while a host tool call is pending ends the
+	// turn as a timeout (TestTerminalOf: even when Codex completes it
+	// after the interrupt, as the fault campaign saw under load).
+	t.Run("deadline with a host tool pending", func(t *testing.T) {
+		r.stub.When("TOOLDEADLINE", stubmodel.Call(stubmodel.FunctionCall{Name: "kb_search", CallID: "call_d"}),
+			stubmodel.Text("written after the deadline"))
+		rec := &recorder{}
+		rec.answer = func(ctx context.Context, call wire.ToolCall) (wire.ToolAnswer, error) {
+			<-ctx.Done() // the gateway never answers
+			return wire.ToolAnswer{}, ctx.Err()
+		}
+		in := r.input("TOOLDEADLINE")
+		in.Tools = hostTools()
+		in.Deadline = time.Now().Add(700 * time.Millisecond)
+		res := run(t, r, in, rec)
+		if res.Terminal.Kind != wire.TerminalTimeout {
+			t.Fatalf("a turn past its deadline ended %+v (texts %q), want a timeout", res.Terminal, res.AssistantTexts)
+		}
+	})
 }
 
 // The second turn resumes the same thread and the model sees the history.

@@ -89,6 +89,7 @@ func (t *Turn) Wait(ctx context.Context) (*wire.TurnResult, error) {
 	}()
 
 	var drainCtx context.Context
+	resends := 0
 	if stopping { // interrupted before a reattach: ask again
 		var cancelDrain context.CancelFunc
 		drainCtx, cancelDrain = context.WithTimeout(context.Background(), interruptGrace)
@@ -108,6 +109,13 @@ func (t *Turn) Wait(ctx context.Context) (*wire.TurnResult, error) {
 			t.mu.Lock()
 			t.relay(ev)
 			t.mu.Unlock()
+			if _, started := ev.(appserver.ItemStarted); started && drainCtx != nil && resends < maxInterruptResends {
+				// Codex goes on after the interrupt: one that reached it
+				// while it waited for a host tool call can be lost. Ask
+				// again as each new item starts.
+				resends++
+				t.sendInterrupt(at)
+			}
 			continue
 		}
 		var lost *appserver.ConnectionLostError
@@ -154,24 +162,7 @@ func (t *Turn) finish(done appserver.TurnCompletedEvent) *wire.TurnResult {
 			t.itemCompleted(it)
 		}
 	}
-	term := wire.Terminal{Kind: wire.TerminalOK}
-	switch done.Turn.Status {
-	case appserver.TurnCompleted:
-	case appserver.TurnFailed:
-		term.Kind = wire.TerminalFailed
-		term.Message = "the turn failed"
-		if e := done.Turn.Error; e != nil {
-			term.Message = e.Message
-			if e.AdditionalDetails != nil && *e.AdditionalDetails != "" {
-				term.Message += ": " + *e.AdditionalDetails
-			}
-			term.ErrorInfo = e.ErrorInfo()
-		}
-	case appserver.TurnInterrupted:
-		term = t.stopTerminal("the turn was interrupted")
-	default:
-		term = wire.Terminal{Kind: wire.TerminalFailed, Message: fmt.Sprintf("the turn ended with status %q", done.Turn.Status)}
-	}
+	term := terminalOf(done.Turn, t.stopCause)
 	t.mu.Unlock()
 	return t.complete(term, string(done.Turn.Status))
 }
@@ -179,25 +170,12 @@ func (t *Turn) finish(done appserver.TurnCompletedEvent) *wire.TurnResult {
 // finishUnconfirmed ends a turn whose interrupt Codex did not confirm.
 func (t *Turn) finishUnconfirmed() *wire.TurnResult {
 	t.mu.Lock()
-	term := t.stopTerminal("")
+	term := stopTerminal(t.stopCause, "")
 	term.Message += fmt.Sprintf("; Codex did not confirm the interrupt within %v, the turn may still be running", interruptGrace)
 	t.mu.Unlock()
 	return t.complete(term, "unconfirmed")
 }
 
-// stopTerminal is the terminal of an interrupted turn, by who stopped it.
-func (t *Turn) stopTerminal(fallback string) wire.Terminal {
-	switch {
-	case errors.Is(t.stopCause, errTimeout):
-		return wire.Terminal{Kind: wire.TerminalTimeout, Message: "the turn's deadline passed; it was interrupted"}
-	case t.stopCause != nil:
-		return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
-	case fallback != "":
-		return wire.Terminal{Kind: wire.TerminalAborted, Message: fallback}
-	default:
-		return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
-	}
-}
 
 // complete ends pending host tool calls (their terminals precede the end
 // of the turn), releases the thread on this connection, emits the
