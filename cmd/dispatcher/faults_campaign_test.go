@@ -58,6 +58,8 @@ func TestFaultCampaign(t *testing.T) {
 	for i := range names {
 		names[i] = "f" + strconv.Itoa(i)
 	}
+	commands := t.TempDir() // where the approved commands write
+	codexArgs := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "sandbox_workspace_write.writable_roots=[" + strconv.Quote(commands) + "]"}
 	var proxy *testutil.CutProxy
 	env := newProcessEnv(ctx, t, "dispatcher-faults", fixtureOptions{harnessURL: func(codexURL string) string {
 		p, err := testutil.StartCutProxy(strings.TrimPrefix(codexURL, "ws://"))
@@ -65,12 +67,12 @@ func TestFaultCampaign(t *testing.T) {
 		t.Cleanup(func() { _ = p.Close() })
 		proxy = p
 		return "ws://" + p.Addr()
-	}, codexArgs: codexWritableCwd}, names...)
+	}, codexArgs: codexArgs}, names...)
 	// The journal lives on a volume of its own that the disk-full fault
 	// fills, as a PVC runs full.
-	c := &campaign{t: t, env: env, proxy: proxy, journalDir: tmpfs.Mount(t, journalVolume)}
+	c := &campaign{t: t, env: env, proxy: proxy, codexArgs: codexArgs, journalDir: tmpfs.Mount(t, journalVolume)}
 	c.d = c.startDispatcher()
-	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond).WithApprovals(env.fx.codex.Dir)
+	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond).WithApprovals(commands)
 	c.load.Add(c.replica())
 	c.load.Start(ctx, names...)
 	defer c.load.Stop()
@@ -89,10 +91,6 @@ func TestFaultCampaign(t *testing.T) {
 	c.load.Stop()
 	c.account(rows)
 }
-
-// codexWritableCwd lets the approved commands of the load write in their
-// thread's working directory (codextest's servers are read-only).
-var codexWritableCwd = []string{"-c", `sandbox_mode="workspace-write"`}
 
 // fault is one kind of failure the campaign injects.
 type fault struct {
@@ -127,7 +125,7 @@ func (c *campaign) processFaults() []fault {
 			old.Kill()
 			restarted, err := codextest.StartErr(c.t, codextest.Options{
 				ProviderURL: c.env.fx.stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
-				Dir: old.Dir, Port: portOfURL(c.t, old.URL), ExtraArgs: codexWritableCwd,
+				Dir: old.Dir, Port: portOfURL(c.t, old.URL), ExtraArgs: c.codexArgs,
 			})
 			must(c.t, err)
 			c.env.fx.codex = restarted
@@ -163,6 +161,7 @@ type campaign struct {
 	t          *testing.T
 	env        *processEnv
 	proxy      *testutil.CutProxy // between the dispatcher and the app-server
+	codexArgs  []string           // the app-server's: a sandbox the approved commands may write from
 	journalDir string
 	instances  int // dispatcher processes started
 	d          *replica
@@ -350,12 +349,8 @@ func (c *campaign) commandsRunOnce(outcomes map[string]turnload.Outcome) int {
 	for id, o := range outcomes {
 		switch n := runs[id]; {
 		case o.OK && n != 1:
-			c.t.Errorf("completed turn %s ran its approved command %d times, want once", id, n)
-			for _, r := range c.env.fx.stub.RequestsContaining(turnload.Marker(id)) {
-				for _, out := range r.FunctionCallOutputs() {
-					c.t.Logf("  the model saw call %s output %.300q", out.CallID, out.Output)
-				}
-			}
+			c.t.Errorf("completed turn %s (%+v) ran its approved command %d times, want once", id, o, n)
+			c.dumpRun(id[:strings.LastIndex(id, "-")], id)
 		case !o.OK && o.ReplaySafe && n > 0:
 			c.t.Errorf("turn %s failed as safe to replay (%s: %s) but its approved command ran", id, o.Code, o.Message)
 		}

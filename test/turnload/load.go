@@ -106,10 +106,9 @@ func (l *Load) WithHostTool(delay time.Duration) *Load {
 // needs the gateway's approval (approvalMode untrusted), after its host
 // tool call when there is one; the client approves it once after the
 // WithHostTool delay, so a fault can land while it is pending. The command
-// appends the runId to a file of its own in the thread's working directory
-// (the one place Codex's sandbox lets it write), somewhere under dir, a
-// directory that holds the app-server's working directories: CommandRuns
-// counts how often each ran.
+// appends the runId to a file of its own in dir, which the app-server's
+// sandbox must let it write (a writable root): CommandRuns counts how often
+// each ran.
 func (l *Load) WithApprovals(dir string) *Load {
 	l.commandDir = dir
 	return l
@@ -353,7 +352,7 @@ func (l *Load) client(ctx context.Context, session string) {
 		}
 		if l.commandDir != "" {
 			replies = append(replies, stubmodel.CallJSON("exec_command", map[string]string{
-				"cmd": "echo " + runID + " >> " + commandFile + runID}))
+				"cmd": "echo " + runID + " >> " + filepath.Join(l.commandDir, commandFile+runID)}))
 		}
 		replies = append(replies, stubmodel.SlowText("done "+runID, 120*time.Millisecond, "a ", "b ", "c ", "d ", "e ", "f ", "g ", "h "))
 		l.stub.When(Marker(runID), replies...)
