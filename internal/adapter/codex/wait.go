@@ -176,7 +176,6 @@ func (t *Turn) finishUnconfirmed() *wire.TurnResult {
 	return t.complete(term, "unconfirmed")
 }
 
-
 // complete ends pending host tool calls (their terminals precede the end
 // of the turn), releases the thread on this connection, emits the
 // lifecycle end and builds the result.
