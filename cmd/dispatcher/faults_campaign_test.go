@@ -70,7 +70,9 @@ func TestFaultCampaign(t *testing.T) {
 	}, codexArgs: codexArgs}, names...)
 	// The journal lives on a volume of its own that the disk-full fault
 	// fills, as a PVC runs full.
-	c := &campaign{t: t, env: env, proxy: proxy, codexArgs: codexArgs, journalDir: tmpfs.Mount(t, journalVolume)}
+	active, err := watchActiveTurns(ctx, env.fx)
+	must(t, err)
+	c := &campaign{t: t, env: env, proxy: proxy, codexArgs: codexArgs, journalDir: tmpfs.Mount(t, journalVolume), active: active}
 	c.d = c.startDispatcher()
 	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond).WithApprovals(commands)
 	c.load.Add(c.replica())
@@ -162,6 +164,7 @@ type campaign struct {
 	env        *processEnv
 	proxy      *testutil.CutProxy // between the dispatcher and the app-server
 	codexArgs  []string           // the app-server's: a sandbox the approved commands may write from
+	active     *activeTurns       // the sessions' activeTurns, as the API server shows them
 	journalDir string
 	instances  int // dispatcher processes started
 	d          *replica
@@ -200,8 +203,7 @@ func (c *campaign) run(name string, n int, inject func()) faultRow {
 	for range n {
 		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
 		time.Sleep(wait) // a random point of the turns' lives, not an ordering
-		c.untilATurnIsBeforeItsClaim()
-		for p, k := range c.load.Phases() {
+		for p, k := range c.untilShortPhases() {
 			row.phases[p] += k
 			if k > 0 {
 				row.landed[p]++
@@ -227,15 +229,25 @@ func (c *campaign) run(name string, n int, inject func()) faultRow {
 	return row
 }
 
-// untilATurnIsBeforeItsClaim waits, up to 2 s, until a turn has been posted
-// and not yet claimed: that phase lasts milliseconds, and a random moment
-// alone seldom finds a turn in it.
-func (c *campaign) untilATurnIsBeforeItsClaim() {
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-		if c.load.Phases()[turnload.PhaseBeforeClaim] > 0 {
-			return
+// phaseBeforeStatus is the phase between a turn's result, which its
+// gateway has, and the AgentSession's status write that ends its
+// activeTurn: a fault there must not leave the session showing the turn.
+const phaseBeforeStatus turnload.Phase = "after the result, before the status write"
+
+// untilShortPhases waits, up to 6 s, until a turn has been posted and not
+// yet claimed and another has its result while its session still shows it
+// as the activeTurn: both phases last milliseconds, and a random moment
+// alone seldom finds a turn in them. It returns the running turns by phase
+// at that moment (or at the 6 s).
+func (c *campaign) untilShortPhases() map[turnload.Phase]int {
+	deadline := time.Now().Add(6 * time.Second)
+	for {
+		phases := c.load.Phases()
+		phases[phaseBeforeStatus] = c.active.endedButActive(c.load.Ended)
+		if (phases[turnload.PhaseBeforeClaim] > 0 && phases[phaseBeforeStatus] > 0) || time.Now().After(deadline) {
+			return phases
 		}
-		time.Sleep(time.Millisecond) // the interval of the polls; the phase is the proof
+		time.Sleep(time.Millisecond) // the interval of the polls; the phases are the proof
 	}
 }
 
@@ -543,7 +555,8 @@ var digitsOut = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}|[0-9]+`)
 
 func phaseList(landed, turns map[turnload.Phase]int) string {
 	var parts []string
-	for _, p := range []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming, turnload.PhaseToolPending, turnload.PhaseApprovalPending} {
+	for _, p := range []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming,
+		turnload.PhaseToolPending, turnload.PhaseApprovalPending, phaseBeforeStatus} {
 		parts = append(parts, fmt.Sprintf("%s %d (%d)", p, landed[p], turns[p]))
 	}
 	return strings.Join(parts, ", ")

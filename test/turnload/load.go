@@ -316,6 +316,14 @@ func (l *Load) waitFor(timeout time.Duration, pending func() error) error {
 	}
 }
 
+// Ended reports whether turn runID has an outcome.
+func (l *Load) Ended(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.outcomes[runID]
+	return ok
+}
+
 // Outcomes are the ended turns by runId.
 func (l *Load) Outcomes() map[string]Outcome {
 	l.mu.Lock()
