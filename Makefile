@@ -95,7 +95,7 @@ load-replicas: ## Issue 20's fault campaign on processes (test-e2e runs it on th
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
 
 .PHONY: test-faults
-test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host tools on the real Codex, each fault injected FAULT_INJECTIONS times (default 4); prints the table (minutes; not part of CI).
+test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (default 4, and then every phase must be hit 3 times); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs 1 injection of each).
 	$(TEST_DEPS); go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
 
 # bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the

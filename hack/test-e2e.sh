@@ -47,10 +47,11 @@ go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... .
 # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
-# The fault campaign on processes (make test-faults), 3 injections of each
-# fault: about a minute.
+# The fault campaign on processes (make test-faults), reduced to one
+# injection of each fault (the full campaign, 4 of each and every phase hit
+# at least 3 times, is make test-faults): about two minutes.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-FAULT_INJECTIONS=3 go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_campaign_test' || { log "the fault campaign failed (above)"; exit 1; }
+FAULT_INJECTIONS=1 go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_campaign_test' || { log "the fault campaign failed (above)"; exit 1; }
 
 "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"

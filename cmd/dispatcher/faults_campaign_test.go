@@ -32,8 +32,9 @@ import (
 )
 
 // campaignInjections is how often each fault is injected (FAULT_INJECTIONS
-// overrides it).
-const campaignInjections = 4
+// overrides it); a campaign of that many or more must also find turns in
+// every phase at minPerPhase injections of each fault (issue 19).
+const campaignInjections, minPerPhase = 4, 3
 
 // TestFaultCampaign is issue 19's fault campaign on processes (`make
 // test-faults`; `make test-e2e` runs it with 3 injections): one dispatcher
@@ -218,6 +219,13 @@ func (c *campaign) run(name string, n int, inject func()) faultRow {
 		}
 	}
 	row.to = time.Now()
+	if n >= campaignInjections {
+		for _, p := range allPhases {
+			if row.landed[p] < minPerPhase {
+				c.t.Errorf("%s: %d of %d injections found a turn %s, want at least %d", name, row.landed[p], n, p, minPerPhase)
+			}
+		}
+	}
 	row.refused = c.load.Refusals()
 	for k, v := range refusedBefore {
 		row.refused[k] -= v
@@ -233,6 +241,10 @@ func (c *campaign) run(name string, n int, inject func()) faultRow {
 // gateway has, and the AgentSession's status write that ends its
 // activeTurn: a fault there must not leave the session showing the turn.
 const phaseBeforeStatus turnload.Phase = "after the result, before the status write"
+
+// allPhases are the phases of a turn the campaign reports, in order.
+var allPhases = []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming,
+	turnload.PhaseToolPending, turnload.PhaseApprovalPending, phaseBeforeStatus}
 
 // untilShortPhases waits, up to 6 s, until a turn has been posted and not
 // yet claimed and another has its result while its session still shows it
@@ -555,8 +567,7 @@ var digitsOut = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f-]{27}|[0-9]+`)
 
 func phaseList(landed, turns map[turnload.Phase]int) string {
 	var parts []string
-	for _, p := range []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming,
-		turnload.PhaseToolPending, turnload.PhaseApprovalPending, phaseBeforeStatus} {
+	for _, p := range allPhases {
 		parts = append(parts, fmt.Sprintf("%s %d (%d)", p, landed[p], turns[p]))
 	}
 	return strings.Join(parts, ", ")
