@@ -44,7 +44,7 @@ const campaignInjections, minPerPhase = 4, 3
 // turnload.ProbeTool and running a shell command that needs the gateway's
 // approval (each answered 300 ms later by the client) before ~1 s of
 // streamed text. Each fault is injected several times at a random moment
-// when a turn is also before its claim; the census of the running turns'
+// when every phase has a turn in it; the census of the running turns'
 // phases at each injection says where it landed. Then every turn is
 // accounted for: completed, failed visibly (an error event, or a result
 // that is not ok), lost (sent, never ended), executed twice (the model saw
@@ -204,7 +204,7 @@ func (c *campaign) run(name string, n int, inject func()) faultRow {
 	for range n {
 		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
 		time.Sleep(wait) // a random point of the turns' lives, not an ordering
-		for p, k := range c.untilShortPhases() {
+		for p, k := range c.untilEveryPhase() {
 			row.phases[p] += k
 			if k > 0 {
 				row.landed[p]++
@@ -246,17 +246,20 @@ const phaseBeforeStatus turnload.Phase = "after the result, before the status wr
 var allPhases = []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming,
 	turnload.PhaseToolPending, turnload.PhaseApprovalPending, phaseBeforeStatus}
 
-// untilShortPhases waits, up to 6 s, until a turn has been posted and not
-// yet claimed and another has its result while its session still shows it
-// as the activeTurn: both phases last milliseconds, and a random moment
-// alone seldom finds a turn in them. It returns the running turns by phase
-// at that moment (or at the 6 s).
-func (c *campaign) untilShortPhases() map[turnload.Phase]int {
+// untilEveryPhase waits, up to 6 s, until every phase has a turn in it:
+// before the claim and after the result (before the status write) last
+// milliseconds, and a random moment alone seldom finds turns in all six.
+// It returns the running turns by phase at that moment (or at the 6 s).
+func (c *campaign) untilEveryPhase() map[turnload.Phase]int {
 	deadline := time.Now().Add(6 * time.Second)
 	for {
 		phases := c.load.Phases()
 		phases[phaseBeforeStatus] = c.active.endedButActive(c.load.Ended)
-		if (phases[turnload.PhaseBeforeClaim] > 0 && phases[phaseBeforeStatus] > 0) || time.Now().After(deadline) {
+		every := true
+		for _, p := range allPhases {
+			every = every && phases[p] > 0
+		}
+		if every || time.Now().After(deadline) {
 			return phases
 		}
 		time.Sleep(time.Millisecond) // the interval of the polls; the phases are the proof
