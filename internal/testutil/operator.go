@@ -150,7 +150,10 @@ func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, 
 	if err != nil {
 		return nil, err
 	}
-	return p, p.WaitReady("http://"+probe+"/readyz", 90*time.Second)
+	if err := p.WaitReady("http://"+probe+"/readyz", 90*time.Second); err != nil {
+		return p, err
+	}
+	return p, WaitWebhooksServing(ctx, env.Client, 30*time.Second)
 }
 
 func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) error {

@@ -115,9 +115,14 @@ var _ = BeforeSuite(func() {
 	var err error
 	stub, err = stubmodel.New()
 	Expect(err).NotTo(HaveOccurred())
+	// Approved commands write their markers to the server's workdir: no
+	// sandbox, as the dispatcher runs Codex in its Pods. Under codextest's
+	// read-only one Codex ran an approved command sandboxed in about 1 run
+	// of 3, and its write failed (Read-only file system); workspace-write
+	// would add its protected directories to every working directory.
 	codex, err = codextest.StartErr(suiteT, codextest.Options{
 		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
-		Dir: filepath.Join(work, "codex"),
+		Dir: filepath.Join(work, "codex"), ExtraArgs: []string{"-c", `sandbox_mode="danger-full-access"`},
 	})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -184,6 +189,8 @@ var _ = BeforeSuite(func() {
 	Expect(manager.WaitReady("http://"+managerProbe+"/readyz?verbose", 90*time.Second)).To(Succeed())
 	apiBase = "https://" + bindAddr
 	metricsURL = "http://" + dispatcherMetrics + "/metrics"
+
+	Expect(testutil.WaitWebhooksServing(ctx, k8s, 30*time.Second)).To(Succeed())
 
 	// Everything below goes through the manager's admission webhooks.
 	Expect(k8s.Create(ctx, &v1alpha1.RuntimePolicy{
