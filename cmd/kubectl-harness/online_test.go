@@ -16,6 +16,7 @@ import (
 // kube-apiserver: objects come from the kubeconfig, and a harness the manager
 // has not reported Ready is unavailable (retryable), never a fallback.
 func TestExplainReadsTheCluster(t *testing.T) {
+	t.Parallel() // a control plane of its own (startCluster)
 	te, kubeconfigPath := startCluster(t)
 	c := te.Client
 

@@ -137,6 +137,7 @@ func (h *headerRecorder) last() (string, string, int) {
 // API server). The CLI user is not an administrator: it holds exactly the
 // RBAC the README lists.
 func TestDispatcherThroughServiceProxy(t *testing.T) {
+	t.Parallel() // a control plane of its own (startCluster)
 	te, _ := startCluster(t)
 	c := te.Client
 	ctx := t.Context()
@@ -340,6 +341,7 @@ func restConfigOf(t *testing.T, path string) *rest.Config {
 // and it connects to an https backend without verifying its certificate
 // (httptest's certificate is trusted by nothing here).
 func TestServiceProxyFacts(t *testing.T) {
+	t.Parallel() // a control plane of its own (startCluster)
 	te, _ := startCluster(t)
 	c := te.Client
 	ctx := t.Context()

@@ -22,7 +22,9 @@ import (
 )
 
 // startCluster starts envtest and writes a kubeconfig of an admin user (a
-// client certificate: no bearer token).
+// client certificate: no bearer token). Each online test starts its own, so
+// they share nothing and run in parallel: much of a test's time is waiting
+// for its API server to come up.
 func startCluster(t *testing.T) (*testutil.Env, string) {
 	t.Helper()
 	te, err := testutil.StartEnv()
@@ -65,6 +67,7 @@ func runCLI(t *testing.T, env []string, args ...string) (string, string, int) {
 // TestSessionCreateAndStatus runs `session create` and `status` against a
 // real kube-apiserver through a kubeconfig.
 func TestSessionCreateAndStatus(t *testing.T) {
+	t.Parallel() // a control plane of its own (startCluster)
 	te, kubeconfig := startCluster(t)
 	c := te.Client
 	ctx := t.Context()

@@ -81,6 +81,7 @@ func serviceAccountKubeconfig(t *testing.T, te *testutil.Env, ns, name string) (
 // dispatcher, with the permission and the ServiceAccount named; a plain
 // http:// URL is refused before any token is requested.
 func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
+	t.Parallel() // a control plane of its own (startCluster)
 	te, adminKubeconfig := startCluster(t)
 	c := te.Client
 	ctx := t.Context()

@@ -35,6 +35,7 @@ const e2eServerToken = "kubectl-harness-e2e-token-41d2"
 // a real `codex app-server` and the stub model. The CLI requests a
 // dispatcher-audience token for harness-cli and announces it on stderr.
 func TestTurnEndToEnd(t *testing.T) {
+	t.Parallel() // a control plane of its own (startCluster)
 	if os.Getenv(codextest.EnvBin) == "" {
 		t.Fatal("CODEX_BIN must be set: CODEX_BIN=$(hack/setup-codex.sh) go test ./cmd/kubectl-harness/")
 	}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -47,15 +46,8 @@ func TestMCPServersRefusedNamingTheField(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := (&MCPTurnFields{MCPServers: tc.servers}).Validate()
-			if tc.field == "" {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Message, tc.message) {
-				t.Fatalf("err = %v, want a FieldError on %s containing %q", err, tc.field, tc.message)
+			if msg := expectFieldError(t, err, tc.field); tc.field != "" && !strings.Contains(msg, tc.message) {
+				t.Fatalf("err = %v, want a message containing %q", err, tc.message)
 			}
 		})
 	}
@@ -70,8 +62,5 @@ func TestTurnRequestCarriesMCPServers(t *testing.T) {
 		t.Fatalf("decode: %+v, %v", req, err)
 	}
 	_, err = DecodeTurnRequest(strings.NewReader(`{"prompt":"hi","mcpServers":[{"name":"docs"}]}`))
-	var fe *FieldError
-	if !errors.As(err, &fe) || fe.Field != "mcpServers[0].url" {
-		t.Fatalf("err = %v, want a FieldError on mcpServers[0].url", err)
-	}
+	expectFieldError(t, err, "mcpServers[0].url")
 }

@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,13 +33,8 @@ func TestUserInputAnswersAreNormalizedAgainstTheQuestions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := req.Normalize(tc.answers)
-			var fe *FieldError
-			switch {
-			case tc.field == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
-				t.Fatalf("err %v, want a FieldError on %s", err, tc.field)
-			case tc.field == "" && !reflect.DeepEqual(got, tc.want):
+			expectFieldError(t, err, tc.field)
+			if tc.field == "" && err == nil && !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("normalized %v, want %v", got, tc.want)
 			}
 		})
@@ -64,11 +59,9 @@ func TestNativeActionModesAreValidated(t *testing.T) {
 		{NativeActionOptions{ApprovalMode: "always"}, "approvalMode"},
 		{NativeActionOptions{CollaborationMode: "pair"}, "collaborationMode"},
 	} {
-		err := (&TurnRequest{NativeActionOptions: tc.opts}).Validate()
-		var fe *FieldError
-		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
-			t.Errorf("%+v: %v, want field %q", tc.opts, err, tc.field)
-		}
+		t.Run(fmt.Sprintf("%+v", tc.opts), func(t *testing.T) {
+			expectFieldError(t, (&TurnRequest{NativeActionOptions: tc.opts}).Validate(), tc.field)
+		})
 	}
 }
 
@@ -82,11 +75,9 @@ func TestUserInputAnswerDecodesStrictly(t *testing.T) {
 		`{"requestId":"r","answers":{"q":{"label":"x"}}}`:                 "answers.q.label",
 		`{"requestId":"r","answers":["q"]}`:                               "answers",
 	} {
-		var a UserInputAnswer
-		err := DecodeStrict(strings.NewReader(body), &a)
-		var fe *FieldError
-		if field == "" && err != nil || field != "" && (!errors.As(err, &fe) || fe.Field != field) {
-			t.Errorf("%s: %v, want field %q", body, err, field)
-		}
+		t.Run(body, func(t *testing.T) {
+			var a UserInputAnswer
+			expectFieldError(t, DecodeStrict(strings.NewReader(body), &a), field)
+		})
 	}
 }

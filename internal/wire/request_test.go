@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -87,10 +86,9 @@ func TestDecodeTurnRequest(t *testing.T) {
 		`{"expectedRuntimeArtifact":{"harnessId":"c","x":1}}`: "expectedRuntimeArtifact.x",
 		`{"runId":"` + strings.Repeat("r", 129) + `"}`:        "runId",
 	} {
-		_, err := DecodeTurnRequest(strings.NewReader(body))
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != field {
-			t.Errorf("%s: err = %v, want a FieldError for %s", body, err, field)
-		}
+		t.Run(body, func(t *testing.T) {
+			_, err := DecodeTurnRequest(strings.NewReader(body))
+			expectFieldError(t, err, field)
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -34,13 +33,7 @@ func TestTurnInputIsRefusedNamingTheField(t *testing.T) {
 			if err == nil {
 				err = req.ValidateInput()
 			}
-			var fe *FieldError
-			switch {
-			case c.field == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field):
-				t.Fatalf("err %v, want a *FieldError on %s", err, c.field)
-			}
+			expectFieldError(t, err, c.field)
 		})
 	}
 }
@@ -62,13 +55,7 @@ func TestToolAnswerPartsAreTextOrImage(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.answer.Validate()
-			var fe *FieldError
-			switch {
-			case c.field == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case c.field != "" && (!errors.As(err, &fe) || fe.Field != c.field):
-				t.Fatalf("err %v, want a *FieldError on %s", err, c.field)
-			}
+			expectFieldError(t, err, c.field)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,32 +43,41 @@ type openClaw struct {
 	config string
 }
 
-// newOpenClaw builds the plugin and writes OpenClaw's config: the plugin
-// loaded from clients/openclaw and configured against the cluster's
+// packPlugin builds the plugin (clients/openclaw) and packs it into a
+// tarball in dir, as a gateway's operator gets it. It needs nothing of the
+// cluster: the suite runs it while the cluster starts, so it returns its
+// error rather than failing the spec from another goroutine.
+func packPlugin(tools, dir string) (string, error) {
+	plugin := filepath.Join(repoRoot, "clients", "openclaw")
+	env := append(os.Environ(), "PATH="+filepath.Join(tools, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, args := range [][]string{{"run", "build"}, {"pack", "--pack-destination", dir}} {
+		cmd := exec.Command("npm", args...)
+		cmd.Dir = plugin
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("npm %s in clients/openclaw: %w\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	tarballs, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
+	if err == nil && len(tarballs) != 1 {
+		err = fmt.Errorf("npm pack made %v, want one tarball", tarballs)
+	}
+	if err != nil {
+		return "", err
+	}
+	return tarballs[0], nil
+}
+
+// newOpenClaw installs the plugin's tarball (packPlugin) and writes
+// OpenClaw's config: the plugin configured against the cluster's
 // dispatcher and API server with the gateway's identity (supports() then
 // predicts from the cluster's registry), OpenAI's models pinned to its
 // harness, and the openai provider (with a dummy key OpenClaw insists on)
 // on the stub model, so that a turn OpenClaw ran itself would reach it;
 // embeddedModel runs on OpenClaw's own runtime and is the configured
 // fallback of model.
-func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *openClaw {
+func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdentity) *openClaw {
 	GinkgoHelper()
-	plugin := filepath.Join(repoRoot, "clients", "openclaw")
-	build := exec.Command("npm", "run", "build")
-	build.Dir = plugin
-	build.Env = append(os.Environ(), "PATH="+filepath.Join(tools, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := build.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "npm run build in clients/openclaw:\n%s", out)
-	packed := GinkgoT().TempDir()
-	pack := exec.Command("npm", "pack", "--pack-destination", packed)
-	pack.Dir = plugin
-	pack.Env = build.Env
-	out, err = pack.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "npm pack in clients/openclaw:\n%s", out)
-	tarballs, err := filepath.Glob(filepath.Join(packed, "*.tgz"))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(tarballs).To(HaveLen(1), "npm pack made %v", tarballs)
-
 	o := &openClaw{tools: tools, home: GinkgoT().TempDir(), identity: id}
 	config := map[string]any{
 		// Debug level: the plugin logs the route facts OpenClaw hands its
@@ -110,10 +120,10 @@ func newOpenClaw(tools, modelURL string, c *devCluster, id gatewayIdentity) *ope
 	// OpenClaw"): OpenClaw 2026.9.6 trusts an installed plugin with its
 	// plugin state store (the transcript marker), not one loaded from a
 	// config path ("openKeyedStore is only available for trusted plugins").
-	install := exec.Command(filepath.Join(tools, "bin", "openclaw"), "plugins", "install", "--force", "--accept-capabilities", tarballs[0])
+	install := exec.Command(filepath.Join(tools, "bin", "openclaw"), "plugins", "install", "--force", "--accept-capabilities", tarball)
 	install.Dir = o.home
 	install.Env = o.environ()
-	out, err = install.CombinedOutput()
+	out, err := install.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "openclaw plugins install:\n%s", out)
 	return o
 }

@@ -5,46 +5,13 @@ package openclaw
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/openclaw/harness-operator/test/stubmodel"
 )
-
-// What OpenClaw prepared is what it handed the plugin's supports() (the
-// plugin logs it at debug level, as OpenClaw gave it: support-log.ts); what
-// the dispatcher received is in its `agent harness selected` record. Both
-// are JSON objects of the same fields, compared whole: a fact the plugin
-// dropped, added or changed fails the spec.
-var _ = Describe("OpenClaw's route facts", func() {
-	It("reach the dispatcher unchanged", func(ctx context.Context) {
-		marker := "marker-" + randomHex()
-		stub.When(marker, stubmodel.Text("Route reply "+marker))
-		s := newSession(ctx, "")
-		logged := gateway.logSize()
-
-		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
-
-		Expect(run.exit).To(Equal(0), "%s", run)
-		prepared := gateway.preparedRouteFacts(logged, model)
-		Expect(prepared).To(HaveLen(1), "one set of route facts OpenClaw prepared for the attempt on %s in this run:\n%s", model, run)
-		received := cluster.receivedRouteFacts(agentsNS + "/" + s.name)
-		Expect(received).To(HaveLen(1), "one decision for the session's turn")
-		Expect(received[0]).To(MatchJSON(prepared[0]), "the dispatcher decided on the facts OpenClaw prepared")
-		// Not two empty objects: OpenClaw prepared the facts a route has.
-		var facts map[string]any
-		Expect(json.Unmarshal([]byte(prepared[0]), &facts)).To(Succeed())
-		Expect(facts).To(HaveKey("api"))
-		Expect(facts).To(HaveKey("requestTransportOverrides"))
-		Expect(facts).To(HaveKey("preparedAuth"))
-		AddReportEntry("route facts OpenClaw prepared and the dispatcher received", prepared[0])
-	})
-})
 
 // logSize is where OpenClaw's log file ends now: a spec reads what its own
 // run appended.

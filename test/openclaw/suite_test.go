@@ -71,9 +71,24 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stub.Close)
 
+	// The plugin's build (tsc, about 10 s) needs nothing of the cluster:
+	// it runs while the cluster starts, which mostly waits on its processes.
+	type packed struct {
+		tarball string
+		err     error
+	}
+	plugin := make(chan packed, 1)
+	packDir := GinkgoT().TempDir()
+	go func() {
+		tarball, err := packPlugin(tools, packDir)
+		plugin <- packed{tarball, err}
+	}()
 	cluster = startDevCluster(ctx, assets, codex, stub.BaseURL())
 	k8s = cluster.client()
-	gateway = newOpenClaw(tools, stub.BaseURL(), cluster, cluster.mintGatewayIdentity(ctx, kubectl))
+	var p packed
+	Eventually(ctx, plugin).WithTimeout(5 * time.Minute).Should(Receive(&p))
+	Expect(p.err).NotTo(HaveOccurred())
+	gateway = newOpenClaw(tools, p.tarball, stub.BaseURL(), cluster, cluster.mintGatewayIdentity(ctx, kubectl))
 	// With the specs' turns (turnTimeout each) well inside make's
 	// -timeout=20m: Ginkgo, not go test's panic, ends a stuck run, so
 	// devcluster is stopped by SIGTERM and stops its control plane.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,23 +19,49 @@ import (
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
-var _ = Describe("OpenClaw with the harness-operator plugin", func() {
-	It("runs a turn on the cluster's Codex and shows the stub model's reply and the plugin's harness id", func(ctx context.Context) {
-		marker := "marker-" + randomHex()
-		reply := "Cluster reply " + marker
+// Each `openclaw agent` run costs OpenClaw's own start and exit: about 12 s
+// of a plain turn's 15 s on 2 cores (the turn itself takes 2-3 s). So the
+// specs that read one plain cluster turn on a new OpenClaw session share it:
+// BeforeAll runs it once, and each spec checks its own promise about that
+// run. The other cluster-turn specs still start from a session `kubectl
+// harness session create` made.
+var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, func() {
+	var (
+		marker, reply string
+		run           agentRun
+		made          []harnessv1alpha1.AgentSession
+		logged        int64 // OpenClaw's log before the run
+		id, key       string
+	)
+	BeforeAll(func(ctx context.Context) {
+		marker = "marker-" + randomHex()
+		reply = "Cluster reply " + marker
 		stub.When(marker, stubmodel.Text(reply))
-		s := newSession(ctx, "")
+		suffix := randomHex()
+		id, key = "OpenClaw_E2E-"+suffix, "agent:main:e2e-"+suffix
+		logged = gateway.logSize()
 
-		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
+		run = gateway.turn(ctx, id, key, "Say hello "+marker)
 
 		Expect(run.exit).To(Equal(0), "%s", run)
+		list := &harnessv1alpha1.AgentSessionList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
+		for _, s := range list.Items {
+			if s.Spec.SessionID == id {
+				made = append(made, s)
+			}
+		}
+	})
+
+	It("runs a turn on the cluster's Codex and shows the stub model's reply and the plugin's harness id", func() {
 		res := run.result()
 		Expect(res.texts()).To(ContainElement(ContainSubstring(reply)), "%s", run)
 		Expect(stub.RequestsContaining(marker)).To(HaveLen(1), "one model request, from the cluster's Codex")
 		Expect(requestsNaming(marker)).To(Equal(1), "no other request (OpenClaw's own) carried the prompt")
 		Expect(res.Meta.AgentMeta.AgentHarnessID).To(Equal(pluginID), "%s", run)
 
-		sess := s.get(ctx)
+		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
+		sess := made[0]
 		Expect(sess.Status.LastTurn).NotTo(BeNil())
 		Expect(sess.Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
 		Expect(sess.Status.AgentHarnessID).To(Equal(codexHarness), "the cluster's harness owns the native thread")
@@ -42,6 +69,38 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(sess.Status.NativeBinding.HarnessName).To(Equal(codexHarness))
 		Expect(sess.Status.NativeBinding.ThreadID).NotTo(BeEmpty())
 	})
+
+	It("creates the AgentSession of a new OpenClaw session on its first turn", func() {
+		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
+		Expect(made[0].Spec.SessionKey).To(Equal(key))
+		Expect(made[0].Spec.Model).To(Equal(model))
+		Expect(made[0].Status.LastTurn).NotTo(BeNil())
+		Expect(made[0].Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+	})
+
+	// What OpenClaw prepared is what it handed the plugin's supports() (the
+	// plugin logs it at debug level, as OpenClaw gave it: support-log.ts);
+	// what the dispatcher received is in its `agent harness selected`
+	// record. Both are JSON objects of the same fields, compared whole: a
+	// fact the plugin dropped, added or changed fails the spec.
+	It("hands the dispatcher OpenClaw's route facts unchanged", func() {
+		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
+		prepared := gateway.preparedRouteFacts(logged, model)
+		Expect(prepared).To(HaveLen(1), "one set of route facts OpenClaw prepared for the attempt on %s in this run:\n%s", model, run)
+		received := cluster.receivedRouteFacts(agentsNS + "/" + made[0].Name)
+		Expect(received).To(HaveLen(1), "one decision for the session's turn")
+		Expect(received[0]).To(MatchJSON(prepared[0]), "the dispatcher decided on the facts OpenClaw prepared")
+		// Not two empty objects: OpenClaw prepared the facts a route has.
+		var facts map[string]any
+		Expect(json.Unmarshal([]byte(prepared[0]), &facts)).To(Succeed())
+		Expect(facts).To(HaveKey("api"))
+		Expect(facts).To(HaveKey("requestTransportOverrides"))
+		Expect(facts).To(HaveKey("preparedAuth"))
+		AddReportEntry("route facts OpenClaw prepared and the dispatcher received", prepared[0])
+	})
+})
+
+var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 
 	It("fails closed with the cluster's code when the selected harness's default support facts refuse OpenClaw's route facts", func(ctx context.Context) {
 		marker := "marker-" + randomHex()
@@ -71,29 +130,6 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		Expect(requestsNaming(marker)).To(Equal(1), "OpenClaw's own request:\n%s", run)
 		Expect(run.result().Meta.AgentMeta.AgentHarnessID).NotTo(Equal(pluginID), "%s", run)
 		Expect(s.get(ctx).Status.LastTurn).To(BeNil(), "the cluster ran no turn")
-	})
-
-	It("creates the AgentSession of a new OpenClaw session on its first turn", func(ctx context.Context) {
-		marker := "marker-" + randomHex()
-		suffix := randomHex()
-		id, key := "OpenClaw_E2E-"+suffix, "agent:main:e2e-"+suffix
-
-		run := gateway.turn(ctx, id, key, "Say hello "+marker)
-
-		Expect(run.exit).To(Equal(0), "%s", run)
-		list := &harnessv1alpha1.AgentSessionList{}
-		Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
-		var made []harnessv1alpha1.AgentSession
-		for _, s := range list.Items {
-			if s.Spec.SessionID == id {
-				made = append(made, s)
-			}
-		}
-		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
-		Expect(made[0].Spec.SessionKey).To(Equal(key))
-		Expect(made[0].Spec.Model).To(Equal(model))
-		Expect(made[0].Status.LastTurn).NotTo(BeNil())
-		Expect(made[0].Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
 	})
 
 	// session_status is one of OpenClaw's own tools the plugin offers the
