@@ -33,7 +33,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 	for k, hi := range e.order {
 		v := &e.views[hi]
 		c := &cands[k]
-		*c = wire.Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
+		// Field by field into the zeroed slice: assigning a whole struct
+		// literal moves all of its pointers again.
+		c.HarnessID, c.HarnessRef, c.Label, c.Priority = v.id, v.ref(), v.label(), v.priority
 		switch {
 		case v.shadowed:
 			c.Reason = reasonShadowed
@@ -65,13 +67,13 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		byProvider := v.supportsProvider(e.provider)
 		for ri := range e.routes {
 			res := byProvider
-			if res.ok {
+			if res.ok() {
 				res = v.supportsRoute(e.provider, &e.routes[ri])
 			}
 			if hi == target {
 				targetRes[ri] = res
 			}
-			if res.ok {
+			if res.ok() {
 				// Candidates come by priority, then id: the first supporter wins.
 				if mode == modeAuto && best[ri] < 0 {
 					best[ri] = hi
@@ -79,10 +81,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 				continue
 			}
 			if c.Supported {
-				c.Supported, c.Reason = false, res.reason
-				if nr > 1 {
-					c.Reason = e.routes[ri].name + ": " + res.reason
-				}
+				c.Supported, c.Reason = false, e.routes[ri].reason(res.why, nr > 1)
 			}
 			allFallback = allFallback && res.fallback
 		}
@@ -114,7 +113,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 				o.reason = wire.ReasonAutoOpenClaw
 			case target < 0:
 				o.reason = wire.ReasonImplicitPluginUnavailableOpenClaw
-			case !targetAdmitted || !targetRes[ri].ok:
+			case !targetAdmitted || !targetRes[ri].ok():
 				o.reason = wire.ReasonImplicitPluginUnsupportedOpenClaw
 			default:
 				o.harness, o.reason = target, wire.ReasonForcedPlugin
@@ -124,17 +123,17 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			if mode == modePin {
 				// A pin is consulted only while route facts are pending, and
 				// then keeps ownership without a support check.
-				res = support{ok: true}
+				res = support{}
 			}
 			switch {
-			case res.ok:
+			case res.ok():
 				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			case res.fallback:
 				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
 			default:
 				// No scope: the refusal is about this provider and route; another
 				// model on the same harness may well be supported (DESIGN.md §5 rule 5).
-				o.err = wire.Errorf(wire.CodeHarnessUnsupported, "", "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
+				o.err = wire.Errorf(wire.CodeHarnessUnsupported, "", "%s", e.unsupportedMessage(e.views[target].id, &e.routes[ri], res.why))
 			}
 		}
 	}
@@ -165,11 +164,8 @@ func combine(outs []outcome) (int, wire.Reason, *wire.Error) {
 	return first.harness, first.reason, nil
 }
 
-func (e *engine) unsupportedMessage(id string, r route, reason string) string {
-	if len(e.routes) > 1 {
-		reason = r.name + ": " + reason
-	}
-	return fmt.Sprintf("Requested agent harness %q does not support %s (%s).", id, modelLabel(e.provider, e.model), reason)
+func (e *engine) unsupportedMessage(id string, r *route, why refusal) string {
+	return fmt.Sprintf("Requested agent harness %q does not support %s (%s).", id, modelLabel(e.provider, e.model), r.reason(why, len(e.routes) > 1))
 }
 
 // modelLabel is provider/model, or whichever part is known.
@@ -204,7 +200,7 @@ func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 		ToolsAllow:     a.ToolsAllow,
 		DisableTools:   a.DisableTools,
 		HostRestricted: a.PluginHarnessToolPolicyRestricted,
-		NativeTools:    toolIDs(v.nativeTools),
+		NativeTools:    toolIDs(v.nativeTools()),
 	}
 	if v.h.Spec.ConversationToolPolicySupport == v1alpha1.ToolPolicySupportExact {
 		in.Support = toolpolicy.SupportExact

@@ -1,7 +1,6 @@
 package selection
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -31,11 +30,33 @@ type Snapshot struct {
 }
 
 // route is one prepared route; a nil mp means the attempt has no route facts.
-// compat holds the route's compatible ids, normalized once.
+// What every harness is checked against is prepared once per route, not per
+// harness: listed holds the ranks (hview.rank) of the views that count for
+// the route's compatible ids, so a harness is looked for by number rather than
+// by comparing its id with every compatible id; authMode is the prepared auth
+// mode trimmed and lowercased.
 type route struct {
-	name   string
-	mp     *wire.ModelProvider
-	compat []string
+	name     string
+	mp       *wire.ModelProvider
+	listed   []int32
+	authMode string
+	// named are the candidate reasons that name this route, built on first use
+	// (see reason).
+	named [refusalCount]string
+}
+
+// reason is a candidate's reason for a refusal on this route; with several
+// routes it names the route. The named text is built once per route and
+// refusal, so an unsupported candidate allocates nothing: a namespace that
+// sees many harnesses that cannot run a turn does not pay for each of them.
+func (r *route) reason(why refusal, several bool) string {
+	if !several {
+		return refusalText[why]
+	}
+	if r.named[why] == "" {
+		r.named[why] = r.name + ": " + refusalText[why]
+	}
+	return r.named[why]
 }
 
 // Selection modes.
@@ -117,48 +138,78 @@ func (e *engine) facts() {
 		e.override = ""
 	}
 
-	// Indices are sorted rather than the views themselves: swapping ints is
-	// cheap, and candidates come out in their final order without a sort.
-	e.views = make([]hview, 0, len(e.snap.Harnesses))
+	// Views are built in place and their indices sorted rather than the
+	// views themselves: swapping ints is cheap, and candidates come out in
+	// their final order without a sort. byID and order share one allocation.
+	n := 0
 	for _, h := range e.snap.Harnesses {
 		if h != nil {
-			e.views = append(e.views, newView(h))
+			n++
 		}
 	}
-	e.byID = make([]int, len(e.views))
-	for i := range e.byID {
-		e.byID[i] = i
+	e.views = make([]hview, n)
+	idx := make([]int, 2*n)
+	e.byID, e.order = idx[:n:n], idx[n:]
+	n = 0
+	for _, h := range e.snap.Harnesses {
+		if h != nil {
+			e.views[n].init(h)
+			e.byID[n] = n
+			n++
+		}
 	}
 	slices.SortFunc(e.byID, func(i, j int) int { return compareViews(&e.views[i], &e.views[j]) })
-	for k := 1; k < len(e.byID); k++ {
-		e.views[e.byID[k]].shadowed = e.views[e.byID[k]].id == e.views[e.byID[k-1]].id
+	for k, i := range e.byID {
+		v := &e.views[i]
+		v.rank = int32(k)
+		v.shadowed = k > 0 && v.id == e.views[e.byID[k-1]].id
 	}
-	e.order = slices.Clone(e.byID)
-	slices.SortStableFunc(e.order, func(i, j int) int { return cmp.Compare(e.views[j].priority, e.views[i].priority) })
+	// Priority (highest first), then id order, packed into one integer per
+	// view: ^priority in the high half (higher priority, smaller key), the
+	// rank in the low half. The rank makes keys unique, so sorting them gives
+	// the order a stable sort of byID by priority would, with plain integer
+	// comparisons.
+	keys := make([]int64, n)
+	for k, i := range e.byID {
+		keys[k] = int64(^e.views[i].priority)<<32 | int64(k)
+	}
+	slices.Sort(keys)
+	for k, key := range keys {
+		e.order[k] = e.byID[uint32(key)]
+	}
 
+	e.routes = make([]route, 0, 1+len(a.ModelProviders))
 	if a.ModelProvider != nil {
-		e.routes = append(e.routes, newRoute("modelProvider", a.ModelProvider))
+		e.routes = append(e.routes, e.newRoute("modelProvider", a.ModelProvider))
 	}
 	for i := range a.ModelProviders {
 		mp := &a.ModelProviders[i]
 		if a.ModelProvider != nil && sameRoute(a.ModelProvider, mp) {
 			continue // the selected route repeated in its retry set
 		}
-		e.routes = append(e.routes, newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
+		e.routes = append(e.routes, e.newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
 	}
 	if len(e.routes) == 0 {
 		e.pending = true
-		e.routes = []route{{}}
+		e.routes = append(e.routes, route{})
 	}
 }
 
-func newRoute(name string, mp *wire.ModelProvider) route {
+// newRoute prepares a route; the views must be sorted (it looks harnesses up).
+func (e *engine) newRoute(name string, mp *wire.ModelProvider) route {
 	r := route{name: name, mp: mp}
 	if mp.RuntimePolicy != nil {
-		r.compat = make([]string, len(mp.RuntimePolicy.CompatibleIDs))
-		for i, id := range mp.RuntimePolicy.CompatibleIDs {
-			r.compat[i] = NormalizeRuntimeID(id)
+		// Only the view that counts for an id can be listed: shadowed and
+		// reserved views are never asked about a route.
+		r.listed = make([]int32, 0, len(mp.RuntimePolicy.CompatibleIDs))
+		for _, id := range mp.RuntimePolicy.CompatibleIDs {
+			if i := e.lookup(NormalizeRuntimeID(id)); i >= 0 {
+				r.listed = append(r.listed, e.views[i].rank)
+			}
 		}
+	}
+	if mp.PreparedAuth != nil {
+		r.authMode = strings.ToLower(strings.TrimSpace(mp.PreparedAuth.Mode))
 	}
 	return r
 }
@@ -328,7 +379,7 @@ func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
 	d.ToolPolicy = &wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
 	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
 		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
-			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label)
+			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label())
 		return d
 	}
 	if state == unavailable {
