@@ -22,15 +22,15 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		target = e.lookup(string(v1alpha1.RuntimeCodex))
 	}
 	nr := len(e.routes)
-	best := make([]int, nr)
-	targetRes := make([]support, nr)
-	for i := range best {
-		best[i] = -1
+	rs := make([]routeScratch, nr)
+	for i := range rs {
+		rs[i].best = -1
 	}
 	targetAdmitted := false
 
 	cands := make([]wire.Candidate, len(e.order))
-	for k, hi := range e.order {
+	for k, key := range e.order {
+		hi := int(key)
 		v := &e.views[hi]
 		c := &cands[k]
 		// Field by field into the zeroed slice: assigning a whole struct
@@ -68,15 +68,20 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		for ri := range e.routes {
 			res := byProvider
 			if res.ok() {
-				res = v.supportsRoute(e.provider, &e.routes[ri])
+				if same := e.routes[ri].same; same >= 0 {
+					res = rs[same].cur
+				} else {
+					res = v.supportsRoute(e.provider, &e.routes[ri], hi)
+				}
 			}
+			rs[ri].cur = res
 			if hi == target {
-				targetRes[ri] = res
+				rs[ri].target = res
 			}
 			if res.ok() {
 				// Candidates come by priority, then id: the first supporter wins.
-				if mode == modeAuto && best[ri] < 0 {
-					best[ri] = hi
+				if mode == modeAuto && rs[ri].best < 0 {
+					rs[ri].best = hi
 				}
 				continue
 			}
@@ -99,7 +104,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		o.harness = -1
 		switch mode {
 		case modeAuto:
-			if o.harness = best[ri]; o.harness >= 0 {
+			if o.harness = rs[ri].best; o.harness >= 0 {
 				o.reason = wire.ReasonAutoPlugin
 			} else {
 				o.reason = wire.ReasonAutoOpenClaw
@@ -113,13 +118,13 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 				o.reason = wire.ReasonAutoOpenClaw
 			case target < 0:
 				o.reason = wire.ReasonImplicitPluginUnavailableOpenClaw
-			case !targetAdmitted || !targetRes[ri].ok():
+			case !targetAdmitted || !rs[ri].target.ok():
 				o.reason = wire.ReasonImplicitPluginUnsupportedOpenClaw
 			default:
 				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			}
 		case modeExplicit, modePin:
-			res := targetRes[ri]
+			res := rs[ri].target
 			if mode == modePin {
 				// A pin is consulted only while route facts are pending, and
 				// then keeps ownership without a support check.
@@ -138,6 +143,14 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		}
 	}
 	return cands, outs
+}
+
+// routeScratch is what evaluate keeps per route: the first supporter (auto),
+// the target's answer, and the current candidate's answer, which a later
+// route with the same support facts (route.same) reuses.
+type routeScratch struct {
+	best        int
+	target, cur support
 }
 
 // combine merges per-route outcomes (DESIGN.md §5 rule 4): the first

@@ -3,6 +3,7 @@ package selection
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,9 +42,8 @@ type hview struct {
 	id       string
 	support  *v1alpha1.HarnessSupport // nil: no facts, supports nothing
 	priority int32
-	rank     int32 // position in id order (engine.byID)
-	shadowed bool  // an older visible harness has the same id
-	reserved bool  // the id is a built-in runtime id or alias: never selected
+	shadowed bool // an older visible harness has the same id
+	reserved bool // the id is a built-in runtime id or alias: never selected
 }
 
 // init fills the view in place (copying a view into the slice would move its
@@ -88,9 +88,22 @@ func harnessID(h *v1alpha1.AgentHarness) (string, bool) {
 	if raw == "" {
 		raw = h.Name
 	}
-	id := strings.ToLower(strings.TrimSpace(raw))
+	id := lowerTrimmed(raw)
 	n := canonicalRuntimeID(id)
 	return id, n != id || n == string(v1alpha1.RuntimeAuto) || n == string(v1alpha1.RuntimeOpenClaw)
+}
+
+// lowerTrimmed is strings.ToLower(strings.TrimSpace(s)) in one pass for what
+// is already lowercase ASCII with no space or control byte at either end, as
+// admitted ids and object names are: Select computes it for every harness.
+// Anything else takes the general path.
+func lowerTrimmed(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' || (i == 0 || i == len(s)-1) && c <= ' ' {
+			return strings.ToLower(strings.TrimSpace(s))
+		}
+	}
+	return s
 }
 
 func (v *hview) ref() wire.HarnessRef {
@@ -185,9 +198,9 @@ func (v *hview) supportsProvider(provider string) support {
 	return support{}
 }
 
-// supportsRoute checks one route's facts for a harness whose provider check
-// passed. A route without facts (nil mp) is supported.
-func (v *hview) supportsRoute(provider string, rt *route) support {
+// supportsRoute checks one route's facts for the harness of view index hi,
+// whose provider check passed. A route without facts (nil mp) is supported.
+func (v *hview) supportsRoute(provider string, rt *route, hi int) support {
 	s, r := v.support, rt.mp
 	if r == nil {
 		return support{}
@@ -214,7 +227,7 @@ func (v *hview) supportsRoute(provider string, rt *route) support {
 			if r.RuntimePolicy == nil {
 				return support{why: refusalRouteUndeclared}
 			}
-			if !slices.Contains(rt.listed, v.rank) {
+			if !slices.Contains(rt.listed, int32(hi)) {
 				return support{why: refusalRouteNotListed}
 			}
 		}
@@ -237,9 +250,12 @@ func (v *hview) supportsRoute(provider string, rt *route) support {
 	return support{}
 }
 
+// containsProvider and containsFold compare exactly first: declarations are
+// usually spelled as the (lowercased) attempt spells them, and Select asks
+// these of every harness and route.
 func containsProvider(list []v1alpha1.ProviderID, provider string) bool {
 	for _, p := range list {
-		if strings.EqualFold(string(p), provider) {
+		if string(p) == provider || strings.EqualFold(string(p), provider) {
 			return true
 		}
 	}
@@ -248,7 +264,7 @@ func containsProvider(list []v1alpha1.ProviderID, provider string) bool {
 
 func containsFold(list []string, s string) bool {
 	for _, e := range list {
-		if strings.EqualFold(e, s) {
+		if e == s || strings.EqualFold(e, s) {
 			return true
 		}
 	}
