@@ -66,15 +66,16 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		allFallback := true
 		byProvider := v.supportsProvider(e.provider)
 		for ri := range e.routes {
+			if e.routes[ri].same >= 0 {
+				// Answered as its earlier twin, which came first: it adds
+				// no refusal and no fallback (best and target are copied
+				// below).
+				continue
+			}
 			res := byProvider
 			if res.ok() {
-				if same := e.routes[ri].same; same >= 0 {
-					res = rs[same].cur
-				} else {
-					res = v.supportsRoute(e.provider, &e.routes[ri], hi)
-				}
+				res = v.supportsRoute(e.provider, &e.routes[ri], hi)
 			}
-			rs[ri].cur = res
 			if hi == target {
 				rs[ri].target = res
 			}
@@ -96,6 +97,11 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 	}
 	if mode == modeList {
 		return cands, nil
+	}
+	for ri := range rs {
+		if same := e.routes[ri].same; same >= 0 {
+			rs[ri] = rs[same]
+		}
 	}
 
 	outs := make([]outcome, nr)
@@ -145,12 +151,11 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 	return cands, outs
 }
 
-// routeScratch is what evaluate keeps per route: the first supporter (auto),
-// the target's answer, and the current candidate's answer, which a later
-// route with the same support facts (route.same) reuses.
+// routeScratch is what evaluate keeps per route: the first supporter (auto)
+// and the target's answer.
 type routeScratch struct {
-	best        int
-	target, cur support
+	best   int
+	target support
 }
 
 // combine merges per-route outcomes (DESIGN.md §5 rule 4): the first

@@ -98,8 +98,11 @@ func harnessID(h *v1alpha1.AgentHarness) (string, bool) {
 // admitted ids and object names are: Select computes it for every harness.
 // Anything else takes the general path.
 func lowerTrimmed(s string) string {
+	if len(s) > 0 && (s[0] <= ' ' || s[len(s)-1] <= ' ') {
+		return strings.ToLower(strings.TrimSpace(s))
+	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' || (i == 0 || i == len(s)-1) && c <= ' ' {
+		if c := s[i]; c >= utf8.RuneSelf || c-'A' < 26 { // c-'A' wraps below 'A'
 			return strings.ToLower(strings.TrimSpace(s))
 		}
 	}
