@@ -22,18 +22,20 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		target = e.lookup(string(v1alpha1.RuntimeCodex))
 	}
 	nr := len(e.routes)
-	best := make([]int, nr)
-	targetRes := make([]support, nr)
-	for i := range best {
-		best[i] = -1
+	rs := make([]routeScratch, nr)
+	for i := range rs {
+		rs[i].best = -1
 	}
 	targetAdmitted := false
 
 	cands := make([]wire.Candidate, len(e.order))
-	for k, hi := range e.order {
+	for k, key := range e.order {
+		hi := int(key)
 		v := &e.views[hi]
 		c := &cands[k]
-		*c = wire.Candidate{HarnessID: v.id, HarnessRef: v.ref(), Label: v.label, Priority: v.priority}
+		// Field by field into the zeroed slice: assigning a whole struct
+		// literal moves all of its pointers again.
+		c.HarnessID, c.HarnessRef, c.Label, c.Priority = v.id, v.ref(), v.label(), v.priority
 		switch {
 		case v.shadowed:
 			c.Reason = reasonShadowed
@@ -64,25 +66,28 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		allFallback := true
 		byProvider := v.supportsProvider(e.provider)
 		for ri := range e.routes {
+			if e.routes[ri].same >= 0 {
+				// Answered as its earlier twin, which came first: it adds
+				// no refusal and no fallback (best and target are copied
+				// below).
+				continue
+			}
 			res := byProvider
-			if res.ok {
-				res = v.supportsRoute(e.provider, &e.routes[ri])
+			if res.ok() {
+				res = v.supportsRoute(e.provider, &e.routes[ri], hi)
 			}
 			if hi == target {
-				targetRes[ri] = res
+				rs[ri].target = res
 			}
-			if res.ok {
+			if res.ok() {
 				// Candidates come by priority, then id: the first supporter wins.
-				if mode == modeAuto && best[ri] < 0 {
-					best[ri] = hi
+				if mode == modeAuto && rs[ri].best < 0 {
+					rs[ri].best = hi
 				}
 				continue
 			}
 			if c.Supported {
-				c.Supported, c.Reason = false, res.reason
-				if nr > 1 {
-					c.Reason = e.routes[ri].name + ": " + res.reason
-				}
+				c.Supported, c.Reason = false, e.routes[ri].reason(res.why, nr > 1)
 			}
 			allFallback = allFallback && res.fallback
 		}
@@ -93,6 +98,11 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 	if mode == modeList {
 		return cands, nil
 	}
+	for ri := range rs {
+		if same := e.routes[ri].same; same >= 0 {
+			rs[ri] = rs[same]
+		}
+	}
 
 	outs := make([]outcome, nr)
 	for ri := range e.routes {
@@ -100,7 +110,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		o.harness = -1
 		switch mode {
 		case modeAuto:
-			if o.harness = best[ri]; o.harness >= 0 {
+			if o.harness = rs[ri].best; o.harness >= 0 {
 				o.reason = wire.ReasonAutoPlugin
 			} else {
 				o.reason = wire.ReasonAutoOpenClaw
@@ -114,31 +124,38 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 				o.reason = wire.ReasonAutoOpenClaw
 			case target < 0:
 				o.reason = wire.ReasonImplicitPluginUnavailableOpenClaw
-			case !targetAdmitted || !targetRes[ri].ok:
+			case !targetAdmitted || !rs[ri].target.ok():
 				o.reason = wire.ReasonImplicitPluginUnsupportedOpenClaw
 			default:
 				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			}
 		case modeExplicit, modePin:
-			res := targetRes[ri]
+			res := rs[ri].target
 			if mode == modePin {
 				// A pin is consulted only while route facts are pending, and
 				// then keeps ownership without a support check.
-				res = support{ok: true}
+				res = support{}
 			}
 			switch {
-			case res.ok:
+			case res.ok():
 				o.harness, o.reason = target, wire.ReasonForcedPlugin
 			case res.fallback:
 				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
 			default:
 				// No scope: the refusal is about this provider and route; another
 				// model on the same harness may well be supported (DESIGN.md §5 rule 5).
-				o.err = wire.Errorf(wire.CodeHarnessUnsupported, "", "%s", e.unsupportedMessage(e.views[target].id, e.routes[ri], res.reason))
+				o.err = wire.Errorf(wire.CodeHarnessUnsupported, "", "%s", e.unsupportedMessage(e.views[target].id, &e.routes[ri], res.why))
 			}
 		}
 	}
 	return cands, outs
+}
+
+// routeScratch is what evaluate keeps per route: the first supporter (auto)
+// and the target's answer.
+type routeScratch struct {
+	best   int
+	target support
 }
 
 // combine merges per-route outcomes (DESIGN.md §5 rule 4): the first
@@ -165,11 +182,8 @@ func combine(outs []outcome) (int, wire.Reason, *wire.Error) {
 	return first.harness, first.reason, nil
 }
 
-func (e *engine) unsupportedMessage(id string, r route, reason string) string {
-	if len(e.routes) > 1 {
-		reason = r.name + ": " + reason
-	}
-	return fmt.Sprintf("Requested agent harness %q does not support %s (%s).", id, modelLabel(e.provider, e.model), reason)
+func (e *engine) unsupportedMessage(id string, r *route, why refusal) string {
+	return fmt.Sprintf("Requested agent harness %q does not support %s (%s).", id, modelLabel(e.provider, e.model), r.reason(why, len(e.routes) > 1))
 }
 
 // modelLabel is provider/model, or whichever part is known.
@@ -204,7 +218,7 @@ func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 		ToolsAllow:     a.ToolsAllow,
 		DisableTools:   a.DisableTools,
 		HostRestricted: a.PluginHarnessToolPolicyRestricted,
-		NativeTools:    toolIDs(v.nativeTools),
+		NativeTools:    toolIDs(v.nativeTools()),
 	}
 	if v.h.Spec.ConversationToolPolicySupport == v1alpha1.ToolPolicySupportExact {
 		in.Support = toolpolicy.SupportExact

@@ -11,7 +11,12 @@ import (
 // lowercased, empty and `default` → `auto`, `pi` → `openclaw`,
 // `codex-app-server` → `codex`.
 func NormalizeRuntimeID(id string) string {
-	n := strings.ToLower(strings.TrimSpace(id))
+	return canonicalRuntimeID(strings.ToLower(strings.TrimSpace(id)))
+}
+
+// canonicalRuntimeID is NormalizeRuntimeID of an id already trimmed and
+// lowercased (harnessID has done both; Select does it once per harness).
+func canonicalRuntimeID(n string) string {
 	switch n {
 	case "", "default":
 		return string(v1alpha1.RuntimeAuto)

@@ -1,9 +1,9 @@
 package selection
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -31,11 +31,37 @@ type Snapshot struct {
 }
 
 // route is one prepared route; a nil mp means the attempt has no route facts.
-// compat holds the route's compatible ids, normalized once.
+// What every harness is checked against is prepared once per route, not per
+// harness: listed holds the indices of the views that count for the route's
+// compatible ids, so a harness is looked for by number rather than by
+// comparing its id with every compatible id; authMode is the prepared auth
+// mode trimmed and lowercased.
 type route struct {
-	name   string
-	mp     *wire.ModelProvider
-	compat []string
+	name     string
+	mp       *wire.ModelProvider
+	listed   []int32
+	authMode string
+	// same is the index of an earlier route with the same support facts
+	// (sameSupportFacts), whose answer every harness repeats here, or -1: a
+	// retry set often differs only in base URLs.
+	same int
+	// named are the candidate reasons that name this route, built on first use
+	// (see reason).
+	named [refusalCount]string
+}
+
+// reason is a candidate's reason for a refusal on this route; with several
+// routes it names the route. The named text is built once per route and
+// refusal, so an unsupported candidate allocates nothing: a namespace that
+// sees many harnesses that cannot run a turn does not pay for each of them.
+func (r *route) reason(why refusal, several bool) string {
+	if !several {
+		return refusalText[why]
+	}
+	if r.named[why] == "" {
+		r.named[why] = r.name + ": " + refusalText[why]
+	}
+	return r.named[why]
 }
 
 // Selection modes.
@@ -68,10 +94,14 @@ type engine struct {
 	// for implicit codex while enforce asks whether auto could have chosen
 	// the pinned harness (the pin records a choice made with route facts).
 	judgingPin bool
-	views      []hview // in snapshot order
-	byID       []int   // view indices by harness id, then age
-	order      []int   // view indices by priority (highest first), then id, then age
-	routes     []route
+	// views are sorted by harness id, then age (compareViews): the first
+	// view of an id is the one that counts, and its index is what lookup
+	// returns and outcomes name.
+	views []hview
+	// order holds view indices by priority (highest first), then id order:
+	// the order of the candidates.
+	order  []int64
+	routes []route
 }
 
 // Select decides which runtime runs an attempt (DESIGN.md §5, issue 3). It is
@@ -117,60 +147,116 @@ func (e *engine) facts() {
 		e.override = ""
 	}
 
-	// Indices are sorted rather than the views themselves: swapping ints is
-	// cheap, and candidates come out in their final order without a sort.
-	e.views = make([]hview, 0, len(e.snap.Harnesses))
+	// Views are built in place (copying one into the slice would move its
+	// pointers a second time) and sorted by id once; the candidates' order is
+	// then a sort of integers.
+	n := 0
 	for _, h := range e.snap.Harnesses {
 		if h != nil {
-			e.views = append(e.views, newView(h))
+			n++
 		}
 	}
-	e.byID = make([]int, len(e.views))
-	for i := range e.byID {
-		e.byID[i] = i
+	e.views = make([]hview, n)
+	n = 0
+	for _, h := range e.snap.Harnesses {
+		if h != nil {
+			e.views[n].init(h)
+			n++
+		}
 	}
-	slices.SortFunc(e.byID, func(i, j int) int { return compareViews(&e.views[i], &e.views[j]) })
-	for k := 1; k < len(e.byID); k++ {
-		e.views[e.byID[k]].shadowed = e.views[e.byID[k]].id == e.views[e.byID[k-1]].id
+	slices.SortFunc(e.views, func(a, b hview) int { return compareViews(&a, &b) })
+	// Priority (highest first), then id order, packed into one integer per
+	// view: ^priority in the high half (a higher priority is a smaller key),
+	// the view index in the low half. The index makes keys unique, so sorting
+	// them gives the order a stable sort by priority would; the priority is
+	// then masked off, leaving the index.
+	e.order = make([]int64, n)
+	for i := range e.views {
+		if i > 0 {
+			e.views[i].shadowed = e.views[i].id == e.views[i-1].id
+		}
+		e.order[i] = int64(^e.views[i].priority)<<32 | int64(i)
 	}
-	e.order = slices.Clone(e.byID)
-	slices.SortStableFunc(e.order, func(i, j int) int { return cmp.Compare(e.views[j].priority, e.views[i].priority) })
+	slices.Sort(e.order)
+	for k := range e.order {
+		e.order[k] &= 1<<32 - 1
+	}
 
+	e.routes = make([]route, 0, 1+len(a.ModelProviders))
 	if a.ModelProvider != nil {
-		e.routes = append(e.routes, newRoute("modelProvider", a.ModelProvider))
+		e.routes = append(e.routes, e.newRoute("modelProvider", a.ModelProvider))
 	}
 	for i := range a.ModelProviders {
 		mp := &a.ModelProviders[i]
 		if a.ModelProvider != nil && sameRoute(a.ModelProvider, mp) {
 			continue // the selected route repeated in its retry set
 		}
-		e.routes = append(e.routes, newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
+		e.routes = append(e.routes, e.newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
 	}
 	if len(e.routes) == 0 {
 		e.pending = true
-		e.routes = []route{{}}
+		e.routes = append(e.routes, route{same: -1})
 	}
 }
 
-func newRoute(name string, mp *wire.ModelProvider) route {
-	r := route{name: name, mp: mp}
+// newRoute prepares a route; the views must be sorted (it looks harnesses up).
+func (e *engine) newRoute(name string, mp *wire.ModelProvider) route {
+	r := route{name: name, mp: mp, same: -1}
+	if mp.PreparedAuth != nil {
+		r.authMode = strings.ToLower(strings.TrimSpace(mp.PreparedAuth.Mode))
+	}
 	if mp.RuntimePolicy != nil {
-		r.compat = make([]string, len(mp.RuntimePolicy.CompatibleIDs))
-		for i, id := range mp.RuntimePolicy.CompatibleIDs {
-			r.compat[i] = NormalizeRuntimeID(id)
+		r.listed = e.listedViews(mp.RuntimePolicy.CompatibleIDs)
+	}
+	for i := range e.routes {
+		if p := &e.routes[i]; p.same < 0 && sameSupportFacts(p, &r) {
+			r.same = i
+			break
 		}
 	}
 	return r
 }
 
+// listedViews returns the indices of the views that count for a route's
+// compatible ids; only those can be listed (shadowed and reserved views are
+// never asked about a route). An earlier route with the same ids shares its
+// answer.
+func (e *engine) listedViews(ids []string) []int32 {
+	for i := range e.routes {
+		if p := e.routes[i].mp.RuntimePolicy; p != nil && slices.Equal(p.CompatibleIDs, ids) {
+			return e.routes[i].listed
+		}
+	}
+	listed := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		if i := e.lookup(NormalizeRuntimeID(id)); i >= 0 {
+			listed = append(listed, int32(i))
+		}
+	}
+	return listed
+}
+
+// sameSupportFacts reports whether every harness answers two routes alike:
+// they agree on everything supportsRoute reads (the provider is the
+// attempt's).
+func sameSupportFacts(a, b *route) bool {
+	x, y := a.mp, b.mp
+	if x.RequestTransportOverrides != y.RequestTransportOverrides || (x.RuntimePolicy == nil) != (y.RuntimePolicy == nil) ||
+		!slices.Equal(a.listed, b.listed) || (x.PreparedAuth == nil) != (y.PreparedAuth == nil) {
+		return false
+	}
+	return x.PreparedAuth == nil || (x.PreparedAuth.Requirement == y.PreparedAuth.Requirement &&
+		x.PreparedAuth.Source == y.PreparedAuth.Source && a.authMode == b.authMode)
+}
+
 // lookup returns the index of the view that counts for a harness id (the
 // oldest of duplicates), or -1.
 func (e *engine) lookup(id string) int {
-	k, ok := slices.BinarySearchFunc(e.byID, id, func(i int, id string) int { return strings.Compare(e.views[i].id, id) })
-	if !ok {
+	k := sort.Search(len(e.views), func(i int) bool { return e.views[i].id >= id })
+	if k == len(e.views) || e.views[k].id != id {
 		return -1
 	}
-	return e.byID[k]
+	return k
 }
 
 func (e *engine) decide() wire.Decision {
@@ -328,7 +414,7 @@ func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
 	d.ToolPolicy = &wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
 	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
 		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
-			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label)
+			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label())
 		return d
 	}
 	if state == unavailable {

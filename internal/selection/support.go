@@ -3,6 +3,7 @@ package selection
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,37 +33,50 @@ const (
 	reasonNoRouteFacts       = "no route facts: the openai/* prefix alone never selects implicit codex"
 )
 
-// hview is one visible AgentHarness with its effective declarations.
+// hview is one visible AgentHarness with its effective declarations. It holds
+// only what sorting and every candidate need (the label and native tools are
+// read from the object when used): Select builds one per visible harness per
+// call, so its size and pointers are paid for every harness, matching or not.
 type hview struct {
-	h           *v1alpha1.AgentHarness
-	id          string
-	label       string
-	support     *v1alpha1.HarnessSupport // nil: no facts, supports nothing
-	priority    int32
-	nativeTools []v1alpha1.ToolID
-	shadowed    bool // an older visible harness has the same id
-	reserved    bool // the id is a built-in runtime id or alias: never selected
+	h        *v1alpha1.AgentHarness
+	id       string
+	support  *v1alpha1.HarnessSupport // nil: no facts, supports nothing
+	priority int32
+	shadowed bool // an older visible harness has the same id
+	reserved bool // the id is a built-in runtime id or alias: never selected
 }
 
-func newView(h *v1alpha1.AgentHarness) hview {
-	v := hview{h: h, support: h.Spec.Support, nativeTools: h.Spec.ConversationToolPolicyNativeTools}
+// init fills the view in place (copying a view into the slice would move its
+// pointers a second time).
+func (v *hview) init(h *v1alpha1.AgentHarness) {
+	v.h, v.support = h, h.Spec.Support
 	v.id, v.reserved = harnessID(h)
-	v.label = h.Spec.Label
-	if v.label == "" {
-		v.label = v.id
-	}
-	if d := adapterDefaults(h.Spec.Adapter); d != nil {
-		if v.support == nil {
+	if v.support == nil {
+		if d := adapterDefaults(h.Spec.Adapter); d != nil {
 			v.support = &d.Support
-		}
-		if len(v.nativeTools) == 0 {
-			v.nativeTools = d.ConversationToolPolicyNativeTools
 		}
 	}
 	if v.support != nil && v.support.Priority != nil {
 		v.priority = *v.support.Priority
 	}
-	return v
+}
+
+// label is the harness's label, else its id.
+func (v *hview) label() string {
+	if v.h.Spec.Label != "" {
+		return v.h.Spec.Label
+	}
+	return v.id
+}
+
+// nativeTools are the declared native tools, else the adapter's.
+func (v *hview) nativeTools() []v1alpha1.ToolID {
+	if len(v.h.Spec.ConversationToolPolicyNativeTools) == 0 {
+		if d := adapterDefaults(v.h.Spec.Adapter); d != nil {
+			return d.ConversationToolPolicyNativeTools
+		}
+	}
+	return v.h.Spec.ConversationToolPolicyNativeTools
 }
 
 // harnessID is spec.harnessId, else metadata.name, trimmed and lowercased.
@@ -74,9 +88,25 @@ func harnessID(h *v1alpha1.AgentHarness) (string, bool) {
 	if raw == "" {
 		raw = h.Name
 	}
-	id := strings.ToLower(strings.TrimSpace(raw))
-	n := NormalizeRuntimeID(id)
+	id := lowerTrimmed(raw)
+	n := canonicalRuntimeID(id)
 	return id, n != id || n == string(v1alpha1.RuntimeAuto) || n == string(v1alpha1.RuntimeOpenClaw)
+}
+
+// lowerTrimmed is strings.ToLower(strings.TrimSpace(s)) in one pass for what
+// is already lowercase ASCII with no space or control byte at either end, as
+// admitted ids and object names are: Select computes it for every harness.
+// Anything else takes the general path.
+func lowerTrimmed(s string) string {
+	if len(s) > 0 && (s[0] <= ' ' || s[len(s)-1] <= ' ') {
+		return strings.ToLower(strings.TrimSpace(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || c-'A' < 26 { // c-'A' wraps below 'A'
+			return strings.ToLower(strings.TrimSpace(s))
+		}
+	}
+	return s
 }
 
 func (v *hview) ref() wire.HarnessRef {
@@ -118,12 +148,42 @@ func (v *hview) autoAdmits(provider string) (bool, string) {
 	return false, reasonUnknownAutoMode // fail closed on a mode this build does not know
 }
 
+// refusal is why a harness does not support a route; refusalNone: it does.
+// An index rather than the text, so that each route builds its named reason
+// ("modelProviders[1]: …") once per refusal, not once per candidate.
+type refusal uint8
+
+const (
+	refusalNone refusal = iota
+	refusalNoSupportFacts
+	refusalProvider
+	refusalTransportOverrides
+	refusalRouteUndeclared
+	refusalRouteNotListed
+	refusalAuthSubscription
+	refusalAuthAPIKey
+	refusalAuthUnknown
+	refusalCount
+)
+
+var refusalText = [refusalCount]string{
+	refusalNoSupportFacts:     reasonNoSupportFacts,
+	refusalProvider:           reasonProvider,
+	refusalTransportOverrides: reasonTransportOverrides,
+	refusalRouteUndeclared:    reasonRouteUndeclared,
+	refusalRouteNotListed:     reasonRouteNotListed,
+	refusalAuthSubscription:   reasonAuthSubscription,
+	refusalAuthAPIKey:         reasonAuthAPIKey,
+	refusalAuthUnknown:        reasonAuthUnknown,
+}
+
 // support is a harness's answer for one route.
 type support struct {
-	ok       bool
-	reason   string
+	why      refusal
 	fallback bool // unsupported, and the lossless openclaw fallback is declared
 }
+
+func (s support) ok() bool { return s.why == refusalNone }
 
 // The declared support facts are evaluated in the seed's order: provider
 // membership (supportsProvider, once per harness), then per route
@@ -133,20 +193,20 @@ type support struct {
 func (v *hview) supportsProvider(provider string) support {
 	s := v.support
 	if s == nil {
-		return support{reason: reasonNoSupportFacts}
+		return support{why: refusalNoSupportFacts}
 	}
 	if len(s.Providers) > 0 && (provider == "" || !containsProvider(s.Providers, provider)) {
-		return support{reason: reasonProvider}
+		return support{why: refusalProvider}
 	}
-	return support{ok: true}
+	return support{}
 }
 
-// supportsRoute checks one route's facts for a harness whose provider check
-// passed. A route without facts (nil mp) is supported.
-func (v *hview) supportsRoute(provider string, rt *route) support {
+// supportsRoute checks one route's facts for the harness of view index hi,
+// whose provider check passed. A route without facts (nil mp) is supported.
+func (v *hview) supportsRoute(provider string, rt *route, hi int) support {
 	s, r := v.support, rt.mp
 	if r == nil {
-		return support{ok: true}
+		return support{}
 	}
 	// Anything but an explicit "none" counts as present: an unknown fact cannot
 	// prove that no authored request behaviour must be reproduced.
@@ -154,9 +214,9 @@ func (v *hview) supportsRoute(provider string, rt *route) support {
 		switch s.RequestTransportOverrides {
 		case v1alpha1.RequestTransportOverridesSupported:
 		case v1alpha1.RequestTransportOverridesUnsupportedWithFallback:
-			return support{reason: reasonTransportOverrides, fallback: true}
+			return support{why: refusalTransportOverrides, fallback: true}
 		default: // Unsupported, the CRD default when empty
-			return support{reason: reasonTransportOverrides}
+			return support{why: refusalTransportOverrides}
 		}
 	}
 	if r.RuntimePolicy != nil || !containsProvider(s.NativeProviders, provider) {
@@ -164,38 +224,41 @@ func (v *hview) supportsRoute(provider string, rt *route) support {
 		case v1alpha1.RoutePolicyAny:
 		case v1alpha1.RoutePolicyMustBeDeclared:
 			if r.RuntimePolicy == nil {
-				return support{reason: reasonRouteUndeclared}
+				return support{why: refusalRouteUndeclared}
 			}
 		default: // MustListHarness, the CRD default when empty
 			if r.RuntimePolicy == nil {
-				return support{reason: reasonRouteUndeclared}
+				return support{why: refusalRouteUndeclared}
 			}
-			if !slices.Contains(rt.compat, v.id) {
-				return support{reason: reasonRouteNotListed}
+			if !slices.Contains(rt.listed, int32(hi)) {
+				return support{why: refusalRouteNotListed}
 			}
 		}
 	}
 	if pa := r.PreparedAuth; pa != nil && pa.Requirement != "" && s.PreparedAuth != nil {
-		mode := strings.ToLower(strings.TrimSpace(pa.Mode))
+		mode := rt.authMode
 		switch pa.Requirement {
 		case wire.AuthRequirementSubscription:
 			if pa.Source != wire.AuthSourceProfile || !containsFold(s.PreparedAuth.SubscriptionModes, mode) {
-				return support{reason: reasonAuthSubscription}
+				return support{why: refusalAuthSubscription}
 			}
 		case wire.AuthRequirementAPIKey:
 			if (pa.Source != wire.AuthSourceProfile && pa.Source != wire.AuthSourceDirect) || !containsFold(s.PreparedAuth.APIKeyModes, mode) {
-				return support{reason: reasonAuthAPIKey}
+				return support{why: refusalAuthAPIKey}
 			}
 		default:
-			return support{reason: reasonAuthUnknown}
+			return support{why: refusalAuthUnknown}
 		}
 	}
-	return support{ok: true}
+	return support{}
 }
 
+// containsProvider and containsFold compare exactly first: declarations are
+// usually spelled as the (lowercased) attempt spells them, and Select asks
+// these of every harness and route.
 func containsProvider(list []v1alpha1.ProviderID, provider string) bool {
 	for _, p := range list {
-		if strings.EqualFold(string(p), provider) {
+		if string(p) == provider || strings.EqualFold(string(p), provider) {
 			return true
 		}
 	}
@@ -204,7 +267,7 @@ func containsProvider(list []v1alpha1.ProviderID, provider string) bool {
 
 func containsFold(list []string, s string) bool {
 	for _, e := range list {
-		if strings.EqualFold(e, s) {
+		if e == s || strings.EqualFold(e, s) {
 			return true
 		}
 	}
