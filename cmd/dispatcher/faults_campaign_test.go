@@ -74,7 +74,7 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	only := regexp.MustCompile(os.Getenv("FAULTS")) // empty: every fault
 	var rows []faultRow
-	for _, f := range c.processFaults() {
+	for _, f := range append(c.processFaults(), c.controlPlaneFaults()...) {
 		if only.MatchString(f.name) {
 			rows = append(rows, c.run(f.name, injections, f.inject))
 		}
