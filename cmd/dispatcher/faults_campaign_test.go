@@ -54,14 +54,15 @@ func TestFaultCampaign(t *testing.T) {
 		names[i] = "f" + strconv.Itoa(i)
 	}
 	var proxy *testutil.CutProxy
-	env := newProcessEnv(ctx, t, "dispatcher-faults", fixtureOptions{harnessURL: func(codexURL string) string {
+	cp := newControlPlane(t)
+	env := newProcessEnv(ctx, t, "dispatcher-faults", fixtureOptions{controllers: cp.start, harnessURL: func(codexURL string) string {
 		p, err := testutil.StartCutProxy(strings.TrimPrefix(codexURL, "ws://"))
 		must(t, err)
 		t.Cleanup(func() { _ = p.Close() })
 		proxy = p
 		return "ws://" + p.Addr()
 	}}, names...)
-	c := &campaign{t: t, env: env, proxy: proxy, journalDir: filepath.Join(env.work, "journal")}
+	c := &campaign{t: t, env: env, proxy: proxy, cp: cp, journalDir: filepath.Join(env.work, "journal")}
 	c.d = c.startDispatcher()
 	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond)
 	c.load.Add(c.replica())
@@ -119,6 +120,7 @@ type campaign struct {
 	t          *testing.T
 	env        *processEnv
 	proxy      *testutil.CutProxy // between the dispatcher and the app-server
+	cp         *controlPlane      // the managers and their webhooks
 	journalDir string
 	instances  int // dispatcher processes started
 	d          *replica
