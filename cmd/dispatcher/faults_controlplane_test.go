@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,6 +78,21 @@ func (cp *controlPlane) startManager(i int, ns string) {
 	cp.managers[i] = p
 }
 
+// leader is the slot of the manager that holds the Lease: its log says it
+// started the controllers, which run on the leader only.
+func (cp *controlPlane) leader() (int, error) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		for i, p := range cp.managers {
+			if strings.Contains(p.Tail(4<<20), `"msg":"Starting workers","controller":"agentsession"`) {
+				return i, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the poll's interval; the log line is the fact
+	}
+	return 0, fmt.Errorf("no manager acquired the Lease within a minute")
+}
+
 // controlPlaneFaults are the faults of the Kubernetes control plane the
 // dispatcher and the controllers depend on.
 func (c *campaign) controlPlaneFaults() []fault {
@@ -94,11 +111,24 @@ func (c *campaign) controlPlaneFaults() []fault {
 				return time.Now()
 			})
 		}},
+		{managerFault, func() {
+			c.cp.duringChurn(managerFault, func() time.Time {
+				i, err := c.cp.leader()
+				must(c.t, err)
+				killed := c.cp.managers[i]
+				at := time.Now()
+				_ = syscall.Kill(-killed.Pid(), syscall.SIGKILL)
+				killed.Stop(10 * time.Second)
+				c.cp.startManager(i, c.env.ns)
+				return at
+			})
+		}},
 	}
 }
 
 const (
 	webhookFault = "webhook server unreachable during applies (1–3 s)"
+	managerFault = "leading manager SIGKILLed during policy and session churn, restarted as the standby"
 )
 
 // duringChurn runs fault while the churn applies changes: some accepted
