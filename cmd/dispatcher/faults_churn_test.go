@@ -252,7 +252,10 @@ func (c *churn) converged(ctx context.Context, since time.Time, timeout time.Dur
 			return time.Since(since), nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("status not at generation %s after the fault: %v %v", timeout, behind, err)
+			if err != nil {
+				return 0, fmt.Errorf("statuses still unread %s after the fault: %w", timeout, err)
+			}
+			return 0, fmt.Errorf("status not at generation %s after the fault: %v", timeout, behind)
 		}
 		time.Sleep(100 * time.Millisecond) // the poll's interval; the statuses are the fact
 	}
