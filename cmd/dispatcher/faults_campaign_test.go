@@ -62,18 +62,19 @@ func TestFaultCampaign(t *testing.T) {
 	commands := t.TempDir() // where the approved commands write
 	codexArgs := []string{"-c", `sandbox_mode="workspace-write"`, "-c", "sandbox_workspace_write.writable_roots=[" + strconv.Quote(commands) + "]"}
 	var proxy *testutil.CutProxy
-	env := newProcessEnv(ctx, t, "dispatcher-faults", fixtureOptions{harnessURL: func(codexURL string) string {
+	cp := newControlPlane(t)
+	env := newProcessEnv(ctx, t, "dispatcher-faults", fixtureOptions{controllers: cp.start, harnessURL: func(codexURL string) string {
 		p, err := testutil.StartCutProxy(strings.TrimPrefix(codexURL, "ws://"))
 		must(t, err)
 		t.Cleanup(func() { _ = p.Close() })
 		proxy = p
 		return "ws://" + p.Addr()
 	}, codexArgs: codexArgs}, names...)
-	// The journal lives on a volume of its own that the disk-full fault
-	// fills, as a PVC runs full.
 	active, err := watchActiveTurns(ctx, env.fx)
 	must(t, err)
-	c := &campaign{t: t, env: env, proxy: proxy, codexArgs: codexArgs, journalDir: tmpfs.Mount(t, journalVolume), active: active}
+	// The journal lives on a volume of its own that the disk-full fault
+	// fills, as a PVC runs full.
+	c := &campaign{t: t, env: env, proxy: proxy, cp: cp, codexArgs: codexArgs, journalDir: tmpfs.Mount(t, journalVolume), active: active}
 	c.d = c.startDispatcher()
 	c.load = turnload.New(env.fx.stub, env.fx.gateway).WithHostTool(300 * time.Millisecond).WithApprovals(commands)
 	c.load.Add(c.replica())
@@ -86,7 +87,7 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	only := regexp.MustCompile(os.Getenv("FAULTS")) // empty: every fault
 	var rows []faultRow
-	for _, f := range c.processFaults() {
+	for _, f := range append(c.processFaults(), c.controlPlaneFaults()...) {
 		if only.MatchString(f.name) {
 			rows = append(rows, c.run(f.name, injections, f.inject))
 		}
@@ -166,6 +167,7 @@ type campaign struct {
 	proxy      *testutil.CutProxy // between the dispatcher and the app-server
 	codexArgs  []string           // the app-server's: a sandbox the approved commands may write from
 	active     *activeTurns       // the sessions' activeTurns, as the API server shows them
+	cp         *controlPlane      // the managers and their webhooks
 	journalDir string
 	instances  int // dispatcher processes started
 	d          *replica

@@ -40,6 +40,10 @@ type fixtureOptions struct {
 	harnessURL func(codexURL string) string
 	// codexArgs are appended to `codex app-server` (codextest's ExtraArgs).
 	codexArgs []string
+	// controllers, when set, runs what reconciles ns (e.g. manager
+	// processes with their webhooks) in place of the in-process
+	// agentharness controller, once the control plane is up.
+	controllers func(env *testutil.Env, ns string)
 }
 
 // newTurnFixture starts the fixture with an AgentSession per name in ns.
@@ -68,13 +72,17 @@ func newTurnFixtureWith(ctx context.Context, t *testing.T, ns string, opts fixtu
 	k8s := env.Client
 	cs, err := kubernetes.NewForConfig(env.Config)
 	must(t, err)
-	// ns is the manager's one harness namespace.
-	mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
-		return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
-			HarnessNamespaces: []string{ns}, ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m)
-	})
-	must(t, err)
-	t.Cleanup(func() { _ = mgr.Stop() })
+	if opts.controllers != nil {
+		opts.controllers(env, ns)
+	} else {
+		// ns is the manager's one harness namespace.
+		mgr, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
+			return (&agentharness.Reconciler{Client: m.GetClient(), MaxConcurrentReconciles: 2,
+				HarnessNamespaces: []string{ns}, ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m)
+		})
+		must(t, err)
+		t.Cleanup(func() { _ = mgr.Stop() })
+	}
 
 	must(t, k8s.Create(ctx, &v1alpha1.RuntimePolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "codex-only"},

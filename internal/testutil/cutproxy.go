@@ -9,10 +9,16 @@ import (
 
 // CutProxy is a TCP proxy on 127.0.0.1 whose open connections a test can
 // cut all at once — as a network fault or a restarted load balancer does —
-// while it goes on accepting new ones.
+// while it goes on accepting new ones. It can also stop listening for a
+// while (Down, Up), as a Service without endpoints.
 type CutProxy struct {
-	l      net.Listener
-	target string
+	addr string
+	// targets are dialled in order, the first that answers taking the
+	// connection, as a Service's endpoints.
+	targets []string
+
+	lmu sync.Mutex
+	l   net.Listener // nil while Down
 
 	mu    sync.Mutex
 	conns map[net.Conn]net.Conn // client → server, while both are open
@@ -25,19 +31,20 @@ type CutProxy struct {
 // waits for it to grow to know a request is on its way.
 func (p *CutProxy) FromClients() int64 { return p.fromClients.Load() }
 
-// StartCutProxy forwards connections to target until Close.
-func StartCutProxy(target string) (*CutProxy, error) {
+// StartCutProxy forwards connections to target (or, when it does not
+// answer, to the first of fallbacks that does) until Close.
+func StartCutProxy(target string, fallbacks ...string) (*CutProxy, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &CutProxy{l: l, target: target, conns: map[net.Conn]net.Conn{}}
-	p.done.Go(p.accept)
+	p := &CutProxy{addr: l.Addr().String(), l: l, targets: append([]string{target}, fallbacks...), conns: map[net.Conn]net.Conn{}}
+	p.done.Go(func() { p.accept(l) })
 	return p, nil
 }
 
 // Addr is the proxy's host:port.
-func (p *CutProxy) Addr() string { return p.l.Addr().String() }
+func (p *CutProxy) Addr() string { return p.addr }
 
 // Cut closes every open connection (both sides) and returns how many
 // client connections it cut.
@@ -55,19 +62,48 @@ func (p *CutProxy) Cut() int {
 
 // Close stops accepting, cuts every connection and waits for the copies.
 func (p *CutProxy) Close() error {
-	err := p.l.Close()
-	p.Cut()
+	err := p.Down()
 	p.done.Wait()
 	return err
 }
 
-func (p *CutProxy) accept() {
+// Down stops listening (a client's connection is refused) and cuts every
+// open connection; Up listens again on the same address.
+func (p *CutProxy) Down() error {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	var err error
+	if p.l != nil {
+		err = p.l.Close()
+		p.l = nil
+	}
+	p.Cut()
+	return err
+}
+
+// Up listens again on the proxy's address after Down.
+func (p *CutProxy) Up() error {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	if p.l != nil {
+		return nil
+	}
+	l, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return err
+	}
+	p.l = l
+	p.done.Go(func() { p.accept(l) })
+	return nil
+}
+
+func (p *CutProxy) accept(l net.Listener) {
 	for {
-		client, err := p.l.Accept()
+		client, err := l.Accept()
 		if err != nil {
 			return
 		}
-		server, err := net.Dial("tcp", p.target)
+		server, err := p.dial()
 		if err != nil {
 			_ = client.Close()
 			continue
@@ -78,6 +114,18 @@ func (p *CutProxy) accept() {
 		p.done.Go(func() { p.pipe(client, server, server, countingReader{client, &p.fromClients}) })
 		p.done.Go(func() { p.pipe(client, server, client, server) })
 	}
+}
+
+// dial connects to the first target that answers.
+func (p *CutProxy) dial() (net.Conn, error) {
+	var err error
+	for _, t := range p.targets {
+		var c net.Conn
+		if c, err = net.Dial("tcp", t); err == nil {
+			return c, nil
+		}
+	}
+	return nil, err
 }
 
 // pipe copies src to dst, one direction of the client's connection to

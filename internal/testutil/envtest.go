@@ -30,6 +30,12 @@ type Env struct {
 	Scheme *runtime.Scheme
 	// Client is a direct client: what it reads is what the API server has.
 	Client client.Client
+
+	// The kube-apiserver RestartAPIServer runs in place of envtest's, its
+	// flags, and how many it started.
+	apiServer *Process
+	apiArgs   []string
+	restarts  int
 }
 
 // StartEnv starts the control plane from KUBEBUILDER_ASSETS (hack/setup-envtest.sh
@@ -70,6 +76,7 @@ func (e *Env) Stop() error {
 	if e == nil {
 		return nil
 	}
+	e.stopAPIServer()
 	return e.env.Stop()
 }
 

@@ -7,16 +7,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/internal/netguard"
-	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
 // operatorNamespace is the manager's --operator-namespace in an Operator.
@@ -129,28 +125,12 @@ func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, 
 	if err != nil {
 		return nil, err
 	}
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+	if err := InstallManagerWebhooks(ctx, env, fmt.Sprintf("https://localhost:%d", port)); err != nil {
 		return nil, err
 	}
-	validating, mutating := webhook.Configurations(webhook.URLClientConfig(fmt.Sprintf("https://localhost:%d", port)))
-	if err := errors.Join(env.Client.Create(ctx, validating), env.Client.Create(ctx, mutating)); err != nil {
-		return nil, err
-	}
-	probe, err := FreeAddr()
+	p, err := StartManagerProcess(ManagerProcess{Name: "manager", Bin: filepath.Join(binDir, "manager"), Kubeconfig: kubeconfig,
+		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port})
 	if err != nil {
-		return nil, err
-	}
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--metrics-bind-address=0",
-		"--health-probe-bind-address=" + probe, "--operator-namespace=" + operatorNamespace,
-		"--webhook-cert-mode=self-managed", "--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(port),
-		"--webhook-dns-name=localhost", "--webhook-cert-dir=" + filepath.Join(work, "webhook-certs"), "--webhook-cert-dir-from-secret",
-	}, ManagerProcessArgs()...)
-	p, err := StartProcess("manager", filepath.Join(binDir, "manager"), logDir, nil, args...)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.WaitReady("http://"+probe+"/readyz", 90*time.Second); err != nil {
 		return p, err
 	}
 	return p, WaitWebhooksServing(ctx, env.Client, 30*time.Second)
