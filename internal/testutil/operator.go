@@ -71,7 +71,8 @@ type Operator struct {
 // new envtest control plane, in work (logs, journal, certificates).
 // dispatcherArgs come after the suite's own flags (--kubeconfig,
 // --bind-address, --probe-bind-address, --journal-dir, --tls-ca-out,
-// --leader-elect=false): a test adds what it needs (--token-audience, …).
+// --leader-elect=false, --metrics-bind-address=0): a test adds what it
+// needs (--token-audience, …) and may override them.
 // On an error what was started is stopped again; o, when not nil, still
 // names the processes and their logs.
 func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err error) {
@@ -150,6 +151,9 @@ func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) 
 		"--journal-dir=" + filepath.Join(work, "journal"), "--tls-ca-out=" + caFile, "--leader-elect=false",
 		"--turn-token-secret-namespace=" + operatorNamespace,
 		"--shutdown-grace=5s",
+		// No metrics listener unless extra asks for one (the last flag
+		// wins): the default port is one per machine, and suites run at once.
+		"--metrics-bind-address=0",
 	}, append(DispatcherProcessArgs(), extra...)...)
 	if o.Dispatcher, err = StartProcess("dispatcher", filepath.Join(binDir, "dispatcher"), logDir, nil, args...); err != nil {
 		return err
