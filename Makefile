@@ -98,6 +98,10 @@ load-replicas: ## Issue 20's fault campaign on processes (test-e2e runs it on th
 test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (default 4, and then every phase must be hit 3 times); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs 1 injection of each).
 	$(TEST_DEPS); go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
 
+.PHONY: bench-admission
+bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end and from the API server's webhook metric (BenchmarkAdmission; minutes; not part of CI).
+	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/
+
 # bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the
 # journal fsyncs: the store's own operations per turn, then whole turns
 # through the dispatcher's API (envtest, the real Codex, the stub model).
