@@ -34,9 +34,9 @@ func (c *campaign) account(rows []faultRow) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	twice := 0
+	twice, executions := 0, turnload.Executions(fx.stub)
 	for _, id := range ids {
-		if n := turnload.Executions(fx.stub, id); n > 1 || (outcomes[id].OK && n != 1) {
+		if n := executions(id); n > 1 || (outcomes[id].OK && n != 1) {
 			twice += max(n-1, 0)
 			t.Errorf("turn %s (%+v) reached the model %d times", id, outcomes[id], n)
 			for _, r := range fx.stub.RequestsContaining(turnload.Marker(id)) {

@@ -73,7 +73,7 @@ func TestRollingRestartAndKillUnderLoad(t *testing.T) {
 	load.Stop()
 	v := turnload.Judge(turnload.Campaign{
 		AfterRestart: afterRestart, All: load.Outcomes(), Doomed: doomed, Sent: load.Sent(),
-		Executions: func(id string) int { return turnload.Executions(env.fx.stub, id) },
+		Executions: turnload.Executions(env.fx.stub),
 	})
 	for _, msg := range v.Violations {
 		t.Error(msg)

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -591,20 +592,28 @@ func (l *Load) answer(ctx context.Context, session, runID, turnToken, route, bod
 	}
 }
 
-// Executions counts the executions of turn runID the model saw: requests
-// that end with a user message carrying the turn's Marker — a turn's first
-// request. A tool round trip inside the turn asks the model again with the
-// same user message followed by the call and its output, which is not a
-// second execution; the turn run again would be.
-func Executions(stub *stubmodel.Server, runID string) int {
-	n := 0
-	for _, r := range stub.RequestsContaining(Marker(runID)) {
+// Executions counts the executions of each turn the model saw, in one pass
+// over the stub's requests: requests that end with a user message carrying
+// a turn's Marker — a turn's first request. A tool round trip inside the
+// turn asks the model again with the same user message followed by the
+// call and its output, which is not a second execution; the turn run again
+// would be. Call it once the load has stopped.
+func Executions(stub *stubmodel.Server) func(runID string) int {
+	counts := map[string]int{}
+	for _, r := range stub.Requests() {
 		if len(r.Input) == 0 {
 			continue
 		}
-		if last := r.Input[len(r.Input)-1]; last.Type == "message" && last.Role == "user" && strings.Contains(last.Text(), Marker(runID)) {
-			n++
+		last := r.Input[len(r.Input)-1]
+		if last.Type != "message" || last.Role != "user" {
+			continue
+		}
+		for _, m := range markerRunID.FindAllStringSubmatch(last.Text(), -1) {
+			counts[m[1]]++
 		}
 	}
-	return n
+	return func(runID string) int { return counts[runID] }
 }
+
+// markerRunID finds the runIds of the Markers in a text.
+var markerRunID = regexp.MustCompile(`load-(\S+) `)

@@ -132,7 +132,7 @@ func replicaSpecs() {
 		load.Stop()
 		v := turnload.Judge(turnload.Campaign{
 			AfterRestart: afterRestart, All: load.Outcomes(), Doomed: doomed, Sent: load.Sent(),
-			Executions: func(id string) int { return turnload.Executions(stub, id) },
+			Executions: turnload.Executions(stub),
 		})
 		Expect(v.Violations).To(BeEmpty())
 		figures := fmt.Sprintf("rolling restart of 3 dispatcher Pods in %s: %d turns, 0 failed; SIGKILL with %d turns running: %d failed (replaySafe false) within %s of the kill; %d turns in all, none lost, none run twice",
