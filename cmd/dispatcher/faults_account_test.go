@@ -98,9 +98,10 @@ func (c *campaign) account(rows []faultRow) {
 		c.load.Sent(), len(outcomes), lost, twice, toolTwice, commandTwice, missing, stuck)
 }
 
-// commandsRunOnce checks each turn's approved command against its outcome:
-// run once by a completed turn, never twice, and never by a turn refused as
-// safe to replay (nothing ran). It returns the commands run twice.
+// commandsRunOnce checks each turn's command against its approval and
+// outcome: run once by a completed turn whose approval the dispatcher took,
+// never run without that approval, never twice, and never by a turn refused
+// as safe to replay (nothing ran). It returns the commands run twice.
 func (c *campaign) commandsRunOnce(outcomes map[string]turnload.Outcome) int {
 	runs, err := c.load.CommandRuns()
 	must(c.t, err)
@@ -112,8 +113,11 @@ func (c *campaign) commandsRunOnce(outcomes map[string]turnload.Outcome) int {
 		}
 	}
 	for id, o := range outcomes {
-		switch n := runs[id]; {
-		case o.OK && n != 1:
+		n, approved := runs[id], c.load.Approved(id)
+		switch {
+		case n > 0 && !approved:
+			c.t.Errorf("turn %s (%+v) ran its command without the gateway's approval", id, o)
+		case o.OK && approved && n != 1:
 			c.t.Errorf("completed turn %s (%+v) ran its approved command %d times, want once", id, o, n)
 			c.dumpRun(id[:strings.LastIndex(id, "-")], id)
 		case !o.OK && o.ReplaySafe && n > 0:

@@ -238,12 +238,12 @@ const phaseBeforeStatus turnload.Phase = "after the result, before the status wr
 var allPhases = []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming,
 	turnload.PhaseToolPending, turnload.PhaseApprovalPending, phaseBeforeStatus}
 
-// untilEveryPhase waits, up to 6 s, until every phase has a turn in it:
+// untilEveryPhase waits, up to 12 s, until every phase has a turn in it:
 // before the claim and after the result (before the status write) last
 // milliseconds, and a random moment alone seldom finds turns in all six.
-// It returns the running turns by phase at that moment (or at the 6 s).
+// It returns the running turns by phase at that moment (or at the 12 s).
 func (c *campaign) untilEveryPhase() map[turnload.Phase]int {
-	deadline := time.Now().Add(6 * time.Second)
+	deadline := time.Now().Add(12 * time.Second)
 	for {
 		phases := c.load.Phases()
 		phases[phaseBeforeStatus] = c.active.endedButActive(c.load.Ended)

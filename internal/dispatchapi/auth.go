@@ -63,7 +63,9 @@ func (v Verdict) requester() store.Requester {
 
 // Authorizer authenticates a bearer token and checks its permission. An
 // error means no verdict could be had (the API server unreachable): the
-// request is answered 503 AuthUnavailable and nothing is cached.
+// request is answered 503 AuthUnavailable and nothing is cached; so is a
+// review the API server could not evaluate (a SubjectAccessReview with an
+// evaluation error and no verdict).
 type Authorizer interface {
 	Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error)
 }
@@ -147,14 +149,50 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 	if err != nil {
 		return Verdict{}, fmt.Errorf("SubjectAccessReview: %w", err)
 	}
+	if detail := unevaluated(sar.Status); detail != "" {
+		return Verdict{}, &UnevaluatedError{User: user.Username, Detail: detail}
+	}
 	v := Verdict{Authenticated: true, User: user.Username, UID: user.UID, Groups: user.Groups, Allowed: sar.Status.Allowed && !sar.Status.Denied}
 	if !v.Allowed {
-		v.Reason = sar.Status.Reason
-		if sar.Status.EvaluationError != "" {
-			v.Reason = strings.TrimSpace(v.Reason + " " + sar.Status.EvaluationError)
-		}
+		v.Reason = strings.TrimSpace(sar.Status.Reason + " " + sar.Status.EvaluationError)
 	}
 	return v, nil
+}
+
+// unevaluated says why a review that granted nothing is no verdict, or "":
+// the authorizers could not evaluate every rule that might grant the right
+// — e.g. a kube-apiserver that just restarted, its RBAC roles not loaded
+// yet. An evaluation error says so; RBAC says it in the reason instead
+// ("RBAC: clusterrole … not found", which the API server prefixes with the
+// authorizer's name, "rbac: "), a reason it gives only when rules failed to
+// evaluate. Such a refusal is for now (503, retryable) and not cached,
+// where a 403 would tell the gateway to give the turn up. An explicit deny
+// is a verdict.
+func unevaluated(st authzv1.SubjectAccessReviewStatus) string {
+	switch {
+	case st.Allowed || st.Denied:
+		return ""
+	case st.EvaluationError != "":
+		return st.EvaluationError
+	case strings.Contains(st.Reason, rbacErrors):
+		return st.Reason
+	}
+	return ""
+}
+
+// rbacErrors begins the reason of the RBAC authorizer's "no opinion" when
+// some of the subject's bindings failed to evaluate.
+const rbacErrors = "RBAC: "
+
+// UnevaluatedError is a SubjectAccessReview that came back with an
+// evaluation error and no verdict: the request is refused for now.
+type UnevaluatedError struct {
+	User   string
+	Detail string // the review's evaluationError
+}
+
+func (e *UnevaluatedError) Error() string {
+	return fmt.Sprintf("SubjectAccessReview: the API server could not evaluate the rights of %s: %s", e.User, e.Detail)
 }
 
 // ProxyAuthorizationHeader carries the bearer token of a request that comes
@@ -262,11 +300,17 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 	if !ok {
 		var err error
 		v, err = h.review(r, token, attrs)
+		var unevaluated *UnevaluatedError
 		switch {
 		case errors.Is(err, errRateLimited):
 			authRateLimited.Inc()
 			h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
 				"too many requests with tokens the dispatcher has not verified yet from this address; retry later"), h.limiter.retryAfter())
+			return Verdict{}, false
+		case errors.As(err, &unevaluated):
+			h.log.Info("rights not evaluated", "namespace", attrs.Namespace, "session", attrs.Name, "error", err.Error())
+			h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
+				"the Kubernetes API server could not evaluate the caller's rights now (%s); retry", unevaluated.Detail), h.retryAfter)
 			return Verdict{}, false
 		case err != nil:
 			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)

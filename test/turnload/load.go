@@ -82,6 +82,7 @@ type Load struct {
 	posted    map[string]time.Time     // runId → when it was first posted, while it runs
 	refusals  map[string]int           // "<status> <code>" → answers waited out and posted again
 	approvals map[string]int           // runId/requestId → approval_request events received
+	taken     map[string]int           // runId/route → answers the dispatcher took (202, or 409: taken before)
 
 	clients sync.WaitGroup
 }
@@ -90,7 +91,7 @@ type Load struct {
 // carries token.
 func New(stub *stubmodel.Server, token string) *Load {
 	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, outcomes: map[string]Outcome{},
-		phase: map[string]Phase{}, toolCalls: map[string]int{}, timeouts: map[string]time.Duration{}, posted: map[string]time.Time{}, refusals: map[string]int{}, approvals: map[string]int{}}
+		phase: map[string]Phase{}, toolCalls: map[string]int{}, timeouts: map[string]time.Duration{}, posted: map[string]time.Time{}, refusals: map[string]int{}, approvals: map[string]int{}, taken: map[string]int{}}
 	l.changed = sync.NewCond(&l.mu)
 	return l
 }
@@ -117,6 +118,15 @@ func (l *Load) WithApprovals(dir string) *Load {
 
 // commandFile begins the name of the file each turn's command appends to.
 const commandFile = "turnload-command-"
+
+// Approved reports whether the dispatcher took the gateway's approval of a
+// command of turn runID (a refused answer, e.g. 403, leaves the command
+// unapproved, and Codex declines it when the request times out).
+func (l *Load) Approved(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.taken[runID+"/approvals"] > 0
+}
 
 // CommandRuns is how often each turn's approved command ran, by runId.
 func (l *Load) CommandRuns() (map[string]int, error) {
@@ -580,7 +590,12 @@ func (l *Load) answer(ctx context.Context, session, runID, turnToken, route, bod
 		resp, err := r.Client.Do(req)
 		if err == nil {
 			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusAccepted {
+			if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusConflict {
+				// 409: already answered — by this gateway, through a replica
+				// that took it and died before it said so.
+				l.mu.Lock()
+				l.taken[runID+"/"+route]++
+				l.mu.Unlock()
 				l.setPhase(runID, PhaseStreaming)
 				return
 			}

@@ -1,11 +1,15 @@
 package dispatcher_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/sse"
@@ -26,6 +30,33 @@ func (s *suite) testTokens(t *testing.T) {
 	wantError(t, "an account without a grant", s.decide(t, s.nobody, nil), http.StatusForbidden, wire.CodeForbidden,
 		"system:serviceaccount:"+s.ns+":nobody", "create agentsessions/turns")
 	wantOK(t, "the gateway's dispatcher-audience token", s.decide(t, s.gateway, nil))
+}
+
+// Rights the API server cannot evaluate are no verdict: an account bound to
+// a ClusterRole that does not exist (as every role is to a kube-apiserver
+// that just restarted, before its RBAC roles are loaded) is refused for now
+// — 503 AuthUnavailable naming the evaluation error, with Retry-After —
+// not 403, and nothing is cached: once the role exists, the same token runs.
+func (s *suite) testUnevaluatedRights(t *testing.T) {
+	ctx := context.Background()
+	const role = "harness-gateway-not-yet"
+	must(t, s.k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "unsure"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: s.ns, Name: "unsure"}},
+	}))
+	unsure := s.token(t, s.ns, "unsure", audience)
+	r := s.decide(t, unsure, nil)
+	wantError(t, "an account bound to a missing ClusterRole", r, http.StatusServiceUnavailable, wire.CodeAuthUnavailable,
+		"could not evaluate", role)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a 503 without Retry-After: %v", r.Header)
+	}
+	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create"}}},
+	}))
+	wantOK(t, "the same token once the ClusterRole exists", s.decide(t, unsure, nil))
 }
 
 // X-Harness-Authorization is a second place for the same token: reviewed
