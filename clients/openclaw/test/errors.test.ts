@@ -45,6 +45,7 @@ const want: Record<string, "harness" | "none"> = {
   InternalError: "none",
   AuthUnavailable: "none",
   RateLimited: "none",
+  StoreUnavailable: "none",
   NoNativeThread: "none",
 };
 
