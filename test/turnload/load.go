@@ -13,19 +13,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"net/http"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
 	"github.com/openclaw/harness-operator/internal/sse"
 	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -96,56 +91,6 @@ func New(stub *stubmodel.Server, token string) *Load {
 	return l
 }
 
-// WithHostTool makes every turn call the host tool ProbeTool once before
-// its text; the client answers each call after delay (> 0), so a fault can
-// land while the call is pending.
-func (l *Load) WithHostTool(delay time.Duration) *Load {
-	l.toolDelay = delay
-	return l
-}
-
-// WithApprovals makes every turn run a shell command through Codex that
-// needs the gateway's approval (approvalMode untrusted), after its host
-// tool call when there is one; the client approves it once after the
-// WithHostTool delay, so a fault can land while it is pending. The command
-// appends the runId to a file of its own in dir, which the app-server's
-// sandbox must let it write (a writable root): CommandRuns counts how often
-// each ran.
-func (l *Load) WithApprovals(dir string) *Load {
-	l.commandDir = dir
-	return l
-}
-
-// commandFile begins the name of the file each turn's command appends to.
-const commandFile = "turnload-command-"
-
-// Approved reports whether the dispatcher took the gateway's approval of a
-// command of turn runID (a refused answer, e.g. 403, leaves the command
-// unapproved, and Codex declines it when the request times out).
-func (l *Load) Approved(runID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.taken[runID+"/approvals"] > 0
-}
-
-// CommandRuns is how often each turn's approved command ran, by runId.
-func (l *Load) CommandRuns() (map[string]int, error) {
-	out := map[string]int{}
-	err := filepath.WalkDir(l.commandDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		runID, ok := strings.CutPrefix(d.Name(), commandFile)
-		if !ok {
-			return nil
-		}
-		raw, err := os.ReadFile(path)
-		out[runID] += strings.Count(string(raw), "\n")
-		return err
-	})
-	return out, err
-}
-
 // SetTurnTimeout gives the turns posted from now on a timeoutMs of d (zero:
 // none, the dispatcher's default), so a turn's deadline can pass while it
 // runs.
@@ -154,9 +99,6 @@ func (l *Load) SetTurnTimeout(d time.Duration) {
 	defer l.mu.Unlock()
 	l.timeout = d
 }
-
-// ProbeTool is the host tool of WithHostTool.
-const ProbeTool = "fault_probe"
 
 // Marker is the text that every model request of turn runID carries, and
 // nothing else's: how often the model saw it counts the turn's executions.
@@ -247,99 +189,6 @@ func (l *Load) pick(ctx context.Context) (Replica, bool) {
 	}
 	l.next++
 	return l.serving[l.next%len(l.serving)], true
-}
-
-// Running are the turns posted and not ended.
-func (l *Load) Running() map[string]bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make(map[string]bool, len(l.posted))
-	for id := range l.posted {
-		out[id] = true
-	}
-	return out
-}
-
-// RunningOn are the turns claimed on the replica and not ended.
-func (l *Load) RunningOn(name string) map[string]bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.runningOnLocked(name)
-}
-
-func (l *Load) runningOnLocked(name string) map[string]bool {
-	out := map[string]bool{}
-	for id, r := range l.claimedOn {
-		if r == name {
-			out[id] = true
-		}
-	}
-	return out
-}
-
-// WaitRunning waits until at least n turns claimed on the replica run.
-func (l *Load) WaitRunning(name string, n int, timeout time.Duration) error {
-	return l.waitFor(timeout, func() error {
-		if got := len(l.runningOnLocked(name)); got < n {
-			return fmt.Errorf("%d turns run on replica %s, waited for %d", got, name, n)
-		}
-		return nil
-	})
-}
-
-// WaitEnded waits until every turn in ids has an outcome.
-func (l *Load) WaitEnded(ids map[string]bool, timeout time.Duration) error {
-	return l.waitFor(timeout, func() error {
-		left := 0
-		for id := range ids {
-			if _, ok := l.outcomes[id]; !ok {
-				left++
-			}
-		}
-		if left > 0 {
-			return fmt.Errorf("%d of %d turns have not ended", left, len(ids))
-		}
-		return nil
-	})
-}
-
-// waitFor waits until pending (called under l.mu) returns nil, and returns
-// its last error once timeout has passed.
-func (l *Load) waitFor(timeout time.Duration, pending func() error) error {
-	deadline := time.Now().Add(timeout)
-	wake := time.AfterFunc(timeout, func() {
-		l.mu.Lock()
-		l.changed.Broadcast()
-		l.mu.Unlock()
-	})
-	defer wake.Stop()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for {
-		err := pending()
-		if err == nil {
-			return nil
-		}
-		if !time.Now().Before(deadline) {
-			return fmt.Errorf("after %s: %w", timeout, err)
-		}
-		l.changed.Wait()
-	}
-}
-
-// Ended reports whether turn runID has an outcome.
-func (l *Load) Ended(runID string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.outcomes[runID]
-	return ok
-}
-
-// Outcomes are the ended turns by runId.
-func (l *Load) Outcomes() map[string]Outcome {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.outcomes)
 }
 
 func (l *Load) claimed(runID, on string) {
@@ -510,125 +359,3 @@ func retryPause(ctx context.Context) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
-
-// Phase is where a running turn is, as its gateway sees it.
-type Phase string
-
-// The phases of a turn: posted and not yet claimed (no `selected` event);
-// claimed; the model streaming its text; a host tool call not yet
-// answered; an approval request not yet answered.
-const (
-	PhaseBeforeClaim     Phase = "before the claim"
-	PhaseClaimed         Phase = "claimed"
-	PhaseStreaming       Phase = "model streaming"
-	PhaseToolPending     Phase = "host-tool call pending"
-	PhaseApprovalPending Phase = "approval pending"
-)
-
-func (l *Load) setPhase(runID string, p Phase) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ended := l.outcomes[runID]; !ended {
-		l.phase[runID] = p
-	}
-}
-
-// Phases counts the running turns by phase.
-func (l *Load) Phases() map[Phase]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[Phase]int{}
-	for _, p := range l.phase {
-		out[p]++
-	}
-	return out
-}
-
-// Refusals counts the answers a gateway waited out (Retry-After) and posted
-// its turn again after, by "<status> <code>".
-func (l *Load) Refusals() map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.refusals)
-}
-
-// ToolCalls is how often each host tool call id reached a gateway's handler.
-func (l *Load) ToolCalls() map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return maps.Clone(l.toolCalls)
-}
-
-// answer is the gateway's handler of one host tool call or approval
-// request: after the WithHostTool delay it posts body to the run's route
-// (tool-results, approvals) on any replica until one takes it or the turn
-// has ended.
-func (l *Load) answer(ctx context.Context, session, runID, turnToken, route, body string) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(l.toolDelay):
-	}
-	for ctx.Err() == nil {
-		l.mu.Lock()
-		_, ended := l.outcomes[runID]
-		l.mu.Unlock()
-		if ended {
-			return
-		}
-		r, ok := l.pick(ctx)
-		if !ok {
-			return
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Base+"/"+session+"/turns/"+runID+"/"+route, strings.NewReader(body))
-		if err != nil {
-			return
-		}
-		req.Header.Set("Authorization", "Bearer "+l.token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(dispatchapi.TurnTokenHeader, turnToken)
-		resp, err := r.Client.Do(req)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusConflict {
-				// 409: already answered — by this gateway, through a replica
-				// that took it and died before it said so.
-				l.mu.Lock()
-				l.taken[runID+"/"+route]++
-				l.mu.Unlock()
-				l.setPhase(runID, PhaseStreaming)
-				return
-			}
-			if resp.StatusCode < 500 {
-				return // refused for good (the turn ended): its stream says how
-			}
-		}
-		retryPause(ctx)
-	}
-}
-
-// Executions counts the executions of each turn the model saw, in one pass
-// over the stub's requests: requests that end with a user message carrying
-// a turn's Marker — a turn's first request. A tool round trip inside the
-// turn asks the model again with the same user message followed by the
-// call and its output, which is not a second execution; the turn run again
-// would be. Call it once the load has stopped.
-func Executions(stub *stubmodel.Server) func(runID string) int {
-	counts := map[string]int{}
-	for _, r := range stub.Requests() {
-		if len(r.Input) == 0 {
-			continue
-		}
-		last := r.Input[len(r.Input)-1]
-		if last.Type != "message" || last.Role != "user" {
-			continue
-		}
-		for _, m := range markerRunID.FindAllStringSubmatch(last.Text(), -1) {
-			counts[m[1]]++
-		}
-	}
-	return func(runID string) int { return counts[runID] }
-}
-
-// markerRunID finds the runIds of the Markers in a text.
-var markerRunID = regexp.MustCompile(`load-(\S+) `)
