@@ -19,7 +19,7 @@ func terminalOf(info appserver.TurnInfo, stopCause error) wire.Terminal {
 	switch info.Status {
 	case appserver.TurnCompleted:
 		if stopCause != nil {
-			term := stopTerminal(stopCause, "")
+			term := stopTerminal(stopCause)
 			term.Message += "; Codex completed the turn before the interrupt took effect"
 			return term
 		}
@@ -35,22 +35,18 @@ func terminalOf(info appserver.TurnInfo, stopCause error) wire.Terminal {
 		}
 		return term
 	case appserver.TurnInterrupted:
-		return stopTerminal(stopCause, "the turn was interrupted")
+		return stopTerminal(stopCause)
 	default:
 		return wire.Terminal{Kind: wire.TerminalFailed, Message: fmt.Sprintf("the turn ended with status %q", info.Status)}
 	}
 }
 
-// stopTerminal is the terminal of an interrupted turn, by who stopped it.
-func stopTerminal(stopCause error, fallback string) wire.Terminal {
-	switch {
-	case errors.Is(stopCause, errTimeout):
+// stopTerminal is the terminal of an interrupted turn: a timeout when the
+// deadline stopped it, aborted otherwise (an interrupt, or one the adapter
+// did not ask for).
+func stopTerminal(stopCause error) wire.Terminal {
+	if errors.Is(stopCause, errTimeout) {
 		return wire.Terminal{Kind: wire.TerminalTimeout, Message: "the turn's deadline passed; it was interrupted"}
-	case stopCause != nil:
-		return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
-	case fallback != "":
-		return wire.Terminal{Kind: wire.TerminalAborted, Message: fallback}
-	default:
-		return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
 	}
+	return wire.Terminal{Kind: wire.TerminalAborted, Message: "the turn was interrupted"}
 }

@@ -170,7 +170,7 @@ func (t *Turn) finish(done appserver.TurnCompletedEvent) *wire.TurnResult {
 // finishUnconfirmed ends a turn whose interrupt Codex did not confirm.
 func (t *Turn) finishUnconfirmed() *wire.TurnResult {
 	t.mu.Lock()
-	term := stopTerminal(t.stopCause, "")
+	term := stopTerminal(t.stopCause)
 	term.Message += fmt.Sprintf("; Codex did not confirm the interrupt within %v, the turn may still be running", interruptGrace)
 	t.mu.Unlock()
 	return t.complete(term, "unconfirmed")
