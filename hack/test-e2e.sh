@@ -51,7 +51,7 @@ go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd
 # injection of each fault (the full campaign, 4 of each and every phase hit
 # at least 3 times, is make test-faults): about two minutes.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-FAULT_INJECTIONS=1 go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_campaign_test' || { log "the fault campaign failed (above)"; exit 1; }
+FAULT_INJECTIONS=1 go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' || { log "the fault campaign failed (above)"; exit 1; }
 
 "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"

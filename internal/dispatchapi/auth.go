@@ -184,11 +184,11 @@ func unevaluated(st authzv1.SubjectAccessReviewStatus) string {
 // some of the subject's bindings failed to evaluate.
 const rbacErrors = "RBAC: "
 
-// UnevaluatedError is a SubjectAccessReview that came back with an
-// evaluation error and no verdict: the request is refused for now.
+// UnevaluatedError is a SubjectAccessReview that came back with no
+// verdict (see unevaluated): the request is refused for now.
 type UnevaluatedError struct {
 	User   string
-	Detail string // the review's evaluationError
+	Detail string // the review's evaluationError, or RBAC's reason
 }
 
 func (e *UnevaluatedError) Error() string {
@@ -300,17 +300,17 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 	if !ok {
 		var err error
 		v, err = h.review(r, token, attrs)
-		var unevaluated *UnevaluatedError
+		var noVerdict *UnevaluatedError
 		switch {
 		case errors.Is(err, errRateLimited):
 			authRateLimited.Inc()
 			h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
 				"too many requests with tokens the dispatcher has not verified yet from this address; retry later"), h.limiter.retryAfter())
 			return Verdict{}, false
-		case errors.As(err, &unevaluated):
+		case errors.As(err, &noVerdict):
 			h.log.Info("rights not evaluated", "namespace", attrs.Namespace, "session", attrs.Name, "error", err.Error())
 			h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
-				"the Kubernetes API server could not evaluate the caller's rights now (%s); retry", unevaluated.Detail), h.retryAfter)
+				"the Kubernetes API server could not evaluate the caller's rights now (%s); retry", noVerdict.Detail), h.retryAfter)
 			return Verdict{}, false
 		case err != nil:
 			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
