@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/Masterminds/semver/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,6 +87,10 @@ type harnessValidator struct {
 	access *access.Checker
 	// allowInsecureLoopback admits ws:// external servers on loopback.
 	allowInsecureLoopback bool
+	// decide makes reading the other harnesses, deciding and remembering an
+	// admitted harness one step, so two creates of one id through this
+	// server cannot both pass.
+	decide sync.Mutex
 }
 
 func (v *harnessValidator) ValidateCreate(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {
@@ -128,7 +133,13 @@ func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentH
 		}
 	}
 
-	dup, err := v.duplicateID(ctx, h)
+	v.decide.Lock()
+	defer v.decide.Unlock()
+	harnesses, err := v.reader.listHarnesses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dup, err := v.duplicateID(ctx, h, harnesses)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +165,11 @@ func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentH
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(harnessGK, h.Name, errs)
 	}
+	cached, err := cachedObject(ctx, v.reader.cached, h, &v1alpha1.AgentHarness{})
+	if err != nil {
+		return nil, err
+	}
+	v.reader.harnesses.record(h, old, cached)
 	return warnings, nil
 }
 
@@ -199,17 +215,12 @@ func toolIDErrors(path *field.Path, ids []v1alpha1.ToolID) field.ErrorList {
 	return errs
 }
 
-// duplicateID names another AgentHarness with the same harness id that some
+// duplicateID names another of harnesses with the same harness id that some
 // namespace can see together with h, or returns "".
-func (v *harnessValidator) duplicateID(ctx context.Context, h *v1alpha1.AgentHarness) (string, error) {
-	var list v1alpha1.AgentHarnessList
-	if err := v.reader.live.List(ctx, &list); err != nil {
-		return "", fmt.Errorf("list AgentHarnesses: %w", err)
-	}
+func (v *harnessValidator) duplicateID(ctx context.Context, h *v1alpha1.AgentHarness, harnesses []*v1alpha1.AgentHarness) (string, error) {
 	id := effectiveHarnessID(h)
 	var others []*v1alpha1.AgentHarness
-	for i := range list.Items {
-		o := &list.Items[i]
+	for _, o := range harnesses {
 		if effectiveHarnessID(o) == id && (o.Namespace != h.Namespace || o.Name != h.Name) {
 			others = append(others, o)
 		}
@@ -330,12 +341,12 @@ func (v *harnessValidator) implicitCodexWarning(ctx context.Context, h *v1alpha1
 	if id == string(v1alpha1.RuntimeCodex) {
 		return nil, nil
 	}
-	var policies v1alpha1.RuntimePolicyList
-	if err := v.reader.live.List(ctx, &policies); err != nil {
-		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
+	policies, err := v.reader.listPolicies(ctx, v.reader.cached)
+	if err != nil {
+		return nil, err
 	}
-	for i := range policies.Items {
-		if slices.Contains(selection.PolicyRuntimeIDs(&policies.Items[i]), id) {
+	for _, p := range policies {
+		if slices.Contains(selection.PolicyRuntimeIDs(p), id) {
 			return nil, nil
 		}
 	}

@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,6 +138,27 @@ var _ = Describe("AgentHarness admission", func() {
 			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromAll}
 			_, err = create(h)
 			Expect(err).NotTo(HaveOccurred())
+		})
+
+		It("admits exactly one of several creates of one id sent at once (the webhook reads its cache)", func() {
+			const racing = 8
+			errs := make(chan error, racing)
+			for i := range racing {
+				go func() {
+					defer GinkgoRecover()
+					_, err := create(externalHarness(ns, fmt.Sprintf("racer-%d", i), "raced-id"))
+					errs <- err
+				}()
+			}
+			admitted := 0
+			for range racing {
+				if err := <-errs; err == nil {
+					admitted++
+				} else {
+					expectFieldError(err, "spec.harnessId", "already declared by AgentHarness "+ns+"/racer-")
+				}
+			}
+			Expect(admitted).To(Equal(1))
 		})
 
 		It("admits the same id in namespaces no session can see together", func() {

@@ -120,15 +120,15 @@ func selectingPolicies(ctx context.Context, r readers, namespace string) ([]*v1a
 	if err != nil {
 		return nil, err
 	}
-	var list v1alpha1.RuntimePolicyList
-	if err := r.live.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
+	policies, err := r.listPolicies(ctx, r.cached)
+	if err != nil {
+		return nil, err
 	}
 	labels := withNameLabel(namespace, namespaces[namespace])
 	var out []*v1alpha1.RuntimePolicy
-	for i := range list.Items {
-		if ok, err := selection.PolicySelects(&list.Items[i], labels); err == nil && ok {
-			out = append(out, &list.Items[i])
+	for _, p := range policies {
+		if ok, err := selection.PolicySelects(p, labels); err == nil && ok {
+			out = append(out, p)
 		}
 	}
 	return out, nil

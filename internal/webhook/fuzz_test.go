@@ -106,7 +106,7 @@ func newFuzzWorld(f *testing.F) *fuzzWorld {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	w.reader, w.access = readers{cached: c, live: c}, access.NewChecker(c)
+	w.reader, w.access = newReaders(c, c), access.NewChecker(c)
 	w.ctx = admission.NewContextWithRequest(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UserInfo: authenticationv1.UserInfo{Username: "fuzz"}}})
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -71,7 +72,13 @@ func normalizeRuntime(id *v1alpha1.RuntimeID, path *field.Path, warnings *admiss
 // policy over overlapping namespaces, and warns about what the controller
 // resolves later: conflicts the oldest policy wins, runtime ids no visible
 // harness declares, and sessions a new Deny policy now contradicts.
-type policyValidator struct{ reader readers }
+type policyValidator struct {
+	reader readers
+	// decide makes reading the other policies, deciding and remembering an
+	// admitted policy one step, so two contradicting Deny policies through
+	// this server cannot both pass.
+	decide sync.Mutex
+}
 
 func (v *policyValidator) ValidateCreate(ctx context.Context, p *v1alpha1.RuntimePolicy) (admission.Warnings, error) {
 	return v.validate(ctx, nil, p)
@@ -86,13 +93,11 @@ func (v *policyValidator) ValidateDelete(context.Context, *v1alpha1.RuntimePolic
 }
 
 func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.RuntimePolicy) (admission.Warnings, error) {
-	var list v1alpha1.RuntimePolicyList
-	if err := v.reader.live.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
-	}
-	existing := make([]*v1alpha1.RuntimePolicy, 0, len(list.Items))
-	for i := range list.Items {
-		existing = append(existing, &list.Items[i])
+	v.decide.Lock()
+	defer v.decide.Unlock()
+	existing, err := v.reader.listPolicies(ctx, v.reader.live)
+	if err != nil {
+		return nil, err
 	}
 	namespaces, err := namespaceLabels(ctx, v.reader.cached)
 	if err != nil {
@@ -140,19 +145,23 @@ func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.Runtime
 				len(contradicting), strings.Join(contradicting, ", ")))
 		}
 	}
+	cached, err := cachedObject(ctx, v.reader.cached, p, &v1alpha1.RuntimePolicy{})
+	if err != nil {
+		return nil, err
+	}
+	v.reader.policies.record(p, old, cached)
 	return warnings, nil
 }
 
 // unresolved lists runtime ids of p that no AgentHarness visible to a
 // namespace p selects declares.
 func (v *policyValidator) unresolved(ctx context.Context, p *v1alpha1.RuntimePolicy, namespaces map[string]map[string]string) ([]string, error) {
-	var harnesses v1alpha1.AgentHarnessList
-	if err := v.reader.live.List(ctx, &harnesses); err != nil {
-		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
+	harnesses, err := v.reader.listHarnesses(ctx)
+	if err != nil {
+		return nil, err
 	}
 	declared := func(id string) bool {
-		for i := range harnesses.Items {
-			h := &harnesses.Items[i]
+		for _, h := range harnesses {
 			if hid, ok := selection.DeclaredHarnessID(h); !ok || hid != id {
 				continue
 			}

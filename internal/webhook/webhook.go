@@ -6,6 +6,7 @@
 package webhook
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -39,15 +40,19 @@ func path(op, kind string) string {
 }
 
 // Setup registers the defaulting and validating webhooks of the three kinds
-// with the manager's webhook server. Validators list AgentHarnesses and
-// RuntimePolicies live from the API server (few objects, and a stale cache
-// would let a just-created conflicting object through) and read Namespaces
-// and AgentSessions from the manager's cache; the controllers re-check what
-// an admission race still lets through. AgentHarnesses are admitted only in
+// with the manager's webhook server. Validators read the manager's cache,
+// with what this server admitted and the cache does not show yet on top
+// (admitted.go): no API request but the requester's SubjectAccessReviews,
+// except RuntimePolicies, which their own validator lists live; the
+// controllers re-check what a race between replicas still lets through.
+// AgentHarnesses are admitted only in
 // o.HarnessNamespaces, and only from a requester who holds the rights the
 // harness makes the operator use (requester.go).
 func Setup(mgr ctrl.Manager, o InstallOptions) error {
-	c := readers{cached: mgr.GetClient(), live: mgr.GetAPIReader()}
+	c := newReaders(mgr.GetClient(), mgr.GetAPIReader())
+	if err := c.follow(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
 	hv := &harnessValidator{reader: c, namespaces: o.HarnessNamespaces, access: access.NewChecker(mgr.GetClient()),
 		allowInsecureLoopback: o.AllowInsecureLoopbackExternal}
 	scheme := mgr.GetScheme()
