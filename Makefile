@@ -111,6 +111,10 @@ bench-store: ## The file journal and PostgreSQL side by side: what each adds to 
 		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/ && \
 		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
 
+.PHONY: bench
+bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; BENCH_OUT keeps the outputs; about … min; not part of CI).
+	$(TEST_DEPS); hack/bench.sh $(SECTIONS)
+
 FUZZTIME ?= 10m
 .PHONY: fuzz
 fuzz: ## Every native Go fuzz target for FUZZTIME each (default 10m), one after another, with the executions per target (hack/fuzz.sh; not part of CI).

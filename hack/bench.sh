@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench.sh is `make bench`: every benchmark of issue 18, one after another
+# (they would measure each other if run at once), then docs/benchmarks.md
+# and its plots (hack/benchreport). Each section's output is kept in
+# BENCH_OUT (default: a new temporary directory, printed at the end) as
+# <section>.txt, and benchmarks that have series to plot write them there
+# as JSON. Arguments, when given, pick the sections to run (by name);
+# the report is written from whatever BENCH_OUT then holds.
+#
+# Needs what `make test` needs (KUBEBUILDER_ASSETS, CODEX_BIN: the Makefile
+# exports them) and PostgreSQL for the store section (hack/setup-postgres.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+
+BENCH_OUT="${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")}"
+export BENCH_OUT
+mkdir -p "${BENCH_OUT}"
+
+# SECTIONS: name|command. Each command is `go test -bench` with -run '^$',
+# so no test runs with it.
+SECTIONS=(
+  "selection|go test -run '^\$' -bench 'BenchmarkSelect' -benchmem -count=1 ./internal/selection/"
+  "admission|go test -run '^\$' -bench 'BenchmarkAdmission' -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/"
+  "store|POSTGRES_DIR=\"\$(hack/setup-postgres.sh)\" go test -tags postgres -run '^\$' -bench 'BenchmarkTurnOverhead' -benchtime 3s -count=1 ./internal/pgstore/"
+)
+
+picked() {
+  [[ $# -eq 1 ]] && return 0
+  local name="$1" a
+  shift
+  for a in "$@"; do [[ "${a}" == "${name}" ]] && return 0; done
+  return 1
+}
+
+failed=0
+for entry in "${SECTIONS[@]}"; do
+  name="${entry%%|*}"
+  cmd="${entry#*|}"
+  picked "${name}" "$@" || continue
+  out="${BENCH_OUT}/${name}.txt"
+  echo "bench: ${name}: ${cmd}" >&2
+  start="$(date +%s)"
+  {
+    echo "# command: ${cmd}"
+    echo "# started: $(date -u +%Y-%m-%dT%H:%MZ)"
+  } >"${out}.head"
+  set +e
+  bash -c "${cmd}" >"${out}.body" 2>&1
+  rc=$?
+  set -e
+  { cat "${out}.head"; echo "# seconds: $(( $(date +%s) - start ))"; cat "${out}.body"; } >"${out}"
+  rm -f "${out}.head" "${out}.body"
+  grep -E '^(Benchmark|ok|FAIL|PASS)' "${out}" >&2 || true
+  if [[ ${rc} -ne 0 ]]; then
+    echo "bench: ${name} failed (exit ${rc}); its output: ${out}" >&2
+    failed=1
+  fi
+done
+
+go run ./hack/benchreport -in "${BENCH_OUT}" -docs docs
+echo "bench: docs/benchmarks.md and docs/benchmarks/*.png written from ${BENCH_OUT}" >&2
+exit "${failed}"
