@@ -52,6 +52,11 @@ func StartEnv() (*Env, error) {
 	e := &Env{env: &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// envtest's default (20 s) is short on a loaded 2-core machine, and
+		// the retry it then makes starts a kube-apiserver whose
+		// service-account key file the failed try's cleanup had removed:
+		// RestartAPIServer could not start it again with the same flags.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("start envtest: %w", err)
