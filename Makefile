@@ -63,10 +63,11 @@ assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOO
 endef
 
 # RACE_PACKAGES are the packages that run goroutines of their own: the turn
-# engine, the API, the journal, the app-server client and adapters, and the
-# process suite (whose manager and dispatcher are then built with -race).
+# engine, the API, the journal, the app-server client and adapters, the
+# benchmarks' app-server double, and the process suite (whose manager and
+# dispatcher are then built with -race).
 RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal/ ./internal/appserver/ \
-	./internal/adapter/... ./test/dispatcher/
+	./internal/adapter/... ./test/dispatcher/ ./test/appserverdouble/
 
 .PHONY: test
 test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
@@ -110,6 +111,17 @@ bench-store: ## The file journal and PostgreSQL side by side: what each adds to 
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
 		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/ && \
 		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
+
+# bench-dispatcher writes its JSON figures, its output and its profiles to
+# BENCH_OUT (default bin/bench) and the profiles' top 10 as text to
+# docs/benchmarks/ (docs/benchmarks/dispatcher.md explains them).
+BENCH_OUT ?= $(CURDIR)/bin/bench
+.PHONY: bench-dispatcher
+bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurrent sessions, direct engine vs. HTTPS+SSE+authn/z, on a zero-latency app-server double and on the real Codex; open loop; CPU and allocation profiles (BenchmarkDispatcherConcurrency; about 6 minutes; not part of CI).
+	$(TEST_DEPS); mkdir -p "$(BENCH_OUT)" && \
+		BENCH_OUT="$(BENCH_OUT)" go test -v -run '^$$' -bench 'DispatcherConcurrency$$' -benchtime 1x -count=1 -timeout=30m \
+			./internal/dispatchapi/ | tee "$(BENCH_OUT)/dispatcher-concurrency.txt" && \
+		hack/bench-profiles.sh "$(BENCH_OUT)" docs/benchmarks
 
 FUZZTIME ?= 10m
 .PHONY: fuzz
