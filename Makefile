@@ -113,15 +113,16 @@ bench-store: ## The file journal and PostgreSQL side by side: what each adds to 
 		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
 
 # bench-dispatcher writes its JSON figures, its output and its profiles to
-# BENCH_OUT (default bin/bench) and the profiles' top 10 as text to
-# docs/benchmarks/ (docs/benchmarks/dispatcher.md explains them).
+# BENCH_OUT (default bin/bench), and the figures and the profiles' top 10 as
+# text to docs/benchmarks/ (docs/benchmarks/dispatcher.md explains them).
 BENCH_OUT ?= $(CURDIR)/bin/bench
 .PHONY: bench-dispatcher
-bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurrent sessions, direct engine vs. HTTPS+SSE+authn/z, on a zero-latency app-server double and on the real Codex; open loop; CPU and allocation profiles (BenchmarkDispatcherConcurrency; about 6 minutes; not part of CI).
+bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurrent sessions, direct engine vs. HTTPS+SSE+authn/z, on a zero-latency app-server double and on the real Codex; open loop; CPU and allocation profiles (BenchmarkDispatcherConcurrency; about 9 minutes; not part of CI).
 	$(TEST_DEPS); mkdir -p "$(BENCH_OUT)" && \
 		BENCH_OUT="$(BENCH_OUT)" go test -v -run '^$$' -bench 'DispatcherConcurrency$$' -benchtime 1x -count=1 -timeout=30m \
 			./internal/dispatchapi/ | tee "$(BENCH_OUT)/dispatcher-concurrency.txt" && \
-		hack/bench-profiles.sh "$(BENCH_OUT)" docs/benchmarks
+		hack/bench-profiles.sh "$(BENCH_OUT)" docs/benchmarks && \
+		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 
 FUZZTIME ?= 10m
 .PHONY: fuzz
