@@ -63,10 +63,11 @@ assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOO
 endef
 
 # RACE_PACKAGES are the packages that run goroutines of their own: the turn
-# engine, the API, the journal, the app-server client and adapters, and the
-# process suite (whose manager and dispatcher are then built with -race).
+# engine, the API, the journal, the app-server client and adapters, the
+# benchmarks' app-server double, and the process suite (whose manager and
+# dispatcher are then built with -race).
 RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal/ ./internal/appserver/ \
-	./internal/adapter/... ./test/dispatcher/
+	./internal/adapter/... ./test/dispatcher/ ./test/appserverdouble/
 
 .PHONY: test
 test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
@@ -111,9 +112,21 @@ bench-store: ## The file journal and PostgreSQL side by side: what each adds to 
 		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/ && \
 		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
 
+# bench-dispatcher writes its JSON figures, its output and its profiles to
+# BENCH_OUT (default bin/bench), and the figures and the profiles' top 10 as
+# text to docs/benchmarks/ (docs/benchmarks/dispatcher.md explains them).
+BENCH_OUT ?= $(CURDIR)/bin/bench
+.PHONY: bench-dispatcher
+bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurrent sessions, direct engine vs. HTTPS+SSE+authn/z, on a zero-latency app-server double and on the real Codex; open loop; CPU and allocation profiles (BenchmarkDispatcherConcurrency; about 9 minutes; not part of CI).
+	$(TEST_DEPS); mkdir -p "$(BENCH_OUT)" && \
+		BENCH_OUT="$(BENCH_OUT)" go test -v -run '^$$' -bench 'DispatcherConcurrency$$' -benchtime 1x -count=1 -timeout=30m \
+			./internal/dispatchapi/ | tee "$(BENCH_OUT)/dispatcher-concurrency.txt" && \
+		hack/bench-profiles.sh "$(BENCH_OUT)" docs/benchmarks && \
+		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
+
 .PHONY: bench
-bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; BENCH_OUT keeps the outputs; about … min; not part of CI).
-	$(TEST_DEPS); hack/bench.sh $(SECTIONS)
+bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about … min; not part of CI).
+	$(TEST_DEPS); BENCH_OUT="$(BENCH_OUT)" hack/bench.sh $(SECTIONS)
 
 FUZZTIME ?= 10m
 .PHONY: fuzz

@@ -2,8 +2,7 @@
 # bench.sh is `make bench`: every benchmark of issue 18, one after another
 # (they would measure each other if run at once), then docs/benchmarks.md
 # and its plots (hack/benchreport). Each section's output is kept in
-# BENCH_OUT (default: a new temporary directory, printed at the end) as
-# <section>.txt, and benchmarks that have series to plot write them there
+# BENCH_OUT (default bin/bench) as <section>.txt, replacing an earlier run's, and benchmarks that have series to plot write them there
 # as JSON. Arguments, when given, pick the sections to run (by name);
 # the report is written from whatever BENCH_OUT then holds.
 #
@@ -13,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
-BENCH_OUT="${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/bench.XXXXXX")}"
+BENCH_OUT="${BENCH_OUT:-bin/bench}"
 export BENCH_OUT
 mkdir -p "${BENCH_OUT}"
 
@@ -22,6 +21,8 @@ mkdir -p "${BENCH_OUT}"
 SECTIONS=(
   "selection|go test -run '^\$' -bench 'BenchmarkSelect' -benchmem -count=1 ./internal/selection/"
   "admission|go test -run '^\$' -bench 'BenchmarkAdmission' -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/"
+  "dispatcher|go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/ \
+    && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks && cp \"\${BENCH_OUT}/dispatcher-concurrency.json\" docs/benchmarks/"
   "store|POSTGRES_DIR=\"\$(hack/setup-postgres.sh)\" go test -tags postgres -run '^\$' -bench 'BenchmarkTurnOverhead' -benchtime 3s -count=1 ./internal/pgstore/"
 )
 

@@ -13,6 +13,14 @@ type goal struct {
 
 // goals are issue 18's, in its order.
 var goals = []goal{
+	{Text: "added latency p50 ≤ 0.5 ms, 100 sessions, open loop at half the direct arm's maximum turns/s (zero-latency double)",
+		Benchmark: "BenchmarkDispatcherConcurrency", Unit: "open-added-p50-ms", Max: 0.5},
+	{Text: "added latency p99 ≤ 2 ms, same run",
+		Benchmark: "BenchmarkDispatcherConcurrency", Unit: "open-added-p99-ms", Max: 2},
+	{Text: "dispatched ÷ direct turn time ≤ 1.02 at p50, real Codex, 1 session",
+		Benchmark: "BenchmarkDispatcherConcurrency", Unit: "real-c1-ratio-p50", Max: 1.02},
+	{Text: "dispatched ÷ direct turn time ≤ 1.02 at p50, real Codex, 10 sessions",
+		Benchmark: "BenchmarkDispatcherConcurrency", Unit: "real-c10-ratio-p50", Max: 1.02},
 	{Text: "admission p99 ≤ 5 ms, 50 concurrent AgentSession creates (1,000 policies and harnesses exist)",
 		Benchmark: "BenchmarkAdmission/AgentSession/existing=1000", Unit: "webhook-p99-ms", Max: 5},
 	{Text: "admission p99 ≤ 5 ms, 50 concurrent AgentHarness creates (1,000 policies and harnesses exist)",

@@ -17,7 +17,8 @@ type concurrencyRow struct {
 }
 
 type concurrencySeries struct {
-	ClosedLoop []concurrencyRow `json:"closedLoop"`
+	// ClosedLoop are the levels on the zero-latency app-server double.
+	ClosedLoop []concurrencyRow `json:"double"`
 }
 
 func dispatcherCharts(dir string) ([]namedChart, error) {

@@ -1,14 +1,12 @@
 package dispatchapi_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/dispatch"
 	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/wire"
 )
 
 // BenchmarkDispatcherOverhead measures the latency the dispatcher's HTTP API
@@ -55,25 +53,12 @@ func BenchmarkDispatcherOverhead(b *testing.B) {
 	benchMust(b, err)
 	b.Cleanup(func() { _ = jrnl.Close() })
 	arm := env.newArm(b, jrnl, dispatch.Options{})
-	directSess, httpSess := env.newSession(b, "direct"), env.newSession(b, "http")
+	directSess, httpSess := env.newSession(b, benchNS, "direct"), env.newSession(b, benchNS, "http")
 
 	direct := func(runID string) (toResult, toReturn time.Duration) {
-		var res time.Duration
-		var result json.RawMessage
-		start := time.Now()
-		err := arm.eng.Turn(env.ctx, benchNS, directSess.name, &wire.TurnRequest{Attempt: wire.Attempt{RunID: runID}, Prompt: benchPrompt},
-			func(typ string, payload json.RawMessage) {
-				if typ == wire.EventResult {
-					res, result = time.Since(start), payload
-				}
-			})
-		ret := time.Since(start)
+		t, err := arm.direct(directSess, runID)
 		benchMust(b, err)
-		if err := checkResult(wire.EventResult, result); err != nil {
-			b.Fatalf("direct turn %s: %v", runID, err)
-		}
-		benchMust(b, arm.settle(directSess))
-		return res, ret
+		return t.result, t.ret
 	}
 	viaHTTP := func(runID string) time.Duration {
 		t, err := arm.viaHTTP(httpSess, runID)

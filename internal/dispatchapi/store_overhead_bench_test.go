@@ -98,7 +98,7 @@ func benchStoreLevel(b *testing.B, env *benchEnv, arms [2]*benchArm, c int) {
 	var sessions [2][]benchSession
 	for k := range arms {
 		for i := range c {
-			sessions[k] = append(sessions[k], env.newSession(b, fmt.Sprintf("%s-%d-%d", storeArmNames[k], c, i)))
+			sessions[k] = append(sessions[k], env.newSession(b, benchNS, fmt.Sprintf("%s-%d-%d", storeArmNames[k], c, i)))
 		}
 		_, err := arms[k].round(sessions[k], "warm")
 		benchMust(b, err)
