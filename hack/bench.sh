@@ -2,7 +2,8 @@
 # bench.sh is `make bench`: every benchmark of issue 18, one after another
 # (they would measure each other if run at once), then docs/benchmarks.md
 # and its plots (hack/benchreport). Each section's output is kept in
-# BENCH_OUT (default bin/bench) as <section>.txt, replacing an earlier run's, and benchmarks that have series to plot write them there
+# BENCH_OUT (default bin/bench) as <section>.txt, replacing an earlier
+# run's, and benchmarks that have series to plot write them there
 # as JSON. Arguments, when given, pick the sections to run (by name);
 # the report is written from whatever BENCH_OUT then holds.
 #
@@ -12,9 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
-BENCH_OUT="${BENCH_OUT:-bin/bench}"
+mkdir -p "${BENCH_OUT:=bin/bench}"
+# absolute: the benchmarks run in their packages' directories
+BENCH_OUT="$(cd "${BENCH_OUT}" && pwd)"
 export BENCH_OUT
-mkdir -p "${BENCH_OUT}"
 
 # SECTIONS: name|command. Each command is `go test -bench` with -run '^$',
 # so no test runs with it.
