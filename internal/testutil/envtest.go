@@ -52,10 +52,9 @@ func StartEnv() (*Env, error) {
 	e := &Env{env: &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
-		// envtest's default (20 s) is short on a loaded 2-core machine, and
-		// the retry it then makes starts a kube-apiserver whose
-		// service-account key file the failed try's cleanup had removed:
-		// RestartAPIServer could not start it again with the same flags.
+		// envtest's default (20 s) runs out on a loaded 2-core machine
+		// ("timeout waiting for process kube-apiserver to start"), and each
+		// retry starts the whole control plane again.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}}
 	if e.Config, err = e.env.Start(); err != nil {
