@@ -103,7 +103,7 @@ bench-admission: ## What the manager's admission webhooks cost a create: 50 crea
 	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/
 
 .PHONY: bench-scale
-bench-scale: ## The operator at 1,000, 5,000 and 10,000 AgentSessions in 50 namespaces (20 harnesses, 10 policies): creation to all Ready, a policy change reaching 10 % and 100 % of the sessions against the API server's floor, writes per session at rest and per change, manager and dispatcher RSS; BENCH_OUT=<dir> also writes operator-scale.json (BenchmarkOperatorScale; about RUNTIME minutes; not part of CI).
+bench-scale: ## The operator at 1,000, 5,000 and 10,000 AgentSessions in 50 namespaces (20 harnesses, 10 policies): creation to all Ready, a policy change reaching 10 % and 100 % of the sessions against the API server's floor, writes per session at rest and per change, manager and dispatcher RSS; BENCH_OUT=<dir> also writes operator-scale.json (BenchmarkOperatorScale; estimated ~10 minutes on an idle 2-core machine, much longer under load — docs/benchmarks/operator-scale.md; not part of CI).
 	$(TEST_DEPS); go test -run '^$$' -bench OperatorScale -benchtime 1x -count=1 -timeout=60m ./cmd/manager/
 
 # bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the
