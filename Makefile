@@ -103,6 +103,10 @@ test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host to
 bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end and from the API server's webhook metric (BenchmarkAdmission; minutes; not part of CI).
 	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/
 
+.PHONY: bench-scale
+bench-scale: ## The operator at 1,000, 5,000 and 10,000 AgentSessions in 50 namespaces (20 harnesses, 10 policies): creation to all Ready, a policy change reaching 10 % and 100 % of the sessions against the API server's floor, writes per session at rest and per change, manager and dispatcher RSS; BENCH_OUT=<dir> also writes operator-scale.json (BenchmarkOperatorScale; estimated ~10 minutes on an idle 2-core machine, much longer under load — docs/benchmarks/operator-scale.md; not part of CI).
+	$(TEST_DEPS); go test -run '^$$' -bench OperatorScale -benchtime 1x -count=1 -timeout=60m ./cmd/manager/
+
 # bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the
 # journal fsyncs: the store's own operations per turn, then whole turns
 # through the dispatcher's API (envtest, the real Codex, the stub model).

@@ -262,12 +262,18 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		LeaderElectionResourceLockInterface: lock,
 		GracefulShutdownTimeout:             &shutdown,
 		Controller:                          config.Controller{SkipNameValidation: ptr.To(opts.skipControllerNameValidation)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// The server pods and StatefulSets of harnesses: the engine
-			// trusts a pod only when its harness's StatefulSet controls it.
-			&corev1.Pod{}:         {Label: harnessobjects.ManagedSelector()},
-			&appsv1.StatefulSet{}: {Label: harnessobjects.ManagedSelector()},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				// The server pods and StatefulSets of harnesses: the engine
+				// trusts a pod only when its harness's StatefulSet controls it.
+				&corev1.Pod{}:         {Label: harnessobjects.ManagedSelector()},
+				&appsv1.StatefulSet{}: {Label: harnessobjects.ManagedSelector()},
+			},
+			// Nothing the dispatcher runs reads managedFields (it applies
+			// its part of a status from scratch): without them its cache of
+			// 10,000 AgentSessions is smaller (docs/benchmarks/operator-scale.md).
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 		// Secrets are never cached: the engine reads only the token Secrets
 		// of harnesses, through the API reader.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},

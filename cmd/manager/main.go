@@ -161,7 +161,14 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	for _, ns := range harnessNamespaces {
 		secretNamespaces[ns] = cache.Config{}
 	}
-	cacheOpts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: secretNamespaces}}}
+	cacheOpts := cache.Options{
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: secretNamespaces}},
+		// Nothing the manager runs reads managedFields (it applies what it
+		// writes from scratch), and every writer of an AgentSession adds an
+		// entry: without them the cache of 10,000 sessions is smaller
+		// (docs/benchmarks/operator-scale.md).
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -351,9 +351,14 @@ func (r *Reconciler) pinnedSessions(ctx context.Context, _ client.Object) []reco
 	return r.listSessions(ctx, client.MatchingFields{pinnedIndex: "true"})
 }
 
+// listSessions lists the keys of the sessions opts select. The list shares
+// the cache's objects instead of deep-copying them (only their keys are
+// read): a policy that selects every namespace lists every session, and a
+// copy of each was the manager's peak memory at 10,000 sessions
+// (docs/benchmarks/operator-scale.md).
 func (r *Reconciler) listSessions(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var sessions harnessv1alpha1.AgentSessionList
-	if err := r.List(ctx, &sessions, opts...); err != nil {
+	if err := r.List(ctx, &sessions, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list AgentSessions to re-resolve")
 		return nil
 	}

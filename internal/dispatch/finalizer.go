@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -33,6 +35,12 @@ const finalizerLockWait = 10 * time.Second
 // the cleanup once the servers are back (a deletion never hangs on a server
 // that is gone).
 const nativeCleanupGrace = 2 * time.Minute
+
+// finalizerConcurrency is how many sessions the finalizer reconciles at
+// once. Each add is a patch through the admission webhooks; one at a time,
+// the finalizers of 1,000 new sessions arrived 15 s after the last was
+// Ready (docs/benchmarks/operator-scale.md).
+const finalizerConcurrency = 8
 
 // FinalizerReconciler owns the AgentSession finalizer JournalFinalizer. It
 // adds the finalizer to every AgentSession (a JSON merge patch of
@@ -76,6 +84,7 @@ func (r *FinalizerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.AgentSession{}).
 		Named("dispatcher-finalizer").
+		WithOptions(controller.Options{MaxConcurrentReconciles: finalizerConcurrency}).
 		Complete(r); err != nil {
 		return fmt.Errorf("set up the dispatcher finalizer: %w", err)
 	}
@@ -95,6 +104,12 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		base := s.DeepCopy()
 		controllerutil.AddFinalizer(s, JournalFinalizer)
 		if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			// A conflict means the cache was behind a write (the manager's
+			// status): the watch event of that write reconciles the session
+			// again, so a retry through the rate limiter would only wait.
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		return ctrl.Result{}, nil

@@ -38,7 +38,7 @@ const apiServerGrace = time.Second
 func (e *Env) RestartAPIServer(down time.Duration) (string, error) {
 	var ended string
 	if e.apiArgs == nil {
-		pid, args, err := envtestAPIServer(e.env.ControlPlane.APIServer.Path)
+		pid, args, err := envtestChild(e.env.ControlPlane.APIServer.Path)
 		if err != nil {
 			return "", err
 		}
@@ -67,9 +67,9 @@ func (e *Env) stopAPIServer() {
 	}
 }
 
-// envtestAPIServer finds the kube-apiserver child of this process (the one
-// envtest started from path) and returns its pid and flags.
-func envtestAPIServer(path string) (int, []string, error) {
+// envtestChild finds the child of this process that envtest started from
+// path (its kube-apiserver or etcd) and returns its pid and flags.
+func envtestChild(path string) (int, []string, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, nil, err
@@ -89,7 +89,7 @@ func envtestAPIServer(path string) (int, []string, error) {
 			return pid, argv[1:], nil
 		}
 	}
-	return 0, nil, fmt.Errorf("no kube-apiserver (%s) is a child of this process", path)
+	return 0, nil, fmt.Errorf("no process started from %s is a child of this process", path)
 }
 
 // parentOf is pid's parent process id, or -1.

@@ -1,0 +1,83 @@
+package testutil
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// userHZ is the unit of the CPU times in /proc/<pid>/stat: USER_HZ, which
+// Linux fixes at 100 on every architecture Go runs the suites on.
+const userHZ = 100
+
+// CPUTime is the CPU time (user + system) process pid has used so far,
+// from /proc/<pid>/stat, in steps of 10 ms.
+func CPUTime(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command (field 2) may hold spaces; after its ')' come state (3),
+	// ppid (4), … utime (14) and stime (15).
+	fields := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat has %d fields after the command", pid, len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// Memory is a process's resident memory now (VmRSS) and at its peak
+// (VmHWM), in bytes, from /proc/<pid>/status.
+func Memory(pid int) (rss, peak int64, err error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		key, value, _ := strings.Cut(line, ":")
+		var into *int64
+		switch key {
+		case "VmRSS":
+			into = &rss
+		case "VmHWM":
+			into = &peak
+		default:
+			continue
+		}
+		kB, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
+		}
+		*into = kB << 10
+	}
+	return rss, peak, nil
+}
+
+// ControlPlanePids are the process ids of the control plane's etcd and
+// kube-apiserver (the one RestartAPIServer started, if it did), for a
+// benchmark that measures what they spend (CPUTime, Memory).
+func (e *Env) ControlPlanePids() ([]int, error) {
+	etcd, _, err := envtestChild(e.env.ControlPlane.Etcd.Path)
+	if err != nil {
+		return nil, err
+	}
+	if e.apiServer != nil {
+		return []int{etcd, e.apiServer.Pid()}, nil
+	}
+	apiServer, _, err := envtestChild(e.env.ControlPlane.APIServer.Path)
+	if err != nil {
+		return nil, err
+	}
+	return []int{etcd, apiServer}, nil
+}
