@@ -31,14 +31,16 @@ func For(ctx context.Context, r client.Reader, session *v1alpha1.AgentSession) (
 	if err := r.List(ctx, &policies); err != nil {
 		return selection.Snapshot{}, fmt.Errorf("list RuntimePolicies: %w", err)
 	}
-	snap, err := selection.SnapshotFor(pointers(harnesses.Items), pointers(policies.Items), ns.Name, ns.Labels, session)
+	snap, err := selection.SnapshotFor(Pointers(harnesses.Items), Pointers(policies.Items), ns.Name, ns.Labels, session)
 	if err != nil {
 		return selection.Snapshot{}, fmt.Errorf("resolve the policies of namespace %s: %w", ns.Name, err)
 	}
 	return snap, nil
 }
 
-func pointers[T any](items []T) []*T {
+// Pointers returns pointers to a typed list's items (into items, not
+// copies), as selection and the admission webhooks take them.
+func Pointers[T any](items []T) []*T {
 	out := make([]*T, len(items))
 	for i := range items {
 		out[i] = &items[i]

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/snapshot"
 )
 
 // readers are the validators' view of the cluster: the manager's informer
@@ -63,7 +64,7 @@ func (r readers) listHarnesses(ctx context.Context) ([]*v1alpha1.AgentHarness, e
 	if err := r.cached.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
 	}
-	return sortedByKey(r.harnesses.merge(pointers(list.Items))), nil
+	return sortedByKey(r.harnesses.merge(snapshot.Pointers(list.Items))), nil
 }
 
 // listPolicies returns every RuntimePolicy, ordered by name, from from
@@ -73,7 +74,7 @@ func (r readers) listPolicies(ctx context.Context, from client.Reader) ([]*v1alp
 	if err := from.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
 	}
-	return sortedByKey(r.policies.merge(pointers(list.Items))), nil
+	return sortedByKey(r.policies.merge(snapshot.Pointers(list.Items))), nil
 }
 
 // cachedObject reads the cache's object under obj's key into into, or
@@ -88,14 +89,6 @@ func cachedObject[T object](ctx context.Context, r client.Reader, obj, into T) (
 		return none, fmt.Errorf("read %s from the cache: %w", client.ObjectKeyFromObject(obj), err)
 	}
 	return into, nil
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
 
 // sortedByKey orders objects as the API server lists them, so messages that
