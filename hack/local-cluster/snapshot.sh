@@ -41,17 +41,21 @@ sysctls() {
 
 # iptables_state: each save tool that exists, without comments (timestamps),
 # and with chain counters zeroed.
+# A tool's section is printed only when it has rules: an empty ruleset is
+# the same machine state as no tool at all, and the first `up` on a new
+# machine installs the tools (between the two snapshots of test-e2e).
 iptables_state() {
-  local t
+  local t rules
   for t in iptables-nft-save ip6tables-nft-save iptables-legacy-save ip6tables-legacy-save; do
     command -v "${t}" >/dev/null || continue
-    echo "-- ${t}"
-    "${t}" 2>/dev/null | sed -E '/^#/d; s/ \[[0-9]+:[0-9]+\]$//'
+    rules="$("${t}" 2>/dev/null | sed -E '/^#/d; s/ \[[0-9]+:[0-9]+\]$//')"
+    [[ -n "${rules}" ]] && printf -- '-- %s\n%s\n' "${t}" "${rules}"
   done
   if command -v nft >/dev/null; then
-    echo "-- nft list ruleset"
-    nft list ruleset 2>/dev/null | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/'
+    rules="$(nft list ruleset 2>/dev/null | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/')"
+    [[ -n "${rules}" ]] && printf -- '-- nft list ruleset\n%s\n' "${rules}"
   fi
+  return 0
 }
 
 network_state() {
