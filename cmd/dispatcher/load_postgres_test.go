@@ -64,7 +64,8 @@ func TestRollingRestartAndKillUnderLoad(t *testing.T) {
 	victim := load.Replicas()[0].Name
 	must(t, load.WaitRunning(victim, 2, time.Minute))
 	load.Remove(victim)
-	doomed := load.RunningOn(victim)
+	doomed, err := load.RunningOnSettled(victim, time.Minute)
+	must(t, err)
 	killed := time.Now()
 	_ = syscall.Kill(-procs[victim].proc.Pid(), syscall.SIGKILL)
 	must(t, load.WaitEnded(doomed, 90*time.Second))

@@ -69,6 +69,7 @@ type Load struct {
 	serving   []Replica
 	next      int
 	claimedOn map[string]string // runId → replica, while it runs
+	postingTo map[string]string // runId → replica its POST went to, until the answer's headers are back
 	outcomes  map[string]Outcome
 	phase     map[string]Phase         // runId → where the turn is, while it runs
 	toolCalls map[string]int           // callId → tool_call events received
@@ -85,7 +86,7 @@ type Load struct {
 // New prepares the load: every turn's reply comes from stub, every request
 // carries token.
 func New(stub *stubmodel.Server, token string) *Load {
-	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, outcomes: map[string]Outcome{},
+	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, postingTo: map[string]string{}, outcomes: map[string]Outcome{},
 		phase: map[string]Phase{}, toolCalls: map[string]int{}, timeouts: map[string]time.Duration{}, posted: map[string]time.Time{}, refusals: map[string]int{}, approvals: map[string]int{}, taken: map[string]int{}}
 	l.changed = sync.NewCond(&l.mu)
 	return l
@@ -181,6 +182,23 @@ func (l *Load) Replicas() []Replica {
 func (l *Load) pick(ctx context.Context) (Replica, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.pickLocked(ctx)
+}
+
+// postTo is pick for runID's POST, recorded as on its way to the replica in
+// the same step: a replica removed right after still sees it
+// (RunningOnSettled) until it is answered or claimed.
+func (l *Load) postTo(ctx context.Context, runID string) (Replica, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.pickLocked(ctx)
+	if ok {
+		l.postingTo[runID] = r.Name
+	}
+	return r, ok
+}
+
+func (l *Load) pickLocked(ctx context.Context) (Replica, bool) {
 	for len(l.serving) == 0 {
 		if ctx.Err() != nil || l.stop.Load() {
 			return Replica{}, false
@@ -191,9 +209,20 @@ func (l *Load) pick(ctx context.Context) (Replica, bool) {
 	return l.serving[l.next%len(l.serving)], true
 }
 
+// answered ends a POST of postTo without a claim.
+func (l *Load) answered(runID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.postingTo, runID)
+	l.changed.Broadcast()
+}
+
+// claimed ends a POST of postTo with the turn running on replica on, in one step,
+// so a turn is always either on its way to a replica or known to run there.
 func (l *Load) claimed(runID, on string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.postingTo, runID)
 	l.claimedOn[runID] = on
 	l.changed.Broadcast()
 }
@@ -241,12 +270,13 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 	lastID, turnToken := "", ""
 	l.setPhase(runID, PhaseBeforeClaim)
 	for ctx.Err() == nil {
-		r, ok := l.pick(ctx)
+		r, ok := l.postTo(ctx, runID)
 		if !ok {
 			return
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.Base+"/"+session+"/turns", strings.NewReader(body))
 		if err != nil {
+			l.answered(runID)
 			l.ended(runID, Outcome{Code: "request: " + err.Error()})
 			return
 		}
@@ -257,8 +287,12 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 		}
 		resp, err := r.Client.Do(req)
 		if err != nil {
+			l.answered(runID)
 			retryPause(ctx) // the replica is gone: another one
 			continue
+		}
+		if resp.StatusCode != http.StatusOK || lastID != "" {
+			l.answered(runID)
 		}
 		if resp.StatusCode != http.StatusOK {
 			var e wire.Error

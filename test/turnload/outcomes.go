@@ -37,6 +37,21 @@ func (l *Load) runningOnLocked(name string) map[string]bool {
 	return out
 }
 
+// RunningOnSettled is RunningOn once no POST to the replica is still
+// waiting for its answer: call it after Remove, so that a turn posted to the
+// replica just before it left is counted once it starts there.
+func (l *Load) RunningOnSettled(name string, timeout time.Duration) (map[string]bool, error) {
+	err := l.waitFor(timeout, func() error {
+		for id, r := range l.postingTo {
+			if r == name {
+				return fmt.Errorf("turn %s is still being posted to replica %s", id, name)
+			}
+		}
+		return nil
+	})
+	return l.RunningOn(name), err
+}
+
 // WaitRunning waits until at least n turns claimed on the replica run.
 func (l *Load) WaitRunning(name string, n int, timeout time.Duration) error {
 	return l.waitFor(timeout, func() error {

@@ -123,7 +123,8 @@ func replicaSpecs() {
 		victim := load.Replicas()[0].Name
 		Expect(load.WaitRunning(victim, 2, 2*time.Minute)).To(Succeed())
 		load.Remove(victim)
-		doomed := load.RunningOn(victim)
+		doomed, err := load.RunningOnSettled(victim, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
 		killed := time.Now()
 		Expect(syscall.Kill(dispatcherPID(victim), syscall.SIGKILL)).To(Succeed())
 		Expect(load.WaitEnded(doomed, 2*time.Minute)).To(Succeed())
