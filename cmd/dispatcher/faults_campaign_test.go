@@ -86,10 +86,22 @@ func TestFaultCampaign(t *testing.T) {
 	c.account(rows)
 }
 
-// fault is one kind of failure the campaign injects.
+// fault is one kind of failure the campaign injects. inject calls strike
+// at the moment the fault hits (after any preparation, such as a churn
+// getting under way): strike waits for a moment with a turn in every phase
+// and records the phases and the time of the injection.
 type fault struct {
 	name   string
-	inject func()
+	inject func(strike func())
+}
+
+// atOnce is a fault that needs no preparation: it hits as soon as inject is
+// called.
+func atOnce(hit func()) func(strike func()) {
+	return func(strike func()) {
+		strike()
+		hit()
+	}
 }
 
 // journalVolume is the size of the campaign's journal volume, room for
@@ -106,15 +118,15 @@ func faultLasts() time.Duration { return time.Duration(1000+rand.IntN(2000)) * t
 // connection, the model, the journal's disk, the turns' clocks.
 func (c *campaign) processFaults() []fault {
 	return []fault{
-		{"WebSocket to the app-server cut (the proxy drops every connection)", func() { c.proxy.Cut() }},
-		{"dispatcher SIGKILLed and restarted on its journal", func() {
+		{"WebSocket to the app-server cut (the proxy drops every connection)", atOnce(func() { c.proxy.Cut() })},
+		{"dispatcher SIGKILLed and restarted on its journal", atOnce(func() {
 			c.load.Remove(c.replica().Name)
 			_ = syscall.Kill(-c.d.proc.Pid(), syscall.SIGKILL)
 			c.d.proc.Stop(10 * time.Second)
 			c.d = c.startDispatcher()
 			c.load.Add(c.replica())
-		}},
-		{"app-server SIGKILLed and restarted on its home", func() {
+		})},
+		{"app-server SIGKILLed and restarted on its home", atOnce(func() {
 			old := c.env.fx.codex
 			old.Kill()
 			restarted, err := codextest.StartErr(c.t, codextest.Options{
@@ -123,8 +135,8 @@ func (c *campaign) processFaults() []fault {
 			})
 			must(c.t, err)
 			c.env.fx.codex = restarted
-		}},
-		{"the model stalls, then fails (HTTP 500)", func() {
+		})},
+		{"the model stalls, then fails (HTTP 500)", atOnce(func() {
 			// Every model request during the outage hangs until its end,
 			// then gets a 500: Codex does not retry (request_max_retries = 0).
 			gate := stubmodel.NewGate()
@@ -132,13 +144,13 @@ func (c *campaign) processFaults() []fault {
 			time.Sleep(faultLasts()) // how long the outage lasts
 			end()
 			gate.Release()
-		}},
-		{"the journal's disk fills up, then space is freed", func() {
+		})},
+		{"the journal's disk fills up, then space is freed", atOnce(func() {
 			filler := tmpfs.Fill(c.t, c.journalDir, "filler")
 			time.Sleep(faultLasts()) // how long the disk stays full
 			tmpfs.Remove(c.t, filler)
-		}},
-		{"turns' deadlines pass while they run (timeoutMs 0.2–1.2 s)", func() {
+		})},
+		{"turns' deadlines pass while they run (timeoutMs 0.2–1.2 s)", atOnce(func() {
 			// A turn takes ~2 s (the tool call and the approval, each
 			// answered after 300 ms, then ~1 s of text): the deadlines of
 			// the turns posted in the next 1–3 s pass while a call or an
@@ -146,7 +158,7 @@ func (c *campaign) processFaults() []fault {
 			c.load.SetTurnTimeout(time.Duration(200+rand.IntN(1000)) * time.Millisecond)
 			time.Sleep(faultLasts()) // how long new turns get the short deadline
 			c.load.SetTurnTimeout(0)
-		}},
+		})},
 	}
 }
 
@@ -190,20 +202,25 @@ type faultRow struct {
 // After each it waits until a turn posted after the injection has completed
 // (the recovery) and every turn running when the fault was over has ended,
 // so the row's window holds every turn the fault touched.
-func (c *campaign) run(name string, n int, inject func()) faultRow {
+func (c *campaign) run(name string, n int, inject func(strike func())) faultRow {
 	row := faultRow{fault: name, injections: n, phases: map[turnload.Phase]int{}, landed: map[turnload.Phase]int{}, from: time.Now()}
 	refusedBefore := c.load.Refusals()
 	for range n {
 		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
 		time.Sleep(wait) // a random point of the turns' lives, not an ordering
-		for p, k := range c.untilEveryPhase() {
-			row.phases[p] += k
-			if k > 0 {
-				row.landed[p]++
+		var at time.Time
+		inject(func() {
+			for p, k := range c.untilEveryPhase() {
+				row.phases[p] += k
+				if k > 0 {
+					row.landed[p]++
+				}
 			}
+			at = time.Now()
+		})
+		if at.IsZero() {
+			c.t.Fatalf("%s: the fault never struck", name)
 		}
-		at := time.Now()
-		inject()
 		touched := c.load.Running()
 		row.recovery = append(row.recovery, c.recovered(at))
 		if err := c.load.WaitEnded(touched, 3*time.Minute); err != nil {

@@ -97,24 +97,26 @@ func (cp *controlPlane) leader() (int, error) {
 // dispatcher and the controllers depend on.
 func (c *campaign) controlPlaneFaults() []fault {
 	return []fault{
-		{"kube-apiserver restarted (down 1–3 s, same etcd, certificates and keys)", func() {
+		{"kube-apiserver restarted (down 1–3 s, same etcd, certificates and keys)", atOnce(func() {
 			down, start := time.Duration(1000+rand.IntN(2000))*time.Millisecond, time.Now()
 			ended, err := c.env.fx.env.RestartAPIServer(down)
 			must(c.t, err)
 			c.t.Logf("kube-apiserver restarted: %s, down %s, unreachable for %s in all", ended, down, time.Since(start).Round(time.Millisecond))
-		}},
-		{webhookFault, func() {
+		})},
+		{webhookFault, func(strike func()) {
 			c.cp.duringChurn(webhookFault, func() time.Time {
+				strike()
 				must(c.t, c.cp.webhook.Down())
 				time.Sleep(time.Duration(1000+rand.IntN(2000)) * time.Millisecond) // the outage itself, not an ordering
 				must(c.t, c.cp.webhook.Up())
 				return time.Now()
 			})
 		}},
-		{managerFault, func() {
+		{managerFault, func(strike func()) {
 			c.cp.duringChurn(managerFault, func() time.Time {
 				i, err := c.cp.leader()
 				must(c.t, err)
+				strike()
 				killed := c.cp.managers[i]
 				at := time.Now()
 				_ = syscall.Kill(-killed.Pid(), syscall.SIGKILL)

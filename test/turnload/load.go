@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -261,6 +262,7 @@ func (l *Load) client(ctx context.Context, session string) {
 		l.mu.Unlock()
 		l.sent.Add(1)
 		l.turn(ctx, session, runID, l.Body(runID))
+		thinkTime(ctx)
 	}
 }
 
@@ -373,16 +375,29 @@ func (l *Load) turn(ctx context.Context, session, runID, body string) {
 }
 
 // retryAfter waits as an answer's Retry-After header asks (seconds; at most
-// 5 s here, at least retryPause's).
+// 5 s here, at least retryPause's), plus up to a quarter more at random, as
+// clients do: gateways refused together (an API server's restart refuses
+// every turn) would otherwise all come back together, and stay in step.
 func retryAfter(ctx context.Context, header string) {
 	secs, err := strconv.Atoi(header)
 	if err != nil || secs <= 0 {
 		retryPause(ctx)
 		return
 	}
+	wait := min(time.Duration(secs)*time.Second, 5*time.Second)
 	select {
 	case <-ctx.Done():
-	case <-time.After(min(time.Duration(secs)*time.Second, 5*time.Second)):
+	case <-time.After(wait + rand.N(wait/4+1)):
+	}
+}
+
+// thinkTime is the pause before a session's next turn: 0–300 ms at random,
+// a user's, so the sessions' turns do not run in step (a campaign's moment
+// with a turn in every phase needs them spread over the phases).
+func thinkTime(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(rand.N(300 * time.Millisecond)):
 	}
 }
 
