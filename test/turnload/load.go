@@ -262,7 +262,6 @@ func (l *Load) client(ctx context.Context, session string) {
 		l.mu.Unlock()
 		l.sent.Add(1)
 		l.turn(ctx, session, runID, l.Body(runID))
-		thinkTime(ctx)
 	}
 }
 
@@ -388,16 +387,6 @@ func retryAfter(ctx context.Context, header string) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(wait + rand.N(wait/4+1)):
-	}
-}
-
-// thinkTime is the pause before a session's next turn: 0–300 ms at random,
-// a user's, so the sessions' turns do not run in step (a campaign's moment
-// with a turn in every phase needs them spread over the phases).
-func thinkTime(ctx context.Context) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(rand.N(300 * time.Millisecond)):
 	}
 }
 
