@@ -65,7 +65,8 @@ func (v Verdict) requester() store.Requester {
 // error means no verdict could be had (the API server unreachable): the
 // request is answered 503 AuthUnavailable and nothing is cached; so is a
 // review the API server could not evaluate (a SubjectAccessReview with an
-// evaluation error and no verdict).
+// evaluation error and no verdict, or a refusal by an API server that is
+// not ready yet).
 type Authorizer interface {
 	Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error)
 }
@@ -153,10 +154,43 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 		return Verdict{}, &UnevaluatedError{User: user.Username, Detail: detail}
 	}
 	v := Verdict{Authenticated: true, User: user.Username, UID: user.UID, Groups: user.Groups, Allowed: sar.Status.Allowed && !sar.Status.Denied}
+	if !v.Allowed && !sar.Status.Denied {
+		if why := a.notReady(ctx); why != "" {
+			return Verdict{}, &UnevaluatedError{User: user.Username, Detail: why}
+		}
+	}
 	if !v.Allowed {
 		v.Reason = strings.TrimSpace(sar.Status.Reason + " " + sar.Status.EvaluationError)
 	}
 	return v, nil
+}
+
+// notReady says why the API server is not ready, or "" when it is. A
+// kube-apiserver that has just started answers before its informers have
+// synced; until then RBAC knows no binding, so it grants nothing and, unlike
+// a binding to a missing role, says nothing about it (no "RBAC: " reason).
+// Such a refusal is no verdict: the fault campaign saw every gateway's turn
+// refused 403 for seconds after a restart. /readyz fails until the
+// informers have synced and the bootstrap roles exist, and everyone may
+// read it (the system:public-info-viewer role), so a refusal that grants
+// nothing is checked against it; an explicit deny needs no check. It costs
+// a request per refusal that is not cached yet, none per granted one.
+func (a *KubeAuthorizer) notReady(ctx context.Context) string {
+	if _, err := a.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return "the API server is not ready (/readyz: " + firstLine(err.Error()) + ")"
+	}
+	return ""
+}
+
+// firstLine is s up to its first line break, at most 200 bytes.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
 }
 
 // unevaluated says why a review that granted nothing is no verdict, or "":

@@ -262,6 +262,29 @@ func (l *Load) client(ctx context.Context, session string) {
 		l.mu.Unlock()
 		l.sent.Add(1)
 		l.turn(ctx, session, runID, l.Body(runID))
+		if !l.completed(runID) {
+			backOff(ctx)
+		}
+	}
+}
+
+// completed says whether turn runID ended with an ok result.
+func (l *Load) completed(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o, ok := l.outcomes[runID]
+	return ok && o.OK
+}
+
+// backOff is a gateway's pause after a failed turn: 0–1 s at random, as
+// clients back off. A fault that fails every running turn at once (a
+// dispatcher's or an app-server's death) would otherwise leave the sessions
+// posting, and so running, in step ever after; a session posts its next
+// turn at once after one that completed.
+func backOff(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(rand.N(time.Second)):
 	}
 }
 
