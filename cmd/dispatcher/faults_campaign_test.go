@@ -205,12 +205,12 @@ type faultRow struct {
 func (c *campaign) run(name string, n int, inject func(strike func())) faultRow {
 	row := faultRow{fault: name, injections: n, phases: map[turnload.Phase]int{}, landed: map[turnload.Phase]int{}, from: time.Now()}
 	refusedBefore := c.load.Refusals()
-	for range n {
+	for i := range n {
 		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
 		time.Sleep(wait) // a random point of the turns' lives, not an ordering
 		var at time.Time
 		inject(func() {
-			for p, k := range c.untilEveryPhase() {
+			for p, k := range c.untilEveryPhase(row.mustFind(n - i)) {
 				row.phases[p] += k
 				if k > 0 {
 					row.landed[p]++
@@ -255,20 +255,43 @@ const phaseBeforeStatus turnload.Phase = "after the result, before the status wr
 var allPhases = []turnload.Phase{turnload.PhaseBeforeClaim, turnload.PhaseClaimed, turnload.PhaseStreaming,
 	turnload.PhaseToolPending, turnload.PhaseApprovalPending, phaseBeforeStatus}
 
+// mustFind are the phases an injection must find a turn in for the row to
+// reach minPerPhase in each, with left injections to go (this one
+// included); none in a campaign too short to be held to it.
+func (row *faultRow) mustFind(left int) []turnload.Phase {
+	if row.injections < campaignInjections {
+		return nil
+	}
+	var must []turnload.Phase
+	for _, p := range allPhases {
+		if minPerPhase-row.landed[p] >= left {
+			must = append(must, p)
+		}
+	}
+	return must
+}
+
 // untilEveryPhase waits, up to 12 s, until every phase has a turn in it:
 // before the claim and after the result (before the status write) last
 // milliseconds, and a random moment alone seldom finds turns in all six.
-// It returns the running turns by phase at that moment (or at the 12 s).
-func (c *campaign) untilEveryPhase() map[turnload.Phase]int {
-	deadline := time.Now().Add(12 * time.Second)
+// After the 12 s it waits on, up to a minute, for a moment with a turn in
+// each phase of must: a fault that fails every running turn at once leaves
+// the sessions in step for a while, so that all six seldom meet. It returns
+// the running turns by phase at that moment (or at the end of the wait).
+func (c *campaign) untilEveryPhase(must []turnload.Phase) map[turnload.Phase]int {
+	start := time.Now()
 	for {
 		phases := c.load.Phases()
 		phases[phaseBeforeStatus] = c.active.endedButActive(c.load.Ended)
-		every := true
+		every, musts := true, true
 		for _, p := range allPhases {
 			every = every && phases[p] > 0
 		}
-		if every || time.Now().After(deadline) {
+		for _, p := range must {
+			musts = musts && phases[p] > 0
+		}
+		waited := time.Since(start)
+		if every || (musts && waited > 12*time.Second) || waited > time.Minute {
 			return phases
 		}
 		time.Sleep(time.Millisecond) // the interval of the polls; the phases are the proof
