@@ -57,9 +57,7 @@ func (l *liveTurns) add(session, runID string) *liveRun {
 func (l *liveTurns) remove(session string, r *liveRun) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.runs[session] == r {
-		delete(l.runs, session)
-	}
+	l.unregister(session, r)
 	for k := range l.requests {
 		if k.session == session && k.runID == r.runID {
 			delete(l.requests, k)
@@ -69,6 +67,24 @@ func (l *liveTurns) remove(session string, r *liveRun) {
 	if l.count == 0 {
 		close(l.idle)
 		l.idle = nil
+	}
+}
+
+// ended takes r out of Interrupt's reach once its native turn is over and
+// its end is being recorded: an interrupt asked after the result was
+// visible must say the run is not running. r still counts as running for
+// Drain until remove.
+func (l *liveTurns) ended(session string, r *liveRun) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unregister(session, r)
+}
+
+// unregister takes r out of the session's running turn, unless a newer turn
+// is there already. l.mu is held.
+func (l *liveTurns) unregister(session string, r *liveRun) {
+	if l.runs[session] == r {
+		delete(l.runs, session)
 	}
 }
 

@@ -76,6 +76,7 @@ func (t *runningTurn) execute() {
 		}()
 		res, terr = t.drive(t.input())
 	}()
+	t.e.live.ended(t.session, t.live)
 	t.finish(res, terr)
 }
 
