@@ -57,8 +57,8 @@ type Reconciler struct {
 	// MaxConcurrentReconciles bounds parallel reconciles of AgentSession objects.
 	MaxConcurrentReconciles int
 
-	// recorder emits an Event when the policy runtime changes, status one per
-	// condition transition; set by SetupWithManager.
+	// recorder emits an Event when a spec change changes the policy runtime,
+	// status one per condition transition; set by SetupWithManager.
 	recorder events.EventRecorder
 	status   conditions.StatusWriter
 }
@@ -216,7 +216,8 @@ func reconcileReadiness(s *scope) {
 // writeStatus applies the manager's part of the status with server-side apply
 // when it differs from the current one (conditions compared without
 // lastTransitionTime); the StatusWriter emits an Event per condition
-// transition, and a change of the policy runtime gets one more.
+// transition, and a change of the policy runtime that follows a change of
+// the session's spec gets one more.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	cur := &s.session.Status
 	if managedEqual(cur, &s.desired) {
@@ -228,7 +229,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	ctrl.LoggerFrom(ctx).Info("agent session policy status applied",
 		"runtime", s.desired.Policy.Runtime, "source", s.desired.Policy.Source,
 		"policy", s.resolution.Policy, "enforced", s.resolution.Enforced, "observedGeneration", s.desired.ObservedGeneration)
-	if old, pol := cur.Policy, s.desired.Policy; old != nil && old.Runtime != pol.Runtime {
+	// A change the session's own spec caused gets an Event here; one that a
+	// RuntimePolicy or a Namespace's labels caused is announced once, on the
+	// policy (SpecApplied): an Event per session would double the API
+	// server's writes of a fan-out to thousands of sessions, and each
+	// session's status.policy already says which policy decided and why.
+	if old, pol := cur.Policy, s.desired.Policy; old != nil && old.Runtime != pol.Runtime && cur.ObservedGeneration != s.desired.ObservedGeneration {
 		r.recorder.Eventf(s.session, nil, corev1.EventTypeNormal, "PolicyRuntimeChanged", "ResolvePolicy",
 			"Policy runtime changed from %s to %s (source %s).", old.Runtime, pol.Runtime, pol.Source)
 	}

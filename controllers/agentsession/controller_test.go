@@ -182,7 +182,7 @@ var _ = Describe("AgentSession controller", func() {
 		Expect(c.Message).To(ContainSubstring(id))
 	})
 
-	It("re-resolves when a matching policy appears, changes and goes, with an Event when the runtime changes", func() {
+	It("re-resolves when a matching policy appears, changes and goes; an Event on the session only when its own spec changed the runtime", func() {
 		id := uid()
 		prov := "p-" + id
 		ns := newNamespace(map[string]string{"case": id})
@@ -193,7 +193,6 @@ var _ = Describe("AgentSession controller", func() {
 		p := newPolicy(id, id, provider(prov, "openclaw"))
 		create(p)
 		Eventually(policyOf(s)).Should(Equal("openclaw/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
-		Eventually(eventReasons(s)).Should(ContainElement("Normal/PolicyRuntimeChanged: Policy runtime changed from auto to openclaw (source provider)."))
 
 		By("changing the policy")
 		var cur harnessv1alpha1.RuntimePolicy
@@ -201,7 +200,25 @@ var _ = Describe("AgentSession controller", func() {
 		cur.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: prov + "/m", Runtime: "codex"}}
 		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
 		Eventually(policyOf(s)).Should(Equal("codex/model [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
-		Eventually(eventReasons(s)).Should(ContainElement("Normal/PolicyRuntimeChanged: Policy runtime changed from openclaw to codex (source model)."))
+
+		By("changing the session's model, which the policy's provider entry decides")
+		got := getSession(s)
+		got.Spec.Model = prov + "/other"
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(policyOf(s)).Should(Equal("openclaw/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
+		// The recorder sends this reconciler's Events in order: once the spec
+		// change's Event is there, any the policy's changes had caused would be too.
+		runtimeChanges := func() []string {
+			var out []string
+			for _, e := range eventReasons(s)() {
+				if strings.Contains(e, "/PolicyRuntimeChanged:") {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		Eventually(runtimeChanges).Should(Equal([]string{"Normal/PolicyRuntimeChanged: Policy runtime changed from codex to openclaw (source provider)."}),
+			"the policy's own changes are announced on the policy, not on each session")
 
 		By("deleting the policy")
 		Expect(k8sClient.Delete(ctx, &cur)).To(Succeed())

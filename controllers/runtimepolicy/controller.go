@@ -249,6 +249,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	}
 	ctrl.LoggerFrom(ctx).Info("runtime policy status applied", "matchedNamespaces", s.desired.MatchedNamespaces,
 		"conflicts", len(s.desired.Conflicts), "observedGeneration", s.desired.ObservedGeneration)
+	// A spec change of an existing policy re-resolves the runtime of every
+	// session it selects (or selected); it is announced here, once, rather
+	// than by an Event on each of those sessions (see the AgentSession
+	// controller): their status.policy says what each one resolved to.
+	if r.status.Recorder != nil && cur.ObservedGeneration != 0 && cur.ObservedGeneration != s.desired.ObservedGeneration {
+		r.status.Recorder.Eventf(s.policy, nil, corev1.EventTypeNormal, "SpecApplied", "ResolveSessions",
+			"Generation %d applied: the sessions of the %d namespaces it selects, and of those it no longer selects, re-resolve their runtime (status.policy of each AgentSession).",
+			s.desired.ObservedGeneration, s.desired.MatchedNamespaces)
+	}
 	return nil
 }
 

@@ -232,6 +232,27 @@ var _ = Describe("RuntimePolicy controller", func() {
 		Eventually(matchedNamespaces(a.Name)).Should(BeZero())
 	})
 
+	It("announces each spec change once, on the policy, with the number of namespaces it selects", func() {
+		id := uid()
+		newNamespace(map[string]string{"team": id})
+		newNamespace(map[string]string{"team": id})
+		p := newPolicy(id, selecting(map[string]string{"team": id}), provider("p-"+id, "codex"))
+		create(p)
+		Eventually(matchedNamespaces(id)).Should(BeEquivalentTo(2))
+		expectSettled([]string{id})
+
+		cur := getPolicy(id)
+		cur.Spec.Providers[0].Runtime = "openclaw"
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		note := id + "/SpecApplied/Generation 2 applied: the sessions of the 2 namespaces it selects, and of those it no longer selects, " +
+			"re-resolve their runtime (status.policy of each AgentSession)."
+		Eventually(eventCounts).Should(HaveKeyWithValue(note, BeEquivalentTo(1)))
+		// The recorder sends Events in order: one for the creation would be there by now.
+		for key := range eventCounts() {
+			Expect(key).NotTo(HavePrefix(id+"/SpecApplied/Generation 1 "), "creating a policy is not a spec change")
+		}
+	})
+
 	It("reports harness ids no visible AgentHarness declares, and resolves them when one appears", func() {
 		id := uid()
 		hid := "h-" + id
