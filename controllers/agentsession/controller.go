@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -272,7 +273,7 @@ func nilIfEmpty(s []string) []string {
 }
 
 // SetupWithManager registers the reconciler with the manager. Besides the
-// sessions themselves (the dispatcher's pin is an input), it watches through
+// sessions themselves (their updates filtered by managerInputsChanged), it watches through
 // mapping functions: RuntimePolicies (creation, deletion, spec changes → the
 // sessions in namespaces the policy selects and those listing it in
 // matchedPolicies), Namespaces (label changes → their sessions) and
@@ -301,7 +302,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = conditions.StatusWriter{Client: r.Client, Recorder: r.recorder,
 		FieldManager: conditions.FieldManager("manager"), Quiet: quietFirst, Warning: warningCondition}
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&harnessv1alpha1.AgentSession{}).
+		For(&harnessv1alpha1.AgentSession{}, builder.WithPredicates(managerInputsChanged)).
 		Watches(&harnessv1alpha1.RuntimePolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsForPolicy),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.sessionsInNamespace),
@@ -315,6 +316,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return nil
 }
+
+// managerInputsChanged passes the updates of a session that can change the
+// manager's part of its status: its spec (generation), the dispatcher's pin
+// (status.agentHarnessId while its nativeBinding is of the current
+// resetGeneration: selection.SessionPin), and the manager's own fields (the echo of its
+// write, or someone else's edit of them). The dispatcher's other writes —
+// activeTurn and lastTurn twice a turn, counters, its finalizer — change
+// nothing the manager computes; reconciling each would re-read the
+// session's namespace, every harness and every policy for nothing.
+var managerInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	prev, okPrev := e.ObjectOld.(*harnessv1alpha1.AgentSession)
+	next, okNext := e.ObjectNew.(*harnessv1alpha1.AgentSession)
+	if !okPrev || !okNext {
+		return true
+	}
+	return prev.Generation != next.Generation || selection.SessionPin(prev) != selection.SessionPin(next) ||
+		!managedEqual(&prev.Status, &next.Status)
+}}
 
 // sessionsForPolicy maps a RuntimePolicy to the sessions it can affect: those
 // in the namespaces it selects now and those that list it (it selected their
