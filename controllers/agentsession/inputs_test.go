@@ -16,13 +16,13 @@ func TestManagerInputsChanged(t *testing.T) {
 	base := func() *harnessv1alpha1.AgentSession {
 		return &harnessv1alpha1.AgentSession{
 			ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3, ResourceVersion: "10"},
-			Spec: harnessv1alpha1.AgentSessionSpec{ResetGeneration: 1},
+			Spec:       harnessv1alpha1.AgentSessionSpec{ResetGeneration: 1},
 			Status: harnessv1alpha1.AgentSessionStatus{
 				ObservedGeneration: 3,
 				// pinned to codex by a binding of the reset before: no pin until rebound
 				AgentHarnessID: "codex",
 				NativeBinding:  &harnessv1alpha1.NativeBinding{Generation: 0},
-				Policy:             &harnessv1alpha1.SessionPolicy{Runtime: "codex", Source: harnessv1alpha1.PolicySourceProvider, MatchedPolicies: []string{"p"}},
+				Policy:         &harnessv1alpha1.SessionPolicy{Runtime: "codex", Source: harnessv1alpha1.PolicySourceProvider, MatchedPolicies: []string{"p"}},
 				Conditions: []metav1.Condition{
 					{Type: harnessv1alpha1.SessionConditionPolicyResolved, Status: metav1.ConditionTrue, Reason: "PolicyMatched", Message: "m"},
 					{Type: harnessv1alpha1.SessionConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", Message: "r"},
