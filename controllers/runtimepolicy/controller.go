@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +51,12 @@ type Reconciler struct {
 	// status applies the status and emits an Event per condition change;
 	// set by SetupWithManager.
 	status conditions.StatusWriter
+
+	// announced holds, by policy name, the generation last announced with
+	// SpecApplied: a reconcile that reads a cached status older than its
+	// own last write must not announce that generation again.
+	announcedMu sync.Mutex
+	announced   map[string]int64
 }
 
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=runtimepolicies,verbs=get;list;watch
@@ -63,6 +71,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var policy harnessv1alpha1.RuntimePolicy
 	if err := r.Get(ctx, req.NamespacedName, &policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.announce(req.Name, 0)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s, err := r.newScope(ctx, &policy)
@@ -253,12 +264,32 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	// session it selects (or selected); it is announced here, once, rather
 	// than by an Event on each of those sessions (see the AgentSession
 	// controller): their status.policy says what each one resolved to.
-	if r.status.Recorder != nil && cur.ObservedGeneration != 0 && cur.ObservedGeneration != s.desired.ObservedGeneration {
+	if r.status.Recorder != nil && cur.ObservedGeneration != 0 && cur.ObservedGeneration != s.desired.ObservedGeneration &&
+		r.announce(s.policy.Name, s.desired.ObservedGeneration) {
 		r.status.Recorder.Eventf(s.policy, nil, corev1.EventTypeNormal, "SpecApplied", "ResolveSessions",
 			"Generation %d applied: the sessions of the %d namespaces it selects, and of those it no longer selects, re-resolve their runtime (status.policy of each AgentSession).",
 			s.desired.ObservedGeneration, s.desired.MatchedNamespaces)
 	}
 	return nil
+}
+
+// announce records generation as the policy's announced one and reports
+// whether it was not already; 0 forgets the policy (it was deleted).
+func (r *Reconciler) announce(name string, generation int64) bool {
+	r.announcedMu.Lock()
+	defer r.announcedMu.Unlock()
+	if generation == 0 {
+		delete(r.announced, name)
+		return false
+	}
+	if r.announced[name] == generation {
+		return false
+	}
+	if r.announced == nil {
+		r.announced = map[string]int64{}
+	}
+	r.announced[name] = generation
+	return true
 }
 
 // warningCondition: a condition that needs an operator's attention.
