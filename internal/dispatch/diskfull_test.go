@@ -45,9 +45,14 @@ var _ = Describe("A turn whose journal's disk runs full", func() {
 		for i := range deltas {
 			deltas[i] = fmt.Sprintf("word-%03d ", i)
 		}
-		gate := stubmodel.NewGate()
+		// The stream also holds before its last delta until the spec ends:
+		// Codex cannot complete the turn before the dispatcher's interrupt
+		// reaches it (under -race it once did, and the native turn read
+		// completed instead of interrupted).
+		gate, tail := stubmodel.NewGate(), stubmodel.NewGate()
 		DeferCleanup(gate.Release)
-		stub.When("diskfull-1", stubmodel.Text(strings.Join(deltas, ""), deltas...).HoldBefore(1, gate))
+		DeferCleanup(tail.Release)
+		stub.When("diskfull-1", stubmodel.Text(strings.Join(deltas, ""), deltas...).HoldBefore(1, gate).HoldBefore(len(deltas)-1, tail))
 		c := &collector{}
 		done := make(chan error, 1)
 		go func() {
