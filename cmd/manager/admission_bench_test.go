@@ -39,6 +39,7 @@ const admissionConcurrency = 50
 // apiserver_admission_webhook_admission_duration_seconds (its buckets are
 // 5, 25, 100 ms…: the quantiles are interpolated within them).
 func BenchmarkAdmission(b *testing.B) {
+	discardClientLogs()
 	o, err := testutil.StartOperator(b.TempDir())
 	if err != nil {
 		b.Fatal(err)

@@ -96,6 +96,7 @@ var scaleSizes = []int{1000, 5000, 10000}
 // $BENCH_OUT/operator-scale.json (scalePoint is its shape: a JSON array,
 // one object per size).
 func BenchmarkOperatorScale(b *testing.B) {
+	discardClientLogs()
 	var series []scalePoint
 	for _, n := range scaleSizes {
 		b.Run("sessions="+strconv.Itoa(n), func(b *testing.B) {

@@ -18,6 +18,10 @@ BenchmarkSelect-2          	  100000	      9500 ns/op	   12152 B/op	      24 all
 BenchmarkSelectNonMatching/harnesses=16-2 	  50000	     20800 ns/op
 BenchmarkAdmission/AgentSession/existing=1000-2 	1000	 1.5 webhook-p99-ms	 3.25 create-p99-ms
     bench_test.go:12: Benchmark logs are no results
+BenchmarkAdmission/AgentHarness/existing=0-2         	[controller-runtime] log.SetLogger(...) was never called; logs will not be displayed.
+	>  goroutine 515 [running]:
+	>  runtime/debug.Stack()
+    1000	   8421118 ns/op	       402.7 create-p50-ms
 PASS
 ok  	github.com/openclaw/harness-operator/internal/selection	3.1s
 `
@@ -32,7 +36,7 @@ func TestReadSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := sections[0]
-	if s.Name != "selection" || s.Seconds != 12.5 || s.Failed || s.CPU != "Intel(R) Xeon(R) CPU @ 2.20GHz" || len(s.Results) != 3 {
+	if s.Name != "selection" || s.Seconds != 12.5 || s.Failed || s.CPU != "Intel(R) Xeon(R) CPU @ 2.20GHz" || len(s.Results) != 4 {
 		t.Fatalf("section read as %+v", s)
 	}
 	r, ok := find(sections, "BenchmarkSelectNonMatching/harnesses=16")
@@ -41,6 +45,11 @@ func TestReadSection(t *testing.T) {
 	}
 	if v, _ := sections[0].Results[2].value("create-p99-ms"); v != 3.25 {
 		t.Fatalf("a custom metric: %+v", sections[0].Results[2])
+	}
+	if r, ok := find(sections, "BenchmarkAdmission/AgentHarness/existing=0"); !ok {
+		t.Fatal("a result whose figures came on a line of their own, after another process's output, is missing")
+	} else if v, _ := r.value("create-p50-ms"); v != 402.7 {
+		t.Fatalf("a result whose figures came on a line of their own: %+v", r)
 	}
 }
 

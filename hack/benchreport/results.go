@@ -76,8 +76,20 @@ func readSection(path string) (section, error) {
 	s := section{Name: strings.TrimSuffix(filepath.Base(path), ".txt"), Failed: true}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// pending is a benchmark's name whose figures did not follow on its
+	// line: something the benchmark's process wrote to stderr (a library's
+	// warning) came between, and `go test` prints the figures on a line of
+	// their own once the benchmark ends.
+	pending := ""
 	for sc.Scan() {
 		line := sc.Text()
+		if pending != "" && strings.HasPrefix(line, " ") {
+			if r, ok := parseResult(pending + " " + strings.TrimSpace(line)); ok {
+				s.Results = append(s.Results, r)
+				pending = ""
+				continue
+			}
+		}
 		switch {
 		case strings.HasPrefix(line, "# command: "):
 			s.Command = strings.TrimPrefix(line, "# command: ")
@@ -94,6 +106,8 @@ func readSection(path string) (section, error) {
 		case strings.HasPrefix(line, "Benchmark"):
 			if r, ok := parseResult(line); ok {
 				s.Results = append(s.Results, r)
+			} else if f := strings.Fields(line); procsSuffix.MatchString(f[0]) {
+				pending = f[0]
 			}
 		}
 	}
