@@ -115,7 +115,9 @@ type scope struct {
 func (r *Reconciler) newScope(ctx context.Context, session *harnessv1alpha1.AgentSession) (*scope, error) {
 	// An invalid selector fails the snapshot, as it fails the dispatcher's:
 	// the RuntimePolicy reports Accepted=False and its fix re-triggers this session.
-	snap, err := snapshot.For(ctx, r, session)
+	// The phases only read the snapshot (selection is pure): the cache's
+	// harnesses and policies are not copied for each session.
+	snap, err := snapshot.For(ctx, r, session, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) { // the namespace is gone with the session
 		return nil, nil
 	}

@@ -109,17 +109,21 @@ type scope struct {
 }
 
 // newScope reads the policies, namespaces and harnesses (from the cache).
+// The phases only read them, so the cache's objects are not copied: every
+// policy change reconciles every policy, and with a thousand policies and
+// harnesses the copies kept the manager's two cores busy (issue 18's
+// admission benchmark).
 func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.RuntimePolicy) (*scope, error) {
 	var policies harnessv1alpha1.RuntimePolicyList
-	if err := r.List(ctx, &policies); err != nil {
+	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
 	}
 	var namespaces corev1.NamespaceList
-	if err := r.List(ctx, &namespaces); err != nil {
+	if err := r.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list Namespaces: %w", err)
 	}
 	var harnesses harnessv1alpha1.AgentHarnessList
-	if err := r.List(ctx, &harnesses); err != nil {
+	if err := r.List(ctx, &harnesses, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
 	}
 	s := &scope{policy: policy, namespaces: namespaces.Items, now: metav1.Now()}

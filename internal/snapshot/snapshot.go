@@ -17,18 +17,20 @@ import (
 
 // For reads the selection snapshot of session through r. A missing
 // Namespace is returned as the reader's NotFound error (wrapped), so callers
-// can tell it apart; an invalid policy selector fails the snapshot.
-func For(ctx context.Context, r client.Reader, session *v1alpha1.AgentSession) (selection.Snapshot, error) {
+// can tell it apart; an invalid policy selector fails the snapshot. opts
+// go to both Lists: a caller that only reads the snapshot, and lets it go
+// when its call returns, may pass client.UnsafeDisableDeepCopy.
+func For(ctx context.Context, r client.Reader, session *v1alpha1.AgentSession, opts ...client.ListOption) (selection.Snapshot, error) {
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: session.Namespace}, &ns); err != nil {
 		return selection.Snapshot{}, fmt.Errorf("read Namespace %s: %w", session.Namespace, err)
 	}
 	var harnesses v1alpha1.AgentHarnessList
-	if err := r.List(ctx, &harnesses); err != nil {
+	if err := r.List(ctx, &harnesses, opts...); err != nil {
 		return selection.Snapshot{}, fmt.Errorf("list AgentHarnesses: %w", err)
 	}
 	var policies v1alpha1.RuntimePolicyList
-	if err := r.List(ctx, &policies); err != nil {
+	if err := r.List(ctx, &policies, opts...); err != nil {
 		return selection.Snapshot{}, fmt.Errorf("list RuntimePolicies: %w", err)
 	}
 	snap, err := selection.SnapshotFor(Pointers(harnesses.Items), Pointers(policies.Items), ns.Name, ns.Labels, session)
