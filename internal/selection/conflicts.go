@@ -2,7 +2,6 @@ package selection
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -169,7 +168,12 @@ func ConflictsWith(candidate *v1alpha1.RuntimePolicy, existing []*v1alpha1.Runti
 // relabeled. A policy with an invalid selector overlaps nothing (it is not in
 // force: Accepted=False).
 func NamespacesOverlap(a, b *v1alpha1.RuntimePolicy, namespaces map[string]map[string]string) bool {
-	if a == nil || b == nil || !validSelector(a) || !validSelector(b) {
+	if a == nil || b == nil {
+		return false
+	}
+	selA, errA := policySelector(a)
+	selB, errB := policySelector(b)
+	if errA != nil || errB != nil {
 		return false
 	}
 	if emptySelector(a.Spec.NamespaceSelector) || emptySelector(b.Spec.NamespaceSelector) ||
@@ -177,14 +181,40 @@ func NamespacesOverlap(a, b *v1alpha1.RuntimePolicy, namespaces map[string]map[s
 		return true
 	}
 	for name, nsLabels := range namespaces {
-		l := withNameLabel(name, nsLabels)
-		inA, errA := PolicySelects(a, l)
-		inB, errB := PolicySelects(b, l)
-		if errA == nil && errB == nil && inA && inB {
+		l := namedLabels{name: name, labels: nsLabels}
+		if selA.Matches(l) && selB.Matches(l) {
 			return true
 		}
 	}
 	return false
+}
+
+// namedLabels are a namespace's labels with the kubernetes.io/metadata.name
+// label the API server sets on every namespace (as SnapshotFor adds it),
+// without copying the map for every namespace a selector is matched with.
+type namedLabels struct {
+	name   string
+	labels map[string]string
+}
+
+func (n namedLabels) Lookup(key string) (string, bool) {
+	if v, ok := n.labels[key]; ok {
+		return v, true
+	}
+	if key == namespaceNameLabel {
+		return n.name, true
+	}
+	return "", false
+}
+
+func (n namedLabels) Has(key string) bool {
+	_, ok := n.Lookup(key)
+	return ok
+}
+
+func (n namedLabels) Get(key string) string {
+	v, _ := n.Lookup(key)
+	return v
 }
 
 // OverrideDeniedBy reports whether a session's runtimeOverride contradicts an
@@ -462,25 +492,6 @@ func sortConflicts(cs []PolicyConflict) {
 	})
 }
 
-func validSelector(p *v1alpha1.RuntimePolicy) bool {
-	_, err := PolicySelects(p, nil)
-	return err == nil
-}
-
 func emptySelector(s *metav1.LabelSelector) bool {
 	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
-}
-
-// withNameLabel adds the kubernetes.io/metadata.name label the API server sets
-// on every namespace, as SnapshotFor does.
-func withNameLabel(name string, l map[string]string) map[string]string {
-	if _, ok := l[namespaceNameLabel]; ok {
-		return l
-	}
-	out := maps.Clone(l)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[namespaceNameLabel] = name
-	return out
 }

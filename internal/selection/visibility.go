@@ -57,12 +57,24 @@ func harnessAdmits(h *v1alpha1.AgentHarness, namespace string, nsLabels map[stri
 // labels: an omitted or empty namespaceSelector selects every namespace. An
 // invalid selector is an error.
 func PolicySelects(p *v1alpha1.RuntimePolicy, nsLabels map[string]string) (bool, error) {
+	sel, err := policySelector(p)
+	if err != nil {
+		return false, err
+	}
+	return sel.Matches(labels.Set(nsLabels)), nil
+}
+
+// policySelector is a RuntimePolicy's namespaceSelector as a Selector: an
+// omitted one selects every namespace. Converting it validates every label
+// key and value (regular expressions), so a caller matching many
+// namespaces converts it once.
+func policySelector(p *v1alpha1.RuntimePolicy) (labels.Selector, error) {
 	if p.Spec.NamespaceSelector == nil {
-		return true, nil
+		return labels.Everything(), nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
 	if err != nil {
-		return false, fmt.Errorf("RuntimePolicy %s: spec.namespaceSelector: %w", p.Name, err)
+		return nil, fmt.Errorf("RuntimePolicy %s: spec.namespaceSelector: %w", p.Name, err)
 	}
-	return sel.Matches(labels.Set(nsLabels)), nil
+	return sel, nil
 }
