@@ -129,7 +129,7 @@ bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurr
 		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 
 .PHONY: bench
-bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about … min; not part of CI).
+bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 40 min on an idle 2-core machine, 30 of them the admission section, which runs into its 30-minute timeout at 1,000 policies (docs/benchmarks/admission.md); the others took 10 min; not part of CI).
 	$(TEST_DEPS); BENCH_OUT="$(BENCH_OUT)" hack/bench.sh $(SECTIONS)
 
 FUZZTIME ?= 10m
