@@ -72,7 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var policy harnessv1alpha1.RuntimePolicy
 	if err := r.Get(ctx, req.NamespacedName, &policy); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.announce(req.Name, 0)
+			r.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -278,14 +278,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 }
 
 // announce records generation as the policy's announced one and reports
-// whether it was not already; 0 forgets the policy (it was deleted).
+// whether it was not already.
 func (r *Reconciler) announce(name string, generation int64) bool {
 	r.announcedMu.Lock()
 	defer r.announcedMu.Unlock()
-	if generation == 0 {
-		delete(r.announced, name)
-		return false
-	}
 	if r.announced[name] == generation {
 		return false
 	}
@@ -294,6 +290,13 @@ func (r *Reconciler) announce(name string, generation int64) bool {
 	}
 	r.announced[name] = generation
 	return true
+}
+
+// forget drops what was announced of a deleted policy.
+func (r *Reconciler) forget(name string) {
+	r.announcedMu.Lock()
+	defer r.announcedMu.Unlock()
+	delete(r.announced, name)
 }
 
 // warningCondition: a condition that needs an operator's attention.
