@@ -15,10 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,9 +41,10 @@ const (
 
 // Reconciler reconciles RuntimePolicy objects: acceptance, conflicts between
 // policies (DESIGN.md §3, selection.ConflictsFor) and reference resolution.
-// A change to one policy can change another's Conflicted state, so every
-// policy is re-evaluated when any policy, a namespace's labels or an
-// AgentHarness changes.
+// A change to one policy or a namespace's labels can change another
+// policy's state, so every policy is reconciled then, from one evaluation of
+// them all (inputs.go); a change of an AgentHarness reconciles the policies
+// that name its harness id.
 type Reconciler struct {
 	client.Client
 
@@ -51,6 +54,9 @@ type Reconciler struct {
 	// status applies the status and emits an Event per condition change;
 	// set by SetupWithManager.
 	status conditions.StatusWriter
+
+	// inputs is the evaluation the reconciles of one change share.
+	inputs inputs
 
 	// announced holds, by policy name, the generation last announced with
 	// SpecApplied: a reconcile that reads a cached status older than its
@@ -76,8 +82,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s, err := r.newScope(ctx, &policy)
-	if err != nil {
+	s, current, err := r.newScope(ctx, &policy)
+	if err != nil || !current {
+		// Not current: the cache holds a newer version of the policy than the
+		// one just read, and that version's own reconcile is queued.
 		return ctrl.Result{}, err
 	}
 	// The phases, in order; each computes part of the desired status.
@@ -91,53 +99,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// scope is one reconcile: the policy, what the phases read, and the status
-// they build.
+// scope is one reconcile: the policy, its share of the evaluation of all
+// policies, the harnesses, and the status the phases build.
 type scope struct {
-	policy     *harnessv1alpha1.RuntimePolicy
-	policies   []*harnessv1alpha1.RuntimePolicy
-	namespaces []corev1.Namespace
-	harnesses  []*harnessv1alpha1.AgentHarness
-	now        metav1.Time
+	policy    *harnessv1alpha1.RuntimePolicy
+	evaluated *evaluatedPolicy
+	harnesses *harnessIndex
+	now       metav1.Time
 
-	// valid is false when the spec cannot be evaluated (set by acceptance).
-	valid bool
-	// selected are the namespaces the policy selects (set by matched namespaces).
-	selected []*corev1.Namespace
 	// desired is the status the phases build.
 	desired harnessv1alpha1.RuntimePolicyStatus
 }
 
-// newScope reads the policies, namespaces and harnesses (from the cache).
-// The phases only read them, so the cache's objects are not copied: every
-// policy change reconciles every policy, and with a thousand policies and
-// harnesses the copies kept the manager's two cores busy (issue 18's
-// admission benchmark).
-func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.RuntimePolicy) (*scope, error) {
-	var policies harnessv1alpha1.RuntimePolicyList
-	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
+// newScope reads the policy's evaluation and the harnesses (inputs.go); it
+// reports false when the cache already holds a newer version of policy.
+func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.RuntimePolicy) (*scope, bool, error) {
+	evaluated, current, err := r.inputs.evaluated(ctx, r.Client, policy)
+	if err != nil || !current {
+		return nil, current, err
 	}
-	var namespaces corev1.NamespaceList
-	if err := r.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list Namespaces: %w", err)
+	harnesses, err := r.inputs.harnessesByID(ctx, r.Client)
+	if err != nil {
+		return nil, false, err
 	}
-	var harnesses harnessv1alpha1.AgentHarnessList
-	if err := r.List(ctx, &harnesses, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
-	}
-	s := &scope{policy: policy, namespaces: namespaces.Items, now: metav1.Now()}
-	for i := range policies.Items {
-		if policies.Items[i].Name == policy.Name {
-			s.policies = append(s.policies, policy) // the version just read
-			continue
-		}
-		s.policies = append(s.policies, &policies.Items[i])
-	}
-	for i := range harnesses.Items {
-		s.harnesses = append(s.harnesses, &harnesses.Items[i])
-	}
-	return s, nil
+	return &scope{policy: policy, evaluated: evaluated, harnesses: harnesses, now: metav1.Now()}, true, nil
 }
 
 // setCondition sets one condition of the desired status, keeping the current
@@ -152,43 +137,29 @@ func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason h
 // reconcileAcceptance: Accepted is True unless the spec cannot be evaluated
 // (an invalid namespaceSelector); such a policy is not in force.
 func reconcileAcceptance(s *scope) {
-	if _, err := selection.PolicySelects(s.policy, nil); err != nil {
+	if err := s.evaluated.invalid; err != nil {
 		s.setCondition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonInvalid,
 			fmt.Sprintf("The policy is not in force: %v.", err))
 		return
 	}
-	s.valid = true
 	s.setCondition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionTrue, harnessv1alpha1.PolicyReasonAccepted,
 		"The policy is in force; keys it loses to other policies are listed in status.conflicts.")
 }
 
 // reconcileMatchedNamespaces counts the namespaces the policy selects.
 func reconcileMatchedNamespaces(s *scope) {
-	if !s.valid {
-		return
-	}
-	for i := range s.namespaces {
-		if ok, err := selection.PolicySelects(s.policy, s.namespaces[i].Labels); err == nil && ok {
-			s.selected = append(s.selected, &s.namespaces[i])
-		}
-	}
-	s.desired.MatchedNamespaces = int32(len(s.selected))
+	s.desired.MatchedNamespaces = int32(len(s.evaluated.selected))
 }
 
 // reconcileConflicts lists the keys the policy loses to older or enforcing
 // policies over overlapping namespaces (DESIGN.md §3).
 func reconcileConflicts(s *scope) {
-	if !s.valid {
+	if s.evaluated.invalid != nil {
 		s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionUnknown, harnessv1alpha1.PolicyReasonInvalid,
 			"Conflicts are not evaluated: the policy is not in force.")
 		return
 	}
-	nsLabels := make(map[string]map[string]string, len(s.namespaces))
-	for i := range s.namespaces {
-		nsLabels[s.namespaces[i].Name] = s.namespaces[i].Labels
-	}
-	overlap := func(a, b *harnessv1alpha1.RuntimePolicy) bool { return selection.NamespacesOverlap(a, b, nsLabels) }
-	lost := selection.ConflictsFor(s.policy, s.policies, overlap)
+	lost := s.evaluated.conflicts
 	if len(lost) == 0 {
 		s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonNoConflicts,
 			"No key conflicts with another policy.")
@@ -221,26 +192,12 @@ func reconcileConflicts(s *scope) {
 // built in (auto, openclaw, a CLI backend alias) or declared by an
 // AgentHarness visible to some namespace the policy selects.
 func reconcileReferences(s *scope) {
-	if !s.valid {
+	if s.evaluated.invalid != nil {
 		s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionUnknown, harnessv1alpha1.PolicyReasonInvalid,
 			"References are not evaluated: the policy is not in force.")
 		return
 	}
-	declared := map[string]bool{}
-	for _, h := range s.harnesses {
-		id, ok := selection.DeclaredHarnessID(h)
-		if !ok || declared[id] {
-			continue
-		}
-		for _, ns := range s.selected {
-			// A harness whose own selector is invalid is visible nowhere.
-			if visible, err := selection.HarnessVisible(h, ns.Name, ns.Labels); err == nil && visible {
-				declared[id] = true
-				break
-			}
-		}
-	}
-	missing := selection.UnresolvedRuntimeIDs(s.policy, func(id string) bool { return declared[id] })
+	missing := selection.UnresolvedRuntimeIDs(s.policy, s.harnesses.declaredFor(s.evaluated.selected))
 	if len(missing) == 0 {
 		s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionTrue, harnessv1alpha1.PolicyReasonResolved,
 			"Every runtime id names a visible AgentHarness, a built-in runtime or a CLI backend alias.")
@@ -323,11 +280,12 @@ func normalizeConflicts(cs []harnessv1alpha1.PolicyConflict) []harnessv1alpha1.P
 	return cs
 }
 
-// SetupWithManager registers the reconciler with the manager: RuntimePolicies
-// (a spec change, creation or deletion of any policy re-evaluates all
-// policies), Namespaces (creation, deletion, label changes) and
-// AgentHarnesses (creation, deletion, spec changes) are watched through
-// mapping functions; nothing polls.
+// SetupWithManager registers the reconciler with the manager. A spec change,
+// creation or deletion of any RuntimePolicy and a Namespace's creation,
+// deletion or label change reconcile every policy; an AgentHarness's
+// creation, deletion or spec change reconciles the policies that name its
+// harness id (before and after the change). Each handler first tells the
+// shared inputs that their part changed; nothing polls.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = conditions.StatusWriter{Client: r.Client,
 		Recorder:     mgr.GetEventRecorder(conditions.EventReporter("manager", controllerName)),
@@ -337,7 +295,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&harnessv1alpha1.RuntimePolicy{}).
 		Watches(&harnessv1alpha1.RuntimePolicy{}, allPolicies, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, allPolicies, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&harnessv1alpha1.AgentHarness{}, allPolicies, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&harnessv1alpha1.AgentHarness{}, r.policiesNamingHarness(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named(controllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
@@ -346,17 +304,60 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// allPolicies maps any change that can affect conflicts, matched namespaces
-// or references to every RuntimePolicy, sorted by name.
+// allPolicies maps a change of a policy or a namespace to every
+// RuntimePolicy, sorted by name.
 func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	r.inputs.policiesChanged()
+	return r.policiesNaming(ctx, nil)
+}
+
+// policiesNamingHarness maps a change of an AgentHarness to the policies
+// whose runtime ids include the harness id it declared or declares.
+func (r *Reconciler) policiesNamingHarness() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		r.inputs.harnessesChanged()
+		ids := map[string]bool{}
+		for _, obj := range objs {
+			if h, ok := obj.(*harnessv1alpha1.AgentHarness); ok {
+				if id, ok := selection.DeclaredHarnessID(h); ok {
+					ids[id] = true
+				}
+			}
+		}
+		if len(ids) == 0 {
+			return
+		}
+		for _, req := range r.policiesNaming(ctx, ids) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// policiesNaming returns the RuntimePolicies that name one of ids (every
+// policy when ids is nil) as reconcile requests, sorted by name.
+func (r *Reconciler) policiesNaming(ctx context.Context, ids map[string]bool) []reconcile.Request {
 	var policies harnessv1alpha1.RuntimePolicyList
-	if err := r.List(ctx, &policies); err != nil {
+	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list RuntimePolicies to re-evaluate")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(policies.Items))
 	for i := range policies.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: policies.Items[i].Name}})
+		p := &policies.Items[i]
+		if ids == nil || slices.ContainsFunc(selection.PolicyRuntimeIDs(p), func(id string) bool { return ids[id] }) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
 	}
 	slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.Name, b.Name) })
 	return reqs

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -160,4 +161,38 @@ func supported(d wire.Decision) int {
 		}
 	}
 	return k
+}
+
+// BenchmarkPolicyConflicts is the cost of the cross-policy checks as
+// policies grow, in the shape of the admission benchmark's seed
+// (BenchmarkAdmission): n policies mapping openai to codex, all with one
+// selector that none of 52 namespaces matches — every pair overlaps, as
+// equal selectors do. evaluate-all is what the RuntimePolicy controller
+// computes once per change of policies or namespaces (every policy's
+// conflicts); admit-one is what the RuntimePolicy webhook computes for one
+// create.
+func BenchmarkPolicyConflicts(b *testing.B) {
+	namespaces := map[string]map[string]string{}
+	for i := range 52 {
+		namespaces[fmt.Sprintf("ns-%02d", i)] = map[string]string{"team": fmt.Sprint(i % 10)}
+	}
+	seed := nsSelector(map[string]string{"bench-never": "true"})
+	for _, n := range []int{100, 1000} {
+		var ps []*v1alpha1.RuntimePolicy
+		for i := range n {
+			ps = append(ps, policy(fmt.Sprintf("seed-%d", i), i, prov("openai", "codex"), seed))
+		}
+		b.Run(fmt.Sprintf("policies=%d/evaluate-all", n), func(b *testing.B) {
+			for b.Loop() {
+				FindConflicts(ps, NamespaceOverlap(namespaces))
+			}
+		})
+		candidate := policy("candidate", 0, prov("openai", "codex"), seed)
+		candidate.CreationTimestamp = metav1.Time{} // a create
+		b.Run(fmt.Sprintf("policies=%d/admit-one", n), func(b *testing.B) {
+			for b.Loop() {
+				ConflictsWith(candidate, ps, NamespaceOverlap(namespaces))
+			}
+		})
+	}
 }

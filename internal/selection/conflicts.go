@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -82,7 +81,7 @@ type PolicyConflict struct {
 
 // OverlapFunc reports whether two policies may select a common namespace;
 // conflicts are only considered between overlapping policies. It is usually
-// a closure over NamespacesOverlap and the cluster's namespaces.
+// NamespaceOverlap of the cluster's namespaces.
 type OverlapFunc func(a, b *v1alpha1.RuntimePolicy) bool
 
 // FindConflicts returns every conflict among policies: for each policy, the
@@ -90,10 +89,10 @@ type OverlapFunc func(a, b *v1alpha1.RuntimePolicy) bool
 // appears twice counts once (the first). The result is sorted by loser name,
 // then key. FindConflicts does not modify policies.
 func FindConflicts(policies []*v1alpha1.RuntimePolicy, overlap OverlapFunc) []PolicyConflict {
-	ps := uniquePolicies(policies)
+	set := newPolicySet(uniquePolicies(policies), overlap)
 	var out []PolicyConflict
-	for _, p := range ps {
-		out = append(out, conflictsOf(p, ps, overlap)...)
+	for _, p := range set.all {
+		out = append(out, set.conflictsOf(p)...)
 	}
 	sortConflicts(out)
 	return out
@@ -106,8 +105,7 @@ func ConflictsFor(policy *v1alpha1.RuntimePolicy, policies []*v1alpha1.RuntimePo
 	if policy == nil {
 		return nil
 	}
-	all := withCandidate(policy, policies)
-	out := conflictsOf(policy, all, overlap)
+	out := newPolicySet(withCandidate(policy, policies), overlap).conflictsOf(policy)
 	sortConflicts(out)
 	return out
 }
@@ -140,13 +138,17 @@ func ConflictsWith(candidate *v1alpha1.RuntimePolicy, existing []*v1alpha1.Runti
 		}
 		cand.CreationTimestamp = metav1.NewTime(newest.Add(time.Second))
 	}
-	all := withCandidate(cand, existing)
-	out := conflictsOf(cand, all, overlap)
-	for _, q := range all {
-		if q == cand || !overlap(q, cand) {
+	set := newPolicySet(withCandidate(cand, existing), overlap)
+	out := set.conflictsOf(cand)
+	candDenies := cand.Spec.SessionOverrides == v1alpha1.SessionOverridesDeny
+	for _, q := range set.all {
+		// q can lose a key to cand only when cand is the deciding Deny
+		// policy there or the oldest policy at q's level: a policy that
+		// neither enforces nor is older than q never wins against it.
+		if q == cand || (!candDenies && !older(cand, q)) || !overlap(q, cand) {
 			continue
 		}
-		for _, c := range conflictsOf(q, all, overlap) {
+		for _, c := range set.conflictsOf(q) {
 			if c.Winner == cand.Name {
 				out = append(out, c)
 			}
@@ -154,67 +156,6 @@ func ConflictsWith(candidate *v1alpha1.RuntimePolicy, existing []*v1alpha1.Runti
 	}
 	sortConflicts(out)
 	return out
-}
-
-// NamespacesOverlap reports whether two policies may govern a common
-// namespace. It is an approximation, as label selectors cannot be intersected
-// in general: true when either namespaceSelector is omitted or empty (every
-// namespace), when both selectors are equal (they select the same
-// namespaces, including ones not created yet), or when some namespace of
-// namespaces (name → labels; the kubernetes.io/metadata.name label is
-// implied) is selected by both. Two different selectors that no existing
-// namespace satisfies both of are treated as disjoint — admission may miss
-// such a conflict; the controller finds it when a namespace appears or is
-// relabeled. A policy with an invalid selector overlaps nothing (it is not in
-// force: Accepted=False).
-func NamespacesOverlap(a, b *v1alpha1.RuntimePolicy, namespaces map[string]map[string]string) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	selA, errA := policySelector(a)
-	selB, errB := policySelector(b)
-	if errA != nil || errB != nil {
-		return false
-	}
-	if emptySelector(a.Spec.NamespaceSelector) || emptySelector(b.Spec.NamespaceSelector) ||
-		equality.Semantic.DeepEqual(a.Spec.NamespaceSelector, b.Spec.NamespaceSelector) {
-		return true
-	}
-	for name, nsLabels := range namespaces {
-		l := namedLabels{name: name, labels: nsLabels}
-		if selA.Matches(l) && selB.Matches(l) {
-			return true
-		}
-	}
-	return false
-}
-
-// namedLabels are a namespace's labels with the kubernetes.io/metadata.name
-// label the API server sets on every namespace (as SnapshotFor adds it),
-// without copying the map for every namespace a selector is matched with.
-type namedLabels struct {
-	name   string
-	labels map[string]string
-}
-
-func (n namedLabels) Lookup(key string) (string, bool) {
-	if v, ok := n.labels[key]; ok {
-		return v, true
-	}
-	if key == namespaceNameLabel {
-		return n.name, true
-	}
-	return "", false
-}
-
-func (n namedLabels) Has(key string) bool {
-	_, ok := n.Lookup(key)
-	return ok
-}
-
-func (n namedLabels) Get(key string) string {
-	v, _ := n.Lookup(key)
-	return v
 }
 
 // OverrideDeniedBy reports whether a session's runtimeOverride contradicts an
@@ -388,12 +329,35 @@ type stand struct {
 	runtime string
 }
 
-// conflictsOf returns the keys p loses among all (which may contain p), in
-// probe order. See the package rules above.
-func conflictsOf(p *v1alpha1.RuntimePolicy, all []*v1alpha1.RuntimePolicy, overlap OverlapFunc) []PolicyConflict {
+// policySet is the policies one search for conflicts looks at, with each
+// policy's entries listed once: finding the conflicts of every policy looks
+// at every pair of policies.
+type policySet struct {
+	all     []*v1alpha1.RuntimePolicy
+	overlap OverlapFunc
+	entries map[*v1alpha1.RuntimePolicy][]entry
+}
+
+func newPolicySet(all []*v1alpha1.RuntimePolicy, overlap OverlapFunc) *policySet {
+	return &policySet{all: all, overlap: overlap, entries: make(map[*v1alpha1.RuntimePolicy][]entry, len(all))}
+}
+
+// entriesOf is policyEntries(p), listed once per set.
+func (set *policySet) entriesOf(p *v1alpha1.RuntimePolicy) []entry {
+	es, ok := set.entries[p]
+	if !ok {
+		es = policyEntries(p)
+		set.entries[p] = es
+	}
+	return es
+}
+
+// conflictsOf returns the keys p loses among the set's policies (which may
+// contain p), in probe order. See the package rules above.
+func (set *policySet) conflictsOf(p *v1alpha1.RuntimePolicy) []PolicyConflict {
 	var rivals []*v1alpha1.RuntimePolicy
-	for _, q := range all {
-		if q != nil && q != p && q.Name != p.Name && overlap(p, q) {
+	for _, q := range set.all {
+		if q != nil && q != p && q.Name != p.Name && set.overlap(p, q) {
 			rivals = append(rivals, q)
 		}
 	}
@@ -402,11 +366,11 @@ func conflictsOf(p *v1alpha1.RuntimePolicy, all []*v1alpha1.RuntimePolicy, overl
 	}
 
 	// The keys where p meets a rival: intersections of their entries.
-	own := policyEntries(p)
+	own := set.entriesOf(p)
 	seen := map[scope]bool{}
 	var probes []scope
 	for _, q := range rivals {
-		for _, f := range policyEntries(q) {
+		for _, f := range set.entriesOf(q) {
 			for _, e := range own {
 				if s, ok := intersect(e.scope, f.scope); ok && !seen[s] {
 					seen[s] = true
@@ -433,11 +397,16 @@ func conflictsOf(p *v1alpha1.RuntimePolicy, all []*v1alpha1.RuntimePolicy, overl
 			if level == levelNone {
 				continue
 			}
+			decides := q.Spec.SessionOverrides == v1alpha1.SessionOverridesDeny && (deny == nil || older(q, deny.q))
+			oldest := level == pLevel && older(q, p) && (sameLevel == nil || older(q, sameLevel.q))
+			if !decides && !oldest {
+				continue
+			}
 			st := &stand{q, level, rt}
-			if q.Spec.SessionOverrides == v1alpha1.SessionOverridesDeny && (deny == nil || older(q, deny.q)) {
+			if decides {
 				deny = st
 			}
-			if level == pLevel && older(q, p) && (sameLevel == nil || older(q, sameLevel.q)) {
+			if oldest {
 				sameLevel = st
 			}
 		}

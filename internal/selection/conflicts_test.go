@@ -279,7 +279,7 @@ func TestConflictsWith(t *testing.T) {
 	}
 }
 
-func TestNamespacesOverlap(t *testing.T) {
+func TestNamespaceOverlap(t *testing.T) {
 	teamA := map[string]string{"team": "a"}
 	prod := map[string]string{"env": "prod"}
 	namespaces := map[string]map[string]string{
@@ -311,10 +311,10 @@ func TestNamespacesOverlap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := NamespacesOverlap(tc.a, tc.b, tc.ns); got != tc.want {
+			if got := NamespaceOverlap(tc.ns)(tc.a, tc.b); got != tc.want {
 				t.Errorf("got %v", got)
 			}
-			if got := NamespacesOverlap(tc.b, tc.a, tc.ns); got != tc.want {
+			if got := NamespaceOverlap(tc.ns)(tc.b, tc.a); got != tc.want {
 				t.Errorf("not symmetric: got %v", got)
 			}
 		})

@@ -103,12 +103,11 @@ func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.Runtime
 	if err != nil {
 		return nil, err
 	}
-	overlap := func(a, b *v1alpha1.RuntimePolicy) bool { return selection.NamespacesOverlap(a, b, namespaces) }
 
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	paths := entryPaths(p)
-	for _, c := range selection.ConflictsWith(p, existing, overlap) {
+	for _, c := range selection.ConflictsWith(p, existing, selection.NamespaceOverlap(namespaces)) {
 		switch {
 		case c.Loser == p.Name && c.Reason == v1alpha1.PolicyReasonDenyPolicyWins:
 			errs = append(errs, field.Forbidden(paths.find(c.Key), fmt.Sprintf(
