@@ -1,7 +1,11 @@
 package selection
 
 import (
+	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,15 +88,76 @@ func SelectedNamespaces(p *v1alpha1.RuntimePolicy, namespaces []*corev1.Namespac
 
 // policySelector is a RuntimePolicy's namespaceSelector as a Selector: an
 // omitted one selects every namespace. Converting it validates every label
-// key and value (regular expressions), so a caller matching many
-// namespaces converts it once.
+// key and value (regular expressions) — with a thousand policies, most of
+// the manager's CPU — so valid selectors are converted once and kept
+// (selectorCache).
 func policySelector(p *v1alpha1.RuntimePolicy) (labels.Selector, error) {
 	if p.Spec.NamespaceSelector == nil {
 		return labels.Everything(), nil
+	}
+	key := selectorKey(p.Spec.NamespaceSelector)
+	if sel, ok := selectors.get(key); ok {
+		return sel, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("RuntimePolicy %s: spec.namespaceSelector: %w", p.Name, err)
 	}
+	selectors.put(key, sel)
 	return sel, nil
+}
+
+// selectors are the valid selectors converted so far, by content.
+var selectors = selectorCache{byKey: map[string]labels.Selector{}}
+
+// maxCachedSelectors bounds selectorCache: past it, it starts over.
+const maxCachedSelectors = 4096
+
+// selectorCache keeps converted selectors by their content (selectorKey).
+// A converted Selector is only read (Matches, String), so one is shared by
+// every caller.
+type selectorCache struct {
+	mu    sync.RWMutex
+	byKey map[string]labels.Selector
+}
+
+func (c *selectorCache) get(key string) (labels.Selector, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sel, ok := c.byKey[key]
+	return sel, ok
+}
+
+func (c *selectorCache) put(key string, sel labels.Selector) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byKey) >= maxCachedSelectors {
+		clear(c.byKey)
+	}
+	c.byKey[key] = sel
+}
+
+// selectorKey encodes a label selector's content unambiguously (each string
+// length-prefixed): equal keys are equal selectors.
+func selectorKey(s *metav1.LabelSelector) string {
+	b := make([]byte, 0, 64)
+	str := func(v string) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.MatchLabels)))
+	for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
+		str(k)
+		str(s.MatchLabels[k])
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.MatchExpressions)))
+	for _, e := range s.MatchExpressions {
+		str(e.Key)
+		str(string(e.Operator))
+		b = binary.AppendUvarint(b, uint64(len(e.Values)))
+		for _, v := range e.Values {
+			str(v)
+		}
+	}
+	return string(b)
 }
