@@ -21,7 +21,7 @@ export BENCH_OUT
 # SECTIONS: name|command. Each command is `go test -bench` with -run '^$',
 # so no test runs with it.
 SECTIONS=(
-  "selection|go test -run '^\$' -bench 'BenchmarkSelect' -benchmem -count=1 ./internal/selection/"
+  "selection|go test -run '^\$' -bench 'BenchmarkSelect|BenchmarkPolicyConflicts' -benchmem -count=1 ./internal/selection/"
   "admission|go test -run '^\$' -bench 'BenchmarkAdmission\$' -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/"
   "dispatcher|go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/ \
     && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks && cp \"\${BENCH_OUT}/dispatcher-concurrency.json\" docs/benchmarks/"

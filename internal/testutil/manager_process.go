@@ -26,6 +26,9 @@ type ManagerProcess struct {
 	LeaderElect bool
 	// HarnessNamespaces (nil: the process suites', ManagerProcessArgs).
 	HarnessNamespaces []string
+	// MetricsAddr, when set, serves the manager's metrics there over plain
+	// HTTP (a loopback address); otherwise it serves none.
+	MetricsAddr string
 }
 
 // StartManagerProcess starts bin/manager and waits until it is ready (a
@@ -45,6 +48,9 @@ func StartManagerProcess(m ManagerProcess) (*Process, error) {
 	if m.HarnessNamespaces != nil {
 		// The last of a repeated flag wins.
 		args = append(args, "--harness-namespaces="+strings.Join(m.HarnessNamespaces, ","))
+	}
+	if m.MetricsAddr != "" {
+		args = append(args, "--metrics-bind-address="+m.MetricsAddr, "--metrics-secure=false")
 	}
 	p, err := StartProcess(m.Name, m.Bin, m.LogDir, nil, args...)
 	if err != nil {

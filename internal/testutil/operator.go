@@ -65,6 +65,9 @@ type Operator struct {
 	// probe listener; HTTP trusts only the CA the dispatcher wrote.
 	APIBase, ProbeAddr string
 	HTTP               *http.Client
+	// ManagerMetrics is http://<addr>/metrics of the manager (plain HTTP,
+	// loopback).
+	ManagerMetrics string
 }
 
 // StartOperator builds and starts the manager and the dispatcher against a
@@ -99,7 +102,7 @@ func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err erro
 	if o.Kubeconfig, err = adminKubeconfig(env, work); err != nil {
 		return o, err
 	}
-	if o.Manager, err = startManager(env, o.Kubeconfig, binDir, logDir, work); err != nil {
+	if o.Manager, o.ManagerMetrics, err = startManager(env, o.Kubeconfig, binDir, logDir, work); err != nil {
 		return o, err
 	}
 	return o, o.startDispatcher(binDir, logDir, work, dispatcherArgs)
@@ -119,22 +122,27 @@ func adminKubeconfig(env *Env, work string) (string, error) {
 }
 
 // startManager runs bin/manager with its webhooks on loopback, registered by
-// URL; the manager injects its CA into both configurations.
-func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, error) {
+// URL, and its metrics on loopback (the URL returned); the manager injects
+// its CA into both webhook configurations.
+func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, string, error) {
 	ctx := context.Background()
 	port, err := FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	metrics, err := FreeAddr()
+	if err != nil {
+		return nil, "", err
 	}
 	if err := InstallManagerWebhooks(ctx, env, fmt.Sprintf("https://localhost:%d", port)); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	p, err := StartManagerProcess(ManagerProcess{Name: "manager", Bin: filepath.Join(binDir, "manager"), Kubeconfig: kubeconfig,
-		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port})
+		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port, MetricsAddr: metrics})
 	if err != nil {
-		return p, err
+		return p, "", err
 	}
-	return p, WaitWebhooksServing(ctx, env.Client, 30*time.Second)
+	return p, "http://" + metrics + "/metrics", WaitWebhooksServing(ctx, env.Client, 30*time.Second)
 }
 
 func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) error {
