@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -234,7 +235,7 @@ func handlerDurations(ctx context.Context, metricsURL, resource string) (nativeH
 	dec := expfmt.NewDecoder(resp.Body, expfmt.NewFormat(expfmt.TypeProtoDelim))
 	for {
 		var family dto.MetricFamily
-		if err := dec.Decode(&family); err == io.EOF {
+		if err := dec.Decode(&family); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			return nativeHistogram{}, fmt.Errorf("decode the manager's metrics: %w", err)

@@ -460,7 +460,3 @@ func sortConflicts(cs []PolicyConflict) {
 		return cmp.Or(strings.Compare(a.Loser, b.Loser), strings.Compare(a.Key, b.Key), strings.Compare(a.Winner, b.Winner))
 	})
 }
-
-func emptySelector(s *metav1.LabelSelector) bool {
-	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
-}
