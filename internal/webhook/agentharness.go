@@ -133,20 +133,6 @@ func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentH
 		}
 	}
 
-	v.decide.Lock()
-	defer v.decide.Unlock()
-	harnesses, err := v.reader.listHarnesses(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dup, err := v.duplicateID(ctx, h, harnesses)
-	if err != nil {
-		return nil, err
-	}
-	if dup != "" {
-		errs = append(errs, field.Invalid(spec.Child("harnessId"), effectiveHarnessID(h), dup))
-	}
-
 	if an := h.Spec.AllowedNamespaces; an != nil && an.From == v1alpha1.NamespacesFromAll {
 		warnings = append(warnings, fmt.Sprintf("spec.allowedNamespaces.from: All shares every replica with sessions of every namespace that consents (label %s=%s); a replica is one trust domain",
 			v1alpha1.AcceptHarnessesLabel(h.Namespace), v1alpha1.AcceptHarnessesLabelValue))
@@ -161,6 +147,18 @@ func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentH
 			return nil, err
 		}
 		warnings = append(warnings, w...)
+	}
+
+	// Only the check of the id and the record of the admitted harness hold
+	// the lock: what they read must not change in between.
+	v.decide.Lock()
+	defer v.decide.Unlock()
+	dup, err := v.duplicateID(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if dup != "" {
+		errs = append(errs, field.Invalid(spec.Child("harnessId"), effectiveHarnessID(h), dup))
 	}
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(harnessGK, h.Name, errs)
@@ -215,16 +213,15 @@ func toolIDErrors(path *field.Path, ids []v1alpha1.ToolID) field.ErrorList {
 	return errs
 }
 
-// duplicateID names another of harnesses with the same harness id that some
+// duplicateID names another AgentHarness with h's harness id that some
 // namespace can see together with h, or returns "".
-func (v *harnessValidator) duplicateID(ctx context.Context, h *v1alpha1.AgentHarness, harnesses []*v1alpha1.AgentHarness) (string, error) {
+func (v *harnessValidator) duplicateID(ctx context.Context, h *v1alpha1.AgentHarness) (string, error) {
 	id := effectiveHarnessID(h)
-	var others []*v1alpha1.AgentHarness
-	for _, o := range harnesses {
-		if effectiveHarnessID(o) == id && (o.Namespace != h.Namespace || o.Name != h.Name) {
-			others = append(others, o)
-		}
+	sameID, err := v.reader.harnessesWithID(ctx, id)
+	if err != nil {
+		return "", err
 	}
+	others := slices.DeleteFunc(sameID, func(o *v1alpha1.AgentHarness) bool { return o.Namespace == h.Namespace && o.Name == h.Name })
 	if len(others) == 0 {
 		return "", nil
 	}

@@ -57,14 +57,43 @@ func (r readers) follow(ctx context.Context, informers cache.Informers) error {
 	return nil
 }
 
-// listHarnesses returns every AgentHarness, ordered by namespace and name.
-// The objects are shared with the cache: read only.
-func (r readers) listHarnesses(ctx context.Context) ([]*v1alpha1.AgentHarness, error) {
-	var list v1alpha1.AgentHarnessList
-	if err := r.cached.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
+// harnessIDField indexes the cache's AgentHarnesses by the harness id each
+// declares (effectiveHarnessID): the checks of one id read the harnesses of
+// that id, not every harness (with thousands of harnesses, copying and
+// sorting all of them under the validator's lock made 50 concurrent creates
+// queue for it, issue 18).
+const harnessIDField = "webhook.harness.openclaw.dev/harnessId"
+
+// harnessIDs is the index function of harnessIDField.
+func harnessIDs(obj client.Object) []string {
+	h, ok := obj.(*v1alpha1.AgentHarness)
+	if !ok {
+		return nil
 	}
-	return sortedByKey(r.harnesses.merge(snapshot.Pointers(list.Items))), nil
+	return []string{effectiveHarnessID(h)}
+}
+
+// indexHarnessIDs adds harnessIDField to the cache behind the readers.
+func indexHarnessIDs(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.AgentHarness{}, harnessIDField, harnessIDs); err != nil {
+		return fmt.Errorf("index AgentHarnesses by harness id: %w", err)
+	}
+	return nil
+}
+
+// harnessesWithID returns the AgentHarnesses that declare id, ordered by
+// namespace and name: the cache's (through harnessIDField) with what this
+// server admitted on top. The objects are shared with the cache: read only.
+func (r readers) harnessesWithID(ctx context.Context, id string) ([]*v1alpha1.AgentHarness, error) {
+	var list v1alpha1.AgentHarnessList
+	if err := r.cached.List(ctx, &list, client.MatchingFields{harnessIDField: id}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list AgentHarnesses of harness id %q: %w", id, err)
+	}
+	// An admitted update may have moved a cached harness to another id.
+	merged := slices.DeleteFunc(r.harnesses.merge(snapshot.Pointers(list.Items)), func(h *v1alpha1.AgentHarness) bool {
+		return effectiveHarnessID(h) != id
+	})
+	return sortedByKey(merged), nil
 }
 
 // listPolicies returns every RuntimePolicy, ordered by name, from from

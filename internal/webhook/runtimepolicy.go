@@ -155,13 +155,20 @@ func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.Runtime
 // unresolved lists runtime ids of p that no AgentHarness visible to a
 // namespace p selects declares.
 func (v *policyValidator) unresolved(ctx context.Context, p *v1alpha1.RuntimePolicy, namespaces map[string]map[string]string) ([]string, error) {
-	harnesses, err := v.reader.listHarnesses(ctx)
-	if err != nil {
-		return nil, err
+	declaredBy := map[string][]*v1alpha1.AgentHarness{}
+	for _, id := range selection.PolicyRuntimeIDs(p) {
+		if selection.BuiltinRuntime(id) {
+			continue
+		}
+		harnesses, err := v.reader.harnessesWithID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		declaredBy[id] = harnesses
 	}
 	declared := func(id string) bool {
-		for _, h := range harnesses {
-			if hid, ok := selection.DeclaredHarnessID(h); !ok || hid != id {
+		for _, h := range declaredBy[id] {
+			if _, ok := selection.DeclaredHarnessID(h); !ok {
 				continue
 			}
 			for ns, labels := range namespaces {

@@ -49,6 +49,9 @@ func path(op, kind string) string {
 // o.HarnessNamespaces, and only from a requester who holds the rights the
 // harness makes the operator use (requester.go).
 func Setup(mgr ctrl.Manager, o InstallOptions) error {
+	if err := indexHarnessIDs(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	c := newReaders(mgr.GetClient(), mgr.GetAPIReader())
 	if err := c.follow(context.Background(), mgr.GetCache()); err != nil {
 		return err
