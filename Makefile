@@ -100,7 +100,7 @@ test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host to
 	$(TEST_DEPS); go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
 
 .PHONY: bench-admission
-bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end and from the API server's webhook metric (BenchmarkAdmission; minutes; not part of CI).
+bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end, from the API server's webhook metric and from the manager's handler metric (BenchmarkAdmission; about 4 minutes; not part of CI).
 	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/
 
 .PHONY: bench-scale
@@ -129,7 +129,7 @@ bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurr
 		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 
 .PHONY: bench
-bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 40 min on an idle 2-core machine, 30 of them the admission section, which runs into its 30-minute timeout at 1,000 policies (docs/benchmarks/admission.md); the others took 10 min; not part of CI).
+bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 15 min on an idle 2-core machine: admission 4.5, dispatcher 3, operator scale 7.5, selection and store under 1 each; not part of CI).
 	$(TEST_DEPS); BENCH_OUT="$(BENCH_OUT)" hack/bench.sh $(SECTIONS)
 
 FUZZTIME ?= 10m

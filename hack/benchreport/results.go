@@ -98,7 +98,7 @@ func readSection(path string) (section, error) {
 		case strings.HasPrefix(line, "# seconds: "):
 			s.Seconds, _ = strconv.ParseFloat(strings.TrimPrefix(line, "# seconds: "), 64)
 		case strings.HasPrefix(line, "cpu: ") && s.CPU == "":
-			s.CPU = strings.TrimPrefix(line, "cpu: ")
+			s.CPU = strings.TrimSpace(strings.TrimPrefix(line, "cpu: "))
 		case line == "PASS" || strings.HasPrefix(line, "ok "):
 			s.Failed = false
 		case strings.HasPrefix(line, "FAIL") || strings.HasPrefix(line, "--- FAIL"):
