@@ -40,7 +40,7 @@ const (
 )
 
 // Reconciler reconciles RuntimePolicy objects: acceptance, conflicts between
-// policies (DESIGN.md §3, selection.ConflictsFor) and reference resolution.
+// policies (DESIGN.md §3, selection.FindConflicts) and reference resolution.
 // A change to one policy or a namespace's labels can change another
 // policy's state, so every policy is reconciled then, from one evaluation of
 // them all (inputs.go); a change of an AgentHarness reconciles the policies

@@ -23,7 +23,7 @@ import (
 // reconcile made a change cost the square of the number of policies — a
 // thousand policies kept the manager's two cores busy for seconds per change
 // (issue 18). Now the first reconcile after a change evaluates all policies
-// (selection.FindConflicts over selection.NamespaceOverlap) and the others
+// (selection.FindConflicts over a selection.NamespaceIndex) and the others
 // read its result.
 //
 // Each part carries an epoch: the watch handlers advance it, after the cache
@@ -110,19 +110,27 @@ func evaluatePolicies(ctx context.Context, r client.Reader, epoch uint64) (*poli
 		return nil, fmt.Errorf("list Namespaces: %w", err)
 	}
 	nsLabels := make(map[string]map[string]string, len(namespaces.Items))
+	byName := make(map[string]*corev1.Namespace, len(namespaces.Items))
 	for i := range namespaces.Items {
-		nsLabels[namespaces.Items[i].Name] = namespaces.Items[i].Labels
+		ns := &namespaces.Items[i]
+		nsLabels[ns.Name], byName[ns.Name] = ns.Labels, ns
 	}
-	nsList := snapshot.Pointers(namespaces.Items)
+	// One index for both questions: each selector is matched with each
+	// namespace once.
+	index := selection.NewNamespaceIndex(nsLabels)
 	all := snapshot.Pointers(policies.Items)
 	ev := &policyEvaluation{epoch: epoch, policies: make(map[string]*evaluatedPolicy, len(all))}
 	for _, p := range all {
 		e := &evaluatedPolicy{uid: p.UID, generation: p.Generation}
-		e.selected, e.invalid = selection.SelectedNamespaces(p, nsList)
+		var names []string
+		names, e.invalid = index.Selected(p)
+		for _, name := range names {
+			e.selected = append(e.selected, byName[name])
+		}
 		ev.policies[p.Name] = e
 	}
 	// FindConflicts sorts by loser, then key: each policy's share stays sorted by key.
-	for _, c := range selection.FindConflicts(all, selection.NamespaceOverlap(nsLabels)) {
+	for _, c := range selection.FindConflicts(all, index.Overlap) {
 		e := ev.policies[c.Loser]
 		e.conflicts = append(e.conflicts, c)
 	}

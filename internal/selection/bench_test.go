@@ -184,14 +184,14 @@ func BenchmarkPolicyConflicts(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("policies=%d/evaluate-all", n), func(b *testing.B) {
 			for b.Loop() {
-				FindConflicts(ps, NamespaceOverlap(namespaces))
+				FindConflicts(ps, NewNamespaceIndex(namespaces).Overlap)
 			}
 		})
 		candidate := policy("candidate", 0, prov("openai", "codex"), seed)
 		candidate.CreationTimestamp = metav1.Time{} // a create
 		b.Run(fmt.Sprintf("policies=%d/admit-one", n), func(b *testing.B) {
 			for b.Loop() {
-				ConflictsWith(candidate, ps, NamespaceOverlap(namespaces))
+				ConflictsWith(candidate, ps, NewNamespaceIndex(namespaces).Overlap)
 			}
 		})
 	}

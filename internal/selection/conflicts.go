@@ -81,7 +81,7 @@ type PolicyConflict struct {
 
 // OverlapFunc reports whether two policies may select a common namespace;
 // conflicts are only considered between overlapping policies. It is usually
-// NamespaceOverlap of the cluster's namespaces.
+// the Overlap of a NamespaceIndex of the cluster's namespaces.
 type OverlapFunc func(a, b *v1alpha1.RuntimePolicy) bool
 
 // FindConflicts returns every conflict among policies: for each policy, the

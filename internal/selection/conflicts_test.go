@@ -311,10 +311,10 @@ func TestNamespaceOverlap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := NamespaceOverlap(tc.ns)(tc.a, tc.b); got != tc.want {
+			if got := NewNamespaceIndex(tc.ns).Overlap(tc.a, tc.b); got != tc.want {
 				t.Errorf("got %v", got)
 			}
-			if got := NamespaceOverlap(tc.ns)(tc.b, tc.a); got != tc.want {
+			if got := NewNamespaceIndex(tc.ns).Overlap(tc.b, tc.a); got != tc.want {
 				t.Errorf("not symmetric: got %v", got)
 			}
 		})

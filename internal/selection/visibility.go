@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -67,23 +66,6 @@ func PolicySelects(p *v1alpha1.RuntimePolicy, nsLabels map[string]string) (bool,
 		return false, err
 	}
 	return sel.Matches(labels.Set(nsLabels)), nil
-}
-
-// SelectedNamespaces returns the namespaces a RuntimePolicy governs, in the
-// order given (the kubernetes.io/metadata.name label is implied). Its
-// selector is converted once for all of them; an invalid one is an error.
-func SelectedNamespaces(p *v1alpha1.RuntimePolicy, namespaces []*corev1.Namespace) ([]*corev1.Namespace, error) {
-	sel, err := policySelector(p)
-	if err != nil {
-		return nil, err
-	}
-	var out []*corev1.Namespace
-	for _, ns := range namespaces {
-		if sel.Matches(namedLabels{name: ns.Name, labels: ns.Labels}) {
-			out = append(out, ns)
-		}
-	}
-	return out, nil
 }
 
 // policySelector is a RuntimePolicy's namespaceSelector as a Selector: an

@@ -107,7 +107,8 @@ func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.Runtime
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	paths := entryPaths(p)
-	for _, c := range selection.ConflictsWith(p, existing, selection.NamespaceOverlap(namespaces)) {
+	index := selection.NewNamespaceIndex(namespaces)
+	for _, c := range selection.ConflictsWith(p, existing, index.Overlap) {
 		switch {
 		case c.Loser == p.Name && c.Reason == v1alpha1.PolicyReasonDenyPolicyWins:
 			errs = append(errs, field.Forbidden(paths.find(c.Key), fmt.Sprintf(
@@ -125,7 +126,7 @@ func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.Runtime
 		return warnings, apierrors.NewInvalid(policyGK, p.Name, errs)
 	}
 
-	unresolved, err := v.unresolved(ctx, p, namespaces)
+	unresolved, err := v.unresolved(ctx, p, index, namespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -154,8 +155,18 @@ func (v *policyValidator) validate(ctx context.Context, old, p *v1alpha1.Runtime
 
 // unresolved lists runtime ids of p that no AgentHarness visible to a
 // namespace p selects declares.
-func (v *policyValidator) unresolved(ctx context.Context, p *v1alpha1.RuntimePolicy, namespaces map[string]map[string]string) ([]string, error) {
-	declaredBy := map[string][]*v1alpha1.AgentHarness{}
+func (v *policyValidator) unresolved(ctx context.Context, p *v1alpha1.RuntimePolicy, index *selection.NamespaceIndex, namespaces map[string]map[string]string) ([]string, error) {
+	selected, _ := index.Selected(p) // an invalid selector selects nothing
+	visible := func(h *v1alpha1.AgentHarness) bool {
+		if _, ok := selection.DeclaredHarnessID(h); !ok {
+			return false
+		}
+		return slices.ContainsFunc(selected, func(ns string) bool {
+			ok, err := selection.HarnessVisible(h, ns, namespaces[ns])
+			return err == nil && ok
+		})
+	}
+	declared := map[string]bool{}
 	for _, id := range selection.PolicyRuntimeIDs(p) {
 		if selection.BuiltinRuntime(id) {
 			continue
@@ -164,26 +175,9 @@ func (v *policyValidator) unresolved(ctx context.Context, p *v1alpha1.RuntimePol
 		if err != nil {
 			return nil, err
 		}
-		declaredBy[id] = harnesses
+		declared[id] = slices.ContainsFunc(harnesses, visible)
 	}
-	declared := func(id string) bool {
-		for _, h := range declaredBy[id] {
-			if _, ok := selection.DeclaredHarnessID(h); !ok {
-				continue
-			}
-			for ns, labels := range namespaces {
-				selected, err := selection.PolicySelects(p, labels)
-				if err != nil || !selected {
-					continue
-				}
-				if visible, err := selection.HarnessVisible(h, ns, labels); err == nil && visible {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return selection.UnresolvedRuntimeIDs(p, declared), nil
+	return selection.UnresolvedRuntimeIDs(p, func(id string) bool { return declared[id] }), nil
 }
 
 // contradictingSessions names the AgentSessions (namespace/name) whose
