@@ -6,13 +6,16 @@ export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
 CONTROLLER_GEN := go tool controller-gen
+# STEP runs a command as a named step: with CI_STEPS_FILE set (.ci/run sets
+# it) its wall and CPU time go into .ci/run's step table (hack/ci/step).
+STEP := hack/ci/step
 # KUBEBUILDER_ASSETS is the directory of the real etcd and kube-apiserver,
 # built from the Go module proxy on first use and cached outside the repo.
-ENVTEST_ASSETS = $(shell hack/setup-envtest.sh)
+ENVTEST_ASSETS = $(shell $(STEP) setup-envtest hack/setup-envtest.sh)
 # CODEX_BIN is the real `codex app-server` (pinned @openai/codex from npm), and
 # CODEX_BIN_BELOW_FLOOR a real release below the version floor.
-CODEX_BIN_PATH = $(shell hack/setup-codex.sh)
-CODEX_BELOW_FLOOR_PATH = $(shell hack/setup-codex.sh 0.148.0)
+CODEX_BIN_PATH = $(shell $(STEP) setup-codex hack/setup-codex.sh)
+CODEX_BELOW_FLOOR_PATH = $(shell $(STEP) setup-codex-below-floor hack/setup-codex.sh 0.148.0)
 GO_TEST_FLAGS ?= -count=1 -timeout=20m
 
 .PHONY: help
@@ -34,14 +37,14 @@ manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from marke
 
 .PHONY: build
 build: generate ## Build the binaries into bin/.
-	go build -o bin/ ./cmd/...
+	$(STEP) go-build go build -o bin/ ./cmd/...
 
 .PHONY: fmt-vet
 fmt-vet: ## gofmt and go vet (fast; part of `make test`).
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	go vet ./...
-	go vet -tags e2e ./test/e2e/... ./test/openclaw/...
+	$(STEP) vet go vet ./...
+	$(STEP) vet-e2e go vet -tags e2e ./test/e2e/... ./test/openclaw/...
 
 # ACTIONLINT checks the release workflow (which cannot run here); shellcheck
 # and pyflakes are off so every machine checks the same things.
@@ -49,10 +52,10 @@ ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 -shellch
 
 .PHONY: lint
 lint: fmt-vet ## fmt-vet, golangci-lint, kube-api-linter on api/ (builds the linter once), actionlint on the workflows.
-	gcl="$$(hack/setup-lint.sh)"; \
-	"$$gcl" run --config .golangci.yml ./...; \
-	"$$gcl" run --config .golangci-kal.yml ./api/...
-	$(ACTIONLINT) .github/workflows/*.yaml
+	gcl="$$($(STEP) setup-lint hack/setup-lint.sh)"; \
+	$(STEP) golangci-lint "$$gcl" run --config .golangci.yml ./...; \
+	$(STEP) kube-api-linter "$$gcl" run --config .golangci-kal.yml ./api/...
+	$(STEP) actionlint $(ACTIONLINT) .github/workflows/*.yaml
 
 # TEST_DEPS sets up (once) and exports what the suites run against: the real
 # control plane, Codex, and the Codex release below the floor.
@@ -71,15 +74,15 @@ RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal
 
 .PHONY: test
 test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
-	$(TEST_DEPS); go test $(GO_TEST_FLAGS) ./...
+	$(TEST_DEPS); $(STEP) go-test go test $(GO_TEST_FLAGS) ./...
 
 # OPENCLAW_TOOLS is the cached Node 24, openclaw and TypeScript
 # (hack/setup-openclaw.sh installs them once).
-OPENCLAW_TOOLS = $$(hack/setup-openclaw.sh)
+OPENCLAW_TOOLS = $$($(STEP) setup-openclaw hack/setup-openclaw.sh)
 
 .PHONY: test-openclaw
 test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test runner) on the cached Node 24.
-	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm test
+	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" ../../$(STEP) npm-test npm test
 
 # The PostgreSQL store's suites need a real PostgreSQL: their files carry the
 # build tag postgres, so `make test` never starts one. hack/setup-postgres.sh
@@ -143,14 +146,14 @@ openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/opencl
 
 .PHONY: test-race
 test-race: ## The concurrent packages under the race detector (their process suites' binaries too); part of CI.
-	$(TEST_DEPS); go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+	$(TEST_DEPS); $(STEP) go-test-race go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 # IMAGES_DIR holds the image archives and images.env (docs/images.md).
 IMAGES_DIR ?= .local/images
 
 .PHONY: images
 images: ## Container images as OCI archives in $(IMAGES_DIR), with no engine and no registry (docs/images.md).
-	go run ./hack/images -out "$(IMAGES_DIR)"
+	$(STEP) images go run ./hack/images -out "$(IMAGES_DIR)"
 
 .PHONY: images-smoke
 images-smoke: images ## Run the built Codex image like a restricted Pod (read-only root, nonroot, no network; needs root).
@@ -166,8 +169,8 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 
 .PHONY: test-e2e
 test-e2e: build images test-openclaw ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
-	helm="$$(hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
-	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$(hack/setup-postgres.sh)"; \
+	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
+	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
 	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
 		KUBEBUILDER_ASSETS="$$assets" OPENCLAW_TOOLS="$$tools" POSTGRES_DIR="$$pg" \

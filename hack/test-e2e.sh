@@ -24,6 +24,7 @@ shopt -s inherit_errexit
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CLUSTER="${HACK_DIR}/local-cluster.sh"
+STEP="${HACK_DIR}/ci/step"
 IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-$(cd "${HACK_DIR}/.." && pwd)/.local/images}"
 
 log() { echo "test-e2e: $*" >&2; }
@@ -36,27 +37,27 @@ down_done=0
 down() {
   [[ "${down_done}" == 1 ]] && return 0
   down_done=1
-  "${CLUSTER}" down
+  "${STEP}" cluster-down "${CLUSTER}" down
 }
 trap 'down || true' EXIT
 
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
+"${STEP}" openclaw go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+"${STEP}" postgres go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
 # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+"${STEP}" dispatcher-postgres go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 # The fault campaign on processes (make test-faults), reduced to one
 # injection of each fault (the full campaign, 4 of each and every phase hit
 # at least 3 times, is make test-faults): about two minutes.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-FAULT_INJECTIONS=1 go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' || { log "the fault campaign failed (above)"; exit 1; }
+FAULT_INJECTIONS=1 "${STEP}" fault-campaign go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' || { log "the fault campaign failed (above)"; exit 1; }
 
-"${CLUSTER}" up
+"${STEP}" cluster-up "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
+E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" "${STEP}" e2e go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
 down
 
 "${CLUSTER}" snapshot >"${snapshots}/after"
@@ -67,4 +68,4 @@ fi
 log "the machine after down equals the machine before up"
 rm -rf "${snapshots}"
 
-"${HACK_DIR}/local-cluster/teardown-check.sh"
+"${STEP}" teardown-check "${HACK_DIR}/local-cluster/teardown-check.sh"
