@@ -39,19 +39,28 @@ manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from marke
 build: generate ## Build the binaries into bin/.
 	$(STEP) go-build go build -o bin/ ./cmd/...
 
-.PHONY: fmt-vet
-fmt-vet: ## gofmt and go vet (fast; part of `make test`).
+.PHONY: fmt
+fmt: ## gofmt check of every tracked Go file.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(STEP) vet go vet ./...
-	$(STEP) vet-e2e go vet -tags e2e ./test/e2e/... ./test/openclaw/...
+
+# VET_TAGS are every build tag of the module's own files, so one go vet sees
+# them all; `go test` then runs with -vet=off instead of vetting each package
+# again.
+VET_TAGS := e2e,postgres,faults,images
+
+.PHONY: fmt-vet
+fmt-vet: fmt go-modules ## gofmt and one go vet of every package with every build tag (fast; part of `make test`).
+	$(STEP) vet go vet -tags $(VET_TAGS) ./...
 
 # ACTIONLINT checks the release workflow (which cannot run here); shellcheck
 # and pyflakes are off so every machine checks the same things.
 ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 -shellcheck= -pyflakes=
 
+# lint does not run go vet itself: golangci-lint's govet is vet, with the
+# same build tags (.golangci.yml).
 .PHONY: lint
-lint: fmt-vet ## fmt-vet, golangci-lint, kube-api-linter on api/ (builds the linter once), actionlint on the workflows.
+lint: fmt ## gofmt, golangci-lint (vet among its linters), kube-api-linter on api/ (builds the linter once), actionlint on the workflows.
 	gcl="$$($(STEP) setup-lint hack/setup-lint.sh)"; \
 	$(STEP) golangci-lint "$$gcl" run --config .golangci.yml ./...; \
 	$(STEP) kube-api-linter "$$gcl" run --config .golangci-kal.yml ./api/...
@@ -68,13 +77,27 @@ endef
 # RACE_PACKAGES are the packages that run goroutines of their own: the turn
 # engine, the API, the journal, the app-server client and adapters, the
 # benchmarks' app-server double, and the process suite (whose manager and
-# dispatcher are then built with -race).
+# dispatcher are then built with -race). They run only under -race
+# (test-race); TEST_PACKAGES are the others.
 RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal/ ./internal/appserver/ \
 	./internal/adapter/... ./test/dispatcher/ ./test/appserverdouble/
+TEST_PACKAGES = $(filter-out $(shell go list $(RACE_PACKAGES)),$(shell go list ./...))
+
+# ISOLATED runs a test command in a network namespace of its own where only
+# loopback is up, after a guard proved that nothing can leave; no proxy
+# variables, npm offline, GOPROXY off (hack/isolated; needs root).
+ISOLATED := go run $(CURDIR)/hack/isolated --
+
+# go-modules downloads every module a build or test of any tag needs, before
+# the tests run where GOPROXY is off.
+.PHONY: go-modules
+go-modules:
+	@$(STEP) go-modules go list -deps -test -tags $(VET_TAGS) ./... >/dev/null
 
 .PHONY: test
-test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites.
-	$(TEST_DEPS); $(STEP) go-test go test $(GO_TEST_FLAGS) ./...
+test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race); every test in a network namespace of its own (needs root).
+	$(TEST_DEPS); $(STEP) go-test $(ISOLATED) go test -vet=off $(GO_TEST_FLAGS) $(TEST_PACKAGES)
+	@$(MAKE) --no-print-directory test-race
 
 # OPENCLAW_TOOLS is the cached Node 24, openclaw and TypeScript
 # (hack/setup-openclaw.sh installs them once).
@@ -82,7 +105,7 @@ OPENCLAW_TOOLS = $$($(STEP) setup-openclaw hack/setup-openclaw.sh)
 
 .PHONY: test-openclaw
 test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test runner) on the cached Node 24.
-	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" ../../$(STEP) npm-test npm test
+	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" ../../$(STEP) npm-test $(ISOLATED) npm test
 
 # The PostgreSQL store's suites need a real PostgreSQL: their files carry the
 # build tag postgres, so `make test` never starts one. hack/setup-postgres.sh
@@ -145,8 +168,8 @@ openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/opencl
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack
 
 .PHONY: test-race
-test-race: ## The concurrent packages under the race detector (their process suites' binaries too); part of CI.
-	$(TEST_DEPS); $(STEP) go-test-race go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+test-race: go-modules ## The concurrent packages under the race detector (their process suites' binaries too), isolated; part of make test.
+	$(TEST_DEPS); $(STEP) go-test-race $(ISOLATED) go test -race -vet=off $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 # IMAGES_DIR holds the image archives and images.env (docs/images.md).
 IMAGES_DIR ?= .local/images
@@ -168,13 +191,13 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: build images test-openclaw ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+test-e2e: go-modules build images test-openclaw ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
 	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
 		KUBEBUILDER_ASSETS="$$assets" OPENCLAW_TOOLS="$$tools" POSTGRES_DIR="$$pg" \
-		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" hack/test-e2e.sh
+		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" ISOLATED="$(ISOLATED)" hack/test-e2e.sh
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.

@@ -46,7 +46,7 @@ REPO_ROOT="$(cd "${HACK_DIR}/.." && pwd)"
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE_ROOT="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness-operator}"
-KWOK_BIN_DIR="${CACHE_ROOT}/kwok/${KWOK_VERSION}"
+KWOK_BIN_DIR="${CACHE_ROOT}/kwok/${KWOK_VERSION}-k8s-${K8S_VERSION}"
 KUBECTL_MIN_MINOR=30
 
 STATE_DIR="${LOCAL_CLUSTER_DIR:-${REPO_ROOT}/.local/cluster}"
@@ -104,6 +104,12 @@ ADMISSION_PLUGINS=NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,
 
 export GOTOOLCHAIN=local
 export GOFLAGS=-buildvcs=false
+# The cluster's processes run as root with this environment: none of them
+# may send its requests to a proxy. A proxy variable is one whose name ends
+# in _proxy, in any case (internal/proxyenv's rule).
+for var in $(compgen -e); do
+  if [[ "${var,,}" == *_proxy ]]; then unset "${var}"; fi
+done
 
 log() { echo "local-cluster: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -153,10 +159,9 @@ USAGE
 # ---------------------------------------------------------------- binaries
 
 k8s_bin_dir() {
-  # setup-envtest.sh builds what is missing and prints the directory; the
-  # extra binaries are incremental builds in its wrapper module.
-  EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubelet kube-proxy ${EXTRA_K8S_BINARIES:-}" \
-    "${HACK_DIR}/setup-envtest.sh"
+  # setup-envtest.sh builds every Kubernetes binary and etcd (once) and
+  # prints the directory that holds them.
+  "${HACK_DIR}/setup-envtest.sh"
 }
 
 # kubectl_minor prints the client minor version of a kubectl binary ("32+" -> 32).
@@ -183,7 +188,7 @@ resolve_kubectl() {
     fi
     log "${sys} is client minor '${minor:-unknown}' (< 1.${KUBECTL_MIN_MINOR}); using kubectl ${K8S_VERSION}"
   fi
-  dir="$(EXTRA_K8S_BINARIES="kube-controller-manager kube-scheduler kubelet kube-proxy kubectl" "${HACK_DIR}/setup-envtest.sh")"
+  dir="$("${HACK_DIR}/setup-envtest.sh")"
   echo "${dir}/kubectl"
 }
 

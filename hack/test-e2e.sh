@@ -18,16 +18,29 @@
 # Needs root, the images of `make images` (LOCAL_CLUSTER_IMAGES_DIR) and the
 # environment the Makefile passes: HELM_BIN, CODEX_BIN, CODEX_BIN_BELOW_FLOOR,
 # E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS, POSTGRES_DIR. GO_TEST_FLAGS
-# are go test's flags.
+# are go test's flags; ISOLATED is the command that runs a suite in a network
+# namespace of its own (the Makefile's; hack/isolated).
 set -euo pipefail
 shopt -s inherit_errexit
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ISOLATED="${ISOLATED:-go run ${HACK_DIR}/isolated --}"
 CLUSTER="${HACK_DIR}/local-cluster.sh"
 STEP="${HACK_DIR}/ci/step"
 IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-$(cd "${HACK_DIR}/.." && pwd)/.local/images}"
 
 log() { echo "test-e2e: $*" >&2; }
+
+# test_reports prints, from go test -v output on stdin, what says why a test
+# failed: the summary lines, panics, and every line a test reported
+# ("    file.go:12: ...", from any file) with its continuation lines.
+test_reports() {
+  awk '
+    /^(--- FAIL|FAIL|panic:|ok )/ { print; cont = 0; next }
+    /^ +[^ ]+\.go:[0-9]+: / { print; cont = 1; next }
+    cont && /^        / { print; next }
+    { cont = 0 }'
+}
 
 snapshots="$(mktemp -d)"
 "${CLUSTER}" snapshot >"${snapshots}/before"
@@ -42,17 +55,26 @@ down() {
 trap 'down || true' EXIT
 
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" openclaw go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
+"${STEP}" openclaw ${ISOLATED} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" postgres go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+"${STEP}" postgres ${ISOLATED} go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
 # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" dispatcher-postgres go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+"${STEP}" dispatcher-postgres ${ISOLATED} go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 # The fault campaign on processes (make test-faults), reduced to one
 # injection of each fault (the full campaign, 4 of each and every phase hit
 # at least 3 times, is make test-faults): about two minutes.
+# Its verbose log is long: a passing run shows its tests and its table; a
+# failing one also every line a test reported, from whichever file.
+campaign_log="$(mktemp)"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-FAULT_INJECTIONS=1 "${STEP}" fault-campaign go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' || { log "the fault campaign failed (above)"; exit 1; }
+if ! FAULT_INJECTIONS=1 "${STEP}" fault-campaign ${ISOLATED} go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ >"${campaign_log}" 2>&1; then
+  test_reports <"${campaign_log}"
+  log "the fault campaign failed (its reports above; its whole output is ${campaign_log})"
+  exit 1
+fi
+grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' "${campaign_log}" || true
+rm -f "${campaign_log}"
 
 "${STEP}" cluster-up "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"

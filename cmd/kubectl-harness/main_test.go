@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -26,8 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "kubectl-harness")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build kubectl-harness: %v\n%s", err, out)
+	if err := testutil.BuildBinaries(dir, "./cmd/kubectl-harness"); err != nil {
+		fmt.Fprintf(os.Stderr, "build kubectl-harness: %v\n", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -142,6 +142,7 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
+	testutil.AdvertiseLoopback(testEnv)
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/proxyenv"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -93,7 +94,8 @@ func startAppServer(ctx context.Context, bin, addr, dir, home, token string, stu
 		return fail(fmt.Errorf("write token file: %w", err))
 	}
 	cmd := exec.CommandContext(ctx, bin, "app-server", "--listen", "ws://"+addr, "--ws-auth", "capability-token", "--ws-token-file", tokenFile)
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+home, "HOME="+home, "HARNESS_STUB_API_KEY=stub")
+	// Codex sends even its loopback model requests to a proxy variable's proxy.
+	cmd.Env = append(proxyenv.Without(os.Environ()), "CODEX_HOME="+home, "HOME="+home, "HARNESS_STUB_API_KEY=stub")
 	log, err := os.Create(filepath.Join(dir, "codex-app-server.log"))
 	if err != nil {
 		return fail(fmt.Errorf("create app-server log: %w", err))

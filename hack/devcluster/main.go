@@ -33,6 +33,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/manifest"
 	"github.com/openclaw/harness-operator/internal/netguard"
 	"github.com/openclaw/harness-operator/internal/scheme"
+	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
@@ -94,6 +95,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 		return errors.New("KUBEBUILDER_ASSETS is not set: run `make run`, which builds the control plane with hack/setup-envtest.sh")
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: []string{crdDir}, ErrorIfCRDPathMissing: true}
+	testutil.AdvertiseLoopback(env)
 	fmt.Fprintln(os.Stderr, "devcluster: starting etcd and kube-apiserver")
 	cfg, err := env.Start()
 	if err != nil {

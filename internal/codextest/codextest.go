@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/codexconfig"
+	"github.com/openclaw/harness-operator/internal/proxyenv"
 )
 
 // EnvBin names the environment variable holding the native codex binary.
@@ -304,7 +305,7 @@ func environ(codexHome, userHome string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "OPENAI_"), k == "HOME", k == "RUST_LOG",
+		case proxyenv.IsProxy(k), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "OPENAI_"), k == "HOME", k == "RUST_LOG",
 			k == "HARNESS_STUB_API_KEY", k == "XDG_CONFIG_HOME", k == "XDG_CACHE_HOME", k == "XDG_DATA_HOME":
 			continue
 		}

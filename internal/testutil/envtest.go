@@ -57,6 +57,7 @@ func StartEnv() (*Env, error) {
 		// retry starts the whole control plane again.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}}
+	AdvertiseLoopback(e.env)
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("start envtest: %w", err)
 	}
@@ -67,6 +68,14 @@ func StartEnv() (*Env, error) {
 		return nil, fmt.Errorf("create client: %w", err)
 	}
 	return e, nil
+}
+
+// AdvertiseLoopback makes env's kube-apiserver advertise 127.0.0.1. Without
+// an advertised address it looks for one on the default route's interface,
+// and in the tests' network namespace (loopback only, no default route) it
+// refuses to start: "Unable to find suitable network address".
+func AdvertiseLoopback(env *envtest.Environment) {
+	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
 }
 
 // AddUser adds a user the API server authenticates by client certificate

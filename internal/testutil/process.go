@@ -175,24 +175,71 @@ func (p *Process) Tail(n int64) string {
 	return string(b)
 }
 
-// BuildBinaries builds the module's commands (e.g. "./cmd/manager") into dir:
-// a link step when the test has already compiled their packages. Under
-// `go test -race` they are built with -race too.
+// BuildBinaries builds the module's commands (e.g. "./cmd/manager") and
+// puts them into dir. Every suite of a run asks for the same few binaries,
+// so they are built once per build type into a stable directory of the
+// module (bin/test-plain or bin/test-race: go build skips the link when a
+// binary there is up to date) and linked into dir. Under `go test -race`
+// they are built with -race too.
 func BuildBinaries(dir string, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	stable := filepath.Join(root, "bin", "test-plain")
+	args := []string{"build"}
 	if RaceEnabled {
+		stable = filepath.Join(root, "bin", "test-race")
 		args = append(args, "-race")
 	}
-	cmd := exec.Command("go", append(args, pkgs...)...)
+	if err := os.MkdirAll(stable, 0o755); err != nil {
+		return err
+	}
+	// The packages of one go test run build at once: one builds, the rest
+	// find the binaries up to date.
+	lock, err := os.OpenFile(filepath.Join(stable, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lock.Close() }()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", stable, err)
+	}
+	cmd := exec.Command("go", append(append(args, "-o", stable+string(filepath.Separator)), pkgs...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %v: %w\n%s", pkgs, err, out)
 	}
+	for _, pkg := range pkgs {
+		name := filepath.Base(pkg)
+		if err := linkOrCopy(filepath.Join(stable, name), filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// linkOrCopy makes dst a hard link of src, or a copy across file systems.
+// A later build that changes src replaces it, so dst keeps what was built.
+func linkOrCopy(src, dst string) error {
+	_ = os.Remove(dst)
+	if os.Link(src, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // ModuleRoot is the directory of the module's go.mod.

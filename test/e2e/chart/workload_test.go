@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
 func deployment(t *testing.T, objs []object, name string) appsv1.Deployment {
@@ -448,10 +450,8 @@ func ptrString(p *string) string {
 // the chart passes is one the binary defines.
 func TestFlagsExist(t *testing.T) {
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/manager", "./cmd/dispatcher")
-	build.Dir = repoPath(t, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := testutil.BuildBinaries(bin, "./cmd/manager", "./cmd/dispatcher"); err != nil {
+		t.Fatal(err)
 	}
 	flagLine := regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`)
 	defined := map[string]map[string]bool{}
