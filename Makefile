@@ -20,7 +20,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout=20m
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: generate
 generate: ## Generate deepcopy code for the API types.
@@ -88,6 +88,11 @@ TEST_PACKAGES = $(filter-out $(shell go list $(RACE_PACKAGES)),$(shell go list .
 # variables, npm offline, GOPROXY off (hack/isolated; needs root).
 ISOLATED := go run $(CURDIR)/hack/isolated --
 
+# root stops a target that needs root before it builds anything.
+.PHONY: root
+root:
+	@[[ "$$(id -u)" == 0 ]] || { echo "make $(MAKECMDGOALS) needs root: its tests run in network namespaces of their own and mount tmpfs volumes (the end-to-end suite also runs a real node). Run it as root."; exit 1; }
+
 # go-modules downloads every module a build or test of any tag needs, before
 # the tests run where GOPROXY is off.
 .PHONY: go-modules
@@ -95,7 +100,7 @@ go-modules:
 	@$(STEP) go-modules go list -deps -test -tags $(VET_TAGS) ./... >/dev/null
 
 .PHONY: test
-test: fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race); every test in a network namespace of its own (needs root).
+test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race); every test in a network namespace of its own (needs root).
 	$(TEST_DEPS); $(STEP) go-test $(ISOLATED) go test -vet=off $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 	@$(MAKE) --no-print-directory test-race
 
@@ -112,18 +117,24 @@ test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test run
 # installs the server binaries once; internal/testutil/pgtest runs them.
 # cmd/dispatcher's test on PostgreSQL also needs envtest and the real Codex.
 .PHONY: test-postgres
-test-postgres: ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
+test-postgres: root go-modules ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
-		go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
-		go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
+		$(ISOLATED) go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
+		$(ISOLATED) go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
 .PHONY: load-replicas
-load-replicas: ## Issue 20's fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
-	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
+load-replicas: root go-modules ## The replicas' fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
+	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" $(ISOLATED) go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
 
 .PHONY: test-faults
-test-faults: ## Issue 19's fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (default 4, and then every phase must be hit 3 times); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs 1 injection of each).
-	$(TEST_DEPS); go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
+test-faults: root go-modules ## The fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (default 4, and then every phase must be hit 3 times); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs 1 injection of each).
+	$(TEST_DEPS); $(ISOLATED) go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
+
+# test-long holds the scenarios too long for CI, in the same isolation as
+# make test; later long scenarios (gateway reloads, elasticity, upgrades)
+# join it.
+.PHONY: test-long
+test-long: test-faults load-replicas ## The long scenarios outside CI, isolated like make test: the whole fault campaign (test-faults) and the replicas' campaign (load-replicas).
 
 .PHONY: bench-admission
 bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end, from the API server's webhook metric and from the manager's handler metric (BenchmarkAdmission; about 4 minutes; not part of CI).
@@ -155,7 +166,7 @@ bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurr
 		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 
 .PHONY: bench
-bench: ## Issue 18's benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 15 min on an idle 2-core machine: admission 4.5, dispatcher 3, operator scale 7.5, selection and store under 1 each; not part of CI).
+bench: ## The benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 15 min on an idle 2-core machine: admission 4.5, dispatcher 3, operator scale 7.5, selection and store under 1 each; not part of CI).
 	$(TEST_DEPS); BENCH_OUT="$(BENCH_OUT)" hack/bench.sh $(SECTIONS)
 
 FUZZTIME ?= 10m
@@ -168,7 +179,7 @@ openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/opencl
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" npm run build && PATH="$$tools/bin:$$PATH" npm pack
 
 .PHONY: test-race
-test-race: go-modules ## The concurrent packages under the race detector (their process suites' binaries too), isolated; part of make test.
+test-race: root go-modules ## The concurrent packages under the race detector (their process suites' binaries too), isolated; part of make test.
 	$(TEST_DEPS); $(STEP) go-test-race $(ISOLATED) go test -race -vet=off $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 # IMAGES_DIR holds the image archives and images.env (docs/images.md).
@@ -191,7 +202,7 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: go-modules build images test-openclaw ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+test-e2e: root go-modules build images test-openclaw ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \

@@ -7,7 +7,14 @@
 # fake, tainted Node for tests that need many simulated Pods.
 # See hack/local-cluster/README.md.
 #
-# Usage: hack/local-cluster.sh build|up|down [--keep]|status|env|snapshot
+# Usage: hack/local-cluster.sh build|up|down [--keep]|status|env|exec CMD...|snapshot
+#
+# The cluster lives in a network namespace of its own, pinned at
+# <state dir>/netns: every cluster process runs there, and so must every
+# client of the cluster (`exec`, or nsenter --net=<pin>). The bridge, its
+# routes, the iptables/nft chains and ip_forward then never touch the host,
+# and with no link to the host nothing sent to the cluster's addresses can
+# leave the machine.
 #
 # State lives in ${LOCAL_CLUSTER_DIR:-<repo>/.local/cluster}: pki/, kubeconfigs,
 # pids/, logs/, etcd-data/, volumes/, kwok.yaml, node/ (containerd, kubelet, CNI),
@@ -55,6 +62,11 @@ PID_DIR="${STATE_DIR}/pids"
 LOG_DIR="${STATE_DIR}/logs"
 ETCD_DATA="${STATE_DIR}/etcd-data"
 KUBECONFIG_FILE="${STATE_DIR}/kubeconfig"
+# The network namespace's pin: a bind mount of the namespace on this file
+# (unshare --net=FILE). Not `ip netns add`: that makes /run/netns a shared
+# bind mount of itself that outlives the namespace, a change to the host's
+# mounts that down could not tell from one that was there before.
+NETNS_PIN="${STATE_DIR}/netns"
 # hostPath PersistentVolumes of Pods on the real node belong here: `down`
 # removes the directory (unless --keep), so their data never outlives the cluster.
 VOLUMES_DIR="${STATE_DIR}/volumes"
@@ -140,18 +152,22 @@ usage: hack/local-cluster.sh <command>
   build         install the node's Debian packages (debian.lock) when missing; build
                 (or find cached) etcd, kube-apiserver, kube-controller-manager,
                 kube-scheduler, kubelet, kube-proxy and kwok; print their directories
-  up            build if needed, then start the cluster and wait until it is ready
+  up            build if needed (on the host), then create the cluster's network
+                namespace and start the cluster in it; wait until it is ready
                 (a running cluster is left alone)
   down [--keep] stop every component (SIGTERM, SIGKILL after a grace period), the
                 Pods, unmount, remove cgroups, bridge, routes and iptables chains,
-                restore sysctls; remove etcd data, volumes/ and logs (--keep keeps them).
-                PKI is always kept. Idempotent; also cleans up after a SIGKILLed run.
+                restore sysctls, unpin the network namespace; remove etcd data,
+                volumes/ and logs (--keep keeps them). PKI is always kept.
+                Idempotent; also cleans up after a SIGKILLed run.
   status        show each component (running/stopped) and the API server's /readyz
   env           print export lines for eval: KUBECONFIG, KUBECTL, LOCAL_CLUSTER_DIR,
                 LOCAL_CLUSTER_GATEWAY_IP, LOCAL_CLUSTER_POD_CIDR, LOCAL_CLUSTER_NODE_NAME,
                 LOCAL_CLUSTER_SERVICE_CIDR, LOCAL_CLUSTER_KWOK_NODE_NAME,
                 LOCAL_CLUSTER_IMAGES_DIR, LOCAL_CLUSTER_VOLUMES_DIR,
-                LOCAL_CLUSTER_SECCOMP_DIR
+                LOCAL_CLUSTER_SECCOMP_DIR, LOCAL_CLUSTER_NETNS
+  exec CMD...   run CMD in the cluster's network namespace (every client of the
+                cluster must: its addresses exist only there)
   snapshot      print the normalized machine state `down` must restore (for diffs)
 USAGE
 }
@@ -204,6 +220,40 @@ cmd_build() {
   flock -u 9
   echo "${dir}"
   echo "${KWOK_BIN_DIR}"
+}
+
+# ---------------------------------------------------------------- network namespace
+
+# netns_pinned: the cluster's namespace exists (its pin is mounted).
+netns_pinned() {
+  [[ "$(findmnt -n -o FSTYPE --mountpoint "${NETNS_PIN}" 2>/dev/null)" == nsfs ]]
+}
+
+# in_netns: this process runs in the cluster's namespace.
+in_netns() {
+  netns_pinned && [[ "$(stat -L -c %i /proc/self/ns/net)" == "$(stat -L -c %i "${NETNS_PIN}")" ]]
+}
+
+# netns_up pins a new network namespace with only loopback up.
+netns_up() {
+  netns_pinned && die "the cluster's network namespace (${NETNS_PIN}) exists already; run hack/local-cluster.sh down first"
+  mkdir -p "${STATE_DIR}"
+  : >"${NETNS_PIN}"
+  unshare --net="${NETNS_PIN}" ip link set lo up || die "cannot create the cluster's network namespace at ${NETNS_PIN}"
+}
+
+# netns_down unpins the namespace; it goes away with the last process in it
+# (teardown has stopped them all before).
+netns_down() {
+  if netns_pinned; then
+    umount "${NETNS_PIN}" || log "warning: cannot unmount ${NETNS_PIN}"
+  fi
+  rm -f "${NETNS_PIN}"
+}
+
+# enter ARGS...: run this script again with ARGS inside the namespace.
+enter() {
+  exec nsenter --net="${NETNS_PIN}" -- "${BASH_SOURCE[0]}" "$@"
 }
 
 # ---------------------------------------------------------------- processes
@@ -447,6 +497,7 @@ teardown() {
     iptables_cleanup
     machine_restore
   fi
+  netns_down
 }
 
 cmd_down() {
@@ -457,9 +508,9 @@ cmd_down() {
     *) usage; exit 2 ;;
   esac
   teardown
-  # Every kubeconfig names the gateway address, which is gone: a client still
-  # using one would send its packets along the default route. `up` writes them
-  # again.
+  # Every kubeconfig names the gateway address, which is gone with the
+  # namespace: a client outside it would send its packets along the host's
+  # default route. `up` writes them again.
   rm -f "${KUBECONFIG_FILE}" "${STATE_DIR}"/*.kubeconfig
   if ((keep == 0)); then
     rm -rf "${ETCD_DATA}" "${LOG_DIR}" "${VOLUMES_DIR}" "${STATE_DIR}/kwok.yaml"
@@ -510,6 +561,8 @@ cmd_env() {
   printf 'export KUBECONFIG=%q\n' "${KUBECONFIG_FILE}"
   printf 'export KUBECTL=%q\n' "${kubectl}"
   printf 'export LOCAL_CLUSTER_DIR=%q\n' "${STATE_DIR}"
+  # Clients of the cluster run in its network namespace (exec, or nsenter).
+  printf 'export LOCAL_CLUSTER_NETNS=%q\n' "${NETNS_PIN}"
   printf 'export LOCAL_CLUSTER_GATEWAY_IP=%q\n' "${GATEWAY_IP}"
   printf 'export LOCAL_CLUSTER_POD_CIDR=%q\n' "${POD_CIDR}"
   printf 'export LOCAL_CLUSTER_SERVICE_CIDR=%q\n' "${SERVICE_CIDR}"
@@ -522,15 +575,43 @@ cmd_env() {
   printf 'export LOCAL_CLUSTER_SECCOMP_DIR=%q\n' "${KUBELET_ROOT}/seccomp"
 }
 
+# cmd_exec CMD...: run CMD in the cluster's network namespace.
+cmd_exec() {
+  [[ $# -gt 0 ]] || { usage; exit 2; }
+  in_netns && exec "$@"
+  netns_pinned || die "the cluster is not up (no network namespace at ${NETNS_PIN})"
+  exec nsenter --net="${NETNS_PIN}" -- "$@"
+}
+
 main() {
   local cmd="${1:-}"
   [[ $# -gt 0 ]] && shift
   case "${cmd}" in
     build) cmd_build ;;
-    up) [[ $# -eq 0 ]] || { usage; exit 2; }; cmd_up ;;
-    down) cmd_down "$@" ;;
-    status) cmd_status ;;
+    up)
+      [[ $# -eq 0 ]] || { usage; exit 2; }
+      if ! in_netns; then
+        # An existing namespace: the check inside says whether it is up.
+        if netns_pinned; then enter up; fi
+        up_already_running && return 0
+        preflight_root
+        # Installing packages and building need the registries: on the host.
+        cmd_build >/dev/null
+        netns_up
+        enter up
+      fi
+      cmd_up
+      ;;
+    down)
+      if netns_pinned && ! in_netns; then enter down "$@"; fi
+      cmd_down "$@"
+      ;;
+    status)
+      if netns_pinned && ! in_netns; then enter status; fi
+      cmd_status
+      ;;
     env) cmd_env ;;
+    exec) cmd_exec "$@" ;;
     snapshot) exec "${HACK_DIR}/local-cluster/snapshot.sh" ;;
     -h | --help | help) usage ;;
     *) usage; exit 2 ;;

@@ -1,7 +1,7 @@
 // Command isolated runs a test command in a network namespace of its own,
 // so that no test can send a packet off the machine by mistake:
 //
-//	go run ./hack/isolated [-guard] [--] COMMAND [ARG...]
+//	go run ./hack/isolated [-guard | -here] [--] COMMAND [ARG...]
 //
 // It needs root. It starts COMMAND in a new network namespace where only
 // loopback is up, after a guard has proven the isolation without sending a
@@ -16,8 +16,11 @@
 // it, and fails the run even when COMMAND passed.
 //
 // Run inside a namespace it made (a stage within a stage), it runs the
-// guard and COMMAND there. With -guard it only runs the guard where it is
-// and exits 0 when isolated, 1 when not.
+// guard and COMMAND there. With -here it does in the namespace it runs in
+// what it does in a new one (the end-to-end suite runs in the local
+// cluster's namespace, where the cluster's addresses are): the guard, the
+// environment, the proxy recorder. With -guard it only runs the guard where
+// it is and exits 0 when isolated, 2 when not.
 package main
 
 import (
@@ -45,10 +48,11 @@ const proxyAddr = "192.0.2.9"
 var proxyPorts = []string{"3128", "8080", "1080", "80", "443"}
 
 func main() {
-	guardOnly := flag.Bool("guard", false, "only run the guard here: exit 0 when isolated, 1 when not")
+	guardOnly := flag.Bool("guard", false, "only run the guard here: exit 0 when isolated, 2 when not")
+	here := flag.Bool("here", false, "run COMMAND in this network namespace (which the guard must find isolated) instead of a new one")
 	inside := flag.Bool("inside", false, "internal: the re-executed process in the new namespace")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: isolated [-guard] [--] COMMAND [ARG...]")
+		fmt.Fprintln(os.Stderr, "usage: isolated [-guard | -here] [--] COMMAND [ARG...]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -75,6 +79,8 @@ func main() {
 		os.Exit(run(flag.Args()))
 	case os.Geteuid() != 0:
 		fail(1, "the tests run in a network namespace of their own, which needs root: run this as root")
+	case *here:
+		os.Exit(runInside(flag.Args()))
 	}
 	os.Exit(reexec(flag.Args()))
 }
@@ -95,16 +101,18 @@ func reexec(args []string) int {
 // runInside sets the new namespace up, proves it isolated, runs args and
 // fails when a process reached the proxy address.
 func runInside(args []string) int {
-	for _, ip := range [][]string{{"link", "set", "lo", "up"}, {"addr", "add", proxyAddr + "/32", "dev", "lo"}} {
+	// The guard first: nothing here may change a namespace it did not prove
+	// isolated (with -here, that could be the machine's own).
+	if err := check(readFacts()); err != nil {
+		fail(1, err.Error())
+	}
+	for _, ip := range [][]string{{"link", "set", "lo", "up"}, {"addr", "replace", proxyAddr + "/32", "dev", "lo"}} {
 		if out, err := exec.Command("ip", ip...).CombinedOutput(); err != nil {
 			fail(1, fmt.Sprintf("ip %s: %v: %s", strings.Join(ip, " "), err, out))
 		}
 	}
 	rec, err := record()
 	if err != nil {
-		fail(1, err.Error())
-	}
-	if err := check(readFacts()); err != nil {
 		fail(1, err.Error())
 	}
 	fmt.Fprintln(os.Stderr, "isolated: guard passed:", describe())

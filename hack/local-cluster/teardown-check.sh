@@ -41,7 +41,7 @@ cluster_pids() {
 run_pod() {
   local pause
   pause="$(sed -n 's/^PAUSE_IMAGE=//p' "${LOCAL_CLUSTER_IMAGES_DIR}/images.env" | tr -d '"'"'")"
-  "${KUBECTL}" apply -f - >&2 <<YAML
+  "${CLUSTER}" exec "${KUBECTL}" apply -f - >&2 <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: teardown-check, namespace: default}
@@ -53,8 +53,8 @@ spec:
     imagePullPolicy: Never
     securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
 YAML
-  "${KUBECTL}" wait --for=condition=Ready pod/teardown-check --timeout=60s >&2
-  "${KUBECTL}" get pod teardown-check -o wide >&2
+  "${CLUSTER}" exec "${KUBECTL}" wait --for=condition=Ready pod/teardown-check --timeout=60s >&2
+  "${CLUSTER}" exec "${KUBECTL}" get pod teardown-check -o wide >&2
 }
 
 main() {
