@@ -88,6 +88,34 @@ TEST_PACKAGES = $(filter-out $(shell go list $(RACE_PACKAGES)),$(shell go list .
 # variables, npm offline, GOPROXY off (hack/isolated; needs root).
 ISOLATED := go run $(CURDIR)/hack/isolated --
 
+# deps installs and builds (once) everything the suites run against, with
+# the downloads beside the builds instead of after them (-j); each set-up
+# script locks its own cache entry, so a suite asking at the same time
+# waits for it. .ci/run's first step.
+DEPS := deps-go-modules deps-envtest deps-codex deps-codex-below-floor deps-openclaw deps-postgres deps-helm deps-lint deps-node
+.PHONY: deps $(DEPS)
+deps: ## Install and build every test dependency into the cache, in parallel (first use: the downloads run beside the builds).
+	@$(MAKE) --no-print-directory -j4 -O $(DEPS)
+deps-go-modules: go-modules
+deps-envtest:
+	@$(STEP) setup-envtest hack/setup-envtest.sh >/dev/null
+deps-codex:
+	@$(STEP) setup-codex hack/setup-codex.sh >/dev/null
+deps-codex-below-floor:
+	@$(STEP) setup-codex-below-floor hack/setup-codex.sh 0.148.0 >/dev/null
+deps-openclaw:
+	@$(STEP) setup-openclaw hack/setup-openclaw.sh >/dev/null
+deps-postgres:
+	@$(STEP) setup-postgres hack/setup-postgres.sh >/dev/null
+deps-helm:
+	@$(STEP) setup-helm hack/setup-helm.sh >/dev/null
+deps-lint:
+	@$(STEP) setup-lint hack/setup-lint.sh >/dev/null
+# The local node's Debian packages and KWOK (after the Kubernetes build,
+# whose modules it shares).
+deps-node:
+	@$(STEP) local-cluster-build hack/local-cluster.sh build >/dev/null
+
 # root stops a target that needs root before it builds anything.
 .PHONY: root
 root:

@@ -118,7 +118,13 @@ link_assets() {
   done
 }
 
+# One build of each at a time: make deps, the suites and the local cluster
+# may ask together; a waiter then finds the binaries.
+exec 8>"${ETCD_DIR}/.lock" 9>"${BIN_DIR}/.lock"
+flock 8
 build_etcd
+flock -u 8
+flock 9
 build_k8s
 link_assets
 echo "${ASSETS_DIR}"

@@ -41,6 +41,14 @@ if [[ -x "${BIN}" ]]; then
 fi
 
 mkdir -p "${BIN_DIR}"
+# One build at a time (make deps runs the set-up scripts in parallel with
+# the suites' own calls); a waiter then finds the binary.
+exec 9>"${BIN_DIR}/.lock"
+flock 9
+if [[ -x "${BIN}" ]]; then
+  echo "${BIN}"
+  exit 0
+fi
 tmp="$(mktemp -d "${BIN_DIR}/.build.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT
 

@@ -12,6 +12,10 @@ BIN="${BIN_DIR}/golangci-lint-kube-api-linter"
 export GOTOOLCHAIN=local
 export GOFLAGS=-buildvcs=false
 
+mkdir -p "${BIN_DIR}"
+# One build at a time (make deps and make lint may run together).
+exec 9>"${BIN_DIR}/.lock"
+flock 9
 if [[ ! -x "${BIN}" ]]; then
   echo "setup-lint: building golangci-lint with kube-api-linter ${KAL_VERSION} (about 2 minutes cold)" >&2
   mkdir -p "${BIN_DIR}"

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,13 @@ func (s *suite) testTokens(t *testing.T) {
 // that just restarted, before its RBAC roles are loaded) is refused for now
 // — 503 AuthUnavailable naming the evaluation error, with Retry-After —
 // not 403, and nothing is cached: once the role exists, the same token runs.
+//
+// The API server's RBAC sees each change a moment after it is written.
+// Each step first waits until the API server itself gives the answer the
+// step needs (rights, the dispatcher's question without its cache), then
+// asks the dispatcher once: asked before the binding is seen, the
+// dispatcher would get an ordinary denial and cache it as a 403; asked
+// before the role is seen, a 503 would prove nothing about the cache.
 func (s *suite) testUnevaluatedRights(t *testing.T) {
 	ctx := context.Background()
 	const role = "harness-gateway-not-yet"
@@ -45,6 +53,10 @@ func (s *suite) testUnevaluatedRights(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: s.ns, Name: "unsure"}},
 	}))
+	eventually(t, 30*time.Second, "the API server sees the binding to the missing ClusterRole", func() (bool, string) {
+		st := s.turnRights(t, s.ns, "unsure", dispatchapi.VerbCreate, s.ns)
+		return !st.Allowed && strings.Contains(st.Reason+st.EvaluationError, role), fmt.Sprintf("%+v", st)
+	})
 	unsure := s.token(t, s.ns, "unsure", audience)
 	r := s.decide(t, unsure, nil)
 	wantError(t, "an account bound to a missing ClusterRole", r, http.StatusServiceUnavailable, wire.CodeAuthUnavailable,
@@ -52,10 +64,17 @@ func (s *suite) testUnevaluatedRights(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatalf("a 503 without Retry-After: %v", r.Header)
 	}
+	wantOK(t, "the gateway's token beside it", s.decide(t, s.gateway, nil))
 	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: role},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create"}}},
 	}))
+	eventually(t, 30*time.Second, "the API server grants through the new ClusterRole", func() (bool, string) {
+		st := s.turnRights(t, s.ns, "unsure", dispatchapi.VerbCreate, s.ns)
+		return st.Allowed, fmt.Sprintf("%+v", st)
+	})
+	// Asked once: a dispatcher that had cached the 503's refusal (for its
+	// --auth-cache-ttl, 10 s) refuses again here.
 	wantOK(t, "the same token once the ClusterRole exists", s.decide(t, unsure, nil))
 }
 

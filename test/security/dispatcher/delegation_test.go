@@ -74,6 +74,48 @@ func (s *suite) testDelegation(t *testing.T) {
 		return s.call(t, http.MethodPost, s.url(s.ns, session, "/turns"), token, b, asDelegate)
 	}
 
+	// Every change above is seen a moment after it is written: RBAC by the
+	// API server, spec.delegates and the sessions by the dispatcher's
+	// informers. No attack is sent before there is evidence of each, or it
+	// could be refused for a change not seen yet rather than for what it
+	// tests (and an RBAC denial would stay cached for --auth-cache-ttl).
+	// First the API server grants the bound accounts `delegate`, and still
+	// not the listed account it does not bind.
+	for _, sa := range []string{"voice", "voice-unlisted"} {
+		eventually(t, 30*time.Second, "the API server grants "+sa+" delegate", func() (bool, string) {
+			st := s.turnRights(t, s.ns, sa, dispatchapi.VerbDelegate, s.ns)
+			return st.Allowed, fmt.Sprintf("%+v", st)
+		})
+	}
+	if st := s.turnRights(t, s.ns, "voice-nogrant", dispatchapi.VerbDelegate, s.ns); st.Allowed {
+		t.Fatalf("the API server grants voice-nogrant delegate: %+v", st)
+	}
+	// Then the control: listed and granted, on the locked session, runs a
+	// turn. Until the dispatcher's informers have seen the patched
+	// spec.delegates and the session it is refused (not-listed, or the
+	// session unknown); its RBAC verdict, cached, is the grant. Each try
+	// has its own runId.
+	var okRun string
+	tries := 0
+	eventually(t, 30*time.Second, "control: the listed, granted delegate's turn", func() (bool, string) {
+		tries++
+		okRun = fmt.Sprintf("d-ok-%d", tries)
+		ok := delegated(voice, "locked", body("locked", okRun))
+		return ok.Status == http.StatusOK && strings.Contains(string(ok.Body), "event: result"), fmt.Sprintf("%d %.300s", ok.Status, ok.Body)
+	})
+	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/"+okRun), voice, "", nil)
+	var st dispatchapi.TurnState
+	must(t, json.Unmarshal(r.Body, &st))
+	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
+		t.Fatalf("GET %s: %d %s; want a finished run requested by %s", okRun, r.Status, r.Body, want)
+	}
+	// And the unlocked session is known to the dispatcher: its owner's
+	// decision there is the control of the unlocked-session attack.
+	eventually(t, 30*time.Second, "control: the owner's decision on the unlocked session", func() (bool, string) {
+		d := s.call(t, http.MethodPost, s.url(s.ns, "unlocked", "/decide"), s.gateway, decideBody, nil)
+		return d.Status == http.StatusOK, fmt.Sprintf("%d %.300s", d.Status, d.Body)
+	})
+
 	wantError(t, "a listed delegate without the RBAC grant", delegated(noGrant, "locked", body("locked", "d-nogrant")),
 		http.StatusForbidden, wire.CodeForbidden, "system:serviceaccount:"+s.ns+":voice-nogrant", "delegate agentsessions/turns")
 	wantError(t, "a granted delegate the harness does not list", delegated(unlisted, "locked", body("locked", "d-unlisted")),
@@ -84,28 +126,9 @@ func (s *suite) testDelegation(t *testing.T) {
 		http.StatusUnprocessableEntity, wire.CodeSessionMismatch, `sessionId "" must repeat spec.sessionId "locked-id"`)
 	wantError(t, "the gateway's create grant sent as a delegate", delegated(s.gateway, "locked", body("locked", "d-gateway")),
 		http.StatusForbidden, wire.CodeForbidden, "delegate agentsessions/turns")
-
-	// The control: listed and granted, on the locked session. The
-	// dispatcher's informer sees the patched spec.delegates shortly after
-	// the API server: until then the answer is the not-listed refusal.
-	var ok reply
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok = delegated(voice, "locked", body("locked", "d-ok"))
-		if ok.Status != http.StatusForbidden || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if ok.Status != http.StatusOK || !strings.Contains(string(ok.Body), "event: result") {
-		t.Fatalf("control: the listed, granted delegate's turn: %d %s", ok.Status, ok.Body)
-	}
-	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/d-ok"), voice, "", nil)
-	var st dispatchapi.TurnState
-	must(t, json.Unmarshal(r.Body, &st))
-	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
-		t.Fatalf("GET d-ok: %d %s; want a finished run requested by %s", r.Status, r.Body, want)
-	}
+	// Control beside the attacks: the same delegate's allowed request still
+	// runs.
+	wantOK(t, "the listed, granted delegate again", delegated(voice, "locked", body("locked", "d-ok-after")))
 
 	// A delegate follows only its own runs: repeating the owner's request
 	// body (same runId, same digest) does not hand it the owner's stream.

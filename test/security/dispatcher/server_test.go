@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -81,7 +82,9 @@ func (s *suite) testMetricsAndProbes(t *testing.T) {
 }
 
 // scraper is a token of an account allowed GET /metrics (as the chart's
-// metrics-reader role grants).
+// metrics-reader role grants). It returns once the API server's RBAC grants
+// it: the metrics filter caches a denial for 30 s, so a scrape before the
+// new binding is seen would be refused for that long.
 func (s *suite) scraper(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
@@ -93,6 +96,10 @@ func (s *suite) scraper(t *testing.T) string {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: s.ns, Name: "scraper"}}}))
 	}
+	eventually(t, 30*time.Second, "the API server grants the scraper GET /metrics", func() (bool, string) {
+		st := s.rights(t, s.ns, "scraper", nil, &authzv1.NonResourceAttributes{Path: "/metrics", Verb: "get"})
+		return st.Allowed, fmt.Sprintf("%+v", st)
+	})
 	return s.token(t, s.ns, "scraper")
 }
 

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -253,4 +254,53 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// eventually polls cond until it holds, and fails the test with cond's last
+// account of what it saw when within passes first. A spec waits with it for
+// positive evidence that a change was seen, never for a fixed time.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last: %s", what, within, last)
+		}
+		<-tick.C
+	}
+}
+
+// rights is the API server's SubjectAccessReview of the service account
+// saNS/sa (its user and groups, as a TokenReview of its token gives them)
+// for attrs or, when attrs is nil, for nonResource. It asks the question
+// the dispatcher (and the metrics filter) ask, without their verdict
+// caches: a spec waits on it until the API server's RBAC has seen an RBAC
+// change, before the first request whose verdict the dispatcher would
+// cache (a denial for --auth-cache-ttl, the metrics filter's for 30 s).
+func (s *suite) rights(t *testing.T, saNS, sa string, attrs *authzv1.ResourceAttributes, nonResource *authzv1.NonResourceAttributes) authzv1.SubjectAccessReviewStatus {
+	t.Helper()
+	r, err := s.cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{
+			User:                  "system:serviceaccount:" + saNS + ":" + sa,
+			Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"},
+			ResourceAttributes:    attrs,
+			NonResourceAttributes: nonResource,
+		},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	return r.Status
+}
+
+// turnRights is rights for verb on agentsessions/turns in ns.
+func (s *suite) turnRights(t *testing.T, saNS, sa, verb, ns string) authzv1.SubjectAccessReviewStatus {
+	t.Helper()
+	return s.rights(t, saNS, sa, &authzv1.ResourceAttributes{
+		Namespace: ns, Verb: verb, Group: dispatchapi.APIGroup, Resource: dispatchapi.Resource, Subresource: dispatchapi.SubresourceTurns,
+	}, nil)
 }
