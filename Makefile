@@ -3,7 +3,14 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
 export GOTOOLCHAIN := local
-export GOFLAGS := -buildvcs=false
+# One build configuration for vet, the tests, bin/ and the images (whose
+# builds are static and path-free: hack/images): the compiled packages of
+# one are the others', instead of each configuration compiling the whole
+# dependency graph again. The race detector needs cgo: its targets set
+# CGO_ENABLED=1 (RACE_ENV), a configuration of its own anyway.
+export GOFLAGS := -buildvcs=false -trimpath
+export CGO_ENABLED := 0
+RACE_ENV := CGO_ENABLED=1
 
 CONTROLLER_GEN := go tool controller-gen
 # STEP runs a command as a named step: with CI_STEPS_FILE set (.ci/run sets
@@ -147,8 +154,8 @@ test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test run
 .PHONY: test-postgres
 test-postgres: root go-modules ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
-		$(ISOLATED) go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
-		$(ISOLATED) go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
+		$(ISOLATED) env $(RACE_ENV) go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
+		$(ISOLATED) env $(RACE_ENV) go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
 .PHONY: load-replicas
 load-replicas: root go-modules ## The replicas' fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
@@ -208,7 +215,7 @@ openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/opencl
 
 .PHONY: test-race
 test-race: root go-modules ## The concurrent packages under the race detector (their process suites' binaries too), isolated; part of make test.
-	$(TEST_DEPS); $(STEP) go-test-race $(ISOLATED) go test -race -vet=off $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+	$(TEST_DEPS); $(STEP) go-test-race $(ISOLATED) env $(RACE_ENV) go test -race -vet=off $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 # IMAGES_DIR holds the image archives and images.env (docs/images.md).
 IMAGES_DIR ?= .local/images

@@ -60,10 +60,10 @@ trap 'down || true' EXIT
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 "${STEP}" openclaw ${ISOLATED} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" postgres ${ISOLATED} go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+"${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
 # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" dispatcher-postgres ${ISOLATED} go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+"${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 # The fault campaign on processes (make test-faults), reduced to one
 # injection of each fault (the full campaign, 4 of each and every phase hit
 # at least 3 times, is make test-faults): about two minutes.
