@@ -178,18 +178,18 @@ func (p *Process) Tail(n int64) string {
 // BuildBinaries builds the module's commands (e.g. "./cmd/manager") and
 // puts them into dir. Every suite of a run asks for the same few binaries,
 // so they are built once per build type into a stable directory of the
-// module (bin/test-plain or bin/test-race: go build skips the link when a
-// binary there is up to date) and linked into dir. Under `go test -race`
-// they are built with -race too.
+// module and hard-linked into dir: bin/, where `make build` puts them too,
+// or bin/race/ under `go test -race`, which builds them with -race. go build
+// skips the link when a binary there is up to date.
 func BuildBinaries(dir string, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	stable := filepath.Join(root, "bin", "test-plain")
+	stable := filepath.Join(root, "bin")
 	args := []string{"build"}
 	if RaceEnabled {
-		stable = filepath.Join(root, "bin", "test-race")
+		stable = filepath.Join(root, "bin", "race")
 		args = append(args, "-race")
 	}
 	if err := os.MkdirAll(stable, 0o755); err != nil {

@@ -52,7 +52,10 @@ func (s *suite) testDelegation(t *testing.T) {
 	voice := s.token(t, s.ns, "voice", audience)
 	noGrant := s.token(t, s.ns, "voice-nogrant", audience)
 	unlisted := s.token(t, s.ns, "voice-unlisted", audience)
-	for _, name := range []string{"locked", "unlocked"} {
+	// locked-control is a second locked session, for the control that
+	// proves the changes seen: a turn that ran pins its session, and the
+	// attempts on locked repeat a session without a pin.
+	for _, name := range []string{"locked", "unlocked", "locked-control"} {
 		lock := v1alpha1.ModelSelectionLocked
 		if name == "unlocked" {
 			lock = v1alpha1.ModelSelectionUnlocked
@@ -90,31 +93,24 @@ func (s *suite) testDelegation(t *testing.T) {
 	if st := s.turnRights(t, s.ns, "voice-nogrant", dispatchapi.VerbDelegate, s.ns); st.Allowed {
 		t.Fatalf("the API server grants voice-nogrant delegate: %+v", st)
 	}
-	// Then the control: listed and granted, on the locked session, runs a
-	// turn. Until the dispatcher's informers have seen the patched
-	// spec.delegates and the session it is refused (not-listed, or the
-	// session unknown); its RBAC verdict, cached, is the grant. Each try
-	// has its own runId.
-	var okRun string
+	// Then the control on locked-control: listed and granted, it runs a
+	// turn once the dispatcher's informer has seen the patched
+	// spec.delegates (and the session); until then it is refused, not
+	// for RBAC (its cached verdict is the grant). Each try has its own runId.
 	tries := 0
-	eventually(t, 30*time.Second, "control: the listed, granted delegate's turn", func() (bool, string) {
+	eventually(t, 30*time.Second, "control: the listed, granted delegate's turn on locked-control", func() (bool, string) {
 		tries++
-		okRun = fmt.Sprintf("d-ok-%d", tries)
-		ok := delegated(voice, "locked", body("locked", okRun))
+		ok := delegated(voice, "locked-control", body("locked-control", fmt.Sprintf("d-control-%d", tries)))
 		return ok.Status == http.StatusOK && strings.Contains(string(ok.Body), "event: result"), fmt.Sprintf("%d %.300s", ok.Status, ok.Body)
 	})
-	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/"+okRun), voice, "", nil)
-	var st dispatchapi.TurnState
-	must(t, json.Unmarshal(r.Body, &st))
-	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
-		t.Fatalf("GET %s: %d %s; want a finished run requested by %s", okRun, r.Status, r.Body, want)
+	// And the dispatcher knows the attacked sessions: their owner's
+	// decisions (which pin nothing) are the controls beside the attacks.
+	for _, name := range []string{"locked", "unlocked"} {
+		eventually(t, 30*time.Second, "control: the owner's decision on "+name, func() (bool, string) {
+			d := s.call(t, http.MethodPost, s.url(s.ns, name, "/decide"), s.gateway, decideBody, nil)
+			return d.Status == http.StatusOK, fmt.Sprintf("%d %.300s", d.Status, d.Body)
+		})
 	}
-	// And the unlocked session is known to the dispatcher: its owner's
-	// decision there is the control of the unlocked-session attack.
-	eventually(t, 30*time.Second, "control: the owner's decision on the unlocked session", func() (bool, string) {
-		d := s.call(t, http.MethodPost, s.url(s.ns, "unlocked", "/decide"), s.gateway, decideBody, nil)
-		return d.Status == http.StatusOK, fmt.Sprintf("%d %.300s", d.Status, d.Body)
-	})
 
 	wantError(t, "a listed delegate without the RBAC grant", delegated(noGrant, "locked", body("locked", "d-nogrant")),
 		http.StatusForbidden, wire.CodeForbidden, "system:serviceaccount:"+s.ns+":voice-nogrant", "delegate agentsessions/turns")
@@ -126,9 +122,17 @@ func (s *suite) testDelegation(t *testing.T) {
 		http.StatusUnprocessableEntity, wire.CodeSessionMismatch, `sessionId "" must repeat spec.sessionId "locked-id"`)
 	wantError(t, "the gateway's create grant sent as a delegate", delegated(s.gateway, "locked", body("locked", "d-gateway")),
 		http.StatusForbidden, wire.CodeForbidden, "delegate agentsessions/turns")
-	// Control beside the attacks: the same delegate's allowed request still
-	// runs.
-	wantOK(t, "the listed, granted delegate again", delegated(voice, "locked", body("locked", "d-ok-after")))
+	// The control on locked itself: listed and granted, it runs a turn.
+	ok := delegated(voice, "locked", body("locked", "d-ok"))
+	if ok.Status != http.StatusOK || !strings.Contains(string(ok.Body), "event: result") {
+		t.Fatalf("control: the listed, granted delegate's turn: %d %s", ok.Status, ok.Body)
+	}
+	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/d-ok"), voice, "", nil)
+	var st dispatchapi.TurnState
+	must(t, json.Unmarshal(r.Body, &st))
+	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
+		t.Fatalf("GET d-ok: %d %s; want a finished run requested by %s", r.Status, r.Body, want)
+	}
 
 	// A delegate follows only its own runs: repeating the owner's request
 	// body (same runId, same digest) does not hand it the owner's stream.
