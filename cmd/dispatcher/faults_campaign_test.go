@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -27,7 +29,7 @@ import (
 const campaignInjections, minPerPhase = 4, 3
 
 // TestFaultCampaign is issue 19's fault campaign on processes (`make
-// test-faults`; `make test-e2e` runs it with 3 injections): one dispatcher
+// test-faults`; `make test-e2e` runs it with 1 injection): one dispatcher
 // process on the file journal (on a volume of its own), the real Codex
 // app-server behind a loopback proxy the test can cut, the stub model, and
 // 20 sessions running turns without pause, each turn calling the host tool
@@ -41,7 +43,9 @@ const campaignInjections, minPerPhase = 4, 3
 // its first request twice), a tool call delivered twice, an approved
 // command run twice (or by a turn refused as safe to replay), a completed
 // turn missing from the transcript, a session left with an activeTurn or
-// unable to run its next turn.
+// unable to run its next turn. Each injection must also show that it
+// struck (effect): at 1 injection nothing else would tell an injection that
+// did nothing from a fault the system survived.
 func TestFaultCampaign(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -89,20 +93,47 @@ func TestFaultCampaign(t *testing.T) {
 // fault is one kind of failure the campaign injects. inject calls strike
 // at the moment the fault hits (after any preparation, such as a churn
 // getting under way): strike waits for a moment with a turn in every phase
-// and records the phases and the time of the injection.
+// and records the phases and the time of the injection. inject returns
+// the evidence that it struck, which run asks for once the turns it touched
+// have ended.
 type fault struct {
 	name   string
-	inject func(strike func())
+	inject func(strike func()) effect
 }
+
+// effect is what shows that an injection struck: what a user of the fault
+// sees (turns failed visibly, refusals waited out, a new leader), recorded
+// by the injector from what it did and what followed; for a fault no user
+// sees (a cut connection the dispatcher resumes) what the injector saw it
+// do. It returns what it found, and whether that shows the fault struck.
+type effect func() (found string, struck bool)
 
 // atOnce is a fault that needs no preparation: it hits as soon as inject is
 // called.
-func atOnce(hit func()) func(strike func()) {
-	return func(strike func()) {
+func atOnce(hit func() effect) func(strike func()) effect {
+	return func(strike func()) effect {
 		strike()
-		hit()
+		return hit()
 	}
 }
+
+// failed counts the turns of ids that failed visibly (call it once they
+// have ended).
+func (c *campaign) failed(ids map[string]bool) int {
+	n := 0
+	for id, o := range c.load.Outcomes() {
+		if ids[id] && !o.OK {
+			n++
+		}
+	}
+	return n
+}
+
+// diedOfSIGKILL says whether testutil.Process.Stop's report of a process
+// has it dead of a SIGKILL sent before Stop's SIGTERM: its exit status is
+// "signal: killed" (a process Stop ended has exited after the SIGTERM, or
+// "did not exit": Stop killed it).
+func diedOfSIGKILL(stopped string) bool { return strings.HasSuffix(stopped, "signal: killed") }
 
 // journalVolume is the size of the campaign's journal volume, room for
 // every turn of a campaign many times over; journalMinFree is the
@@ -118,16 +149,32 @@ func faultLasts() time.Duration { return time.Duration(1000+rand.IntN(2000)) * t
 // connection, the model, the journal's disk, the turns' clocks.
 func (c *campaign) processFaults() []fault {
 	return []fault{
-		{"WebSocket to the app-server cut (the proxy drops every connection)", atOnce(func() { c.proxy.Cut() })},
-		{"dispatcher SIGKILLed and restarted on its journal", atOnce(func() {
-			c.load.Remove(c.replica().Name)
+		{"WebSocket to the app-server cut (the proxy drops every connection)", atOnce(func() effect {
+			// The dispatcher reconnects and its turns go on: no user sees
+			// the cut, the proxy counts it.
+			cut := c.proxy.Cut()
+			return func() (string, bool) { return fmt.Sprintf("%d connections cut", cut), cut > 0 }
+		})},
+		{"dispatcher SIGKILLed and restarted on its journal", atOnce(func() effect {
+			killed := c.replica().Name
+			c.load.Remove(killed)
+			running := c.load.RunningOn(killed)
 			_ = syscall.Kill(-c.d.proc.Pid(), syscall.SIGKILL)
-			c.d.proc.Stop(10 * time.Second)
+			stopped := c.d.proc.Stop(10 * time.Second)
 			c.d = c.startDispatcher()
 			c.load.Add(c.replica())
+			// It died of the SIGKILL, not of a drain, and the new process,
+			// which cannot know how its turns went on, fails them visibly
+			// (a drained dispatcher would have finished them).
+			return func() (string, bool) {
+				n := c.failed(running)
+				return fmt.Sprintf("%s; %d of the %d turns running on it failed visibly; %s serves", stopped, n, len(running), c.replica().Name),
+					diedOfSIGKILL(stopped) && n > 0
+			}
 		})},
-		{"app-server SIGKILLed and restarted on its home", atOnce(func() {
+		{"app-server SIGKILLed and restarted on its home", atOnce(func() effect {
 			old := c.env.fx.codex
+			running := c.load.Running()
 			old.Kill()
 			restarted, err := codextest.StartErr(c.t, codextest.Options{
 				ProviderURL: c.env.fx.stub.BaseURL(), Transport: codextest.WebSocket, WSToken: serverToken,
@@ -135,32 +182,77 @@ func (c *campaign) processFaults() []fault {
 			})
 			must(c.t, err)
 			c.env.fx.codex = restarted
+			// The turns it ran died with it: the dispatcher fails them
+			// visibly.
+			return func() (string, bool) {
+				n := c.failed(running)
+				return fmt.Sprintf("%d of the %d turns running at the kill failed visibly", n, len(running)), n > 0
+			}
 		})},
-		{"the model stalls, then fails (HTTP 500)", atOnce(func() {
+		{"the model stalls, then fails (HTTP 500)", atOnce(func() effect {
 			// Every model request during the outage hangs until its end,
 			// then gets a 500: Codex does not retry (request_max_retries = 0).
 			gate := stubmodel.NewGate()
 			end := c.env.fx.stub.Outage(stubmodel.Stall(gate, stubmodel.HTTPError(http.StatusInternalServerError, "the model failed after stalling")))
 			time.Sleep(faultLasts()) // how long the outage lasts
+			held := c.load.Running() // the turns whose model requests it holds are among them
 			end()
 			gate.Release()
+			return func() (string, bool) {
+				n := c.failed(held)
+				return fmt.Sprintf("%d of the %d turns running at the outage's end failed visibly", n, len(held)), n > 0
+			}
 		})},
-		{"the journal's disk fills up, then space is freed", atOnce(func() {
+		{"the journal's disk fills up, then space is freed", atOnce(func() effect {
+			refusedBefore := c.load.Refusals()[storeRefusal]
+			running := c.load.Running()
 			filler := tmpfs.Fill(c.t, c.journalDir, "filler")
 			time.Sleep(faultLasts()) // how long the disk stays full
 			tmpfs.Remove(c.t, filler)
+			// A full journal refuses new turns (waited out) and fails the
+			// running turns whose writes it refused.
+			return func() (string, bool) {
+				refused, n := c.load.Refusals()[storeRefusal]-refusedBefore, c.failed(running)
+				return fmt.Sprintf("%d turns refused (%s), %d of the %d turns running when it filled failed visibly", refused, storeRefusal, n, len(running)),
+					refused+n > 0
+			}
 		})},
-		{"turns' deadlines pass while they run (timeoutMs 0.2–1.2 s)", atOnce(func() {
+		{"turns' deadlines pass while they run (timeoutMs 0.2–1.2 s)", atOnce(func() effect {
 			// A turn takes ~2 s (the tool call and the approval, each
 			// answered after 300 ms, then ~1 s of text): the deadlines of
 			// the turns posted in the next 1–3 s pass while a call or an
 			// approval is pending, or while the model streams.
+			before := c.load.Outcomes()
+			timed := c.load.Timed()
 			c.load.SetTurnTimeout(time.Duration(200+rand.IntN(1000)) * time.Millisecond)
 			time.Sleep(faultLasts()) // how long new turns get the short deadline
+			// ...and until a turn got it: a second may pass with no turn
+			// posted, and then the fault would not have struck.
+			for deadline := time.Now().Add(time.Minute); c.load.Timed() == timed && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond) // the poll's interval; the count is the proof
+			}
 			c.load.SetTurnTimeout(0)
+			// The turns posted with it (the load records each turn's
+			// timeoutMs) fail visibly: their result is a timeout.
+			return func() (string, bool) {
+				given, n := 0, 0
+				for id, o := range c.load.Outcomes() {
+					if _, ended := before[id]; !ended && o.Timeout > 0 {
+						given++
+						if !o.OK {
+							n++
+						}
+					}
+				}
+				return fmt.Sprintf("%d of the %d turns posted with the short deadline failed visibly", n, given), n > 0
+			}
 		})},
 	}
 }
+
+// storeRefusal is the load's key for the answers of a dispatcher whose
+// journal cannot take a write (Refusals).
+const storeRefusal = "503 " + string(wire.CodeStoreUnavailable)
 
 // campaign is the campaign's state: the dispatcher process and the load.
 type campaign struct {
@@ -196,6 +288,7 @@ type faultRow struct {
 	refused    map[string]int         // answers the gateways waited out (Retry-After), by status and code
 	from, to   time.Time
 	recovery   []time.Duration // injection → the next turn completed
+	effects    []string        // what each injection's effect found
 }
 
 // run injects fault n times, each at a random moment while turns run.
@@ -209,7 +302,7 @@ func (c *campaign) run(name string, n int, inject func(strike func())) faultRow 
 		wait := time.Duration(500+rand.IntN(1500)) * time.Millisecond
 		time.Sleep(wait) // a random point of the turns' lives, not an ordering
 		var at time.Time
-		inject(func() {
+		struck := inject(func() {
 			for p, k := range c.untilEveryPhase(row.mustFind(n - i)) {
 				row.phases[p] += k
 				if k > 0 {
@@ -226,6 +319,13 @@ func (c *campaign) run(name string, n int, inject func(strike func())) faultRow 
 		if err := c.load.WaitEnded(touched, 3*time.Minute); err != nil {
 			c.t.Fatalf("%s: the turns running when it was over did not end: %v", name, err)
 		}
+		// Every injection, also in a campaign too short for the phases'
+		// check, must have done what the fault says.
+		found, ok := struck()
+		if !ok {
+			c.t.Errorf("%s: injection %d of %d had no effect: %s", name, i+1, n, found)
+		}
+		row.effects = append(row.effects, found)
 	}
 	row.to = time.Now()
 	if n >= campaignInjections {
@@ -242,7 +342,7 @@ func (c *campaign) run(name string, n int, inject func(strike func())) faultRow 
 			delete(row.refused, k)
 		}
 	}
-	c.t.Logf("%s: %d injections, phases at injection %v, recovery %v", name, n, row.phases, row.recovery)
+	c.t.Logf("%s: %d injections, phases at injection %v, recovery %v, effects %q", name, n, row.phases, row.recovery, row.effects)
 	return row
 }
 

@@ -97,22 +97,36 @@ func (cp *controlPlane) leader() (int, error) {
 // dispatcher and the controllers depend on.
 func (c *campaign) controlPlaneFaults() []fault {
 	return []fault{
-		{"kube-apiserver restarted (down 1–3 s, same etcd, certificates and keys)", atOnce(func() {
+		{"kube-apiserver restarted (down 1–3 s, same etcd, certificates and keys)", atOnce(func() effect {
+			refusedBefore := refusals(c.load.Refusals())
 			down, start := time.Duration(1000+rand.IntN(2000))*time.Millisecond, time.Now()
 			ended, err := c.env.fx.env.RestartAPIServer(down)
 			must(c.t, err)
 			c.t.Logf("kube-apiserver restarted: %s, down %s, unreachable for %s in all", ended, down, time.Since(start).Round(time.Millisecond))
+			// Without it the dispatcher can neither check a gateway's token
+			// nor claim a turn: it refuses the turns posted meanwhile
+			// (AuthUnavailable, HarnessUnavailable), which the gateways
+			// wait out.
+			return func() (string, bool) {
+				refused := refusals(c.load.Refusals()) - refusedBefore
+				return fmt.Sprintf("%s; %d turns refused and waited out", ended, refused), refused > 0
+			}
 		})},
-		{webhookFault, func(strike func()) {
-			c.cp.duringChurn(webhookFault, func() time.Time {
+		{webhookFault, func(strike func()) effect {
+			f := c.cp.duringChurn(webhookFault, func() time.Time {
 				strike()
 				must(c.t, c.cp.webhook.Down())
 				time.Sleep(time.Duration(1000+rand.IntN(2000)) * time.Millisecond) // the outage itself, not an ordering
 				must(c.t, c.cp.webhook.Up())
 				return time.Now()
 			})
+			// The applies made while it was down are refused, naming it.
+			return func() (string, bool) {
+				return fmt.Sprintf("%d applies refused, naming the webhook", f.refusedVisibly), f.refusedVisibly > 0
+			}
 		}},
-		{managerFault, func(strike func()) {
+		{managerFault, func(strike func()) effect {
+			var stopped string
 			c.cp.duringChurn(managerFault, func() time.Time {
 				i, err := c.cp.leader()
 				must(c.t, err)
@@ -120,12 +134,31 @@ func (c *campaign) controlPlaneFaults() []fault {
 				killed := c.cp.managers[i]
 				at := time.Now()
 				_ = syscall.Kill(-killed.Pid(), syscall.SIGKILL)
-				killed.Stop(10 * time.Second)
+				stopped = killed.Stop(10 * time.Second)
 				c.cp.startManager(i, c.env.ns)
 				return at
 			})
+			// The leader died of the SIGKILL, without releasing the Lease,
+			// and one of the processes that were not leading then took it
+			// (the killed one's slot holds its replacement).
+			return func() (string, bool) {
+				i, err := c.cp.leader()
+				if err != nil {
+					return stopped + "; " + err.Error(), false
+				}
+				return stopped + "; " + c.cp.managers[i].Name + " leads now", diedOfSIGKILL(stopped)
+			}
 		}},
 	}
+}
+
+// refusals is how many answers the gateways waited out in all.
+func refusals(byCode map[string]int) int {
+	n := 0
+	for _, k := range byCode {
+		n += k
+	}
+	return n
 }
 
 const (
@@ -136,8 +169,8 @@ const (
 // duringChurn runs fault while the churn applies changes: some accepted
 // before and after it, then every object is read back and the statuses'
 // catching up with their generations is timed from when fault says the
-// fault ended.
-func (cp *controlPlane) duringChurn(name string, fault func() (ended time.Time)) {
+// fault ended. It returns the churn's figures of this injection.
+func (cp *controlPlane) duringChurn(name string, fault func() (ended time.Time)) churnFigures {
 	t, ctx := cp.t, context.Background()
 	cp.churn.mark()
 	cp.churn.start(ctx)
@@ -169,6 +202,7 @@ func (cp *controlPlane) duringChurn(name string, fault func() (ended time.Time))
 	if err == nil {
 		sum.convergence = append(sum.convergence, took)
 	}
+	return f
 }
 
 // report logs the churn's table: one row per fault that churned.

@@ -18,9 +18,11 @@
 // OPENCLAW_DISABLE_BONJOUR=1 and HOME/OPENCLAW_HOME in a temporary directory.
 //
 // Environment: KUBEBUILDER_ASSETS (hack/setup-envtest.sh), CODEX_BIN
-// (hack/setup-codex.sh), OPENCLAW_TOOLS (hack/setup-openclaw.sh), and
-// KUBECTL or a kubectl on PATH (it mints the gateway's token as a platform
-// team would). `make test-e2e` runs it.
+// (hack/setup-codex.sh), OPENCLAW_TOOLS (hack/setup-openclaw.sh). The
+// gateway's token is minted with kubectl, as a platform team would: the
+// project's own build of the cluster's release in KUBEBUILDER_ASSETS (or
+// KUBECTL, when set), never whatever kubectl is on PATH, whose version
+// nobody chose. `make test-e2e` runs it.
 package openclaw
 
 import (
@@ -28,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,11 +62,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	tools := requireEnv("OPENCLAW_TOOLS", "the cached Node 24 and openclaw (hack/setup-openclaw.sh)")
 	kubectl := os.Getenv("KUBECTL")
 	if kubectl == "" {
-		var err error
-		kubectl, err = exec.LookPath("kubectl")
-		Expect(err).NotTo(HaveOccurred(), "no kubectl: set KUBECTL or put kubectl on PATH")
+		kubectl = filepath.Join(assets, "kubectl")
 	}
-	var err error
+	version, err := exec.CommandContext(ctx, kubectl, "version", "--client").Output()
+	Expect(err).NotTo(HaveOccurred(), "kubectl %s: %v (hack/setup-envtest.sh builds it into KUBEBUILDER_ASSETS; KUBECTL names another)", kubectl, exitDetail(err))
+	GinkgoWriter.Printf("kubectl: %s, %s", kubectl, version)
 	repoRoot, err = testutil.ModuleRoot()
 	Expect(err).NotTo(HaveOccurred())
 

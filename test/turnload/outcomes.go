@@ -117,6 +117,13 @@ func (l *Load) Outcomes() map[string]Outcome {
 	return maps.Clone(l.outcomes)
 }
 
+// Timed is how many turns were posted with a timeoutMs (SetTurnTimeout).
+func (l *Load) Timed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.timeouts)
+}
+
 // Refusals counts the answers a gateway waited out (Retry-After) and posted
 // its turn again after, by "<status> <code>".
 func (l *Load) Refusals() map[string]int {
