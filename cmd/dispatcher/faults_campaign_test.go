@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
+	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 	"github.com/openclaw/harness-operator/test/turnload"
 )
@@ -295,7 +295,7 @@ type faultRow struct {
 // After each it waits until a turn posted after the injection has completed
 // (the recovery) and every turn running when the fault was over has ended,
 // so the row's window holds every turn the fault touched.
-func (c *campaign) run(name string, n int, inject func(strike func())) faultRow {
+func (c *campaign) run(name string, n int, inject func(strike func()) effect) faultRow {
 	row := faultRow{fault: name, injections: n, phases: map[turnload.Phase]int{}, landed: map[turnload.Phase]int{}, from: time.Now()}
 	refusedBefore := c.load.Refusals()
 	for i := range n {

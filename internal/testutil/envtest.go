@@ -73,9 +73,14 @@ func StartEnv() (*Env, error) {
 // AdvertiseLoopback makes env's kube-apiserver advertise 127.0.0.1. Without
 // an advertised address it looks for one on the default route's interface,
 // and in the tests' network namespace (loopback only, no default route) it
-// refuses to start: "Unable to find suitable network address".
+// refuses to start: "Unable to find suitable network address". A loopback
+// address is one the default endpoint reconciler refuses for the kubernetes
+// Service ("may not be in the loopback range"); no test reaches the API
+// server through that Service, so it keeps no endpoints ("none").
 func AdvertiseLoopback(env *envtest.Environment) {
-	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("advertise-address", "127.0.0.1")
+	args.Set("endpoint-reconciler-type", "none")
 }
 
 // AddUser adds a user the API server authenticates by client certificate

@@ -192,8 +192,10 @@ func BuildBinaries(dir string, pkgs ...string) error {
 		stable = filepath.Join(root, "bin", "race")
 		args = append(args, "-race")
 	}
-	if err := os.MkdirAll(stable, 0o755); err != nil {
-		return err
+	for _, d := range []string{stable, dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
 	}
 	// The packages of one go test run build at once: one builds, the rest
 	// find the binaries up to date.
