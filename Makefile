@@ -128,11 +128,12 @@ deps-node:
 root:
 	@[[ "$$(id -u)" == 0 ]] || { echo "make $(MAKECMDGOALS) needs root: its tests run in network namespaces of their own and mount tmpfs volumes (the end-to-end suite also runs a real node). Run it as root."; exit 1; }
 
-# go-modules downloads every module a build or test of any tag needs, before
-# the tests run where GOPROXY is off.
+# go-modules downloads every module a build or test of any tag needs, and
+# the module's Go tools (controller-gen, which a test runs), before the tests
+# run where GOPROXY is off.
 .PHONY: go-modules
 go-modules:
-	@$(STEP) go-modules go list -deps -test -tags $(VET_TAGS) ./... >/dev/null
+	@$(STEP) go-modules go list -deps -test -tags $(VET_TAGS) ./... tool >/dev/null
 
 .PHONY: test
 test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race); every test in a network namespace of its own (needs root).
