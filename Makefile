@@ -60,9 +60,9 @@ VET_TAGS := e2e,postgres,faults,images
 fmt-vet: fmt go-modules ## gofmt and one go vet of every package with every build tag (fast; part of `make test`).
 	$(STEP) vet go vet -tags $(VET_TAGS) ./...
 
-# ACTIONLINT checks the release workflow (which cannot run here); shellcheck
+# actionlint checks the release workflow (which cannot run here); shellcheck
 # and pyflakes are off so every machine checks the same things.
-ACTIONLINT := go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 -shellcheck= -pyflakes=
+ACTIONLINT_FLAGS := -shellcheck= -pyflakes=
 
 # lint does not run go vet itself: golangci-lint's govet is vet, with the
 # same build tags (.golangci.yml).
@@ -71,7 +71,8 @@ lint: fmt ## gofmt, golangci-lint (vet among its linters), kube-api-linter on ap
 	gcl="$$($(STEP) setup-lint hack/setup-lint.sh)"; \
 	$(STEP) golangci-lint "$$gcl" run --config .golangci.yml ./...; \
 	$(STEP) kube-api-linter "$$gcl" run --config .golangci-kal.yml ./api/...
-	$(STEP) actionlint $(ACTIONLINT) .github/workflows/*.yaml
+	al="$$($(STEP) setup-actionlint hack/setup-lint.sh actionlint)"; \
+	$(STEP) actionlint "$$al" $(ACTIONLINT_FLAGS) .github/workflows/*.yaml
 
 # TEST_DEPS sets up (once) and exports what the suites run against: the real
 # control plane, Codex, and the Codex release below the floor.
@@ -99,7 +100,7 @@ ISOLATED := go run $(CURDIR)/hack/isolated --
 # the downloads beside the builds instead of after them (-j); each set-up
 # script locks its own cache entry, so a suite asking at the same time
 # waits for it. .ci/run's first step.
-DEPS := deps-go-modules deps-envtest deps-codex deps-codex-below-floor deps-openclaw deps-postgres deps-helm deps-lint deps-node
+DEPS := deps-go-modules deps-envtest deps-codex deps-codex-below-floor deps-openclaw deps-postgres deps-helm deps-lint deps-actionlint deps-node
 .PHONY: deps $(DEPS)
 deps: ## Install and build every test dependency into the cache, in parallel (first use: the downloads run beside the builds).
 	@$(MAKE) --no-print-directory -j4 -O $(DEPS)
@@ -118,6 +119,8 @@ deps-helm:
 	@$(STEP) setup-helm hack/setup-helm.sh >/dev/null
 deps-lint:
 	@$(STEP) setup-lint hack/setup-lint.sh >/dev/null
+deps-actionlint:
+	@$(STEP) setup-actionlint hack/setup-lint.sh actionlint >/dev/null
 # The local node's Debian packages and KWOK (after the Kubernetes build,
 # whose modules it shares).
 deps-node:
