@@ -69,8 +69,8 @@ ACTIONLINT_FLAGS := -shellcheck= -pyflakes=
 .PHONY: lint
 lint: fmt ## gofmt, golangci-lint (vet among its linters), kube-api-linter on api/ (builds the linter once), actionlint on the workflows.
 	gcl="$$($(STEP) setup-lint hack/setup-lint.sh)"; \
-	$(STEP) golangci-lint "$$gcl" run --config .golangci.yml ./...; \
-	$(STEP) kube-api-linter "$$gcl" run --config .golangci-kal.yml ./api/...
+	$(STEP) golangci-lint hack/at-fixed-path.sh "$$gcl" run --config .golangci.yml ./...; \
+	$(STEP) kube-api-linter hack/at-fixed-path.sh "$$gcl" run --config .golangci-kal.yml ./api/...
 	al="$$($(STEP) setup-actionlint hack/setup-lint.sh actionlint)"; \
 	$(STEP) actionlint "$$al" $(ACTIONLINT_FLAGS) .github/workflows/*.yaml
 
