@@ -138,10 +138,18 @@ root:
 go-modules:
 	@$(STEP) go-modules go list -deps -test -tags $(VET_TAGS) ./... tool >/dev/null
 
+# test runs its two halves side by side: each spends part of its time
+# waiting on the processes its suites start (kube-apiserver, Codex), which
+# the other fills. Each half's output is printed when it ends (-O).
 .PHONY: test
-test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race); every test in a network namespace of its own (needs root).
+test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race) beside them; every test in a network namespace of its own (needs root).
+	@$(MAKE) --no-print-directory -j2 -O test-packages test-race
+
+# test-packages is make test's half without the race detector: every
+# package but RACE_PACKAGES.
+.PHONY: test-packages
+test-packages: root go-modules
 	$(TEST_DEPS); $(STEP) go-test $(ISOLATED) go test -vet=off $(GO_TEST_FLAGS) $(TEST_PACKAGES)
-	@$(MAKE) --no-print-directory test-race
 
 # OPENCLAW_TOOLS is the cached Node 24, openclaw and TypeScript
 # (hack/setup-openclaw.sh installs them once).
@@ -241,7 +249,7 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: root go-modules build images test-openclaw ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+test-e2e: root go-modules build images ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \

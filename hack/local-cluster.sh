@@ -115,7 +115,9 @@ COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok cont
 ADMISSION_PLUGINS=NamespaceLifecycle,LimitRanger,ServiceAccount,NodeRestriction,TaintNodesByCondition,PodSecurity,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,ResourceQuota
 
 export GOTOOLCHAIN=local
-export GOFLAGS=-buildvcs=false
+# The Makefile's build configuration, as hack/setup-envtest.sh's: KWOK shares
+# the Kubernetes build's compiled packages.
+export GOFLAGS="-buildvcs=false -trimpath" CGO_ENABLED=0
 # The cluster's processes run as root with this environment: none of them
 # may send its requests to a proxy. A proxy variable is one whose name ends
 # in _proxy, in any case (internal/proxyenv's rule).

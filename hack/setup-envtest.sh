@@ -29,7 +29,11 @@ WORK_DIR="${CACHE_ROOT}/build"
 K8S_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 export GOTOOLCHAIN=local
-export GOFLAGS=-buildvcs=false
+# The Makefile's build configuration (static, path-free): the packages the
+# project shares with these builds (client-go, apimachinery, apiserver and
+# what they import) are then compiled once, for both.
+export GOFLAGS="-buildvcs=false -trimpath" CGO_ENABLED=0
+REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 log() { echo "setup-envtest: $*" >&2; }
 
@@ -58,6 +62,14 @@ GO
   mv "${ETCD_DIR}/etcd.tmp" "${ETCD_DIR}/etcd"
 }
 
+# project_requirements prints the project's module requirements (not the
+# k8s.io ones, which the wrapper maps to the release's own tags) as go.mod
+# require lines.
+project_requirements() {
+  (cd "${REPO_DIR}" && go list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all) |
+    awk '$1 !~ /^k8s\.io\// && NF == 2 { printf "\t%s %s\n", $1, $2 }'
+}
+
 k8s_wrapper() {
   local dir="${WORK_DIR}/k8s-${K8S_VERSION}"
   if [[ -f "${dir}/.ready" ]]; then echo "${dir}"; return 0; fi
@@ -71,6 +83,11 @@ k8s_wrapper() {
     # Every staging module the release requires at v0.0.0 maps to its matching tag.
     grep -E '^[[:space:]]+k8s\.io/[a-z0-9-]+ v0\.0\.0$' "${gomod}" |
       awk -v v="${staging_version}" '{printf "\t%s => %s %s\n", $1, $1, v}'
+    printf ')\n'
+    # The project's versions of the modules both import, where newer: with
+    # the same versions and flags, a package compiled for one is the other's.
+    printf '\nrequire (\n'
+    project_requirements
     printf ')\n'
   } >"${dir}/go.mod"
   cat >"${dir}/tools.go" <<'GO'

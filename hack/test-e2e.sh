@@ -4,14 +4,20 @@
 # the cluster leaves the machine as it found it:
 #
 #   1. snapshot the machine (hack/local-cluster.sh snapshot);
-#   2. the real-OpenClaw test (./test/openclaw/...), on a system of its own:
-#      `make run`'s (hack/devcluster on loopback), before the cluster, so
-#      the two never compete for the machine; then the PostgreSQL store's
-#      suites (make test-postgres: a real PostgreSQL per package, as nobody,
-#      on loopback), inside the snapshots so a server left behind fails;
-#      then the fault campaign on processes (make test-faults, reduced);
-#   3. up, run ./test/e2e/..., down (down also runs when anything fails);
-#   4. snapshot again and diff: any difference fails the run;
+#   2. the fault campaign on processes (make test-faults, reduced), alone:
+#      its load keeps both cores busy;
+#   3. two lanes side by side, which share nothing but the CPU (each has its
+#      own network namespace and state, and each spends much of its time
+#      waiting on processes to start):
+#      - the OpenClaw lane: the plugin's own tests (make test-openclaw),
+#        then the real-OpenClaw test (./test/openclaw/...) on a system of
+#        its own, `make run`'s (hack/devcluster on loopback);
+#      - the cluster lane: the PostgreSQL store's suites (make
+#        test-postgres: a real PostgreSQL per package, as nobody, on
+#        loopback), then up, ./test/e2e/..., down (down also runs when
+#        anything fails);
+#   4. snapshot again, once both lanes have ended, and diff: anything
+#      left behind (a server, a mount, a rule) fails the run;
 #   5. hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every cluster
 #      process (a killed test run), down, and the same diff.
 #
@@ -45,28 +51,13 @@ test_reports() {
     { cont = 0 }'
 }
 
+ROOT="$(cd "${HACK_DIR}/.." && pwd)"
 snapshots="$(mktemp -d)"
 "${CLUSTER}" snapshot >"${snapshots}/before"
 
-# down runs once, whatever happened; a failed down fails the run.
-down_done=0
-down() {
-  [[ "${down_done}" == 1 ]] && return 0
-  down_done=1
-  "${STEP}" cluster-down "${CLUSTER}" down
-}
-trap 'down || true' EXIT
-
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" openclaw ${ISOLATED} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
-# The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 # The fault campaign on processes (make test-faults), reduced to one
 # injection of each fault (the full campaign, 4 of each and every phase hit
-# at least 3 times, is make test-faults): about two minutes.
+# at least 3 times, is make test-faults): about three minutes.
 # Its verbose log is long: a passing run shows its tests and its table; a
 # failing one also every line a test reported, from whichever file.
 campaign_log="$(mktemp)"
@@ -79,6 +70,57 @@ fi
 grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' "${campaign_log}" || true
 rm -f "${campaign_log}"
 
+# The OpenClaw lane (step 3), in a process group of its own so that a
+# failing run stops it; its output is printed when it ends.
+openclaw_lane() {
+  make -C "${ROOT}" --no-print-directory test-openclaw
+  # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+  "${STEP}" openclaw ${ISOLATED} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
+}
+lane_log="$(mktemp)"
+set -m
+openclaw_lane >"${lane_log}" 2>&1 &
+lane_pid=$!
+set +m
+lane_done=0
+# wait_lane waits for the OpenClaw lane and prints its output; its exit
+# code is the lane's.
+wait_lane() {
+  local rc=0
+  [[ "${lane_done}" == 1 ]] && return 0
+  wait "${lane_pid}" || rc=$?
+  lane_done=1
+  echo "== the OpenClaw lane (make test-openclaw, ./test/openclaw/...)"
+  cat "${lane_log}"
+  rm -f "${lane_log}"
+  return "${rc}"
+}
+
+# down runs once, whatever happened; a failed down fails the run.
+down_done=0
+down() {
+  [[ "${down_done}" == 1 ]] && return 0
+  down_done=1
+  "${STEP}" cluster-down "${CLUSTER}" down
+}
+# cleanup stops the OpenClaw lane when the cluster lane failed first (and
+# prints what it had done), and takes the cluster down.
+cleanup() {
+  if [[ "${lane_done}" == 0 ]]; then
+    kill -- -"${lane_pid}" 2>/dev/null || true
+    wait_lane || true
+  fi
+  down || true
+}
+trap cleanup EXIT
+
+# The cluster lane (step 3).
+# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+"${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+# The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
+# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+"${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+
 "${STEP}" cluster-up "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
 # The suite runs in the cluster's network namespace (its addresses exist only
@@ -86,13 +128,17 @@ eval "$("${CLUSTER}" env)"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" "${STEP}" e2e "${CLUSTER}" exec ${ISOLATED_HERE} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
 down
+if ! wait_lane; then
+  log "the OpenClaw lane failed (its output above)"
+  exit 1
+fi
 
 "${CLUSTER}" snapshot >"${snapshots}/after"
 if ! diff -u "${snapshots}/before" "${snapshots}/after"; then
-  log "error: the machine differs after down from before up (diff above; snapshots in ${snapshots})"
+  log "error: the machine differs after the suites from before them (diff above; snapshots in ${snapshots})"
   exit 1
 fi
-log "the machine after down equals the machine before up"
+log "the machine after the suites equals the machine before them"
 rm -rf "${snapshots}"
 
 "${STEP}" teardown-check "${HACK_DIR}/local-cluster/teardown-check.sh"
