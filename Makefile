@@ -138,12 +138,13 @@ root:
 go-modules:
 	@$(STEP) go-modules go list -deps -test -tags $(VET_TAGS) ./... tool >/dev/null
 
-# test runs its two halves side by side: each spends part of its time
-# waiting on the processes its suites start (kube-apiserver, Codex), which
-# the other fills. Each half's output is printed when it ends (-O).
+# test runs its two halves one after the other: side by side they took
+# longer (400 s against 340 s) and used 40 % more CPU, the envtest API
+# servers and Codex processes living longer while they wait for the CPU.
 .PHONY: test
-test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, the concurrent packages under the race detector (test-race) beside them; every test in a network namespace of its own (needs root).
-	@$(MAKE) --no-print-directory -j2 -O test-packages test-race
+test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex suites, then the concurrent packages under the race detector (test-race); every test in a network namespace of its own (needs root).
+	@$(MAKE) --no-print-directory test-packages
+	@$(MAKE) --no-print-directory test-race
 
 # test-packages is make test's half without the race detector: every
 # package but RACE_PACKAGES.
