@@ -24,6 +24,11 @@ ENVTEST_ASSETS = $(shell $(STEP) setup-envtest hack/setup-envtest.sh)
 CODEX_BIN_PATH = $(shell $(STEP) setup-codex hack/setup-codex.sh)
 CODEX_BELOW_FLOOR_PATH = $(shell $(STEP) setup-codex-below-floor hack/setup-codex.sh 0.148.0)
 GO_TEST_FLAGS ?= -count=1 -timeout=20m
+# GO_TEST runs test packages as go test does, with the linked test binaries
+# kept in the cache (hack/testbin: go test links every binary on every run,
+# a quarter of make test's CPU); it takes go test's -p, -tags, -race, -run,
+# -v, -count and -timeout, and never vets (fmt-vet does, once).
+GO_TEST := go run $(CURDIR)/hack/testbin
 
 .PHONY: help
 help: ## List the targets.
@@ -52,7 +57,7 @@ fmt: ## gofmt check of every tracked Go file.
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # VET_TAGS are every build tag of the module's own files, so one go vet sees
-# them all; `go test` then runs with -vet=off instead of vetting each package
+# them all; the tests (GO_TEST) then run without vetting each package
 # again.
 VET_TAGS := e2e,postgres,faults,images
 
@@ -150,7 +155,7 @@ test: root fmt-vet ## Unit, envtest (real etcd + kube-apiserver) and real-Codex 
 # package but RACE_PACKAGES.
 .PHONY: test-packages
 test-packages: root go-modules
-	$(TEST_DEPS); $(STEP) go-test $(ISOLATED) go test -vet=off $(GO_TEST_FLAGS) $(TEST_PACKAGES)
+	$(TEST_DEPS); $(STEP) go-test $(ISOLATED) $(GO_TEST) $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 
 # OPENCLAW_TOOLS is the cached Node 24, openclaw and TypeScript
 # (hack/setup-openclaw.sh installs them once).
@@ -167,16 +172,16 @@ test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test run
 .PHONY: test-postgres
 test-postgres: root go-modules ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
-		$(ISOLATED) env $(RACE_ENV) go test -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
-		$(ISOLATED) env $(RACE_ENV) go test -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
+		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
+		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
 .PHONY: load-replicas
 load-replicas: root go-modules ## The replicas' fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
-	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" $(ISOLATED) go test -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
+	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" $(ISOLATED) $(GO_TEST) -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
 
 .PHONY: test-faults
 test-faults: root go-modules ## The fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (default 4, and then every phase must be hit 3 times); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs 1 injection of each).
-	$(TEST_DEPS); $(ISOLATED) go test -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
+	$(TEST_DEPS); $(ISOLATED) $(GO_TEST) -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
 
 # test-long holds the scenarios too long for CI, in the same isolation as
 # make test; later long scenarios (gateway reloads, elasticity, upgrades)
@@ -228,7 +233,7 @@ openclaw-plugin: ## The OpenClaw plugin as an npm pack tarball in clients/opencl
 
 .PHONY: test-race
 test-race: root go-modules ## The concurrent packages under the race detector (their process suites' binaries too), isolated; part of make test.
-	$(TEST_DEPS); $(STEP) go-test-race $(ISOLATED) env $(RACE_ENV) go test -race -vet=off $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+	$(TEST_DEPS); $(STEP) go-test-race $(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
 
 # IMAGES_DIR holds the image archives and images.env (docs/images.md).
 IMAGES_DIR ?= .local/images
@@ -256,7 +261,7 @@ test-e2e: root go-modules build images ## The OpenClaw plugin's tests, the real-
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
 	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
 		KUBEBUILDER_ASSETS="$$assets" OPENCLAW_TOOLS="$$tools" POSTGRES_DIR="$$pg" \
-		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" ISOLATED="$(ISOLATED)" hack/test-e2e.sh
+		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST="$(GO_TEST)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" ISOLATED="$(ISOLATED)" hack/test-e2e.sh
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.

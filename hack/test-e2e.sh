@@ -24,7 +24,7 @@
 # Needs root, the images of `make images` (LOCAL_CLUSTER_IMAGES_DIR) and the
 # environment the Makefile passes: HELM_BIN, CODEX_BIN, CODEX_BIN_BELOW_FLOOR,
 # E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS, POSTGRES_DIR. GO_TEST_FLAGS
-# are go test's flags; ISOLATED is the command that runs a suite in a network
+# are go test's flags (GO_TEST's); ISOLATED is the command that runs a suite in a network
 # namespace of its own (the Makefile's; hack/isolated).
 set -euo pipefail
 shopt -s inherit_errexit
@@ -34,6 +34,9 @@ ISOLATED="${ISOLATED:-go run ${HACK_DIR}/isolated --}"
 # ISOLATED_HERE runs the guard and cleans the environment where it is (the
 # cluster's namespace) instead of making a namespace.
 ISOLATED_HERE="go run ${HACK_DIR}/isolated -here --"
+# GO_TEST runs test packages as go test does, keeping the linked binaries
+# (hack/testbin; the Makefile's).
+GO_TEST="${GO_TEST:-go run ${HACK_DIR}/testbin}"
 CLUSTER="${HACK_DIR}/local-cluster.sh"
 STEP="${HACK_DIR}/ci/step"
 IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-$(cd "${HACK_DIR}/.." && pwd)/.local/images}"
@@ -62,7 +65,7 @@ snapshots="$(mktemp -d)"
 # failing one also every line a test reported, from whichever file.
 campaign_log="$(mktemp)"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-if ! FAULT_INJECTIONS=1 "${STEP}" fault-campaign ${ISOLATED} go test -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ >"${campaign_log}" 2>&1; then
+if ! FAULT_INJECTIONS=1 "${STEP}" fault-campaign ${ISOLATED} ${GO_TEST} -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ >"${campaign_log}" 2>&1; then
   test_reports <"${campaign_log}"
   log "the fault campaign failed (its reports above; its whole output is ${campaign_log})"
   exit 1
@@ -75,7 +78,7 @@ rm -f "${campaign_log}"
 openclaw_lane() {
   make -C "${ROOT}" --no-print-directory test-openclaw
   # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-  "${STEP}" openclaw ${ISOLATED} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
+  "${STEP}" openclaw ${ISOLATED} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 }
 lane_log="$(mktemp)"
 set -m
@@ -116,17 +119,17 @@ trap cleanup EXIT
 
 # The cluster lane (step 3).
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+"${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
 # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 go test -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+"${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 
 "${STEP}" cluster-up "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
 # The suite runs in the cluster's network namespace (its addresses exist only
 # there), after the guard has proven that namespace has no way off the machine.
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" "${STEP}" e2e "${CLUSTER}" exec ${ISOLATED_HERE} go test -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
+E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" "${STEP}" e2e "${CLUSTER}" exec ${ISOLATED_HERE} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
 down
 if ! wait_lane; then
   log "the OpenClaw lane failed (its output above)"
