@@ -32,6 +32,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/harness-operator/internal/cachedir"
 )
 
 // imageNames is every image, in build order.
@@ -100,13 +102,9 @@ func parseFlags() (*options, error) {
 			return nil, err
 		}
 	}
-	cache := os.Getenv("HARNESS_CACHE_DIR")
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return nil, err
-		}
-		cache = filepath.Join(base, "harness-operator")
+	cache, err := cachedir.Root()
+	if err != nil {
+		return nil, err
 	}
 	o.cacheDir = filepath.Join(cache, "images")
 	// Every file time and the images' creation time: 1970, or the release's

@@ -38,6 +38,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/cachedir"
 )
 
 // options are the go test flags testbin understands.
@@ -187,13 +189,9 @@ func build(o options, dir string, pkgs []*pkg, runDir string) error {
 // configDir is the cache directory of the build configuration: everything
 // that changes the binaries but not their build IDs' inputs from the source.
 func configDir(o options) (string, error) {
-	root := os.Getenv("HARNESS_CACHE_DIR")
-	if root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		root = filepath.Join(c, "harness-operator")
+	root, err := cachedir.Root()
+	if err != nil {
+		return "", err
 	}
 	h := sha256.New()
 	for _, v := range []string{"tags=" + o.tags, "race=" + strconv.FormatBool(o.race), "GOFLAGS=" + os.Getenv("GOFLAGS"),

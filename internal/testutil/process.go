@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/cachedir"
 )
 
 // Process is a binary of the project running as its own OS process (the
@@ -177,19 +179,23 @@ func (p *Process) Tail(n int64) string {
 
 // BuildBinaries builds the module's commands (e.g. "./cmd/manager") and
 // puts them into dir. Every suite of a run asks for the same few binaries,
-// so they are built once per build type into a stable directory of the
-// module and hard-linked into dir: bin/, where `make build` puts them too,
-// or bin/race/ under `go test -race`, which builds them with -race. go build
-// skips the link when a binary there is up to date.
+// so they are built once per build type into a stable directory in the
+// project's cache (bin/plain, or bin/race under -race, which builds them
+// with -race) and hard-linked into dir. go build skips the link when a
+// binary there is up to date, also for a later run from a fresh clone.
 func BuildBinaries(dir string, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	stable := filepath.Join(root, "bin")
+	cache, err := cachedir.Root()
+	if err != nil {
+		return err
+	}
+	stable := filepath.Join(cache, "bin", "plain")
 	args := []string{"build"}
 	if RaceEnabled {
-		stable = filepath.Join(root, "bin", "race")
+		stable = filepath.Join(cache, "bin", "race")
 		args = append(args, "-race")
 	}
 	for _, d := range []string{stable, dir} {
