@@ -20,10 +20,10 @@ count() {
       grep -cE '^(Test|Example|Fuzz)' || true)"
     specs=0
     # The suites: the tests of the files that call RunSpecs.
-    suites="$(grep -lE 'RunSpecs\(' "$(go list -f '{{.Dir}}' "${pkg}")"/*_test.go 2>/dev/null |
-      xargs -r sed -nE 's/^func (Test[A-Za-z0-9_]*)\(.*/\1/p' | paste -sd'|')"
+    suites="$(grep -lE 'RunSpecs\(' "$(go list -tags "${tags}" -f '{{.Dir}}' "${pkg}")"/*_test.go 2>/dev/null |
+      xargs -r sed -nE 's/^func (Test[A-Za-z0-9_]*)\(.*/\1/p' | paste -sd'|' || true)"
     if [[ -n "${suites}" ]]; then
-      specs="$(go test -tags "${tags}" -vet=off -count=1 -run "^(${suites})\$" "${pkg}" -args -ginkgo.dry-run 2>/dev/null |
+      specs="$(go test -v -tags "${tags}" -vet=off -count=1 -run "^(${suites})\$" "${pkg}" -args -ginkgo.dry-run -ginkgo.no-color 2>/dev/null |
         awk '/^Ran [0-9]+ of [0-9]+ Specs/ { n += $2; found = 1 } END { print (found ? n : "?") }')"
     fi
     printf '%s\t%s\t%s\t%s\n' "${tags:-none}" "${pkg#github.com/openclaw/harness-operator/}" "${tests}" "${specs}"
@@ -35,4 +35,4 @@ count() {
   count postgres ./internal/pgstore/... ./internal/testutil/pgtest/... ./cmd/dispatcher/
   count faults ./cmd/dispatcher/
   count e2e ./test/openclaw/... ./test/e2e/...
-} | tee /dev/stderr | awk -F'\t' '{ t += $3; s += $4 } END { printf "total\t\t%d\t%d\n", t, s }'
+} | tee "${COUNT_TESTS_ROWS:-/dev/stderr}" | awk -F'\t' '{ t += $3; s += $4 } END { printf "total\t\t%d\t%d\n", t, s }'

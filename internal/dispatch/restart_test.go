@@ -96,7 +96,10 @@ var _ = Describe("A dispatcher that restarts while a turn runs", func() {
 		_, err := turn(ns, "busy", textReq("run-bz0", "busy-0 bind a thread"))
 		Expect(err).NotTo(HaveOccurred())
 		native := abandonedTurn(ns, "busy", "run-bz1", "busy-1")
-		Expect(latestTurn(c, native.ThreadID)).To(Equal(appserver.TurnInProgress))
+		// The app-server lists a turn it has started a moment later: until
+		// then its latest is run-bz0's, completed.
+		Eventually(func() appserver.TurnStatus { return latestTurn(c, native.ThreadID) }).
+			Should(Equal(appserver.TurnInProgress), "precondition: the abandoned turn runs on")
 
 		// No recovery ran (or it could not reach the server): the next turn
 		// finds the thread busy.
