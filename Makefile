@@ -48,7 +48,12 @@ manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from marke
 	cp config/crd/bases/*.yaml charts/harness-operator/crds/
 
 .PHONY: build
-build: generate ## Build the binaries into bin/.
+build: generate binaries ## Build the binaries into bin/.
+
+# binaries is build without generate: test-e2e's cluster lane builds them
+# while other lanes compile the generated code.
+.PHONY: binaries
+binaries:
 	$(STEP) go-build go build -o bin/ ./cmd/...
 
 .PHONY: fmt
@@ -255,7 +260,7 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: root go-modules build images ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+test-e2e: root go-modules generate ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \

@@ -1,31 +1,34 @@
 #!/usr/bin/env bash
-# test-e2e.sh is `make test-e2e` after its builds: the chart tests and the
-# system suite on the local cluster with its real node, then the proof that
-# the cluster leaves the machine as it found it:
+# test-e2e.sh is `make test-e2e` after its checks: the chart tests and the
+# system suite on the local cluster with its real node, the suites on their
+# own systems, then the proof that the cluster leaves the machine as it found
+# it:
 #
 #   1. snapshot the machine (hack/local-cluster.sh snapshot);
 #   2. the fault campaign on processes (make test-faults, reduced), alone:
 #      its load keeps both cores busy;
-#   3. two lanes side by side, which share nothing but the CPU (each has its
-#      own network namespace and state, and each spends much of its time
-#      waiting on processes to start):
+#   3. three lanes side by side, which share nothing but the CPU (each has
+#      its own network namespaces and state, and each spends much of its
+#      time waiting on processes and Pods to start):
 #      - the OpenClaw lane: the plugin's own tests (make test-openclaw),
 #        then the real-OpenClaw test (./test/openclaw/...) on a system of
 #        its own, `make run`'s (hack/devcluster on loopback);
-#      - the cluster lane: the PostgreSQL store's suites (make
+#      - the PostgreSQL lane: the PostgreSQL store's suites (make
 #        test-postgres: a real PostgreSQL per package, as nobody, on
-#        loopback), then up, ./test/e2e/..., down (down also runs when
-#        anything fails);
-#   4. snapshot again, once both lanes have ended, and diff: anything
-#      left behind (a server, a mount, a rule) fails the run;
-#   5. hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every cluster
-#      process (a killed test run), down, and the same diff.
+#        loopback);
+#      - the cluster lane: the binaries and images (make binaries images),
+#        up, ./test/e2e/..., down (down also runs when anything fails), then
+#        hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every
+#        cluster process (a killed test run), down, and a diff of snapshots
+#        around it;
+#   4. snapshot again, once every lane has ended, and diff: anything left
+#      behind (a server, a mount, a rule) fails the run.
 #
-# Needs root, the images of `make images` (LOCAL_CLUSTER_IMAGES_DIR) and the
-# environment the Makefile passes: HELM_BIN, CODEX_BIN, CODEX_BIN_BELOW_FLOOR,
-# E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS, POSTGRES_DIR. GO_TEST_FLAGS
-# are go test's flags (GO_TEST's); ISOLATED is the command that runs a suite in a network
-# namespace of its own (the Makefile's; hack/isolated).
+# Needs root and the environment the Makefile passes: HELM_BIN, CODEX_BIN,
+# CODEX_BIN_BELOW_FLOOR, E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS,
+# POSTGRES_DIR, LOCAL_CLUSTER_IMAGES_DIR (where make images writes). GO_TEST_FLAGS
+# are go test's flags (GO_TEST's); ISOLATED is the command that runs a suite
+# in a network namespace of its own (the Makefile's; hack/isolated).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -73,31 +76,46 @@ fi
 grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' "${campaign_log}" || true
 rm -f "${campaign_log}"
 
-# The OpenClaw lane (step 3), in a process group of its own so that a
-# failing run stops it; its output is printed when it ends.
+# The lanes that run in the background (step 3): each in a process group
+# of its own, so that a failing run stops it; a lane's output is printed
+# when it ends.
 openclaw_lane() {
   make -C "${ROOT}" --no-print-directory test-openclaw
   # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
   "${STEP}" openclaw ${ISOLATED} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 }
-lane_log="$(mktemp)"
-set -m
-openclaw_lane >"${lane_log}" 2>&1 &
-lane_pid=$!
-set +m
-lane_done=0
-# wait_lane waits for the OpenClaw lane and prints its output; its exit
-# code is the lane's.
+postgres_lane() {
+  # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+  "${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+  # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
+  # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
+  "${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
+}
+declare -A lane_pid=() lane_log=() lane_title=(
+  [openclaw]="the OpenClaw lane (make test-openclaw, ./test/openclaw/...)"
+  [postgres]="the PostgreSQL lane (make test-postgres's suites)"
+)
+start_lane() {
+  lane_log[$1]="$(mktemp)"
+  set -m
+  "$1_lane" >"${lane_log[$1]}" 2>&1 &
+  lane_pid[$1]=$!
+  set +m
+}
+# wait_lane waits for a lane and prints its output; its exit code is the
+# lane's.
 wait_lane() {
   local rc=0
-  [[ "${lane_done}" == 1 ]] && return 0
-  wait "${lane_pid}" || rc=$?
-  lane_done=1
-  echo "== the OpenClaw lane (make test-openclaw, ./test/openclaw/...)"
-  cat "${lane_log}"
-  rm -f "${lane_log}"
+  [[ -n "${lane_pid[$1]:-}" ]] || return 0
+  wait "${lane_pid[$1]}" || rc=$?
+  unset "lane_pid[$1]"
+  echo "== ${lane_title[$1]}"
+  cat "${lane_log[$1]}"
+  rm -f "${lane_log[$1]}"
   return "${rc}"
 }
+start_lane openclaw
+start_lane postgres
 
 # down runs once, whatever happened; a failed down fails the run.
 down_done=0
@@ -106,24 +124,21 @@ down() {
   down_done=1
   "${STEP}" cluster-down "${CLUSTER}" down
 }
-# cleanup stops the OpenClaw lane when the cluster lane failed first (and
-# prints what it had done), and takes the cluster down.
+# cleanup stops the lanes still running when the run failed first (and
+# prints what they had done), and takes the cluster down.
 cleanup() {
-  if [[ "${lane_done}" == 0 ]]; then
-    kill -- -"${lane_pid}" 2>/dev/null || true
-    wait_lane || true
-  fi
+  local lane
+  for lane in "${!lane_pid[@]}"; do
+    kill -- -"${lane_pid[${lane}]}" 2>/dev/null || true
+    wait_lane "${lane}" || true
+  done
   down || true
 }
 trap cleanup EXIT
 
-# The cluster lane (step 3).
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
-# The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-"${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
-
+# The cluster lane (step 3), in the foreground: the binaries and images it
+# alone needs, up, the suite, down.
+make -C "${ROOT}" --no-print-directory binaries images IMAGES_DIR="${IMAGES_DIR}"
 "${STEP}" cluster-up "${CLUSTER}" up
 eval "$("${CLUSTER}" env)"
 # The suite runs in the cluster's network namespace (its addresses exist only
@@ -131,10 +146,16 @@ eval "$("${CLUSTER}" env)"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
 E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" "${STEP}" e2e "${CLUSTER}" exec ${ISOLATED_HERE} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
 down
-if ! wait_lane; then
-  log "the OpenClaw lane failed (its output above)"
-  exit 1
-fi
+# The teardown check, still in the cluster lane: nothing of the other lanes
+# shows in its snapshots (their processes belong to this run, their network
+# namespaces are not pinned, they mount nothing).
+"${STEP}" teardown-check "${HACK_DIR}/local-cluster/teardown-check.sh"
+for lane in postgres openclaw; do
+  if ! wait_lane "${lane}"; then
+    log "${lane_title[${lane}]} failed (its output above)"
+    exit 1
+  fi
+done
 
 "${CLUSTER}" snapshot >"${snapshots}/after"
 if ! diff -u "${snapshots}/before" "${snapshots}/after"; then
@@ -143,5 +164,3 @@ if ! diff -u "${snapshots}/before" "${snapshots}/after"; then
 fi
 log "the machine after the suites equals the machine before them"
 rm -rf "${snapshots}"
-
-"${STEP}" teardown-check "${HACK_DIR}/local-cluster/teardown-check.sh"
