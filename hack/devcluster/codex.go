@@ -24,6 +24,8 @@ var modelURL string
 type localCodex struct {
 	stub *stubmodel.Server
 	cmd  *exec.Cmd
+	// done is closed when the app-server has exited (and been waited for).
+	done chan struct{}
 }
 
 // realProviderConfig is CODEX_HOME/config.toml when OPENAI_API_KEY is set:
@@ -105,13 +107,24 @@ func startAppServer(ctx context.Context, bin, addr, dir, home, token string, stu
 	if err := cmd.Start(); err != nil {
 		return fail(fmt.Errorf("start codex app-server: %w", err))
 	}
-	return &localCodex{stub: stub, cmd: cmd}, nil
+	exited := make(chan error, 1)
+	c := &localCodex{stub: stub, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		exited <- cmd.Wait()
+		close(c.done)
+	}()
+	// /readyz answers without the token (docs/codex-app-server.md).
+	if err := waitReady(ctx, "codex app-server", "http://"+addr+"/readyz", exited); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("%w (its log: %s)", err, log.Name())
+	}
+	return c, nil
 }
 
 // stop ends the app-server and the stub.
 func (c *localCodex) stop() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	_ = c.cmd.Wait()
+	<-c.done
 	if c.stub != nil {
 		c.stub.Close()
 	}

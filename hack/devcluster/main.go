@@ -176,11 +176,12 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 	}
 
 	// Samples go through the webhooks (defaulting included), so wait for them.
-	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", managerExited); err != nil {
+	if err := waitReady(ctx, "manager", "http://"+probeAddr+"/readyz", managerExited); err != nil {
 		return err
 	}
-	// The app-server comes up before the sample harness that points at it,
-	// so the harness's first probe finds it and turns work at once.
+	// The app-server is ready before the sample harness that points at it is
+	// applied: a first probe that fails waits for the controller's next
+	// observation (half a minute).
 	token, err := ensureTokenSecret(ctx, c, sampleNamespace, "codex-token")
 	if err != nil {
 		return err
@@ -232,7 +233,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, "http://"+dispatcherProbeAddr+"/readyz", dispatcherExited); err != nil {
+	if err := waitReady(ctx, "dispatcher", "http://"+dispatcherProbeAddr+"/readyz", dispatcherExited); err != nil {
 		return err
 	}
 	if err := ensureCLIAccess(ctx, c, sampleNamespace, gatewayRole); err != nil {
@@ -316,9 +317,10 @@ func ensureCLIAccess(ctx context.Context, c client.Client, namespace, roleFile s
 	return nil
 }
 
-// waitReady polls the manager's readiness endpoint until it answers 200 (its
-// informers synced and its webhooks serving), the manager exits, or a minute passes.
-func waitReady(ctx context.Context, url string, exited <-chan error) error {
+// waitReady polls a process's readiness endpoint (what names the process)
+// until it answers 200 (the manager's: its informers synced and its webhooks
+// serving), the process exits, or a minute passes.
+func waitReady(ctx context.Context, what, url string, exited <-chan error) error {
 	deadline := time.After(time.Minute)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for {
@@ -330,9 +332,9 @@ func waitReady(ctx context.Context, url string, exited <-chan error) error {
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("manager exited before it was ready: %w", err)
+			return fmt.Errorf("%s exited before it was ready: %w", what, err)
 		case <-deadline:
-			return fmt.Errorf("manager not ready after a minute (%s)", url)
+			return fmt.Errorf("%s not ready after a minute (%s)", what, url)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
