@@ -110,11 +110,12 @@ ISOLATED := go run $(CURDIR)/hack/isolated --
 # the downloads beside the builds instead of after them (-j); each set-up
 # script locks its own cache entry, so a suite asking at the same time
 # waits for it. .ci/run's first step.
-DEPS := deps-go-modules deps-envtest deps-codex deps-codex-below-floor deps-openclaw deps-postgres deps-helm deps-lint deps-actionlint deps-node
+DEPS := deps-go-modules deps-envtest deps-codex deps-codex-below-floor deps-openclaw deps-postgres deps-lint deps-actionlint deps-node
 .PHONY: deps $(DEPS)
 deps: ## Install and build every test dependency into the cache, in parallel (first use: the downloads run beside the builds).
 	@$(MAKE) --no-print-directory -j4 -O $(DEPS)
 deps-go-modules: go-modules
+# etcd, the Kubernetes binaries and helm, in one go build.
 deps-envtest:
 	@$(STEP) setup-envtest hack/setup-envtest.sh >/dev/null
 deps-codex:
@@ -125,8 +126,6 @@ deps-openclaw:
 	@$(STEP) setup-openclaw hack/setup-openclaw.sh >/dev/null
 deps-postgres:
 	@$(STEP) setup-postgres hack/setup-postgres.sh >/dev/null
-deps-helm:
-	@$(STEP) setup-helm hack/setup-helm.sh >/dev/null
 deps-lint:
 	@$(STEP) setup-lint hack/setup-lint.sh >/dev/null
 deps-actionlint:
@@ -260,7 +259,7 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: root go-modules generate ## The OpenClaw plugin's tests, the real-OpenClaw test on make run's system, the PostgreSQL store's suites, the fault campaign on processes (1 injection of each fault), then chart tests and the end-to-end suite: the chart's images as Pods on a local cluster with a real node (needs root); then proves down restores the machine (hack/test-e2e.sh).
+test-e2e: root go-modules generate ## The fault campaign on processes (1 injection of each fault), then side by side: the OpenClaw plugin's tests and the real-OpenClaw test on make run's system; the PostgreSQL store's suites; the binaries, the images, chart tests and the end-to-end suite (the chart's images as Pods on a local cluster with a real node); then proves down restores the machine (needs root; hack/test-e2e.sh).
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \

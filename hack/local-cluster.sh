@@ -35,12 +35,13 @@
 #   LOCAL_CLUSTER_IMAGES_DIR       image archives to import, with images.env (default <repo>/.local/images)
 #   LOCAL_CLUSTER_TIMEOUT          seconds to wait for each component (default 90)
 #   LOCAL_CLUSTER_GRACE            seconds between SIGTERM and SIGKILL on down (default 15)
-#   KWOK_VERSION                   sigs.k8s.io/kwok release (default v0.8.0)
+#   KWOK_VERSION                   sigs.k8s.io/kwok release (hack/tool-versions.sh)
 #   KWOK_BUILD                     shared (default: build kwok against the cluster's k8s.io
 #                                  modules, reusing their compiled packages) or install
 #   KWOK_NODE_LEASE_SECONDS        node lease duration kwok keeps; 0 = status heartbeats only (default 40)
 #   KUBECTL                        kubectl to use (default: the machine's when its minor >= 30, else built)
-#   K8S_VERSION, ETCD_VERSION, HARNESS_CACHE_DIR  passed to hack/setup-envtest.sh
+#   K8S_VERSION, ETCD_VERSION, HELM_VERSION, HARNESS_CACHE_DIR  passed to hack/setup-envtest.sh
+#                                  (the versions' defaults: hack/tool-versions.sh)
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 # Failures inside $(...) must stop the script too (a failed build must not
@@ -50,10 +51,11 @@ shopt -s inherit_errexit
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "${HACK_DIR}/.." && pwd)"
 
-K8S_VERSION="${K8S_VERSION:-v1.37.2}"
-KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# shellcheck source=tool-versions.sh
+source "${HACK_DIR}/tool-versions.sh"
 CACHE_ROOT="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness-operator}"
-KWOK_BIN_DIR="${CACHE_ROOT}/kwok/${KWOK_VERSION}-k8s-${K8S_VERSION}"
+# kwok is built in the module graph of setup-envtest.sh's tools (kwok.sh).
+KWOK_BIN_DIR="${CACHE_ROOT}/kwok/${KWOK_VERSION}-${TOOLS_KEY}"
 KUBECTL_MIN_MINOR=30
 
 STATE_DIR="${LOCAL_CLUSTER_DIR:-${REPO_ROOT}/.local/cluster}"

@@ -5,38 +5,25 @@
 # shellcheck shell=bash
 
 # build_kwok builds kwok into KWOK_BIN_DIR once. KWOK_BUILD=shared (default)
-# builds it in a copy of setup-envtest.sh's Kubernetes wrapper module, so kwok
-# links the very k8s.io/* packages (v0.37.x for v1.37.x) kube-controller-manager was
+# builds it in a copy of setup-envtest.sh's wrapper module, so kwok links
+# the very k8s.io/* packages (v0.37.x for v1.37.x) kube-controller-manager was
 # just compiled from: the Go build cache already holds them, and kwok costs
 # about 15 s instead of 2.5-4 minutes. KWOK_BUILD=install runs `go install`,
 # which builds kwok with its own dependency set (k8s.io/* v0.36 for v0.8.0).
 build_kwok() {
   [[ -x "${KWOK_BIN_DIR}/kwok" ]] && return 0
   mkdir -p "${KWOK_BIN_DIR}"
-  local tmp k8s_wrapper="${CACHE_ROOT}/build/k8s-${K8S_VERSION}"
+  local tmp tools_wrapper="${CACHE_ROOT}/build/tools-${TOOLS_KEY}"
   tmp="$(mktemp -d "${KWOK_BIN_DIR}/.build.XXXXXX")"
-  if [[ "${KWOK_BUILD:-shared}" == shared && -f "${k8s_wrapper}/.ready" ]]; then
-    log "building kwok ${KWOK_VERSION} against the k8s.io modules of ${K8S_VERSION}"
-    local dir="${CACHE_ROOT}/build/kwok-${KWOK_VERSION}-k8s-${K8S_VERSION}"
+  if [[ "${KWOK_BUILD:-shared}" == shared && -f "${tools_wrapper}/.ready" ]]; then
+    log "building kwok ${KWOK_VERSION} in the module graph of ${TOOLS_KEY}"
+    local dir="${CACHE_ROOT}/build/kwok-${KWOK_VERSION}-${TOOLS_KEY}"
     rm -rf "${dir}" && mkdir -p "${dir}"
-    # The same requirements and replaces as the Kubernetes wrapper, plus kwok:
-    # equal module versions are what lets the build cache be shared.
-    sed 's|^module .*|module harnessoperator.local/kwokwrapper|' "${k8s_wrapper}/go.mod" >"${dir}/go.mod"
-    cp "${k8s_wrapper}/go.sum" "${dir}/go.sum"
-    cat >"${dir}/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "sigs.k8s.io/kwok/cmd/kwok"
-)
-GO
+    sed 's|^module .*|module harnessoperator.local/kwokwrapper|' "${tools_wrapper}/go.mod" >"${dir}/go.mod"
+    cp "${tools_wrapper}/go.sum" "${tools_wrapper}/tools.go" "${dir}/"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/kwok/cmd/kwok"\n' >"${dir}/kwok.go"
     (cd "${dir}" && go get "sigs.k8s.io/kwok@${KWOK_VERSION}" >&2 && go mod tidy >&2 &&
-      go build -o "${tmp}/kwok" sigs.k8s.io/kwok/cmd/kwok >&2) ||
+      go build -ldflags "-s -w" -o "${tmp}/kwok" sigs.k8s.io/kwok/cmd/kwok >&2) ||
       { rm -rf "${tmp}"; die "building kwok ${KWOK_VERSION} failed (KWOK_BUILD=install uses go install instead)"; }
   else
     log "building kwok ${KWOK_VERSION} with go install (about 2.5 minutes cold)"
