@@ -10,10 +10,10 @@
 #   3. three lanes side by side, which share nothing but the CPU (each has
 #      its own network namespaces and state, and each spends much of its
 #      time waiting on processes and Pods to start):
-#      - the OpenClaw lane: the plugin's own tests (make test-openclaw),
-#        then the real-OpenClaw test (./test/openclaw/...) on a system of
-#        its own, `make run`'s (hack/devcluster on loopback);
-#      - the PostgreSQL lane: the PostgreSQL store's suites (make
+#      - the OpenClaw lane: the real-OpenClaw test (./test/openclaw/...) on
+#        a system of its own, `make run`'s (hack/devcluster on loopback);
+#      - the plugin and PostgreSQL lane: the plugin's own tests (make
+#        test-openclaw), then the PostgreSQL store's suites (make
 #        test-postgres: a real PostgreSQL per package, as nobody, on
 #        loopback);
 #      - the cluster lane: the binaries and images (make binaries images),
@@ -80,11 +80,13 @@ rm -f "${campaign_log}"
 # of its own, so that a failing run stops it; a lane's output is printed
 # when it ends.
 openclaw_lane() {
-  make -C "${ROOT}" --no-print-directory test-openclaw
   # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
   "${STEP}" openclaw ${ISOLATED} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
 }
-postgres_lane() {
+# The suite above builds a copy of the plugin, so the plugin's own tests,
+# which build in clients/openclaw, run here, beside it.
+plugin_postgres_lane() {
+  make -C "${ROOT}" --no-print-directory test-openclaw
   # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
   "${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
   # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
@@ -92,8 +94,8 @@ postgres_lane() {
   "${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
 }
 declare -A lane_pid=() lane_log=() lane_title=(
-  [openclaw]="the OpenClaw lane (make test-openclaw, ./test/openclaw/...)"
-  [postgres]="the PostgreSQL lane (make test-postgres's suites)"
+  [openclaw]="the OpenClaw lane (./test/openclaw/...)"
+  [plugin_postgres]="the plugin and PostgreSQL lane (make test-openclaw, make test-postgres's suites)"
 )
 start_lane() {
   lane_log[$1]="$(mktemp)"
@@ -115,7 +117,7 @@ wait_lane() {
   return "${rc}"
 }
 start_lane openclaw
-start_lane postgres
+start_lane plugin_postgres
 
 # down runs once, whatever happened; a failed down fails the run.
 down_done=0
@@ -150,7 +152,7 @@ down
 # shows in its snapshots (their processes belong to this run, their network
 # namespaces are not pinned, they mount nothing).
 "${STEP}" teardown-check "${HACK_DIR}/local-cluster/teardown-check.sh"
-for lane in postgres openclaw; do
+for lane in plugin_postgres openclaw; do
   if ! wait_lane "${lane}"; then
     log "${lane_title[${lane}]} failed (its output above)"
     exit 1

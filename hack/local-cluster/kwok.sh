@@ -19,6 +19,8 @@ build_kwok() {
     log "building kwok ${KWOK_VERSION} in the module graph of ${TOOLS_KEY}"
     local dir="${CACHE_ROOT}/build/kwok-${KWOK_VERSION}-${TOOLS_KEY}"
     rm -rf "${dir}" && mkdir -p "${dir}"
+    # The same requirements and replaces as the tools' wrapper, plus kwok:
+    # equal module versions are what lets the build cache be shared.
     sed 's|^module .*|module harnessoperator.local/kwokwrapper|' "${tools_wrapper}/go.mod" >"${dir}/go.mod"
     cp "${tools_wrapper}/go.sum" "${tools_wrapper}/tools.go" "${dir}/"
     printf '//go:build tools\n\npackage tools\n\nimport _ "sigs.k8s.io/kwok/cmd/kwok"\n' >"${dir}/kwok.go"

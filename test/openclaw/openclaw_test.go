@@ -44,18 +44,30 @@ type openClaw struct {
 }
 
 // packPlugin builds the plugin (clients/openclaw) and packs it into a
-// tarball in dir, as a gateway's operator gets it. It needs nothing of the
+// tarball in dir, as a gateway's operator gets it. It builds a copy of the
+// plugin's sources (everything but its build output and its link to the
+// cached tools), so that `make test-openclaw`, which builds into
+// clients/openclaw/dist, can run beside this suite. It needs nothing of the
 // cluster: the suite runs it while the cluster starts, so it returns its
 // error rather than failing the spec from another goroutine.
 func packPlugin(tools, dir string) (string, error) {
-	plugin := filepath.Join(repoRoot, "clients", "openclaw")
+	plugin := filepath.Join(dir, "plugin")
+	if err := copyPluginSources(filepath.Join(repoRoot, "clients", "openclaw"), plugin); err != nil {
+		return "", err
+	}
+	// What scripts/link-tools.sh does in the repository: the compiler and
+	// OpenClaw's SDK types from the cached tools.
+	if err := os.Symlink(filepath.Join(tools, "node_modules"), filepath.Join(plugin, "node_modules")); err != nil {
+		return "", err
+	}
 	env := append(os.Environ(), "PATH="+filepath.Join(tools, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	for _, args := range [][]string{{"run", "build"}, {"pack", "--pack-destination", dir}} {
-		cmd := exec.Command("npm", args...)
+	tsc := filepath.Join(tools, "bin", "tsc")
+	for _, args := range [][]string{{tsc, "-p", "tsconfig.json"}, {"npm", "pack", "--pack-destination", dir}} {
+		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir = plugin
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("npm %s in clients/openclaw: %w\n%s", strings.Join(args, " "), err, out)
+			return "", fmt.Errorf("%s in a copy of clients/openclaw: %w\n%s", strings.Join(append([]string{filepath.Base(args[0])}, args[1:]...), " "), err, out)
 		}
 	}
 	tarballs, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
@@ -66,6 +78,39 @@ func packPlugin(tools, dir string) (string, error) {
 		return "", err
 	}
 	return tarballs[0], nil
+}
+
+// copyPluginSources copies the plugin's directory from src to dst without
+// its build output (dist), its link to the tools (node_modules) and packed
+// tarballs: what clients/openclaw/.gitignore leaves out.
+func copyPluginSources(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if rel == "dist" || rel == "node_modules" || strings.HasSuffix(rel, ".tgz") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("copy the plugin's sources: %s is not a regular file", path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
 }
 
 // newOpenClaw installs the plugin's tarball (packPlugin) and writes
