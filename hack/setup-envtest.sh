@@ -37,6 +37,15 @@ WRAPPER_DIR="${CACHE_ROOT}/build/tools-${TOOLS_KEY}"
 K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 BINARIES=(etcd "${K8S_COMMANDS[@]}" helm)
 
+# package_of prints the Go package a binary is built from.
+package_of() {
+  case "$1" in
+    etcd) echo go.etcd.io/etcd/server/v3 ;;
+    helm) echo helm.sh/helm/v3/cmd/helm ;;
+    *) echo "k8s.io/kubernetes/cmd/$1" ;;
+  esac
+}
+
 export GOTOOLCHAIN=local
 # The Makefile's build configuration (static, path-free): the packages the
 # project shares with these builds (client-go, apimachinery, apiserver, gRPC
@@ -97,8 +106,8 @@ wrapper() {
   } >"${WRAPPER_DIR}/go.mod"
   {
     printf '//go:build tools\n\npackage tools\n\nimport (\n'
-    printf '\t_ "go.etcd.io/etcd/server/v3"\n\t_ "helm.sh/helm/v3/cmd/helm"\n'
-    printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "${K8S_COMMANDS[@]}"
+    local b
+    for b in "${BINARIES[@]}"; do printf '\t_ "%s"\n' "$(package_of "${b}")"; done
     printf ')\n'
   } >"${WRAPPER_DIR}/tools.go"
   (cd "${WRAPPER_DIR}" && go mod tidy >&2) || die "go mod tidy in ${WRAPPER_DIR} failed"
@@ -124,13 +133,7 @@ build() {
   ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION} -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
   ldflags+=" -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
   ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${minor}"
-  for b in "${missing[@]}"; do
-    case "${b}" in
-      etcd) pkgs+=(go.etcd.io/etcd/server/v3) ;;
-      helm) pkgs+=(helm.sh/helm/v3/cmd/helm) ;;
-      *) pkgs+=("k8s.io/kubernetes/cmd/${b}") ;;
-    esac
-  done
+  for b in "${missing[@]}"; do pkgs+=("$(package_of "${b}")"); done
   tmp="$(mktemp -d "${BIN_DIR}/.build.XXXXXX")"
   (cd "${WRAPPER_DIR}" && go build -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}" >&2) ||
     { rm -rf "${tmp}"; die "building ${missing[*]} failed"; }
