@@ -41,7 +41,7 @@ generate: ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from markers.
 	$(CONTROLLER_GEN) crd rbac:roleName=harness-operator-manager \
-		paths=./api/... paths=./controllers/... paths=./internal/webhook/... \
+		paths=./api/... paths=./controllers/... paths=./internal/manager/webhook/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac
 	rm -f charts/harness-operator/crds/*.yaml
@@ -97,8 +97,8 @@ endef
 # benchmarks' app-server double, and the process suite (whose manager and
 # dispatcher are then built with -race). They run only under -race
 # (test-race); TEST_PACKAGES are the others.
-RACE_PACKAGES := ./internal/dispatch/ ./internal/dispatchapi/ ./internal/journal/ ./internal/appserver/ \
-	./internal/adapter/... ./test/dispatcher/ ./test/appserverdouble/
+RACE_PACKAGES := ./internal/dispatcher/engine/ ./internal/dispatcher/httpapi/ ./internal/dispatcher/store/journal/ ./internal/harness/appserver/ \
+	./internal/dispatcher/adapter/... ./test/dispatcher/ ./test/appserverdouble/
 TEST_PACKAGES = $(filter-out $(shell go list $(RACE_PACKAGES)),$(shell go list ./...))
 
 # ISOLATED runs a test command in a network namespace of its own where only
@@ -176,7 +176,7 @@ test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test run
 .PHONY: test-postgres
 test-postgres: root go-modules ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
-		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) ./internal/pgstore/... ./internal/testutil/pgtest/... && \
+		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/... && \
 		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
 .PHONY: load-replicas
@@ -207,8 +207,8 @@ bench-scale: ## The operator at 1,000, 5,000 and 10,000 AgentSessions in 50 name
 .PHONY: bench-store
 bench-store: ## The file journal and PostgreSQL side by side: what each adds to a turn (BenchmarkTurnOverhead), then turns through the dispatcher's HTTPS API, 1 and 10 sessions at once, p50/p99 (BenchmarkDispatcherStoreOverhead; minutes; not part of CI).
 	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
-		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/pgstore/ && \
-		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatchapi/
+		go test -tags postgres -run '^$$' -bench TurnOverhead -benchtime 3s -count=1 ./internal/dispatcher/store/pgstore/ && \
+		go test -tags postgres -run '^$$' -bench DispatcherStoreOverhead -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/
 
 # bench-dispatcher writes its JSON figures, its output and its profiles to
 # BENCH_OUT (default bin/bench), and the figures and the profiles' top 10 as
@@ -218,7 +218,7 @@ BENCH_OUT ?= $(CURDIR)/bin/bench
 bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurrent sessions, direct engine vs. HTTPS+SSE+authn/z, on a zero-latency app-server double and on the real Codex; open loop; CPU and allocation profiles (BenchmarkDispatcherConcurrency; about 9 minutes; not part of CI).
 	$(TEST_DEPS); mkdir -p "$(BENCH_OUT)" && \
 		BENCH_OUT="$(BENCH_OUT)" go test -v -run '^$$' -bench 'DispatcherConcurrency$$' -benchtime 1x -count=1 -timeout=30m \
-			./internal/dispatchapi/ | tee "$(BENCH_OUT)/dispatcher-concurrency.txt" && \
+			./internal/dispatcher/httpapi/ | tee "$(BENCH_OUT)/dispatcher-concurrency.txt" && \
 		hack/bench-profiles.sh "$(BENCH_OUT)" docs/benchmarks && \
 		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 

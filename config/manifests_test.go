@@ -21,7 +21,7 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	out := t.TempDir()
 	crdDir, rbacDir, objectDir := filepath.Join(out, "crd"), filepath.Join(out, "rbac"), filepath.Join(out, "object")
 	runControllerGen(t, "crd", "rbac:roleName=harness-operator-manager",
-		"paths=./api/...", "paths=./controllers/...", "paths=./internal/webhook/...",
+		"paths=./api/...", "paths=./controllers/...", "paths=./internal/manager/webhook/...",
 		"output:crd:artifacts:config="+crdDir, "output:rbac:artifacts:config="+rbacDir)
 	runControllerGen(t, "object", "paths=./api/...", "output:object:dir="+objectDir)
 

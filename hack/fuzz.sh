@@ -12,18 +12,18 @@
 set -euo pipefail
 
 TARGETS=(
-  internal/wire:FuzzDecodeAttempt
-  internal/wire:FuzzDecodeTurnRequest
-  internal/selection:FuzzSelectDecodedAttempt
-  internal/appserver:FuzzServerFrame
-  internal/appserver:FuzzStdioFrames
-  internal/appserver:FuzzUserAgentVersion
-  internal/sse:FuzzRead
-  internal/openclawconfig:FuzzImport
-  internal/toolpolicy:FuzzEvaluateDenyNeverRelaxes
-  internal/webhook:FuzzAgentHarnessAdmission
-  internal/webhook:FuzzRuntimePolicyAdmission
-  internal/webhook:FuzzAgentSessionAdmission
+  internal/contract/wire:FuzzDecodeAttempt
+  internal/contract/wire:FuzzDecodeTurnRequest
+  internal/policy/selection:FuzzSelectDecodedAttempt
+  internal/harness/appserver:FuzzServerFrame
+  internal/harness/appserver:FuzzStdioFrames
+  internal/harness/appserver:FuzzUserAgentVersion
+  internal/contract/sse:FuzzRead
+  internal/cli/openclawconfig:FuzzImport
+  internal/policy/toolpolicy:FuzzEvaluateDenyNeverRelaxes
+  internal/manager/webhook:FuzzAgentHarnessAdmission
+  internal/manager/webhook:FuzzRuntimePolicyAdmission
+  internal/manager/webhook:FuzzAgentSessionAdmission
 )
 
 FUZZTIME="${FUZZTIME:-10m}"

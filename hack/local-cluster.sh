@@ -122,7 +122,7 @@ export GOTOOLCHAIN=local
 export GOFLAGS="-buildvcs=false -trimpath" CGO_ENABLED=0
 # The cluster's processes run as root with this environment: none of them
 # may send its requests to a proxy. A proxy variable is one whose name ends
-# in _proxy, in any case (internal/proxyenv's rule).
+# in _proxy, in any case (internal/platform/proxyenv's rule).
 for var in $(compgen -e); do
   if [[ "${var,,}" == *_proxy ]]; then unset "${var}"; fi
 done

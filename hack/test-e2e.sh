@@ -88,7 +88,7 @@ openclaw_lane() {
 plugin_postgres_lane() {
   make -C "${ROOT}" --no-print-directory test-openclaw
   # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-  "${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/pgstore/... ./internal/testutil/pgtest/...
+  "${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/...
   # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
   # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
   "${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/

@@ -3,18 +3,18 @@ package v1alpha1_test
 import (
 	"testing"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // A harness owner lists delegates by the identity TokenReview reports: a
 // ServiceAccount's user name, a user name, or one of the user's groups.
 func TestDelegateMatchesTheAuthenticatedIdentity(t *testing.T) {
-	sa := harnessv1alpha1.Delegate{Kind: harnessv1alpha1.DelegateServiceAccount, Namespace: "voice", Name: "transport"}
-	user := harnessv1alpha1.Delegate{Kind: harnessv1alpha1.DelegateUser, Name: "alice"}
-	group := harnessv1alpha1.Delegate{Kind: harnessv1alpha1.DelegateGroup, Name: "voice-bots"}
+	sa := v1alpha1.Delegate{Kind: v1alpha1.DelegateServiceAccount, Namespace: "voice", Name: "transport"}
+	user := v1alpha1.Delegate{Kind: v1alpha1.DelegateUser, Name: "alice"}
+	group := v1alpha1.Delegate{Kind: v1alpha1.DelegateGroup, Name: "voice-bots"}
 	for _, tc := range []struct {
 		name   string
-		d      harnessv1alpha1.Delegate
+		d      v1alpha1.Delegate
 		user   string
 		groups []string
 		want   bool

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // getTable reads a collection through the Table API, as `kubectl get` does.
@@ -70,7 +70,7 @@ var _ = Describe("kubectl get", func() {
 	It("serves the short names ah, rp and asess in the openclaw category", func() {
 		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
-		list, err := dc.ServerResourcesForGroupVersion(harnessv1alpha1.GroupVersion.String())
+		list, err := dc.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String())
 		Expect(err).NotTo(HaveOccurred())
 		shortNames := map[string][]string{}
 		namespaced := map[string]bool{}
@@ -93,12 +93,12 @@ var _ = Describe("kubectl get", func() {
 		ns := newNamespace()
 		h := validExternalHarness(ns, "printed")
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
-		h.Status = harnessv1alpha1.AgentHarnessStatus{
+		h.Status = v1alpha1.AgentHarnessStatus{
 			Version: "0.169.0", Replicas: 1, ReadyReplicas: 1,
 			// Ready is not the first condition, and another condition has the other status.
 			Conditions: []metav1.Condition{
-				condition(harnessv1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods"),
-				condition(harnessv1alpha1.HarnessConditionReady, metav1.ConditionTrue, string(harnessv1alpha1.HarnessReasonReady)),
+				condition(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods"),
+				condition(v1alpha1.HarnessConditionReady, metav1.ConditionTrue, string(v1alpha1.HarnessReasonReady)),
 			},
 		}
 		Expect(k8sClient.Status().Update(ctx, h)).To(Succeed())
@@ -110,19 +110,19 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Adapter", "codex-app-server"))
 		Expect(row).To(HaveKeyWithValue("Version", "0.169.0"))
 		Expect(row).To(HaveKeyWithValue("Ready", "True"))
-		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.HarnessReasonReady)), "Ready's own reason, not another condition's")
+		Expect(row).To(HaveKeyWithValue("Reason", string(v1alpha1.HarnessReasonReady)), "Ready's own reason, not another condition's")
 		Expect(row).To(HaveKeyWithValue("Replicas", BeNumerically("==", 1)))
 	})
 
 	It("shows Providers, Models, Overrides and Accepted with its reason for RuntimePolicy", func() {
 		p := validPolicy("printed-" + rand.String(6))
-		p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "anthropic/claude-opus-5", Runtime: "claude-cli"}}
-		p.Spec.SessionOverrides = harnessv1alpha1.SessionOverridesDeny
+		p.Spec.Models = []v1alpha1.ModelRuntimePolicy{{Ref: "anthropic/claude-opus-5", Runtime: "claude-cli"}}
+		p.Spec.SessionOverrides = v1alpha1.SessionOverridesDeny
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
 		// Accepted is not the first condition, and another condition has the other status.
 		p.Status.Conditions = []metav1.Condition{
-			condition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionTrue, string(harnessv1alpha1.PolicyReasonOlderPolicyWins)),
-			condition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, string(harnessv1alpha1.PolicyReasonInvalid)),
+			condition(v1alpha1.PolicyConditionConflicted, metav1.ConditionTrue, string(v1alpha1.PolicyReasonOlderPolicyWins)),
+			condition(v1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, string(v1alpha1.PolicyReasonInvalid)),
 		}
 		Expect(k8sClient.Status().Update(ctx, p)).To(Succeed())
 
@@ -133,20 +133,20 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Models", "anthropic/claude-opus-5"))
 		Expect(row).To(HaveKeyWithValue("Overrides", "Deny"))
 		Expect(row).To(HaveKeyWithValue("Accepted", "False"))
-		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.PolicyReasonInvalid)))
+		Expect(row).To(HaveKeyWithValue("Reason", string(v1alpha1.PolicyReasonInvalid)))
 	})
 
 	It("shows Model, Runtime, Harness, Turns and Ready with its reason for AgentSession", func() {
 		ns := newNamespace()
 		s := validSession(ns, "printed")
 		Expect(k8sClient.Create(ctx, s)).To(Succeed())
-		s.Status.Policy = &harnessv1alpha1.SessionPolicy{Runtime: "codex", Source: harnessv1alpha1.PolicySourceProvider}
+		s.Status.Policy = &v1alpha1.SessionPolicy{Runtime: "codex", Source: v1alpha1.PolicySourceProvider}
 		s.Status.AgentHarnessID = "codex"
-		s.Status.Counters = &harnessv1alpha1.SessionCounters{Turns: 3}
+		s.Status.Counters = &v1alpha1.SessionCounters{Turns: 3}
 		// Ready is not the first condition, and another condition has the other status.
 		s.Status.Conditions = []metav1.Condition{
-			condition(harnessv1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, string(harnessv1alpha1.SessionReasonPolicyMatched)),
-			condition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, string(harnessv1alpha1.SessionReasonOverrideDenied)),
+			condition(v1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, string(v1alpha1.SessionReasonPolicyMatched)),
+			condition(v1alpha1.SessionConditionReady, metav1.ConditionFalse, string(v1alpha1.SessionReasonOverrideDenied)),
 		}
 		Expect(k8sClient.Status().Update(ctx, s)).To(Succeed())
 
@@ -158,6 +158,6 @@ var _ = Describe("kubectl get", func() {
 		Expect(row).To(HaveKeyWithValue("Harness", "codex"))
 		Expect(row).To(HaveKeyWithValue("Turns", BeNumerically("==", 3)))
 		Expect(row).To(HaveKeyWithValue("Ready", "False"))
-		Expect(row).To(HaveKeyWithValue("Reason", string(harnessv1alpha1.SessionReasonOverrideDenied)))
+		Expect(row).To(HaveKeyWithValue("Reason", string(v1alpha1.SessionReasonOverrideDenied)))
 	})
 })

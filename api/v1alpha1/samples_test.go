@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/manifest"
-	"github.com/openclaw/harness-operator/internal/openclawconfig"
+	"github.com/openclaw/harness-operator/internal/cli/manifest"
+	"github.com/openclaw/harness-operator/internal/cli/openclawconfig"
 )
 
 var _ = Describe("config/samples", func() {

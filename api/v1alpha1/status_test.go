@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 var _ = Describe("status subresource", func() {
@@ -15,7 +15,7 @@ var _ = Describe("status subresource", func() {
 		s.Status.AgentHarnessID = "codex"
 		Expect(k8sClient.Create(ctx, s)).To(Succeed())
 
-		var got harnessv1alpha1.AgentSession
+		var got v1alpha1.AgentSession
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &got)).To(Succeed())
 		Expect(got.Status.AgentHarnessID).To(BeEmpty(), "status must not be settable on create")
 
@@ -36,7 +36,7 @@ var _ = Describe("status subresource", func() {
 		h.Spec.Label = "changed through status"
 		Expect(k8sClient.Status().Update(ctx, h)).To(Succeed())
 
-		var got harnessv1alpha1.AgentHarness
+		var got v1alpha1.AgentHarness
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), &got)).To(Succeed())
 		Expect(got.Status.Version).To(Equal("0.169.0"))
 		Expect(got.Spec.Label).To(BeEmpty(), "spec must not be writable through the status subresource")
@@ -46,7 +46,7 @@ var _ = Describe("status subresource", func() {
 		p := validPolicy("status-policy")
 		p.Status.MatchedNamespaces = 7
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
-		var got harnessv1alpha1.RuntimePolicy
+		var got v1alpha1.RuntimePolicy
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &got)).To(Succeed())
 		Expect(got.Status.MatchedNamespaces).To(BeZero())
 

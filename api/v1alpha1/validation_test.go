@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // expectFieldError asserts err is an Invalid error with a cause on field whose
@@ -45,28 +45,28 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	harness := func(mutate func(h *harnessv1alpha1.AgentHarness)) func() client.Object {
+	harness := func(mutate func(h *v1alpha1.AgentHarness)) func() client.Object {
 		return func() client.Object {
 			h := validExternalHarness(ns, "h-"+rand.String(6))
 			mutate(h)
 			return h
 		}
 	}
-	managed := func(mutate func(h *harnessv1alpha1.AgentHarness)) func() client.Object {
+	managed := func(mutate func(h *v1alpha1.AgentHarness)) func() client.Object {
 		return func() client.Object {
 			h := validManagedHarness(ns, "m-"+rand.String(6))
 			mutate(h)
 			return h
 		}
 	}
-	policy := func(mutate func(p *harnessv1alpha1.RuntimePolicy)) func() client.Object {
+	policy := func(mutate func(p *v1alpha1.RuntimePolicy)) func() client.Object {
 		return func() client.Object {
 			p := validPolicy("p-" + rand.String(8))
 			mutate(p)
 			return p
 		}
 	}
-	session := func(mutate func(s *harnessv1alpha1.AgentSession)) func() client.Object {
+	session := func(mutate func(s *v1alpha1.AgentSession)) func() client.Object {
 		return func() client.Object {
 			s := validSession(ns, "s-"+rand.String(6))
 			mutate(s)
@@ -82,14 +82,14 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 			withURL(validExternalHarness(ns, "ok-ws-v6-loopback"), "ws://[::1]:4500"),
 			func() client.Object {
 				h := validExternalHarness(ns, "ok-mcp")
-				h.Spec.MCP = &harnessv1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com/tools/", "http://127.0.0.1:9/"}}
+				h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com/tools/", "http://127.0.0.1:9/"}}
 				return h
 			}(),
 			func() client.Object {
 				h := validExternalHarness(ns, "ok-delegates")
-				h.Spec.Delegates = []harnessv1alpha1.Delegate{
-					{Kind: harnessv1alpha1.DelegateServiceAccount, Namespace: "voice", Name: "transport"},
-					{Kind: harnessv1alpha1.DelegateUser, Name: "alice"}, {Kind: harnessv1alpha1.DelegateGroup, Name: "voice-bots"},
+				h.Spec.Delegates = []v1alpha1.Delegate{
+					{Kind: v1alpha1.DelegateServiceAccount, Namespace: "voice", Name: "transport"},
+					{Kind: v1alpha1.DelegateUser, Name: "alice"}, {Kind: v1alpha1.DelegateGroup, Name: "voice-bots"},
 				}
 				return h
 			}(),
@@ -103,13 +103,13 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 			expectFieldError(k8sClient.Create(ctx, build()), field, message)
 		},
 		// AgentHarness identity.
-		Entry("harnessId must be a lowercase id", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "Codex_1" }),
+		Entry("harnessId must be a lowercase id", harness(func(h *v1alpha1.AgentHarness) { h.Spec.HarnessID = "Codex_1" }),
 			"spec.harnessId", "spec.harnessId must be a lowercase id"),
-		Entry("harnessId openclaw is reserved for the embedded runtime", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "openclaw" }),
+		Entry("harnessId openclaw is reserved for the embedded runtime", harness(func(h *v1alpha1.AgentHarness) { h.Spec.HarnessID = "openclaw" }),
 			"spec.harnessId", "must not be a reserved runtime id"),
-		Entry("harnessId pi (alias of openclaw) is reserved", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "pi" }),
+		Entry("harnessId pi (alias of openclaw) is reserved", harness(func(h *v1alpha1.AgentHarness) { h.Spec.HarnessID = "pi" }),
 			"spec.harnessId", "must not be a reserved runtime id"),
-		Entry("harnessId auto is reserved", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.HarnessID = "auto" }),
+		Entry("harnessId auto is reserved", harness(func(h *v1alpha1.AgentHarness) { h.Spec.HarnessID = "auto" }),
 			"spec.harnessId", "must not be a reserved runtime id"),
 		Entry("a defaulted harnessId from metadata.name openclaw is reserved", func() client.Object {
 			h := validExternalHarness(ns, "openclaw")
@@ -121,148 +121,148 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 			h.Spec.HarnessID = ""
 			return h
 		}, "spec.harnessId", "spec.harnessId defaults to metadata.name, which is not a valid harness id"),
-		Entry("adapter is an enum", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.Adapter = "claude-agent" }),
+		Entry("adapter is an enum", harness(func(h *v1alpha1.AgentHarness) { h.Spec.Adapter = "claude-agent" }),
 			"spec.adapter", "Unsupported value"),
 		// Workload: exactly one of appServer and external.
-		Entry("appServer and external together are refused", harness(func(h *harnessv1alpha1.AgentHarness) {
+		Entry("appServer and external together are refused", harness(func(h *v1alpha1.AgentHarness) {
 			h.Spec.AppServer = validManagedHarness(ns, "x").Spec.AppServer
 		}), "spec", "exactly one of spec.appServer and spec.external must be set"),
-		Entry("neither appServer nor external is refused", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External = nil }),
+		Entry("neither appServer nor external is refused", harness(func(h *v1alpha1.AgentHarness) { h.Spec.External = nil }),
 			"spec", "exactly one of spec.appServer and spec.external must be set"),
-		Entry("appServer.image must be pinned by digest", managed(func(h *harnessv1alpha1.AgentHarness) {
+		Entry("appServer.image must be pinned by digest", managed(func(h *v1alpha1.AgentHarness) {
 			h.Spec.AppServer.Image = "registry.example/codex:0.169.0"
 		}), "spec.appServer.image", "appServer.image must be pinned by digest"),
-		Entry("appServer.image with a short digest is refused", managed(func(h *harnessv1alpha1.AgentHarness) {
+		Entry("appServer.image with a short digest is refused", managed(func(h *v1alpha1.AgentHarness) {
 			h.Spec.AppServer.Image = "registry.example/codex@sha256:abc123"
 		}), "spec.appServer.image", "appServer.image must be pinned by digest"),
-		Entry("appServer.replicas is bounded", managed(func(h *harnessv1alpha1.AgentHarness) { h.Spec.AppServer.Replicas = ptr.To[int32](-1) }),
+		Entry("appServer.replicas is bounded", managed(func(h *v1alpha1.AgentHarness) { h.Spec.AppServer.Replicas = ptr.To[int32](-1) }),
 			"spec.appServer.replicas", "should be greater than or equal to 0"),
-		Entry("an Env credential needs an environment variable name", managed(func(h *harnessv1alpha1.AgentHarness) {
+		Entry("an Env credential needs an environment variable name", managed(func(h *v1alpha1.AgentHarness) {
 			h.Spec.AppServer.Credentials[0].Name = "OPENAI-API-KEY"
 		}), "spec.appServer.credentials[0]", "must be an environment variable name when mount is Env"),
-		Entry("a HomeFile credential must be a plain file name", managed(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.AppServer.Credentials[0].Mount = harnessv1alpha1.CredentialMountHomeFile
+		Entry("a HomeFile credential must be a plain file name", managed(func(h *v1alpha1.AgentHarness) {
+			h.Spec.AppServer.Credentials[0].Mount = v1alpha1.CredentialMountHomeFile
 			h.Spec.AppServer.Credentials[0].Name = "../auth.json"
 		}), "spec.appServer.credentials[0]", "must be a plain file name"),
-		Entry("an MCP URL prefix must end its host with a slash", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.MCP = &harnessv1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com"}}
+		Entry("an MCP URL prefix must end its host with a slash", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com"}}
 		}), "spec.mcp.allowedURLPrefixes", "host is followed by a '/'"),
-		Entry("a ServiceAccount delegate names its namespace", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.Delegates = []harnessv1alpha1.Delegate{{Kind: harnessv1alpha1.DelegateServiceAccount, Name: "transport"}}
+		Entry("a ServiceAccount delegate names its namespace", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.Delegates = []v1alpha1.Delegate{{Kind: v1alpha1.DelegateServiceAccount, Name: "transport"}}
 		}), "spec.delegates[0]", "namespace must be set for kind ServiceAccount"),
-		Entry("a user delegate has no namespace", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.Delegates = []harnessv1alpha1.Delegate{{Kind: harnessv1alpha1.DelegateUser, Name: "alice", Namespace: "voice"}}
+		Entry("a user delegate has no namespace", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.Delegates = []v1alpha1.Delegate{{Kind: v1alpha1.DelegateUser, Name: "alice", Namespace: "voice"}}
 		}), "spec.delegates[0]", "and only then"),
-		Entry("external.url must be ws:// or wss://", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "http://127.0.0.1:4500" }),
+		Entry("external.url must be ws:// or wss://", harness(func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = "http://127.0.0.1:4500" }),
 			"spec.external.url", "external.url must be a ws:// or wss:// URL"),
 		// The control of the two below is the valid fixture (ws://127.0.0.1)
 		// and the It above that accepts wss:// and a loopback [::1].
-		Entry("external.url must not carry userinfo", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "wss://user:secret@codex.example:443/" }),
+		Entry("external.url must not carry userinfo", harness(func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = "wss://user:secret@codex.example:443/" }),
 			"spec.external.url", "external.url must not carry userinfo"),
-		Entry("external.url plain ws:// to a host that is not loopback is refused", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "ws://codex.example:4500" }),
+		Entry("external.url plain ws:// to a host that is not loopback is refused", harness(func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = "ws://codex.example:4500" }),
 			"spec.external.url", "external.url must be wss:// (plain ws:// only to a loopback host"),
-		Entry("external.url plain ws:// to a name that merely starts like loopback is refused", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.External.URL = "ws://127.0.0.1.evil.example:4500" }),
+		Entry("external.url plain ws:// to a name that merely starts like loopback is refused", harness(func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = "ws://127.0.0.1.evil.example:4500" }),
 			"spec.external.url", "external.url must be wss://"),
 		// Version floor.
-		Entry("minVersion must be a semantic version", harness(func(h *harnessv1alpha1.AgentHarness) { h.Spec.MinVersion = "v0.170" }),
+		Entry("minVersion must be a semantic version", harness(func(h *v1alpha1.AgentHarness) { h.Spec.MinVersion = "v0.170" }),
 			"spec.minVersion", "spec.minVersion must be a semantic version"),
 		// autoSelection.
-		Entry("autoSelection.providers only with mode Listed", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.AutoSelection = &harnessv1alpha1.AutoSelection{Mode: harnessv1alpha1.AutoSelectionAllProviders, Providers: []harnessv1alpha1.ProviderID{"openai"}}
+		Entry("autoSelection.providers only with mode Listed", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.AutoSelection = &v1alpha1.AutoSelection{Mode: v1alpha1.AutoSelectionAllProviders, Providers: []v1alpha1.ProviderID{"openai"}}
 		}), "spec.autoSelection", "autoSelection.providers may only be set when autoSelection.mode is Listed"),
-		Entry("autoSelection mode Listed needs providers", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.AutoSelection = &harnessv1alpha1.AutoSelection{Mode: harnessv1alpha1.AutoSelectionListed}
+		Entry("autoSelection mode Listed needs providers", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.AutoSelection = &v1alpha1.AutoSelection{Mode: v1alpha1.AutoSelectionListed}
 		}), "spec.autoSelection", "must list at least one provider when autoSelection.mode is Listed"),
 		// support.
-		Entry("support.providers are lowercase provider ids", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.Support = &harnessv1alpha1.HarnessSupport{Providers: []harnessv1alpha1.ProviderID{"OpenAI"}}
+		Entry("support.providers are lowercase provider ids", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.Support = &v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"OpenAI"}}
 		}), "spec.support.providers[0]", "provider id must be lowercase"),
-		Entry("support.priority is bounded", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.Support = &harnessv1alpha1.HarnessSupport{Priority: ptr.To[int32](5000)}
+		Entry("support.priority is bounded", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.Support = &v1alpha1.HarnessSupport{Priority: ptr.To[int32](5000)}
 		}), "spec.support.priority", "should be less than or equal to 1000"),
-		Entry("support.requestTransportOverrides is an enum", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.Support = &harnessv1alpha1.HarnessSupport{RequestTransportOverrides: "Sometimes"}
+		Entry("support.requestTransportOverrides is an enum", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.Support = &v1alpha1.HarnessSupport{RequestTransportOverrides: "Sometimes"}
 		}), "spec.support.requestTransportOverrides", "Unsupported value"),
 		// Tool policy.
-		Entry("conversationToolPolicySafeDenyTools only with Exact", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.ConversationToolPolicySafeDenyTools = []harnessv1alpha1.ToolID{"exec"}
+		Entry("conversationToolPolicySafeDenyTools only with Exact", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicySafeDenyTools = []v1alpha1.ToolID{"exec"}
 		}), "spec", "spec.conversationToolPolicySafeDenyTools requires spec.conversationToolPolicySupport: Exact"),
-		Entry("safe-deny tools are canonical tool ids, not groups", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.ConversationToolPolicySupport = harnessv1alpha1.ToolPolicySupportExact
-			h.Spec.ConversationToolPolicySafeDenyTools = []harnessv1alpha1.ToolID{"group:fs"}
+		Entry("safe-deny tools are canonical tool ids, not groups", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicySupport = v1alpha1.ToolPolicySupportExact
+			h.Spec.ConversationToolPolicySafeDenyTools = []v1alpha1.ToolID{"group:fs"}
 		}), "spec.conversationToolPolicySafeDenyTools[0]", "tool id must be a canonical core tool id"),
-		Entry("native tools are canonical tool ids, not wildcards", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.ConversationToolPolicyNativeTools = []harnessv1alpha1.ToolID{"*"}
+		Entry("native tools are canonical tool ids, not wildcards", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.ConversationToolPolicyNativeTools = []v1alpha1.ToolID{"*"}
 		}), "spec.conversationToolPolicyNativeTools[0]", "tool id must be a canonical core tool id"),
-		Entry("conversationToolPolicySupport is an enum", harness(func(h *harnessv1alpha1.AgentHarness) {
+		Entry("conversationToolPolicySupport is an enum", harness(func(h *v1alpha1.AgentHarness) {
 			h.Spec.ConversationToolPolicySupport = "exact"
 		}), "spec.conversationToolPolicySupport", "Unsupported value"),
 		// allowedNamespaces.
-		Entry("allowedNamespaces from Selector needs a selector", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.AllowedNamespaces = &harnessv1alpha1.AllowedNamespaces{From: harnessv1alpha1.NamespacesFromSelector}
+		Entry("allowedNamespaces from Selector needs a selector", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromSelector}
 		}), "spec.allowedNamespaces", "allowedNamespaces.selector must be set when allowedNamespaces.from is Selector"),
-		Entry("allowedNamespaces selector only with from Selector", harness(func(h *harnessv1alpha1.AgentHarness) {
-			h.Spec.AllowedNamespaces = &harnessv1alpha1.AllowedNamespaces{From: harnessv1alpha1.NamespacesFromSame, Selector: &metav1.LabelSelector{}}
+		Entry("allowedNamespaces selector only with from Selector", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromSame, Selector: &metav1.LabelSelector{}}
 		}), "spec.allowedNamespaces", "allowedNamespaces.selector must be set when allowedNamespaces.from is Selector, and only then"),
 
 		// RuntimePolicy: runtime ids in normalized form.
-		Entry("provider runtime pi must be written openclaw", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "pi" }),
+		Entry("provider runtime pi must be written openclaw", policy(func(p *v1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "pi" }),
 			"spec.providers[0].runtime", "runtime id must be in normalized form"),
-		Entry("model runtime codex-app-server must be written codex", policy(func(p *harnessv1alpha1.RuntimePolicy) {
-			p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "openai/gpt-5.5", Runtime: "codex-app-server"}}
+		Entry("model runtime codex-app-server must be written codex", policy(func(p *v1alpha1.RuntimePolicy) {
+			p.Spec.Models = []v1alpha1.ModelRuntimePolicy{{Ref: "openai/gpt-5.5", Runtime: "codex-app-server"}}
 		}), "spec.models[0].runtime", "runtime id must be in normalized form"),
-		Entry("runtime ids are lowercase", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "Codex" }),
+		Entry("runtime ids are lowercase", policy(func(p *v1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "Codex" }),
 			"spec.providers[0].runtime", "runtime id must be a lowercase id"),
-		Entry("catalog row runtime default must be written auto", policy(func(p *harnessv1alpha1.RuntimePolicy) {
-			p.Spec.Providers[0].Models = []harnessv1alpha1.ProviderModelRuntime{{ID: "gpt-5.5", Runtime: "default"}}
+		Entry("catalog row runtime default must be written auto", policy(func(p *v1alpha1.RuntimePolicy) {
+			p.Spec.Providers[0].Models = []v1alpha1.ProviderModelRuntime{{ID: "gpt-5.5", Runtime: "default"}}
 		}), "spec.providers[0].models[0].runtime", "runtime id must be in normalized form"),
-		Entry("models[].ref must be provider/model, provider/* or a bare model", policy(func(p *harnessv1alpha1.RuntimePolicy) {
-			p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "openai/gpt*", Runtime: "codex"}}
+		Entry("models[].ref must be provider/model, provider/* or a bare model", policy(func(p *v1alpha1.RuntimePolicy) {
+			p.Spec.Models = []v1alpha1.ModelRuntimePolicy{{Ref: "openai/gpt*", Runtime: "codex"}}
 		}), "spec.models[0].ref", "ref must be provider/model, provider/* or a bare model id"),
-		Entry("models[].ref provider is lowercase", policy(func(p *harnessv1alpha1.RuntimePolicy) {
-			p.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: "OpenAI/gpt-5.5", Runtime: "codex"}}
+		Entry("models[].ref provider is lowercase", policy(func(p *v1alpha1.RuntimePolicy) {
+			p.Spec.Models = []v1alpha1.ModelRuntimePolicy{{Ref: "OpenAI/gpt-5.5", Runtime: "codex"}}
 		}), "spec.models[0].ref", "ref must be provider/model, provider/* or a bare model id"),
-		Entry("catalog row ids are bare model ids", policy(func(p *harnessv1alpha1.RuntimePolicy) {
-			p.Spec.Providers[0].Models = []harnessv1alpha1.ProviderModelRuntime{{ID: "openai/gpt-5.5", Runtime: "codex"}}
+		Entry("catalog row ids are bare model ids", policy(func(p *v1alpha1.RuntimePolicy) {
+			p.Spec.Providers[0].Models = []v1alpha1.ProviderModelRuntime{{ID: "openai/gpt-5.5", Runtime: "codex"}}
 		}), "spec.providers[0].models[0].id", "models[].id must be a bare model id"),
-		Entry("a provider entry must set runtime or models", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "" }),
+		Entry("a provider entry must set runtime or models", policy(func(p *v1alpha1.RuntimePolicy) { p.Spec.Providers[0].Runtime = "" }),
 			"spec.providers[0]", "providers[] entry must set runtime, models, or both"),
-		Entry("a policy must set some entries", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.Providers = nil }),
+		Entry("a policy must set some entries", policy(func(p *v1alpha1.RuntimePolicy) { p.Spec.Providers = nil }),
 			"spec", "spec must set at least one of providers, models and agents"),
-		Entry("sessionOverrides is Allow or Deny", policy(func(p *harnessv1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = "Maybe" }),
+		Entry("sessionOverrides is Allow or Deny", policy(func(p *v1alpha1.RuntimePolicy) { p.Spec.SessionOverrides = "Maybe" }),
 			"spec.sessionOverrides", "Unsupported value"),
-		Entry("an agent entry needs models", policy(func(p *harnessv1alpha1.RuntimePolicy) {
-			p.Spec.Agents = []harnessv1alpha1.AgentRuntimePolicy{{AgentID: "main", Models: []harnessv1alpha1.ModelRuntimePolicy{}}}
+		Entry("an agent entry needs models", policy(func(p *v1alpha1.RuntimePolicy) {
+			p.Spec.Agents = []v1alpha1.AgentRuntimePolicy{{AgentID: "main", Models: []v1alpha1.ModelRuntimePolicy{}}}
 		}), "spec.agents[0].models", "should have at least 1 items"),
 
 		// AgentSession.
-		Entry("model must be provider/model", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.Model = "gpt-5.5" }),
+		Entry("model must be provider/model", session(func(s *v1alpha1.AgentSession) { s.Spec.Model = "gpt-5.5" }),
 			"spec.model", "spec.model must be provider/model"),
-		Entry("runtimeOverride is a normalized runtime id", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.RuntimeOverride = "codex-app-server" }),
+		Entry("runtimeOverride is a normalized runtime id", session(func(s *v1alpha1.AgentSession) { s.Spec.RuntimeOverride = "codex-app-server" }),
 			"spec.runtimeOverride", "runtime id must be in normalized form"),
-		Entry("modelSelectionLocked is Locked or Unlocked, not a bool", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.ModelSelectionLocked = "true" }),
+		Entry("modelSelectionLocked is Locked or Unlocked, not a bool", session(func(s *v1alpha1.AgentSession) { s.Spec.ModelSelectionLocked = "true" }),
 			"spec.modelSelectionLocked", "Unsupported value"),
-		Entry("sessionKey has no surrounding spaces", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.SessionKey = " agent:main:x" }),
+		Entry("sessionKey has no surrounding spaces", session(func(s *v1alpha1.AgentSession) { s.Spec.SessionKey = " agent:main:x" }),
 			"spec.sessionKey", "spec.sessionKey must not have surrounding spaces or control characters"),
-		Entry("resetGeneration is not negative", session(func(s *harnessv1alpha1.AgentSession) { s.Spec.ResetGeneration = -1 }),
+		Entry("resetGeneration is not negative", session(func(s *v1alpha1.AgentSession) { s.Spec.ResetGeneration = -1 }),
 			"spec.resetGeneration", "should be greater than or equal to 0"),
 	)
 
 	DescribeTable("refuses an invalid AgentSession update, naming the field",
-		func(mutate func(s *harnessv1alpha1.AgentSession), field, message string) {
+		func(mutate func(s *v1alpha1.AgentSession), field, message string) {
 			s := validSession(ns, "u-"+rand.String(6))
 			s.Spec.ResetGeneration = 3
 			Expect(k8sClient.Create(ctx, s)).To(Succeed())
 			mutate(s)
 			expectFieldError(k8sClient.Update(ctx, s), field, message)
 		},
-		Entry("sessionId is immutable", func(s *harnessv1alpha1.AgentSession) { s.Spec.SessionID = "other" },
+		Entry("sessionId is immutable", func(s *v1alpha1.AgentSession) { s.Spec.SessionID = "other" },
 			"spec.sessionId", "spec.sessionId is immutable"),
-		Entry("sessionKey is immutable", func(s *harnessv1alpha1.AgentSession) { s.Spec.SessionKey = "agent:main:other" },
+		Entry("sessionKey is immutable", func(s *v1alpha1.AgentSession) { s.Spec.SessionKey = "agent:main:other" },
 			"spec.sessionKey", "spec.sessionKey is immutable"),
-		Entry("agentId is immutable", func(s *harnessv1alpha1.AgentSession) { s.Spec.AgentID = "other" },
+		Entry("agentId is immutable", func(s *v1alpha1.AgentSession) { s.Spec.AgentID = "other" },
 			"spec.agentId", "spec.agentId is immutable"),
-		Entry("resetGeneration never decreases", func(s *harnessv1alpha1.AgentSession) { s.Spec.ResetGeneration = 2 },
+		Entry("resetGeneration never decreases", func(s *v1alpha1.AgentSession) { s.Spec.ResetGeneration = 2 },
 			"spec.resetGeneration", "spec.resetGeneration must not decrease"),
 	)
 
@@ -276,24 +276,24 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 
 	It("writes the documented defaults", func() {
 		h := validExternalHarness(ns, "defaults")
-		h.Spec.AutoSelection = &harnessv1alpha1.AutoSelection{}
-		h.Spec.AllowedNamespaces = &harnessv1alpha1.AllowedNamespaces{}
+		h.Spec.AutoSelection = &v1alpha1.AutoSelection{}
+		h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{}
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
-		Expect(h.Spec.AuthBootstrap).To(Equal(harnessv1alpha1.AuthBootstrapHarness))
-		Expect(h.Spec.AutoSelection.Mode).To(Equal(harnessv1alpha1.AutoSelectionAllProviders))
-		Expect(h.Spec.AllowedNamespaces.From).To(Equal(harnessv1alpha1.NamespacesFromSame))
+		Expect(h.Spec.AuthBootstrap).To(Equal(v1alpha1.AuthBootstrapHarness))
+		Expect(h.Spec.AutoSelection.Mode).To(Equal(v1alpha1.AutoSelectionAllProviders))
+		Expect(h.Spec.AllowedNamespaces.From).To(Equal(v1alpha1.NamespacesFromSame))
 
 		p := validPolicy("defaults-" + rand.String(6))
 		Expect(k8sClient.Create(ctx, p)).To(Succeed())
-		Expect(p.Spec.SessionOverrides).To(Equal(harnessv1alpha1.SessionOverridesAllow))
+		Expect(p.Spec.SessionOverrides).To(Equal(v1alpha1.SessionOverridesAllow))
 
 		s := validSession(ns, "defaults")
 		Expect(k8sClient.Create(ctx, s)).To(Succeed())
-		Expect(s.Spec.ModelSelectionLocked).To(Equal(harnessv1alpha1.ModelSelectionUnlocked))
+		Expect(s.Spec.ModelSelectionLocked).To(Equal(v1alpha1.ModelSelectionUnlocked))
 	})
 })
 
-func withURL(h *harnessv1alpha1.AgentHarness, url string) *harnessv1alpha1.AgentHarness {
+func withURL(h *v1alpha1.AgentHarness, url string) *v1alpha1.AgentHarness {
 	h.Spec.External.URL = url
 	return h
 }

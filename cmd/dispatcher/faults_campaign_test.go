@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/codextest"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
-	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 	"github.com/openclaw/harness-operator/test/turnload"
 )

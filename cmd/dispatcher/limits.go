@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 )
 
 // Defaults of the API server's limits (--help shows them).
@@ -43,10 +43,10 @@ func bindLimitFlags(fs *flag.FlagSet, o *limitOptions) {
 	fs.DurationVar(&o.readTimeout, "read-timeout", defaultReadTimeout, "Time a client has to send a whole request, headers (at most 10s of it) and body; the answer, a turn stream included, is not limited by it.")
 	fs.IntVar(&o.maxConnections, "max-connections", defaultMaxConnections, "Most connections the API holds open at once; a connection over it is closed as soon as it is accepted.")
 	fs.BoolVar(&o.requireAudience, "require-token-audience", false, "Accept only bearer tokens issued for --token-audience, not tokens for the API server's own audiences (needs --token-audience).")
-	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", dispatchapi.DefaultAuthTTL, "How long the verdict of a valid token is cached (per route and session).")
-	fs.DurationVar(&o.authNegativeTTL, "auth-negative-cache-ttl", dispatchapi.DefaultNegativeAuthTTL, "How long a token the API server rejected is remembered as rejected (at most --auth-cache-ttl).")
-	fs.Float64Var(&o.unverifiedRate, "auth-unverified-rate", dispatchapi.DefaultUnverifiedRate, "Requests per second and source address whose token is not cached as valid (each costs a TokenReview); over it: 429 RateLimited. Requests with a cached valid token are never limited. Negative: no limit.")
-	fs.IntVar(&o.unverifiedBurst, "auth-unverified-burst", dispatchapi.DefaultUnverifiedBurst, "Burst of --auth-unverified-rate.")
+	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", httpapi.DefaultAuthTTL, "How long the verdict of a valid token is cached (per route and session).")
+	fs.DurationVar(&o.authNegativeTTL, "auth-negative-cache-ttl", httpapi.DefaultNegativeAuthTTL, "How long a token the API server rejected is remembered as rejected (at most --auth-cache-ttl).")
+	fs.Float64Var(&o.unverifiedRate, "auth-unverified-rate", httpapi.DefaultUnverifiedRate, "Requests per second and source address whose token is not cached as valid (each costs a TokenReview); over it: 429 RateLimited. Requests with a cached valid token are never limited. Negative: no limit.")
+	fs.IntVar(&o.unverifiedBurst, "auth-unverified-burst", httpapi.DefaultUnverifiedBurst, "Burst of --auth-unverified-rate.")
 }
 
 // withDefaults fills what options built in code (tests) left zero.

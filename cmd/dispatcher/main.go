@@ -1,5 +1,5 @@
-// Command dispatcher runs the turn engine (internal/dispatch) behind the
-// dispatcher's HTTP API (internal/dispatchapi) over TLS. With the file
+// Command dispatcher runs the turn engine (internal/dispatcher/engine) behind the
+// dispatcher's HTTP API (internal/dispatcher/httpapi) over TLS. With the file
 // journal it is one active replica, guarded by leader election, that owns
 // the journal and the AgentSession journal finalizer (DESIGN.md §4, issue 7
 // item 1); on PostgreSQL every replica serves (sweep.go; leader election
@@ -31,7 +31,7 @@
 //     served through controller-runtime's certwatcher, so a replaced pair is
 //     picked up without a restart;
 //   - --tls-secret-name: a CA and serving certificate for --tls-dns-names kept
-//     in that Secret (internal/certs over cert-controller's rotator): the CA
+//     in that Secret (internal/platform/certs over cert-controller's rotator): the CA
 //     survives restarts, the serving certificate is replaced before it expires,
 //     and the dispatcher copies the Secret into --tls-cert-dir and serves it
 //     through a certwatcher; the API listens only once the certificate exists;
@@ -97,12 +97,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
-	"github.com/openclaw/harness-operator/internal/health"
-	"github.com/openclaw/harness-operator/internal/netguard"
-	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
+	"github.com/openclaw/harness-operator/internal/platform/health"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
+	harnessscheme "github.com/openclaw/harness-operator/internal/platform/scheme"
 )
 
 const (
@@ -156,7 +156,7 @@ func main() {
 	bindLimitFlags(flag.CommandLine, &opts.limits)
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
 	flag.DurationVar(&opts.sweepInterval, "sweep-interval", defaultSweepInterval, "With --store=postgres: how often every replica ends the turns of replicas that died (their session lease expired); such a turn ends within the lease's 30 s plus this.")
-	flag.DurationVar(&opts.gcInterval, "gc-interval", dispatch.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
+	flag.DurationVar(&opts.gcInterval, "gc-interval", engine.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
 	flag.StringVar(&opts.tls.certFile, "tls-cert-file", "", "Serving certificate (PEM), with --tls-key-file; reloaded when the files change (e.g. a cert-manager Secret volume). Without it and --tls-secret-name: an ephemeral CA and certificate generated at every start (local development only: clients must trust a new CA after each restart).")
 	flag.StringVar(&opts.tls.keyFile, "tls-key-file", "", "Private key of --tls-cert-file (PEM).")
 	flag.StringVar(&opts.tls.secretName, "tls-secret-name", "", "Keep a self-managed CA and serving certificate in this Secret (keys tls.crt, tls.key, ca.crt, ca.key; created when missing): the CA survives restarts, the certificate is replaced before it expires. Clients trust its ca.crt.")
@@ -266,8 +266,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 			ByObject: map[client.Object]cache.ByObject{
 				// The server pods and StatefulSets of harnesses: the engine
 				// trusts a pod only when its harness's StatefulSet controls it.
-				&corev1.Pod{}:         {Label: harnessobjects.ManagedSelector()},
-				&appsv1.StatefulSet{}: {Label: harnessobjects.ManagedSelector()},
+				&corev1.Pod{}:         {Label: objects.ManagedSelector()},
+				&appsv1.StatefulSet{}: {Label: objects.ManagedSelector()},
 			},
 			// Nothing the dispatcher runs reads managedFields (it applies
 			// its part of a status from scratch): without them its cache of
@@ -300,13 +300,13 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
-	eng := dispatch.New(reader, mgr.GetClient(), st.Store, dispatch.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
+	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
 		ExternalDial: externalDial, SharedStore: st.shared})
 	defer eng.Close()
-	if err := (&dispatch.FinalizerReconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
+	if err := (&engine.FinalizerReconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(&dispatch.GarbageCollector{Engine: eng, Store: st.Store, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
+	if err := mgr.Add(&engine.GarbageCollector{Engine: eng, Store: st.Store, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {
 		return fmt.Errorf("add the garbage collector: %w", err)
 	}
 
@@ -314,13 +314,13 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return fmt.Errorf("create the Kubernetes clientset: %w", err)
 	}
-	authorizer := dispatchapi.NewKubeAuthorizer(cs, opts.tokenAudience)
+	authorizer := httpapi.NewKubeAuthorizer(cs, opts.tokenAudience)
 	if opts.limits.requireAudience {
 		if err := authorizer.RequireAudience(); err != nil {
 			return err
 		}
 	}
-	handler, err := dispatchapi.NewHandler(dispatchapi.Config{
+	handler, err := httpapi.NewHandler(httpapi.Config{
 		Engine: eng, Store: st.Store, Sessions: mgr.GetCache(),
 		Authorizer:           authorizer,
 		TurnTokens:           turnTokens,

@@ -28,12 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/netguard"
-	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
+	"github.com/openclaw/harness-operator/internal/dispatcher/turntoken"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/internal/turntoken"
-	"github.com/openclaw/harness-operator/internal/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 

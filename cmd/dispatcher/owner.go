@@ -15,7 +15,7 @@ import (
 const ownerFile = "OWNER"
 
 // journalOwner is the owner id the engine holds session leases under
-// (dispatch.Options.Owner): created once per journal directory and kept
+// (engine.Options.Owner): created once per journal directory and kept
 // there, so a dispatcher restarted on the same volume is the same owner and
 // its start-up recovery ends its previous process's runs at once, instead
 // of waiting for their leases to expire.

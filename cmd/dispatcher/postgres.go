@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"github.com/openclaw/harness-operator/internal/pgstore"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/pgstore"
 )
 
 // The connection string is a secret: it is read from its Secret once, and

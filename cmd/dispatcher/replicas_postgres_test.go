@@ -18,9 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/sse"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -61,7 +60,7 @@ func TestReplicasShareTurnsOnPostgres(t *testing.T) {
 				must(t, json.Unmarshal(ev.Data, &call))
 				answer := fmt.Sprintf(`{"callId":%q,"content":[{"type":"text","text":"sunny, 21C"}]}`, call.CallID)
 				st, got := do(t, b.hc, http.MethodPost, b.base+"/tools/turns/run-rep1/tool-results", fx.gateway, answer,
-					map[string]string{dispatchapi.TurnTokenHeader: token})
+					map[string]string{wire.TurnTokenHeader: token})
 				if st != http.StatusAccepted {
 					t.Errorf("the tool result posted to the other replica: %d %s", st, got)
 				}

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/store"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 )
 
 // defaultRetentionInterval is how often retention runs while the dispatcher
@@ -61,7 +61,7 @@ func (o retentionOptions) runnable(s store.Store, log logr.Logger) *retention {
 }
 
 // Retention metrics. Their one open label is namespace, bounded like the
-// engine's (internal/dispatch/metrics.go).
+// engine's (internal/dispatcher/engine/metrics.go).
 var (
 	retentionPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harness_dispatcher_journal_retention_passes_total",

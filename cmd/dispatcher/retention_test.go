@@ -11,7 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 )
 
 // gauge returns the value of vec's series for namespace ns, and whether it

@@ -15,7 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/openclaw/harness-operator/internal/dispatch"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 )
 
 // recoverAttempts bounds Engine.Recover's retries at start-up before the
@@ -40,7 +40,7 @@ type apiServer struct {
 	handler      http.Handler
 	grace        time.Duration
 	cache        cache.Cache
-	engine       *dispatch.Engine
+	engine       *engine.Engine
 	limits       limitOptions
 	log          logr.Logger
 
@@ -78,7 +78,7 @@ func (s *apiServer) Start(ctx context.Context) error {
 		// ReadTimeout bounds reading the request, body included; net/http
 		// lifts the read deadline once the body is read, so a turn stream
 		// is not cut by it (WriteTimeout, which would, stays unset: each
-		// stream write has its own deadline, dispatchapi).
+		// stream write has its own deadline, httpapi).
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       limits.readTimeout,
 		IdleTimeout:       limits.idleTimeout,

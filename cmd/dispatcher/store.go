@@ -15,13 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/store"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 )
 
 // The dispatcher's store (docs/dispatcher-store.md, "Choosing the store"):
 // the file journal on a ReadWriteOnce volume (the default: one replica) or
-// PostgreSQL (internal/pgstore: replicas share one database). Everything
+// PostgreSQL (internal/dispatcher/store/pgstore: replicas share one database). Everything
 // that differs between them for run() — opening, the owner id its leases
 // are held under, readiness, closing — is decided here; the engine, the API
 // and retention see only store.Store.
@@ -79,7 +79,7 @@ func (o storeOptions) validate() error {
 // beyond store.Store.
 type openedStore struct {
 	store.Store
-	// owner is the id the engine holds leases under (dispatch.Options.Owner):
+	// owner is the id the engine holds leases under (engine.Options.Owner):
 	// the same for a restarted process of this replica, so its start-up
 	// recovery ends what its previous process left at once.
 	owner string

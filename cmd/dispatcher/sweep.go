@@ -7,7 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/openclaw/harness-operator/internal/dispatch"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 )
 
 // defaultSweepInterval: with the session lease's 30 s, a dead replica's turn
@@ -18,7 +18,7 @@ const defaultSweepInterval = 10 * time.Second
 // died (Engine.Sweep). Every replica sweeps: there is no leader to lose, and
 // a sweep is idempotent — two replicas sweeping one run end it once.
 type sweeper struct {
-	engine   *dispatch.Engine
+	engine   *engine.Engine
 	interval time.Duration
 	log      logr.Logger
 }

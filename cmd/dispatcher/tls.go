@@ -22,7 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 
-	"github.com/openclaw/harness-operator/internal/certs"
+	"github.com/openclaw/harness-operator/internal/platform/certs"
 )
 
 // selfManagedValidity is the validity of the ephemeral CA and serving

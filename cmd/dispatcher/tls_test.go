@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/openclaw/harness-operator/internal/certs"
+	"github.com/openclaw/harness-operator/internal/platform/certs"
 )
 
 // TestServingTLSFiles: --tls-cert-file/--tls-key-file are served as given (no

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/turntoken"
+	"github.com/openclaw/harness-operator/internal/dispatcher/turntoken"
 )
 
 // defaultTurnTokenSecret names the Secret of the turn-token key (the Helm
@@ -18,7 +18,7 @@ import (
 const defaultTurnTokenSecret = "harness-dispatcher-turn-token"
 
 // turnTokenOptions name the Secret that keeps the key turn tokens are signed
-// with: one key for every replica and every restart (internal/turntoken).
+// with: one key for every replica and every restart (internal/dispatcher/turntoken).
 type turnTokenOptions struct {
 	secretName string
 	secretNS   string // default POD_NAMESPACE, then the Lease's

@@ -16,8 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 // How the CLI answers a turn's approval requests (--approve).
@@ -268,7 +267,7 @@ func (a *answerer) post(ctx context.Context, path, requestID string, body any) {
 		return
 	}
 	hdr := http.Header{}
-	hdr.Set(dispatchapi.TurnTokenHeader, a.token)
+	hdr.Set(wire.TurnTokenHeader, a.token)
 	resp, err := a.dc.do(ctx, http.MethodPost, a.turnsURL+"/"+url.PathEscape(a.runID)+"/"+path, b, hdr)
 	if err != nil {
 		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %v\n", requestID, err)

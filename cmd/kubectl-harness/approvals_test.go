@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 func TestParseDecision(t *testing.T) {

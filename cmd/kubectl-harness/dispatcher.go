@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 // Environment variables of the dispatcher discovery.
@@ -57,7 +57,7 @@ type dispatcherClient struct {
 	http  *http.Client
 	token string
 	// authHeader carries the token: Authorization when the CLI talks to the
-	// dispatcher directly, dispatchapi.ProxyAuthorizationHeader through the
+	// dispatcher directly, wire.ProxyAuthorizationHeader through the
 	// API server's service proxy (which deletes Authorization, and whose
 	// own Authorization is the kubeconfig's credential set by http). Empty
 	// means Authorization.

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/openclawconfig"
+	"github.com/openclaw/harness-operator/internal/cli/openclawconfig"
 )
 
 func newImportCommand() *cobra.Command {

@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/manifest"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/cli/manifest"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 // TestExplainReadsTheCluster runs `explain` without --offline against a real

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 const (
@@ -46,7 +46,7 @@ var dispatcherSelector = labels.Set{
 // or `get` (GET) on services/proxy for that Service, removes Authorization
 // and forwards the rest, so the dispatcher's token — the ServiceAccount's
 // (token.go), never the kubeconfig's — travels in
-// dispatchapi.ProxyAuthorizationHeader. The API server does not verify the
+// wire.ProxyAuthorizationHeader. The API server does not verify the
 // dispatcher's serving certificate on its hop, so --dispatcher-ca has no
 // meaning here and is refused rather than silently ignored.
 func (d *dispatcherFlags) proxyDispatcher(ctx context.Context, kc *kubeClient, stderr io.Writer) (*dispatcherClient, error) {
@@ -84,7 +84,7 @@ func (d *dispatcherFlags) proxyDispatcher(ctx context.Context, kc *kubeClient, s
 	// Path is the unescaped form; namespace and Service names are DNS labels.
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/namespaces/" + ns + "/services/https:" + svc + ":" + dispatcherPortName + "/proxy"
 	u.RawPath = ""
-	return &dispatcherClient{base: &u, http: hc, token: token, authHeader: dispatchapi.ProxyAuthorizationHeader}, nil
+	return &dispatcherClient{base: &u, http: hc, token: token, authHeader: wire.ProxyAuthorizationHeader}, nil
 }
 
 // findDispatcherService returns the name of the one Service in ns labeled

@@ -33,11 +33,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/journal"
-	"github.com/openclaw/harness-operator/internal/sse"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 )
 
 // exposeThroughServiceProxy makes the kube-apiserver's service proxy for
@@ -116,7 +116,7 @@ type headerRecorder struct {
 
 func (h *headerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
-	h.authz, h.proxyAuth = r.Header.Get("Authorization"), r.Header.Get(dispatchapi.ProxyAuthorizationHeader)
+	h.authz, h.proxyAuth = r.Header.Get("Authorization"), r.Header.Get(wire.ProxyAuthorizationHeader)
 	h.requests++
 	h.mu.Unlock()
 	h.next.ServeHTTP(w, r)
@@ -131,7 +131,7 @@ func (h *headerRecorder) last() (string, string, int) {
 // TestDispatcherThroughServiceProxy runs `transcript` and `turn` without a
 // dispatcher URL against a real kube-apiserver: the CLI finds the labeled
 // dispatcher Service, goes through the API server's service proxy with the
-// kubeconfig's client certificate, and a real dispatchapi.Handler
+// kubeconfig's client certificate, and a real httpapi.Handler
 // authenticates the harness-cli token (dispatcher audience) it receives in
 // X-Harness-Authorization (TokenReview and SubjectAccessReview on the same
 // API server). The CLI user is not an administrator: it holds exactly the
@@ -161,13 +161,13 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	}))
 	// harness-cli may run turns and read them (the gateway grant).
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: defaultServiceAccount}}))
-	grant(t, c, ns, "harness-turns", []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+	grant(t, c, ns, "harness-turns", []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: defaultServiceAccount})
 	// The CLI user: reads sessions, requests harness-cli tokens, finds and
 	// uses the dispatcher Service's proxy (README, "through the API server").
 	user := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "cli-user"}
 	grant(t, c, ns, "cli-user", []rbacv1.PolicyRule{
-		{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
+		{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{defaultServiceAccount}, Verbs: []string{"create"}},
 	}, user)
 	grant(t, c, dns, "cli-user", []rbacv1.PolicyRule{
@@ -187,9 +187,9 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	jrnl, err := journal.Open(t.TempDir(), journal.Options{})
 	must(err)
 	defer func() { _ = jrnl.Close() }()
-	eng := dispatch.New(c, c, jrnl, dispatch.Options{})
+	eng := engine.New(c, c, jrnl, engine.Options{})
 	defer eng.Close()
-	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
+	h, err := httpapi.NewHandler(httpapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: httpapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
 	must(err)
 	rec := &headerRecorder{next: h}
 	srv := httptest.NewTLSServer(rec)
@@ -218,7 +218,7 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 		t.Fatalf("transcript through the proxy: exit %d, stdout %q, stderr %q, dispatcher requests %d", exit, out, errOut, n)
 	}
 	if authz != "" || !strings.HasPrefix(proxyAuth, "Bearer ") {
-		t.Fatalf("the dispatcher saw Authorization %q and %s %q; want only the latter", authz, dispatchapi.ProxyAuthorizationHeader, proxyAuth)
+		t.Fatalf("the dispatcher saw Authorization %q and %s %q; want only the latter", authz, wire.ProxyAuthorizationHeader, proxyAuth)
 	}
 	// A turn (POST, `create` on services/proxy): authorized by the handler,
 	// then refused by the engine (no policy, no harness: the embedded
@@ -240,7 +240,7 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	err = json.NewDecoder(resp.Body).Decode(&ae)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || err != nil || ae.Code != wire.CodeUnauthorized ||
-		!strings.Contains(ae.Message, dispatchapi.ProxyAuthorizationHeader) {
+		!strings.Contains(ae.Message, wire.ProxyAuthorizationHeader) {
 		t.Fatalf("no header: %d %+v (%v)", resp.StatusCode, ae, err)
 	}
 
@@ -429,7 +429,7 @@ func TestServiceProxyFacts(t *testing.T) {
 		return resp
 	}
 
-	resp := get("/hello", map[string]string{dispatchapi.ProxyAuthorizationHeader: "Bearer forwarded", "Last-Event-ID": "41"})
+	resp := get("/hello", map[string]string{wire.ProxyAuthorizationHeader: "Bearer forwarded", "Last-Event-ID": "41"})
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	mu.Lock()
@@ -441,7 +441,7 @@ func TestServiceProxyFacts(t *testing.T) {
 	if a := got.Get("Authorization"); a != "" {
 		t.Fatalf("the API server forwarded Authorization %q; the design assumes it deletes it", a)
 	}
-	if got.Get(dispatchapi.ProxyAuthorizationHeader) != "Bearer forwarded" || got.Get("Last-Event-ID") != "41" {
+	if got.Get(wire.ProxyAuthorizationHeader) != "Bearer forwarded" || got.Get("Last-Event-ID") != "41" {
 		t.Fatalf("headers not forwarded: %v", got)
 	}
 

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 // The turn printer's part of native requests: each request and its

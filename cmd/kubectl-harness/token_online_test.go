@@ -20,9 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -104,7 +105,7 @@ func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
 	if err := c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: defaultServiceAccount}}); err != nil {
 		t.Fatal(err)
 	}
-	turns := []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}}
+	turns := []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}}
 	grant(t, c, ns, "harness-cli-turns", turns, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: defaultServiceAccount})
 
 	// alice: a bearer-token kubeconfig with the chart's CLI grants, and the
@@ -113,7 +114,7 @@ func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
 	aliceKubeconfig, aliceToken := serviceAccountKubeconfig(t, te, ns, "alice")
 	alice := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "alice"}
 	grant(t, c, ns, "alice", append([]rbacv1.PolicyRule{
-		{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
+		{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{defaultServiceAccount}, Verbs: []string{"create"}},
 	}, turns...), alice)
 	grant(t, c, dns, "alice", []rbacv1.PolicyRule{
@@ -123,7 +124,7 @@ func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
 	// bob: the same, except the token request.
 	bobKubeconfig, _ := serviceAccountKubeconfig(t, te, ns, "bob")
 	grant(t, c, ns, "bob", append([]rbacv1.PolicyRule{
-		{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
+		{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions"}, Verbs: []string{"get"}},
 	}, turns...), rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "bob"})
 
 	jrnl, err := journal.Open(t.TempDir(), journal.Options{})
@@ -131,9 +132,9 @@ func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = jrnl.Close() }()
-	eng := dispatch.New(c, c, jrnl, dispatch.Options{})
+	eng := engine.New(c, c, jrnl, engine.Options{})
 	defer eng.Close()
-	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, defaultAudience)})
+	h, err := httpapi.NewHandler(httpapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: httpapi.NewKubeAuthorizer(cs, defaultAudience)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestDispatcherReceivesOnlyAShortLivedServiceAccountToken(t *testing.T) {
 	_, errOut, exit := runCLI(t, direct, "transcript", "s1", "--kubeconfig="+aliceKubeconfig, "-n", ns)
 	authz, proxyAuth, n := rec.last()
 	if exit != exitOK || n != 1 || proxyAuth != "" {
-		t.Fatalf("direct transcript: exit %d, stderr %q, dispatcher requests %d, %s %q", exit, errOut, n, dispatchapi.ProxyAuthorizationHeader, proxyAuth)
+		t.Fatalf("direct transcript: exit %d, stderr %q, dispatcher requests %d, %s %q", exit, errOut, n, wire.ProxyAuthorizationHeader, proxyAuth)
 	}
 	checkToken("direct URL", authz)
 	if errOut != announced {

@@ -18,18 +18,18 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/journal"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 const e2eServerToken = "kubectl-harness-e2e-token-41d2"
 
 // TestTurnEndToEnd runs `turn`, `transcript` and `status` through the built
-// binary against a dispatchapi.Handler over TLS in front of the real engine:
+// binary against a httpapi.Handler over TLS in front of the real engine:
 // envtest's kube-apiserver (TokenRequest, TokenReview, SubjectAccessReview,
 // RBAC), the agentharness controller making an external AgentHarness Ready,
 // a real `codex app-server` and the stub model. The CLI requests a
@@ -67,7 +67,7 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = jrnl.Close() }()
-	eng := dispatch.New(c, c, jrnl, dispatch.Options{ReattachTimeout: 3 * time.Second, ExternalDial: testutil.LoopbackExternalDial})
+	eng := engine.New(c, c, jrnl, engine.Options{ReattachTimeout: 3 * time.Second, ExternalDial: testutil.LoopbackExternalDial})
 	defer eng.Close()
 	const ns = "e2e" // the manager's one harness namespace
 	mgr, err := testutil.StartManager(ctx, te, func(m ctrl.Manager) error {
@@ -78,7 +78,7 @@ func TestTurnEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = mgr.Stop() }()
-	h, err := dispatchapi.NewHandler(dispatchapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: dispatchapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
+	h, err := httpapi.NewHandler(httpapi.Config{Engine: eng, Store: jrnl, Sessions: c, Authorizer: httpapi.NewKubeAuthorizer(cs, "harness-dispatcher")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestTurnEndToEnd(t *testing.T) {
 	must(c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: defaultServiceAccount}}))
 	must(c.Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "harness-turns"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
 	}))
 	must(c.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "harness-cli"},

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
 )
 
 func TestSessionName(t *testing.T) {

@@ -30,10 +30,10 @@ import (
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/controllers/agentsession"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
-	"github.com/openclaw/harness-operator/internal/health"
-	"github.com/openclaw/harness-operator/internal/netguard"
-	harnessscheme "github.com/openclaw/harness-operator/internal/scheme"
-	"github.com/openclaw/harness-operator/internal/webhook"
+	"github.com/openclaw/harness-operator/internal/manager/webhook"
+	"github.com/openclaw/harness-operator/internal/platform/health"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
+	harnessscheme "github.com/openclaw/harness-operator/internal/platform/scheme"
 )
 
 // options are the manager's command-line settings.

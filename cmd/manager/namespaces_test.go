@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -69,15 +69,15 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 	})
 	// team-b: not served, visibly.
 	waitFor(t, "team-b harness reported NamespaceNotManaged", func() (bool, string) {
-		var h harnessv1alpha1.AgentHarness
+		var h v1alpha1.AgentHarness
 		if err := admin.Get(ctx, types.NamespacedName{Namespace: teamB, Name: "codex"}, &h); err != nil {
 			return false, err.Error()
 		}
-		c := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady)
+		c := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionReady)
 		if c == nil {
 			return false, "no Ready condition"
 		}
-		ok := c.Status == metav1.ConditionFalse && c.Reason == string(harnessv1alpha1.HarnessReasonNamespaceNotManaged) &&
+		ok := c.Status == metav1.ConditionFalse && c.Reason == string(v1alpha1.HarnessReasonNamespaceNotManaged) &&
 			strings.Contains(c.Message, "team-b is not one of the operator's harness namespaces (team-a; manager flag --harness-namespaces")
 		return ok, c.Reason + ": " + c.Message
 	})
@@ -200,12 +200,12 @@ func generatedManagerRole(t *testing.T) *rbacv1.ClusterRole {
 	return role
 }
 
-func managedHarness(namespace string) *harnessv1alpha1.AgentHarness {
-	return &harnessv1alpha1.AgentHarness{
+func managedHarness(namespace string) *v1alpha1.AgentHarness {
+	return &v1alpha1.AgentHarness{
 		ObjectMeta: metav1.ObjectMeta{Name: "codex", Namespace: namespace},
-		Spec: harnessv1alpha1.AgentHarnessSpec{
-			Adapter:   harnessv1alpha1.AdapterCodexAppServer,
-			AppServer: &harnessv1alpha1.AppServerWorkload{Image: "codex@sha256:" + strings.Repeat("a", 64)},
+		Spec: v1alpha1.AgentHarnessSpec{
+			Adapter:   v1alpha1.AdapterCodexAppServer,
+			AppServer: &v1alpha1.AppServerWorkload{Image: "codex@sha256:" + strings.Repeat("a", 64)},
 		},
 	}
 }

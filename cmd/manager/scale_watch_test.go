@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/scheme"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/platform/scheme"
 )
 
 // watchPoll is how often a wait re-reads what the watch has seen; the
@@ -121,7 +121,7 @@ func (w *sessionWatch) record(s *v1alpha1.AgentSession, write bool) {
 	}
 	seen.at = now
 	seen.ready = meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady)
-	seen.finalized = controllerutil.ContainsFinalizer(s, dispatch.JournalFinalizer)
+	seen.finalized = controllerutil.ContainsFinalizer(s, engine.JournalFinalizer)
 	seen.observedGeneration = s.Status.ObservedGeneration
 	seen.runtime, seen.source, seen.resolvedMessage = "", "", ""
 	if p := s.Status.Policy; p != nil {

@@ -7,9 +7,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 )
 
 var _ = Describe("capabilities in status", func() {
@@ -17,13 +17,13 @@ var _ = Describe("capabilities in status", func() {
 		ns := newNamespace()
 		h := managedHarness(ns, "codex", 1)
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
-		caps := func(h *harnessv1alpha1.AgentHarness) []harnessv1alpha1.HarnessCapability {
+		caps := func(h *v1alpha1.AgentHarness) []v1alpha1.HarnessCapability {
 			return h.Status.Capabilities
 		}
-		Eventually(statusOf(h)).Should(WithTransform(caps, Equal(wire.AdapterCapabilities(harnessv1alpha1.AdapterCodexAppServer))))
+		Eventually(statusOf(h)).Should(WithTransform(caps, Equal(wire.AdapterCapabilities(v1alpha1.AdapterCodexAppServer))))
 		got := getHarness(h).Status.Capabilities
-		Expect(wire.CapabilityOf(got, harnessv1alpha1.CapabilityIsolatedCompletion)).To(Equal(harnessv1alpha1.CapabilityModelDependent))
-		Expect(wire.CapabilityOf(got, harnessv1alpha1.CapabilityTurns)).To(Equal(harnessv1alpha1.CapabilitySupported))
+		Expect(wire.CapabilityOf(got, v1alpha1.CapabilityIsolatedCompletion)).To(Equal(v1alpha1.CapabilityModelDependent))
+		Expect(wire.CapabilityOf(got, v1alpha1.CapabilityTurns)).To(Equal(v1alpha1.CapabilitySupported))
 		for _, c := range got {
 			Expect(c.ExcludedModels).To(BeEmpty(), "no handshake has read a catalog: %s", c.Name)
 		}
@@ -41,27 +41,27 @@ var _ = Describe("capabilities in status", func() {
 		host := nextHost()
 		startPodServer(codexBin, sts, host)
 		createServerPod(sts, 0, host, "registry.example/codex@"+digest('c'))
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "True/Ready"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionReady, "True/Ready"))
 
 		got := getHarness(h).Status.Capabilities
-		excluded := func(n harnessv1alpha1.HarnessCapabilityName) []string {
+		excluded := func(n v1alpha1.HarnessCapabilityName) []string {
 			for _, c := range got {
 				if c.Name == n {
-					Expect(c.Support).To(Equal(harnessv1alpha1.CapabilityModelDependent), "%s", n)
+					Expect(c.Support).To(Equal(v1alpha1.CapabilityModelDependent), "%s", n)
 					return c.ExcludedModels
 				}
 			}
 			Fail(fmt.Sprintf("%s is not listed", n))
 			return nil
 		}
-		catalog := excluded(harnessv1alpha1.CapabilityIsolatedCompletion)
+		catalog := excluded(v1alpha1.CapabilityIsolatedCompletion)
 		// gpt-6.1-sol is the catalog's default; codex-auto-review is hidden.
 		Expect(catalog).To(ContainElements("gpt-6.1-sol", "gpt-5.5", "codex-auto-review"))
 		Expect(catalog).NotTo(ContainElement(codextest.StubModel))
 		Expect(slices.IsSorted(catalog)).To(BeTrue())
-		Expect(excluded(harnessv1alpha1.CapabilitySettledTurnFinalization)).To(Equal(catalog))
+		Expect(excluded(v1alpha1.CapabilitySettledTurnFinalization)).To(Equal(catalog))
 		for _, c := range got {
-			if c.Support != harnessv1alpha1.CapabilityModelDependent {
+			if c.Support != v1alpha1.CapabilityModelDependent {
 				Expect(c.ExcludedModels).To(BeEmpty(), "%s is not per model", c.Name)
 			}
 		}

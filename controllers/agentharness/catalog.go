@@ -3,9 +3,9 @@ package agentharness
 import (
 	"slices"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
 )
 
 // Limits of HarnessCapability.excludedModels (api/v1alpha1).
@@ -52,6 +52,6 @@ func modelCatalog(results []*handshakeResult) []string {
 
 // judgedCapabilities is status.capabilities once the conditions phase
 // judged the servers: the adapter's table with the model catalog applied.
-func judgedCapabilities(h *harnessv1alpha1.AgentHarness, results []*handshakeResult) []harnessv1alpha1.HarnessCapability {
+func judgedCapabilities(h *v1alpha1.AgentHarness, results []*handshakeResult) []v1alpha1.HarnessCapability {
 	return wire.WithModelCatalog(wire.AdapterCapabilities(h.Spec.Adapter), modelCatalog(results))
 }

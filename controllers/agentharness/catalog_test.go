@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
 )
 
 // The catalog a harness publishes is one a gateway can trust to exclude

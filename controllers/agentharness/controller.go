@@ -40,11 +40,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/conditions"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
-	"github.com/openclaw/harness-operator/internal/netguard"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
+	"github.com/openclaw/harness-operator/internal/platform/conditions"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
 )
 
 const (
@@ -91,7 +91,7 @@ type Reconciler struct {
 	HarnessNamespaces []string
 
 	// AppServerPort is the port the app-server listens on in its pod (the
-	// container port and Service port named harnessobjects.PortName). Zero means
+	// container port and Service port named objects.PortName). Zero means
 	// DefaultAppServerPort.
 	AppServerPort int32
 
@@ -131,9 +131,9 @@ type Reconciler struct {
 
 // scope is what one reconcile knows about one harness.
 type scope struct {
-	harness *harnessv1alpha1.AgentHarness
+	harness *v1alpha1.AgentHarness
 	// before is the status as read, to write only on change.
-	before *harnessv1alpha1.AgentHarnessStatus
+	before *v1alpha1.AgentHarnessStatus
 	// token is the capability token (managed: generated; external: from
 	// tokenSecretRef). Never logged.
 	token string
@@ -176,7 +176,7 @@ type phase struct {
 // Reconcile runs the ordered phases for the harness's mode, then writes the
 // status once, only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	h := &harnessv1alpha1.AgentHarness{}
+	h := &v1alpha1.AgentHarness{}
 	if err := r.Get(ctx, req.NamespacedName, h); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.results.forget(req.NamespacedName)
@@ -209,8 +209,8 @@ func (r *Reconciler) runPhases(ctx context.Context, s *scope) (err error) {
 	for _, p := range r.phases(s.harness) {
 		if err := p.run(ctx, s); err != nil {
 			err = fmt.Errorf("reconcile %s: %w", p.name, err)
-			setCondition(s.harness, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
-				harnessv1alpha1.HarnessReasonReconcileFailed, err.Error()})
+			setCondition(s.harness, v1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+				v1alpha1.HarnessReasonReconcileFailed, err.Error()})
 			return err
 		}
 		if s.final {
@@ -221,7 +221,7 @@ func (r *Reconciler) runPhases(ctx context.Context, s *scope) (err error) {
 }
 
 // phases lists the ordered phases of the harness's mode.
-func (r *Reconciler) phases(h *harnessv1alpha1.AgentHarness) []phase {
+func (r *Reconciler) phases(h *v1alpha1.AgentHarness) []phase {
 	if !slices.Contains(r.HarnessNamespaces, h.Namespace) {
 		return []phase{{"namespace", r.unmanagedNamespace}}
 	}
@@ -295,9 +295,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.pods = podCache
 
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &harnessv1alpha1.AgentHarness{},
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.AgentHarness{},
 		indexExternalTokenSecret, func(o client.Object) []string {
-			h := o.(*harnessv1alpha1.AgentHarness)
+			h := o.(*v1alpha1.AgentHarness)
 			if h.Spec.External == nil {
 				return nil
 			}
@@ -305,13 +305,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("set up agentharness controller: index external token secrets: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &harnessv1alpha1.AgentHarness{},
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.AgentHarness{},
 		indexAppServerSecret, appServerSecretNames); err != nil {
 		return fmt.Errorf("set up agentharness controller: index app-server secrets: %w", err)
 	}
 
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&harnessv1alpha1.AgentHarness{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.AgentHarness{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
@@ -341,7 +341,7 @@ func newPodCache(mgr ctrl.Manager) (podCache, error) {
 		Scheme:     mgr.GetScheme(),
 		Mapper:     mgr.GetRESTMapper(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: harnessobjects.ManagedSelector()},
+			&corev1.Pod{}: {Label: objects.ManagedSelector()},
 		},
 	})
 	if err != nil {
@@ -356,7 +356,7 @@ func newPodCache(mgr ctrl.Manager) (podCache, error) {
 
 // harnessForPod maps a server pod to its harness.
 func harnessForPod(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	name := pod.Annotations[harnessobjects.AnnotationHarness]
+	name := pod.Annotations[objects.AnnotationHarness]
 	if name == "" {
 		return nil
 	}
@@ -377,12 +377,12 @@ func (r *Reconciler) workload(s *scope) workload {
 // non-empty token is kept, a missing one is generated.
 func (r *Reconciler) reconcileTokenSecret(ctx context.Context, s *scope) error {
 	h := s.harness
-	key := types.NamespacedName{Namespace: h.Namespace, Name: harnessobjects.TokenSecretName(h)}
+	key := types.NamespacedName{Namespace: h.Namespace, Name: objects.TokenSecretName(h)}
 	var secret corev1.Secret
 	err := r.apiReader.Get(ctx, key, &secret)
 	switch {
-	case err == nil && len(secret.Data[harnessobjects.TokenSecretKey]) > 0:
-		s.token = string(secret.Data[harnessobjects.TokenSecretKey])
+	case err == nil && len(secret.Data[objects.TokenSecretKey]) > 0:
+		s.token = string(secret.Data[objects.TokenSecretKey])
 	case err == nil || apierrors.IsNotFound(err):
 		token, err := newToken()
 		if err != nil {
@@ -409,7 +409,7 @@ func newToken() (string, error) {
 
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 	if err := r.Apply(ctx, r.workload(s).service(), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply service %s: %w", harnessobjects.WorkloadName(s.harness), err)
+		return fmt.Errorf("apply service %s: %w", objects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
@@ -420,7 +420,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
 // adopts the pods and rolls them.
 func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 	h := s.harness
-	name := harnessobjects.WorkloadName(h)
+	name := objects.WorkloadName(h)
 	var existing appsv1.StatefulSet
 	err := r.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: name}, &existing)
 	switch {
@@ -454,14 +454,14 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) error {
 	if err := r.Apply(ctx, r.workload(s).networkPolicy(), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply networkpolicy %s: %w", harnessobjects.WorkloadName(s.harness), err)
+		return fmt.Errorf("apply networkpolicy %s: %w", objects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
 
 func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) error {
 	if err := r.Apply(ctx, r.workload(s).podDisruptionBudget(), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply poddisruptionbudget %s: %w", harnessobjects.WorkloadName(s.harness), err)
+		return fmt.Errorf("apply poddisruptionbudget %s: %w", objects.WorkloadName(s.harness), err)
 	}
 	return nil
 }
@@ -470,7 +470,7 @@ func (r *Reconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope)
 // spec.external.
 func (r *Reconciler) removeWorkload(ctx context.Context, s *scope) error {
 	h := s.harness
-	ns, name := h.Namespace, harnessobjects.WorkloadName(h)
+	ns, name := h.Namespace, objects.WorkloadName(h)
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	objs := []struct {
@@ -481,7 +481,7 @@ func (r *Reconciler) removeWorkload(ctx context.Context, s *scope) error {
 		{&corev1.Service{}, name},
 		{&networkingv1.NetworkPolicy{}, name},
 		{&policyv1.PodDisruptionBudget{}, name},
-		{secret, harnessobjects.TokenSecretName(h)},
+		{secret, objects.TokenSecretName(h)},
 	}
 	var errs []error
 	for _, o := range objs {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // A pod reads its Secrets once, at start: Kubernetes neither restarts a
@@ -41,7 +41,7 @@ type secretKeyRef struct{ name, key string }
 // appServerSecretRefs are the Secret keys of spec.appServer (credentials and
 // env valueFrom.secretKeyRef), sorted, without duplicates. The token Secret
 // is not among them: the controller generates it.
-func appServerSecretRefs(h *harnessv1alpha1.AgentHarness) []secretKeyRef {
+func appServerSecretRefs(h *v1alpha1.AgentHarness) []secretKeyRef {
 	spec := h.Spec.AppServer
 	if spec == nil {
 		return nil
@@ -63,11 +63,11 @@ func appServerSecretRefs(h *harnessv1alpha1.AgentHarness) []secretKeyRef {
 // Secrets (Env credentials, env valueFrom.secretKeyRef): the pods exclude
 // them from the environment of the sessions' tool processes
 // (codexconfig.ToolEnvironmentArgs).
-func secretEnvNames(h *harnessv1alpha1.AgentHarness) []string {
+func secretEnvNames(h *v1alpha1.AgentHarness) []string {
 	spec := h.Spec.AppServer
 	var names []string
 	for _, c := range spec.Credentials {
-		if c.Mount == harnessv1alpha1.CredentialMountEnv {
+		if c.Mount == v1alpha1.CredentialMountEnv {
 			names = append(names, c.Name)
 		}
 	}
@@ -83,7 +83,7 @@ func secretEnvNames(h *harnessv1alpha1.AgentHarness) []string {
 // appServerSecretNames is the field index function of indexAppServerSecret.
 func appServerSecretNames(o client.Object) []string {
 	var names []string
-	for _, ref := range appServerSecretRefs(o.(*harnessv1alpha1.AgentHarness)) {
+	for _, ref := range appServerSecretRefs(o.(*v1alpha1.AgentHarness)) {
 		names = append(names, ref.name)
 	}
 	return slices.Compact(names)
@@ -106,7 +106,7 @@ func (r *Reconciler) hashCredentials(ctx context.Context, s *scope) error {
 // low-entropy credential from being guessed from the annotation by anyone
 // who may read the StatefulSet. Values are read uncached (the manager caches
 // Secrets as metadata only) and never logged.
-func (r *Reconciler) credentialsHash(ctx context.Context, h *harnessv1alpha1.AgentHarness, token string) (string, error) {
+func (r *Reconciler) credentialsHash(ctx context.Context, h *v1alpha1.AgentHarness, token string) (string, error) {
 	mac := hmac.New(sha256.New, []byte(token))
 	write := func(parts ...string) {
 		for _, p := range parts {
@@ -144,7 +144,7 @@ func (r *Reconciler) harnessesForSecret(ctx context.Context, o client.Object) []
 	seen := map[types.NamespacedName]bool{}
 	var reqs []reconcile.Request
 	for _, index := range []string{indexExternalTokenSecret, indexAppServerSecret} {
-		var list harnessv1alpha1.AgentHarnessList
+		var list v1alpha1.AgentHarnessList
 		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 			client.MatchingFields{index: o.GetName()}); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list agent harnesses for a secret", "secret", o.GetName(), "index", index)

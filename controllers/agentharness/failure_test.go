@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 var _ = Describe("a phase the API server refuses", func() {
@@ -29,18 +29,18 @@ var _ = Describe("a phase the API server refuses", func() {
 
 		h := managedHarness(ns, "codex", 1)
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "False/ReconcileFailed"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/ReconcileFailed"))
 		got := getHarness(h)
 		Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-		Expect(condMessage(got, harnessv1alpha1.HarnessConditionReady)).To(And(
-			ContainSubstring("reconcile statefulset: apply statefulset "+harnessobjects.WorkloadName(h)),
+		Expect(condMessage(got, v1alpha1.HarnessConditionReady)).To(And(
+			ContainSubstring("reconcile statefulset: apply statefulset "+objects.WorkloadName(h)),
 			ContainSubstring("exceeded quota: no-statefulsets"),
 		))
 		Eventually(eventsFor(h)).Should(ContainElement(HavePrefix("Warning/ReconcileFailed: reconcile statefulset")))
 
 		By("control: without the quota the harness progresses")
 		Expect(k8sClient.Delete(ctx, quota)).To(Succeed())
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, &appsv1.StatefulSet{})).To(Succeed())
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)}, &appsv1.StatefulSet{})).To(Succeed())
 	})
 })

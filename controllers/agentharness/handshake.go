@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/openclaw/harness-operator/internal/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
 )
 
 const (
@@ -51,7 +51,7 @@ type serverFacts struct {
 }
 
 // appServerHandshake is the handshakeFunc that speaks to a real app-server
-// with internal/appserver.
+// with internal/harness/appserver.
 func appServerHandshake(ctx context.Context, rawURL string, auth appserver.WebSocketOptions) (serverFacts, error) {
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()

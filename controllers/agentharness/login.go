@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // loginVerdict judges the login state the handshakes found (nil results:
@@ -22,7 +22,7 @@ func loginVerdict(results []*handshakeResult) verdict {
 		}
 		switch l := res.login; {
 		case l.LoggedOut():
-			return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonNotLoggedIn, fmt.Sprintf(
+			return verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonNotLoggedIn, fmt.Sprintf(
 				"the app-server %s is not logged in: its model provider authenticates with the server's login (auth.json "+
 					"in the native home) and there is none, so model requests would carry no credential. Add a HomeFile "+
 					"credential holding auth.json (Codex ignores OPENAI_API_KEY in the environment for this provider); "+
@@ -35,12 +35,12 @@ func loginVerdict(results []*handshakeResult) verdict {
 	}
 	switch {
 	case account != "":
-		return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonAccountPresent,
+		return verdict{metav1.ConditionTrue, v1alpha1.HarnessReasonAccountPresent,
 			fmt.Sprintf("the app-server is logged in (account type %s)", account)}
 	case provider != "":
-		return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonProviderCredentials,
+		return verdict{metav1.ConditionTrue, v1alpha1.HarnessReasonProviderCredentials,
 			"the app-server's model provider authenticates with its own key (env_key); whether it is set shows only in the model's answer (AuthFailed)"}
 	}
-	return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonLoginUnknown,
+	return verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonLoginUnknown,
 		"no handshake has read the app-server's login state yet (account/read)"}
 }

@@ -9,7 +9,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 // The server pods' NetworkPolicy. Ingress: only the operator's manager and
@@ -57,8 +57,8 @@ func parseEgressCIDRs(cidrs []string) error {
 // app-server port, and lets the pods reach only DNS and the allowed egress.
 func (w workload) networkPolicy() *networkingv1ac.NetworkPolicyApplyConfiguration {
 	h := w.harness
-	return networkingv1ac.NetworkPolicy(harnessobjects.WorkloadName(h), h.Namespace).
-		WithLabels(harnessobjects.ObjectLabels(h)).
+	return networkingv1ac.NetworkPolicy(objects.WorkloadName(h), h.Namespace).
+		WithLabels(objects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(networkingv1ac.NetworkPolicySpec().
 			WithPodSelector(w.selector()).
@@ -68,9 +68,9 @@ func (w workload) networkPolicy() *networkingv1ac.NetworkPolicyApplyConfiguratio
 					WithNamespaceSelector(metav1ac.LabelSelector().
 						WithMatchLabels(map[string]string{corev1.LabelMetadataName: w.opNamespace})).
 					WithPodSelector(metav1ac.LabelSelector().
-						WithMatchLabels(map[string]string{harnessobjects.LabelName: "harness-operator"}).
+						WithMatchLabels(map[string]string{objects.LabelName: "harness-operator"}).
 						WithMatchExpressions(metav1ac.LabelSelectorRequirement().
-							WithKey(harnessobjects.LabelComponent).
+							WithKey(objects.LabelComponent).
 							WithOperator("In").
 							WithValues("manager", "dispatcher")))).
 				WithPorts(networkingv1ac.NetworkPolicyPort().

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // egressAllows evaluates the rendered policy's egress rules as an enforcing
@@ -49,7 +49,7 @@ func egressAllows(np *networkingv1ac.NetworkPolicyApplyConfiguration, addr strin
 // addresses when the platform narrows it. NetworkPolicies are not enforced
 // by the test cluster's CNI: this asserts the rendered policy.
 func TestServerPodEgress(t *testing.T) {
-	h := &harnessv1alpha1.AgentHarness{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "codex"}}
+	h := &v1alpha1.AgentHarness{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "codex"}}
 	byDefault := workload{harness: h, port: 4500, opNamespace: "op"}.networkPolicy()
 	narrowed := workload{harness: h, port: 4500, opNamespace: "op", egressCIDRs: []string{"203.0.113.0/24"}}.networkPolicy()
 	for _, tc := range []struct {

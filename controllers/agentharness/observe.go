@@ -16,10 +16,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/externalserver"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/externalserver"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 // externalServerName is the name of an external harness's one server.
@@ -34,19 +34,19 @@ type observedServer struct {
 	// digest is its `sha256:…` part.
 	imageID string
 	digest  string
-	state   harnessv1alpha1.ServerState
+	state   v1alpha1.ServerState
 	// sandbox is the pod's sandbox check (only with a sandbox asked for).
 	sandbox sandboxState
 }
 
 // observeServers lists the harness's server pods: the pods its selector
-// matches that are its own (harnessobjects.OwnsServerPod: controlled by its
+// matches that are its own (objects.OwnsServerPod: controlled by its
 // StatefulSet, an ordinal below replicas). The handshake sends the capability
 // token to these pods, so a pod that only carries the labels is ignored.
 func (r *Reconciler) observeServers(ctx context.Context, s *scope) error {
 	h := s.harness
 	sts := &appsv1.StatefulSet{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: harnessobjects.WorkloadName(h)}, sts)
+	err := r.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: objects.WorkloadName(h)}, sts)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -54,15 +54,15 @@ func (r *Reconciler) observeServers(ctx context.Context, s *scope) error {
 		return fmt.Errorf("get statefulset: %w", err)
 	}
 	var pods corev1.PodList
-	if err := r.pods.List(ctx, &pods, client.InNamespace(h.Namespace), client.MatchingLabels(harnessobjects.SelectorLabels(h))); err != nil {
+	if err := r.pods.List(ctx, &pods, client.InNamespace(h.Namespace), client.MatchingLabels(objects.SelectorLabels(h))); err != nil {
 		return fmt.Errorf("list server pods: %w", err)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if !harnessobjects.OwnsServerPod(h, sts, p) {
+		if !objects.OwnsServerPod(h, sts, p) {
 			continue
 		}
-		ord, _ := harnessobjects.PodOrdinal(h, p.Name)
+		ord, _ := objects.PodOrdinal(h, p.Name)
 		s.servers = append(s.servers, observePod(p, ord))
 	}
 	slices.SortFunc(s.servers, func(a, b observedServer) int { return a.ordinal - b.ordinal })
@@ -72,18 +72,18 @@ func (r *Reconciler) observeServers(ctx context.Context, s *scope) error {
 func observePod(p *corev1.Pod, ordinal int) observedServer {
 	srv := observedServer{name: p.Name, ordinal: ordinal, podIP: p.Status.PodIP, sandbox: observeSandbox(p)}
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == harnessobjects.ContainerName {
+		if cs.Name == objects.ContainerName {
 			srv.imageID = cs.ImageID
 			srv.digest = imageDigest(cs.ImageID)
 		}
 	}
 	switch {
 	case p.DeletionTimestamp != nil:
-		srv.state = harnessv1alpha1.ServerTerminating
+		srv.state = v1alpha1.ServerTerminating
 	case p.Status.Phase == corev1.PodRunning && podReady(p):
-		srv.state = harnessv1alpha1.ServerReady
+		srv.state = v1alpha1.ServerReady
 	default:
-		srv.state = harnessv1alpha1.ServerNotReady
+		srv.state = v1alpha1.ServerNotReady
 	}
 	return srv
 }
@@ -132,7 +132,7 @@ func (r *Reconciler) handshakeServers(ctx context.Context, s *scope) error {
 		if res == nil {
 			res = r.results.lookup(nn, h.UID, srv.digest)
 		}
-		if srv.state == harnessv1alpha1.ServerReady && srv.podIP != "" && !attempted[srv.digest] &&
+		if srv.state == v1alpha1.ServerReady && srv.podIP != "" && !attempted[srv.digest] &&
 			needsHandshake(res, fp, now) {
 			attempted[srv.digest] = true
 			url := "ws://" + net.JoinHostPort(srv.podIP, strconv.Itoa(int(r.AppServerPort)))

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 // conflictRecheck is how often a harness blocked by a name conflict looks
@@ -32,10 +32,10 @@ type generatedObject struct {
 }
 
 // generatedObjects are the objects of a managed harness, by kind and name.
-func generatedObjects(h *harnessv1alpha1.AgentHarness) []generatedObject {
-	name := harnessobjects.WorkloadName(h)
+func generatedObjects(h *v1alpha1.AgentHarness) []generatedObject {
+	name := objects.WorkloadName(h)
 	return []generatedObject{
-		{corev1.SchemeGroupVersion.WithKind("Secret"), harnessobjects.TokenSecretName(h)},
+		{corev1.SchemeGroupVersion.WithKind("Secret"), objects.TokenSecretName(h)},
 		{corev1.SchemeGroupVersion.WithKind("Service"), name},
 		{appsv1.SchemeGroupVersion.WithKind("StatefulSet"), name},
 		{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), name},
@@ -75,9 +75,9 @@ func (r *Reconciler) checkNameConflicts(ctx context.Context, s *scope) error {
 	}
 	msg := fmt.Sprintf("name conflict: %s in namespace %s not controlled by this AgentHarness; the operator leaves such objects alone and creates nothing for the harness (rename the harness or remove them)",
 		strings.Join(conflicts, ", "), h.Namespace)
-	v := verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonNameConflict, msg}
-	setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, v)
-	setCondition(h, harnessv1alpha1.HarnessConditionReady, v)
+	v := verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonNameConflict, msg}
+	setCondition(h, v1alpha1.HarnessConditionWorkloadReady, v)
+	setCondition(h, v1alpha1.HarnessConditionReady, v)
 	s.final = true
 	s.requeue(conflictRecheck)
 	return nil

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 var _ = Describe("objects of a generated name that the harness does not control", func() {
@@ -21,26 +21,26 @@ var _ = Describe("objects of a generated name that the harness does not control"
 	It("leaves a colliding Secret and Service alone, reports NameConflict with an Event, and never deletes them", func() {
 		h := managedHarness(ns, "codex", 1)
 		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: harnessobjects.TokenSecretName(h)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: objects.TokenSecretName(h)},
 			Data:       map[string][]byte{"token": []byte("someone else's")},
 		}
 		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
 		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: harnessobjects.WorkloadName(h)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: objects.WorkloadName(h)},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"},
 				Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 		}
 		Expect(k8sClient.Create(ctx, svc)).To(Succeed())
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "False/NameConflict"))
-		msg := condMessage(getHarness(h), harnessv1alpha1.HarnessConditionReady)
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/NameConflict"))
+		msg := condMessage(getHarness(h), v1alpha1.HarnessConditionReady)
 		Expect(msg).To(ContainSubstring("Secret " + secret.Name))
 		Expect(msg).To(ContainSubstring("Service " + svc.Name))
 		Eventually(eventsFor(h)).Should(ContainElement(HavePrefix("Warning/NameConflict: name conflict: Secret " + secret.Name)))
 
 		By("the reconcile that reported the conflict created nothing and changed neither object")
-		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)},
+		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)},
 			&appsv1.StatefulSet{}))).To(BeTrue(), "no StatefulSet next to a foreign token Secret")
 		expectUntouched := func() {
 			GinkgoHelper()
@@ -59,10 +59,10 @@ var _ = Describe("objects of a generated name that the harness does not control"
 		By("turning external removes only objects the harness controls")
 		patch := client.MergeFrom(h.DeepCopy())
 		h.Spec.AppServer = nil
-		h.Spec.External = &harnessv1alpha1.ExternalServer{URL: "ws://" + nextHost() + ":1",
-			TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "missing", Key: "token"}}
+		h.Spec.External = &v1alpha1.ExternalServer{URL: "ws://" + nextHost() + ":1",
+			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "missing", Key: "token"}}
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionAttested, "False/ExternalServer"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionAttested, "False/ExternalServer"))
 		expectUntouched()
 
 		By("deleting the harness leaves them")
@@ -74,12 +74,12 @@ var _ = Describe("objects of a generated name that the harness does not control"
 	It("control: without a colliding object the harness creates and controls its objects", func() {
 		h := managedHarness(ns, "codex", 1)
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
 		h = getHarness(h)
 		for _, obj := range []client.Object{&corev1.Secret{}, &corev1.Service{}, &appsv1.StatefulSet{}} {
-			name := harnessobjects.WorkloadName(h)
+			name := objects.WorkloadName(h)
 			if _, ok := obj.(*corev1.Secret); ok {
-				name = harnessobjects.TokenSecretName(h)
+				name = objects.TokenSecretName(h)
 			}
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)).To(Succeed())
 			Expect(metav1.IsControlledBy(obj, h)).To(BeTrue(), "%T %s", obj, name)

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // Codex's sandbox (spec.appServer.sandbox) needs user namespaces, which the
@@ -33,14 +33,14 @@ const (
 const maxSandboxMessage = 512
 
 // sandboxRequested says whether the harness asks for Codex's sandbox.
-func sandboxRequested(h *harnessv1alpha1.AgentHarness) bool {
+func sandboxRequested(h *v1alpha1.AgentHarness) bool {
 	sb := h.Spec.AppServer.Sandbox
-	return sb != nil && sb.Mode == harnessv1alpha1.SandboxModeWorkspaceWrite
+	return sb != nil && sb.Mode == v1alpha1.SandboxModeWorkspaceWrite
 }
 
 // seccompProfile is the server pods' seccomp profile: the harness's
 // Localhost profile when its sandbox names one, else RuntimeDefault.
-func seccompProfile(h *harnessv1alpha1.AgentHarness) *corev1ac.SeccompProfileApplyConfiguration {
+func seccompProfile(h *v1alpha1.AgentHarness) *corev1ac.SeccompProfileApplyConfiguration {
 	if sb := h.Spec.AppServer.Sandbox; sandboxRequested(h) && sb.SeccompLocalhostProfile != "" {
 		return corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeLocalhost).WithLocalhostProfile(sb.SeccompLocalhostProfile)
 	}
@@ -113,7 +113,7 @@ func sandboxVerdict(servers []observedServer) verdict {
 	var passed []string
 	for _, srv := range servers {
 		if srv.sandbox.failed {
-			return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonSandboxUnavailable,
+			return verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonSandboxUnavailable,
 				truncateRunes(fmt.Sprintf("Codex's sandbox does not work on server pod %s, which therefore does not start: %s", srv.name, srv.sandbox.message), maxSandboxMessage)}
 		}
 		if srv.sandbox.ran {
@@ -121,8 +121,8 @@ func sandboxVerdict(servers []observedServer) verdict {
 		}
 	}
 	if len(passed) == 0 {
-		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonSandboxNotChecked, "no server pod has run the sandbox check yet"}
+		return verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonSandboxNotChecked, "no server pod has run the sandbox check yet"}
 	}
-	return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonSandboxUsable,
+	return verdict{metav1.ConditionTrue, v1alpha1.HarnessReasonSandboxUsable,
 		"Codex's workspace-write sandbox works on server pods " + strings.Join(passed, ", ")}
 }

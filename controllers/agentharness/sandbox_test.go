@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -21,8 +21,8 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 	It("checks it in every pod before the app-server starts, reports a failed check and never offers the pods; without it asked for, no check", func() {
 		ns := newNamespace()
 		h := managedHarness(ns, "sandboxed", 1)
-		h.Spec.AppServer.Sandbox = &harnessv1alpha1.AppServerSandbox{
-			Mode: harnessv1alpha1.SandboxModeWorkspaceWrite, SeccompLocalhostProfile: "profiles/codex-userns.json"}
+		h.Spec.AppServer.Sandbox = &v1alpha1.AppServerSandbox{
+			Mode: v1alpha1.SandboxModeWorkspaceWrite, SeccompLocalhostProfile: "profiles/codex-userns.json"}
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		sts := waitStatefulSet(h)
 		spec := sts.Spec.Template.Spec
@@ -45,7 +45,7 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 		}
 
 		By("before any pod ran the check: unknown")
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionSandboxReady, "Unknown/SandboxNotChecked"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionSandboxReady, "Unknown/SandboxNotChecked"))
 
 		By("a pod whose check failed (as in a restricted Pod with RuntimeDefault): SandboxReady and Ready False, with the check's output")
 		pod := testutil.ServerPod(sts, 0)
@@ -59,9 +59,9 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: bwrapRefusal}},
 		}}
 		Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionSandboxReady, "False/SandboxUnavailable"))
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "False/SandboxUnavailable"))
-		Expect(condMessage(getHarness(h), harnessv1alpha1.HarnessConditionReady)).To(ContainSubstring(bwrapRefusal))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionSandboxReady, "False/SandboxUnavailable"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/SandboxUnavailable"))
+		Expect(condMessage(getHarness(h), v1alpha1.HarnessConditionReady)).To(ContainSubstring(bwrapRefusal))
 
 		By("control: a harness without the sandbox has no check, RuntimeDefault and no SandboxReady")
 		plain := managedHarness(ns, "plain", 1)
@@ -69,8 +69,8 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 		plainSpec := waitStatefulSet(plain).Spec.Template.Spec
 		Expect(plainSpec.InitContainers).To(BeEmpty())
 		Expect(plainSpec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
-		Eventually(statusOf(plain)).Should(haveCondition(harnessv1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
-		Expect(cond(getHarness(plain), harnessv1alpha1.HarnessConditionSandboxReady)).To(BeEmpty())
+		Eventually(statusOf(plain)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
+		Expect(cond(getHarness(plain), v1alpha1.HarnessConditionSandboxReady)).To(BeEmpty())
 	})
 })
 

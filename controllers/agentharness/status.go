@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
 )
 
 // artifactPrefix starts runtimeArtifact.id: `codex-app-server:<version>`.
@@ -29,11 +29,11 @@ const (
 // verdict is one condition's status, reason and message.
 type verdict struct {
 	status  metav1.ConditionStatus
-	reason  harnessv1alpha1.HarnessConditionReason
+	reason  v1alpha1.HarnessConditionReason
 	message string
 }
 
-func setCondition(h *harnessv1alpha1.AgentHarness, typ string, v verdict) {
+func setCondition(h *v1alpha1.AgentHarness, typ string, v verdict) {
 	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{
 		Type:               typ,
 		Status:             v.status,
@@ -49,14 +49,14 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 	h := s.harness
 	st := &h.Status
 
-	var servers []harnessv1alpha1.ServerStatus
+	var servers []v1alpha1.ServerStatus
 	var ready int32
 	for _, srv := range s.servers {
-		ss := harnessv1alpha1.ServerStatus{Name: srv.name, ImageID: srv.imageID, State: srv.state}
+		ss := v1alpha1.ServerStatus{Name: srv.name, ImageID: srv.imageID, State: srv.state}
 		if res := s.results[srv.digest]; srv.digest != "" && res != nil && res.err == nil {
 			ss.UserAgent, ss.Version = serverIdentity(res.userAgent)
 		}
-		if srv.state == harnessv1alpha1.ServerReady {
+		if srv.state == v1alpha1.ServerReady {
 			ready++
 		}
 		servers = append(servers, ss)
@@ -68,11 +68,11 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 
 	// WorkloadReady: at least one server pod is Ready.
 	if ready > 0 {
-		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionTrue,
-			harnessv1alpha1.HarnessReasonPodsReady, fmt.Sprintf("%d of %d server pods are Ready", ready, len(servers))})
+		setCondition(h, v1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionTrue,
+			v1alpha1.HarnessReasonPodsReady, fmt.Sprintf("%d of %d server pods are Ready", ready, len(servers))})
 	} else {
-		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionFalse,
-			harnessv1alpha1.HarnessReasonNoReadyPods, fmt.Sprintf("no server pod is Ready (%d pods)", len(servers))})
+		setCondition(h, v1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionFalse,
+			v1alpha1.HarnessReasonNoReadyPods, fmt.Sprintf("no server pod is Ready (%d pods)", len(servers))})
 	}
 
 	// VersionSupported: the digests of Ready servers; with none Ready, what
@@ -80,7 +80,7 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 	var relevant []*handshakeResult
 	seen := map[string]bool{}
 	for _, srv := range s.servers {
-		if srv.state == harnessv1alpha1.ServerReady && srv.digest != "" && !seen[srv.digest] {
+		if srv.state == v1alpha1.ServerReady && srv.digest != "" && !seen[srv.digest] {
 			seen[srv.digest] = true
 			relevant = append(relevant, s.results[srv.digest])
 		}
@@ -88,26 +88,26 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 	if len(relevant) == 0 {
 		for _, srv := range s.servers {
 			res := s.results[srv.digest]
-			if srv.state == harnessv1alpha1.ServerNotReady && srv.digest != "" && !seen[srv.digest] && res != nil && res.err == nil {
+			if srv.state == v1alpha1.ServerNotReady && srv.digest != "" && !seen[srv.digest] && res != nil && res.err == nil {
 				seen[srv.digest] = true
 				relevant = append(relevant, res)
 			}
 		}
 	}
-	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, versionVerdict(relevant, h.Spec.MinVersion))
-	setCondition(h, harnessv1alpha1.HarnessConditionLoggedIn, loginVerdict(relevant))
+	setCondition(h, v1alpha1.HarnessConditionVersionSupported, versionVerdict(relevant, h.Spec.MinVersion))
+	setCondition(h, v1alpha1.HarnessConditionLoggedIn, loginVerdict(relevant))
 	st.Capabilities = judgedCapabilities(h, relevant)
 
 	// Attested: every server that is not draining runs one digest whose
 	// version the handshake identified.
 	av, artifact := attestation(s)
-	setCondition(h, harnessv1alpha1.HarnessConditionAttested, av)
+	setCondition(h, v1alpha1.HarnessConditionAttested, av)
 	st.RuntimeArtifact = artifact
 
 	if sandboxRequested(h) {
-		setCondition(h, harnessv1alpha1.HarnessConditionSandboxReady, sandboxVerdict(s.servers))
+		setCondition(h, v1alpha1.HarnessConditionSandboxReady, sandboxVerdict(s.servers))
 	} else {
-		meta.RemoveStatusCondition(&st.Conditions, harnessv1alpha1.HarnessConditionSandboxReady)
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.HarnessConditionSandboxReady)
 	}
 	setReady(h)
 	return nil
@@ -119,46 +119,46 @@ func (r *Reconciler) externalConditions(_ context.Context, s *scope) error {
 	h := s.harness
 	st := &h.Status
 
-	srv := harnessv1alpha1.ServerStatus{Name: externalServerName, State: harnessv1alpha1.ServerReady}
+	srv := v1alpha1.ServerStatus{Name: externalServerName, State: v1alpha1.ServerReady}
 	if s.probeErr != nil {
-		srv.State = harnessv1alpha1.ServerNotReady
+		srv.State = v1alpha1.ServerNotReady
 	}
 	if s.external != nil && s.external.err == nil {
 		srv.UserAgent, srv.Version = serverIdentity(s.external.userAgent)
 	}
-	st.Servers = []harnessv1alpha1.ServerStatus{srv}
+	st.Servers = []v1alpha1.ServerStatus{srv}
 	st.Replicas = 1
 	st.ReadyReplicas = 0
-	if srv.State == harnessv1alpha1.ServerReady {
+	if srv.State == v1alpha1.ServerReady {
 		st.ReadyReplicas = 1
 	}
 	st.Version = srv.Version
 	st.RuntimeArtifact = nil
 
 	if s.probeErr == nil {
-		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionTrue,
-			harnessv1alpha1.HarnessReasonProbeSucceeded, "the external app-server's /readyz answered 200"})
+		setCondition(h, v1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionTrue,
+			v1alpha1.HarnessReasonProbeSucceeded, "the external app-server's /readyz answered 200"})
 	} else {
-		setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionFalse,
-			harnessv1alpha1.HarnessReasonProbeFailed, "the external app-server's /readyz did not answer: " + s.probeErr.Error()})
+		setCondition(h, v1alpha1.HarnessConditionWorkloadReady, verdict{metav1.ConditionFalse,
+			v1alpha1.HarnessReasonProbeFailed, "the external app-server's /readyz did not answer: " + s.probeErr.Error()})
 	}
 
 	var vv verdict
 	switch {
 	case s.tokenMissing != "":
-		vv = verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonTokenSecretMissing, s.tokenMissing}
+		vv = verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonTokenSecretMissing, s.tokenMissing}
 	case s.external == nil && s.probeErr != nil:
-		vv = verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakePending,
+		vv = verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonHandshakePending,
 			"waiting for the external app-server's /readyz before the handshake"}
 	default:
 		vv = versionVerdict([]*handshakeResult{s.external}, h.Spec.MinVersion)
 	}
-	setCondition(h, harnessv1alpha1.HarnessConditionVersionSupported, vv)
-	setCondition(h, harnessv1alpha1.HarnessConditionLoggedIn, loginVerdict([]*handshakeResult{s.external}))
+	setCondition(h, v1alpha1.HarnessConditionVersionSupported, vv)
+	setCondition(h, v1alpha1.HarnessConditionLoggedIn, loginVerdict([]*handshakeResult{s.external}))
 	st.Capabilities = judgedCapabilities(h, []*handshakeResult{s.external})
 
-	setCondition(h, harnessv1alpha1.HarnessConditionAttested, verdict{metav1.ConditionFalse,
-		harnessv1alpha1.HarnessReasonExternalServer,
+	setCondition(h, v1alpha1.HarnessConditionAttested, verdict{metav1.ConditionFalse,
+		v1alpha1.HarnessReasonExternalServer,
 		"an external app-server is not attested: the operator does not run it and cannot identify its artifact"})
 
 	setReady(h)
@@ -199,52 +199,52 @@ func versionVerdict(results []*handshakeResult, minVersion string) verdict {
 	}
 	switch {
 	case below != "":
-		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonVersionBelowFloor, below}
+		return verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonVersionBelowFloor, below}
 	case failed != "":
-		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonHandshakeFailed, failed}
+		return verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonHandshakeFailed, failed}
 	case pending:
-		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakePending,
+		return verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonHandshakePending,
 			"waiting for the first handshake with a Ready app-server"}
 	}
-	return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonVersionAccepted,
+	return verdict{metav1.ConditionTrue, v1alpha1.HarnessReasonVersionAccepted,
 		fmt.Sprintf("Codex app-server %s meets the version floor %s", strings.Join(accepted, ", "), floor)}
 }
 
 // attestation is the Attested verdict and, when every server that is not
 // draining runs one identified digest, the runtime artifact.
-func attestation(s *scope) (verdict, *harnessv1alpha1.RuntimeArtifact) {
+func attestation(s *scope) (verdict, *v1alpha1.RuntimeArtifact) {
 	var digests []string
 	for _, srv := range s.servers {
-		if srv.state != harnessv1alpha1.ServerTerminating && srv.digest != "" && !slices.Contains(digests, srv.digest) {
+		if srv.state != v1alpha1.ServerTerminating && srv.digest != "" && !slices.Contains(digests, srv.digest) {
 			digests = append(digests, srv.digest)
 		}
 	}
 	switch len(digests) {
 	case 0:
-		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonNoReadyPods,
+		return verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonNoReadyPods,
 			"no server pod reports an image digest yet"}, nil
 	case 1:
 	default:
-		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonMixedArtifacts,
+		return verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonMixedArtifacts,
 			"servers run different image digests: " + strings.Join(digests, ", ")}, nil
 	}
 	digest := digests[0]
 	res := s.results[digest]
 	switch {
 	case res == nil:
-		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakePending,
+		return verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonHandshakePending,
 			"waiting for the handshake with a server running " + digest}, nil
 	case res.err != nil:
-		return verdict{metav1.ConditionUnknown, harnessv1alpha1.HarnessReasonHandshakeFailed,
+		return verdict{metav1.ConditionUnknown, v1alpha1.HarnessReasonHandshakeFailed,
 			fmt.Sprintf("the handshake with %s failed: %v", res.server, res.err)}, nil
 	}
 	_, version := serverIdentity(res.userAgent)
 	if version == "" {
-		return verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonHandshakeFailed,
+		return verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonHandshakeFailed,
 			fmt.Sprintf("the version of the app-server in %s could not be determined from its userAgent", digest)}, nil
 	}
-	artifact := &harnessv1alpha1.RuntimeArtifact{ID: artifactPrefix + version, Fingerprint: digest}
-	return verdict{metav1.ConditionTrue, harnessv1alpha1.HarnessReasonArtifactVerified,
+	artifact := &v1alpha1.RuntimeArtifact{ID: artifactPrefix + version, Fingerprint: digest}
+	return verdict{metav1.ConditionTrue, v1alpha1.HarnessReasonArtifactVerified,
 		fmt.Sprintf("every server runs %s (%s)", artifact.ID, digest)}, artifact
 }
 
@@ -258,31 +258,31 @@ func (r *Reconciler) unmanagedNamespace(_ context.Context, s *scope) error {
 		msg = fmt.Sprintf("no harness namespaces are configured (manager flag --harness-namespaces, chart value harnessNamespaces): the operator serves no harness, and none in namespace %s",
 			h.Namespace)
 	}
-	notManaged := verdict{metav1.ConditionFalse, harnessv1alpha1.HarnessReasonNamespaceNotManaged, msg}
-	setCondition(h, harnessv1alpha1.HarnessConditionWorkloadReady, notManaged)
-	setCondition(h, harnessv1alpha1.HarnessConditionReady, notManaged)
+	notManaged := verdict{metav1.ConditionFalse, v1alpha1.HarnessReasonNamespaceNotManaged, msg}
+	setCondition(h, v1alpha1.HarnessConditionWorkloadReady, notManaged)
+	setCondition(h, v1alpha1.HarnessConditionReady, notManaged)
 	return nil
 }
 
 // setReady sets Ready = WorkloadReady ∧ VersionSupported (∧ SandboxReady
 // not False, when a sandbox is asked for).
-func setReady(h *harnessv1alpha1.AgentHarness) {
-	wr := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionWorkloadReady)
-	vs := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionVersionSupported)
-	sb := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionSandboxReady)
+func setReady(h *v1alpha1.AgentHarness) {
+	wr := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionWorkloadReady)
+	vs := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionVersionSupported)
+	sb := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionSandboxReady)
 	switch {
 	case sb != nil && sb.Status == metav1.ConditionFalse:
-		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
-			harnessv1alpha1.HarnessReasonSandboxUnavailable, sb.Message})
+		setCondition(h, v1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+			v1alpha1.HarnessReasonSandboxUnavailable, sb.Message})
 	case wr.Status != metav1.ConditionTrue:
-		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
-			harnessv1alpha1.HarnessReasonWorkloadNotReady, wr.Message})
+		setCondition(h, v1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+			v1alpha1.HarnessReasonWorkloadNotReady, wr.Message})
 	case vs.Status != metav1.ConditionTrue:
-		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
-			harnessv1alpha1.HarnessReasonVersionNotSupported, vs.Message})
+		setCondition(h, v1alpha1.HarnessConditionReady, verdict{metav1.ConditionFalse,
+			v1alpha1.HarnessReasonVersionNotSupported, vs.Message})
 	default:
-		setCondition(h, harnessv1alpha1.HarnessConditionReady, verdict{metav1.ConditionTrue,
-			harnessv1alpha1.HarnessReasonReady, "the harness accepts turns: " + vs.Message})
+		setCondition(h, v1alpha1.HarnessConditionReady, verdict{metav1.ConditionTrue,
+			v1alpha1.HarnessReasonReady, "the harness accepts turns: " + vs.Message})
 	}
 }
 
@@ -304,7 +304,7 @@ func truncateRunes(s string, n int) string {
 }
 
 // agreedVersion is the version every server that reports one agrees on.
-func agreedVersion(servers []harnessv1alpha1.ServerStatus) string {
+func agreedVersion(servers []v1alpha1.ServerStatus) string {
 	version := ""
 	for _, s := range servers {
 		switch {
@@ -339,7 +339,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if err := r.status.Apply(ctx, h, &h.Status, s.before.Conditions, h.Status.Conditions); err != nil {
 		return err
 	}
-	if ready := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady); ready != nil {
+	if ready := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionReady); ready != nil {
 		ctrl.LoggerFrom(ctx).Info("status applied", "ready", ready.Status, "reason", ready.Reason, "message", ready.Message)
 	}
 	return nil
@@ -347,16 +347,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 
 // warningCondition: a condition that is False, or a failed handshake.
 func warningCondition(c metav1.Condition) bool {
-	return c.Status == metav1.ConditionFalse || c.Reason == string(harnessv1alpha1.HarnessReasonHandshakeFailed)
+	return c.Status == metav1.ConditionFalse || c.Reason == string(v1alpha1.HarnessReasonHandshakeFailed)
 }
 
 // quietFirstReasons are first observations not worth an Event.
 var quietFirstReasons = []string{
-	string(harnessv1alpha1.HarnessReasonHandshakePending),
-	string(harnessv1alpha1.HarnessReasonNoReadyPods),
-	string(harnessv1alpha1.HarnessReasonWorkloadNotReady),
-	string(harnessv1alpha1.HarnessReasonVersionNotSupported),
-	string(harnessv1alpha1.HarnessReasonExternalServer),
+	string(v1alpha1.HarnessReasonHandshakePending),
+	string(v1alpha1.HarnessReasonNoReadyPods),
+	string(v1alpha1.HarnessReasonWorkloadNotReady),
+	string(v1alpha1.HarnessReasonVersionNotSupported),
+	string(v1alpha1.HarnessReasonExternalServer),
 }
 
 // quietFirst: a first observation that is True is worth an Event, one that

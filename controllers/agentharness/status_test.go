@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 )
 
 const (
@@ -35,7 +35,7 @@ var _ = Describe("status from real app-servers", func() {
 		h := managedHarness(ns, "codex", 2)
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		sts := waitStatefulSet(h)
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "Unknown/HandshakePending"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionVersionSupported, "Unknown/HandshakePending"))
 
 		hostA, hostB := nextHost(), nextHost()
 		startPodServer(codexBin, sts, hostA)
@@ -46,18 +46,18 @@ var _ = Describe("status from real app-servers", func() {
 
 		By("both pods Ready on one digest: Ready, attested, one handshake")
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "True/Ready"),
-			haveCondition(harnessv1alpha1.HarnessConditionWorkloadReady, "True/PodsReady"),
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
-			haveCondition(harnessv1alpha1.HarnessConditionAttested, "True/ArtifactVerified"),
-			WithTransform(func(h *harnessv1alpha1.AgentHarness) int32 { return h.Status.ReadyReplicas }, Equal(int32(2))),
+			haveCondition(v1alpha1.HarnessConditionReady, "True/Ready"),
+			haveCondition(v1alpha1.HarnessConditionWorkloadReady, "True/PodsReady"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
+			haveCondition(v1alpha1.HarnessConditionAttested, "True/ArtifactVerified"),
+			WithTransform(func(h *v1alpha1.AgentHarness) int32 { return h.Status.ReadyReplicas }, Equal(int32(2))),
 		))
 		got := getHarness(h)
 		Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		Expect(got.Status.Version).To(Equal(pinnedVersion))
 		Expect(got.Status.Replicas).To(Equal(int32(2)))
 		Expect(got.Status.ReadyReplicas).To(Equal(int32(2)))
-		Expect(got.Status.RuntimeArtifact).To(Equal(&harnessv1alpha1.RuntimeArtifact{
+		Expect(got.Status.RuntimeArtifact).To(Equal(&v1alpha1.RuntimeArtifact{
 			ID: "codex-app-server:" + pinnedVersion, Fingerprint: digest('1')}))
 		Expect(got.Status.Servers).To(HaveLen(2))
 		for i, s := range got.Status.Servers {
@@ -65,7 +65,7 @@ var _ = Describe("status from real app-servers", func() {
 			Expect(s.ImageID).To(Equal(imageD1))
 			Expect(s.Version).To(Equal(pinnedVersion))
 			Expect(s.UserAgent).To(HavePrefix("harness-operator/" + pinnedVersion + " "))
-			Expect(s.State).To(Equal(harnessv1alpha1.ServerReady))
+			Expect(s.State).To(Equal(v1alpha1.ServerReady))
 		}
 		Expect(handshakes.count(hostA, hostB)).To(Equal(1), "one handshake for the one digest")
 
@@ -84,10 +84,10 @@ var _ = Describe("status from real app-servers", func() {
 		By("a second digest: mixed artifacts, and exactly one more handshake")
 		imageD2 := "registry.example/codex@" + digest('2')
 		setPodStatus(pod1, hostB, imageD2, true)
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionAttested, "False/MixedArtifacts"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionAttested, "False/MixedArtifacts"))
 		got = getHarness(h)
 		Expect(got.Status.RuntimeArtifact).To(BeNil())
-		Expect(cond(got, harnessv1alpha1.HarnessConditionReady)).To(Equal("True/Ready"), "attestation is separate from Ready")
+		Expect(cond(got, v1alpha1.HarnessConditionReady)).To(Equal("True/Ready"), "attestation is separate from Ready")
 		Expect(handshakes.count(hostB)).To(Equal(1))
 		Consistently(func() int { return handshakes.count(hostA, hostB) }, time.Second).Should(Equal(2))
 
@@ -104,14 +104,14 @@ var _ = Describe("status from real app-servers", func() {
 			}
 		})
 		Expect(k8sClient.Delete(ctx, pod1)).To(Succeed())
-		Eventually(func() []harnessv1alpha1.ServerState {
-			var states []harnessv1alpha1.ServerState
+		Eventually(func() []v1alpha1.ServerState {
+			var states []v1alpha1.ServerState
 			for _, s := range getHarness(h).Status.Servers {
 				states = append(states, s.State)
 			}
 			return states
-		}).Should(Equal([]harnessv1alpha1.ServerState{harnessv1alpha1.ServerReady, harnessv1alpha1.ServerTerminating}))
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionAttested, "True/ArtifactVerified"))
+		}).Should(Equal([]v1alpha1.ServerState{v1alpha1.ServerReady, v1alpha1.ServerTerminating}))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionAttested, "True/ArtifactVerified"))
 		got = getHarness(h)
 		Expect(got.Status.ReadyReplicas).To(Equal(int32(1)))
 		Expect(got.Status.RuntimeArtifact.Fingerprint).To(Equal(digest('1')))
@@ -119,9 +119,9 @@ var _ = Describe("status from real app-servers", func() {
 		By("no Ready pod left: WorkloadReady and Ready go False, the version stays known")
 		setPodStatus(pod0, hostA, imageD1, false)
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionWorkloadReady, "False/NoReadyPods"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "False/WorkloadNotReady"),
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
+			haveCondition(v1alpha1.HarnessConditionWorkloadReady, "False/NoReadyPods"),
+			haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
 		))
 		Expect(handshakes.count(hostA, hostB)).To(Equal(2))
 		Expect(eventsFor(h)()).To(ContainElement("Normal/Ready: the harness accepts turns: Codex app-server 0.169.0 meets the version floor 0.149.0"))
@@ -136,12 +136,12 @@ var _ = Describe("status from real app-servers", func() {
 		createServerPod(sts, 0, host, "registry.example/codex@"+digest('3'))
 
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "False/VersionBelowFloor"),
-			haveCondition(harnessv1alpha1.HarnessConditionWorkloadReady, "True/PodsReady"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "False/VersionNotSupported"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "False/VersionBelowFloor"),
+			haveCondition(v1alpha1.HarnessConditionWorkloadReady, "True/PodsReady"),
+			haveCondition(v1alpha1.HarnessConditionReady, "False/VersionNotSupported"),
 		))
 		got := getHarness(h)
-		Expect(condMessage(got, harnessv1alpha1.HarnessConditionVersionSupported)).To(Equal(belowFloorMsg))
+		Expect(condMessage(got, v1alpha1.HarnessConditionVersionSupported)).To(Equal(belowFloorMsg))
 		Expect(got.Status.Servers).To(HaveLen(1))
 		Expect(got.Status.Servers[0].Version).To(Equal("0.148.0"))
 		Expect(got.Status.Version).To(Equal("0.148.0"))
@@ -158,16 +158,16 @@ var _ = Describe("status from real app-servers", func() {
 		startPodServer(codexBin, sts, host)
 		createServerPod(sts, 0, host, "registry.example/codex@"+digest('4'))
 
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "False/VersionBelowFloor"))
-		Expect(condMessage(getHarness(h), harnessv1alpha1.HarnessConditionVersionSupported)).To(Equal(minVersionMsg))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionVersionSupported, "False/VersionBelowFloor"))
+		Expect(condMessage(getHarness(h), v1alpha1.HarnessConditionVersionSupported)).To(Equal(minVersionMsg))
 		Eventually(eventsFor(h)).Should(ContainElement("Warning/VersionBelowFloor: " + minVersionMsg))
 
 		patch := client.MergeFrom(h.DeepCopy())
 		h.Spec.MinVersion = ""
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "True/Ready"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
+			haveCondition(v1alpha1.HarnessConditionReady, "True/Ready"),
 		))
 		Expect(handshakes.count(host)).To(Equal(1))
 	})
@@ -177,14 +177,14 @@ var _ = Describe("external app-server", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	externalHarness := func(name, url, secret string) *harnessv1alpha1.AgentHarness {
-		return &harnessv1alpha1.AgentHarness{
+	externalHarness := func(name, url, secret string) *v1alpha1.AgentHarness {
+		return &v1alpha1.AgentHarness{
 			ObjectMeta: metavOM(ns, name),
-			Spec: harnessv1alpha1.AgentHarnessSpec{
-				Adapter: harnessv1alpha1.AdapterCodexAppServer,
-				External: &harnessv1alpha1.ExternalServer{
+			Spec: v1alpha1.AgentHarnessSpec{
+				Adapter: v1alpha1.AdapterCodexAppServer,
+				External: &v1alpha1.ExternalServer{
 					URL:            url,
-					TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: secret, Key: "token"},
+					TokenSecretRef: v1alpha1.SecretKeyReference{Name: secret, Key: "token"},
 				},
 			},
 		}
@@ -206,11 +206,11 @@ var _ = Describe("external app-server", func() {
 		Expect(k8sClient.Create(ctx, in)).To(Succeed())
 
 		Eventually(statusOf(out)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionLoggedIn, "False/NotLoggedIn"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "True/Ready"),
+			haveCondition(v1alpha1.HarnessConditionLoggedIn, "False/NotLoggedIn"),
+			haveCondition(v1alpha1.HarnessConditionReady, "True/Ready"),
 		))
-		Expect(condMessage(getHarness(out), harnessv1alpha1.HarnessConditionLoggedIn)).To(ContainSubstring("auth.json"))
-		Eventually(statusOf(in)).Should(haveCondition(harnessv1alpha1.HarnessConditionLoggedIn, "True/ProviderCredentials"))
+		Expect(condMessage(getHarness(out), v1alpha1.HarnessConditionLoggedIn)).To(ContainSubstring("auth.json"))
+		Eventually(statusOf(in)).Should(haveCondition(v1alpha1.HarnessConditionLoggedIn, "True/ProviderCredentials"))
 	})
 
 	It("probes /readyz, refuses a wrong token and becomes Ready with the right one", func() {
@@ -222,16 +222,16 @@ var _ = Describe("external app-server", func() {
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionWorkloadReady, "True/ProbeSucceeded"),
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "False/HandshakeFailed"),
-			haveCondition(harnessv1alpha1.HarnessConditionAttested, "False/ExternalServer"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "False/VersionNotSupported"),
+			haveCondition(v1alpha1.HarnessConditionWorkloadReady, "True/ProbeSucceeded"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "False/HandshakeFailed"),
+			haveCondition(v1alpha1.HarnessConditionAttested, "False/ExternalServer"),
+			haveCondition(v1alpha1.HarnessConditionReady, "False/VersionNotSupported"),
 		))
 		got := getHarness(h)
-		msg := condMessage(got, harnessv1alpha1.HarnessConditionVersionSupported)
+		msg := condMessage(got, v1alpha1.HarnessConditionVersionSupported)
 		Expect(msg).To(ContainSubstring("401"))
 		Expect(msg).NotTo(ContainSubstring("a-wrong-token"))
-		Expect(got.Status.Servers).To(Equal([]harnessv1alpha1.ServerStatus{{Name: "external", State: harnessv1alpha1.ServerReady}}))
+		Expect(got.Status.Servers).To(Equal([]v1alpha1.ServerStatus{{Name: "external", State: v1alpha1.ServerReady}}))
 		Expect(handshakes.count(host)).To(BeNumerically(">=", 1))
 
 		By("the right token: Ready, but never attested")
@@ -239,9 +239,9 @@ var _ = Describe("external app-server", func() {
 		secret.StringData = map[string]string{"token": "the-right-token\n"}
 		Expect(k8sClient.Patch(ctx, secret, patch)).To(Succeed())
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "True/Ready"),
-			haveCondition(harnessv1alpha1.HarnessConditionAttested, "False/ExternalServer"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "True/VersionAccepted"),
+			haveCondition(v1alpha1.HarnessConditionReady, "True/Ready"),
+			haveCondition(v1alpha1.HarnessConditionAttested, "False/ExternalServer"),
 		))
 		got = getHarness(h)
 		Expect(got.Status.Version).To(Equal(pinnedVersion))
@@ -266,15 +266,15 @@ var _ = Describe("external app-server", func() {
 		h := externalHarness("gone", "ws://"+host+":"+strconv.Itoa(int(appPort)), "missing")
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionWorkloadReady, "False/ProbeFailed"),
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "False/TokenSecretMissing"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "False/WorkloadNotReady"),
+			haveCondition(v1alpha1.HarnessConditionWorkloadReady, "False/ProbeFailed"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "False/TokenSecretMissing"),
+			haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"),
 		))
 		got := getHarness(h)
-		Expect(got.Status.Servers).To(Equal([]harnessv1alpha1.ServerStatus{{Name: "external", State: harnessv1alpha1.ServerNotReady}}))
+		Expect(got.Status.Servers).To(Equal([]v1alpha1.ServerStatus{{Name: "external", State: v1alpha1.ServerNotReady}}))
 		Expect(got.Status.ReadyReplicas).To(BeZero())
 		Expect(handshakes.count(host)).To(BeZero())
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, &corev1.Service{})).
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)}, &corev1.Service{})).
 			NotTo(Succeed(), "an external harness has no workload")
 	})
 
@@ -284,18 +284,18 @@ var _ = Describe("external app-server", func() {
 		waitStatefulSet(h)
 		patch := client.MergeFrom(h.DeepCopy())
 		h.Spec.AppServer = nil
-		h.Spec.External = &harnessv1alpha1.ExternalServer{URL: "ws://" + nextHost() + ":1",
-			TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "missing", Key: "token"}}
+		h.Spec.External = &v1alpha1.ExternalServer{URL: "ws://" + nextHost() + ":1",
+			TokenSecretRef: v1alpha1.SecretKeyReference{Name: "missing", Key: "token"}}
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		for _, obj := range []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &networkingv1.NetworkPolicy{},
 			&policyv1.PodDisruptionBudget{}} {
 			Eventually(func() bool {
-				return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, obj))
+				return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)}, obj))
 			}).Should(BeTrue(), "%T", obj)
 		}
 		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.TokenSecretName(h)}, &corev1.Secret{}))
+			return apierrors.IsNotFound(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.TokenSecretName(h)}, &corev1.Secret{}))
 		}).Should(BeTrue())
-		Eventually(statusOf(h)).Should(haveCondition(harnessv1alpha1.HarnessConditionAttested, "False/ExternalServer"))
+		Eventually(statusOf(h)).Should(haveCondition(v1alpha1.HarnessConditionAttested, "False/ExternalServer"))
 	})
 })

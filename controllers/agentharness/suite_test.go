@@ -28,11 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -40,7 +40,7 @@ import (
 // kube-apiserver (envtest). envtest has no kubelet and no StatefulSet
 // controller, so the specs create the server pods the StatefulSet would and
 // write their status as a kubelet would — pod IPs 127.0.0.x, an imageID —
-// while real `codex app-server`s (internal/codextest) listen there with the
+// while real `codex app-server`s (internal/testutil/codextest) listen there with the
 // auth arguments of the operator's own pod template. The controller's
 // handshakes therefore reach real servers.
 
@@ -148,7 +148,7 @@ var _ = BeforeSuite(func() {
 
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(harnessv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(v1alpha1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
@@ -159,7 +159,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &Reconciler{
-		Client:                  testutil.CountingClient[*harnessv1alpha1.AgentHarness](mgr.GetClient(), calls),
+		Client:                  testutil.CountingClient[*v1alpha1.AgentHarness](mgr.GetClient(), calls),
 		MaxConcurrentReconciles: 4,
 		AppServerPort:           appPort,
 		HarnessNamespaces:       testutil.SuiteNamespaces(nsPrefix),
@@ -215,12 +215,12 @@ func metavOM(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Names
 
 func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
-func managedHarness(ns, name string, replicas int32) *harnessv1alpha1.AgentHarness {
-	return &harnessv1alpha1.AgentHarness{
+func managedHarness(ns, name string, replicas int32) *v1alpha1.AgentHarness {
+	return &v1alpha1.AgentHarness{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: harnessv1alpha1.AgentHarnessSpec{
-			Adapter: harnessv1alpha1.AdapterCodexAppServer,
-			AppServer: &harnessv1alpha1.AppServerWorkload{
+		Spec: v1alpha1.AgentHarnessSpec{
+			Adapter: v1alpha1.AdapterCodexAppServer,
+			AppServer: &v1alpha1.AppServerWorkload{
 				Image:    "registry.example/codex@" + digest('a'),
 				Replicas: ptr.To(replicas),
 			},
@@ -228,15 +228,15 @@ func managedHarness(ns, name string, replicas int32) *harnessv1alpha1.AgentHarne
 	}
 }
 
-func getHarness(h *harnessv1alpha1.AgentHarness) *harnessv1alpha1.AgentHarness {
+func getHarness(h *v1alpha1.AgentHarness) *v1alpha1.AgentHarness {
 	GinkgoHelper()
-	out := &harnessv1alpha1.AgentHarness{}
+	out := &v1alpha1.AgentHarness{}
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(h), out)).To(Succeed())
 	return out
 }
 
 // cond is a condition's "Status/Reason", or "" when it is missing.
-func cond(h *harnessv1alpha1.AgentHarness, typ string) string {
+func cond(h *v1alpha1.AgentHarness, typ string) string {
 	c := meta.FindStatusCondition(h.Status.Conditions, typ)
 	if c == nil {
 		return ""
@@ -244,7 +244,7 @@ func cond(h *harnessv1alpha1.AgentHarness, typ string) string {
 	return string(c.Status) + "/" + c.Reason
 }
 
-func condMessage(h *harnessv1alpha1.AgentHarness, typ string) string {
+func condMessage(h *v1alpha1.AgentHarness, typ string) string {
 	c := meta.FindStatusCondition(h.Status.Conditions, typ)
 	if c == nil {
 		return ""
@@ -253,9 +253,9 @@ func condMessage(h *harnessv1alpha1.AgentHarness, typ string) string {
 }
 
 // statusOf polls a harness for Eventually.
-func statusOf(h *harnessv1alpha1.AgentHarness) func() *harnessv1alpha1.AgentHarness {
-	return func() *harnessv1alpha1.AgentHarness {
-		out := &harnessv1alpha1.AgentHarness{}
+func statusOf(h *v1alpha1.AgentHarness) func() *v1alpha1.AgentHarness {
+	return func() *v1alpha1.AgentHarness {
+		out := &v1alpha1.AgentHarness{}
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(h), out); err != nil {
 			return nil
 		}
@@ -265,7 +265,7 @@ func statusOf(h *harnessv1alpha1.AgentHarness) func() *harnessv1alpha1.AgentHarn
 
 // haveCondition matches a harness whose condition typ is "Status/Reason".
 func haveCondition(typ, statusReason string) OmegaMatcher {
-	return WithTransform(func(h *harnessv1alpha1.AgentHarness) string {
+	return WithTransform(func(h *v1alpha1.AgentHarness) string {
 		if h == nil {
 			return ""
 		}
@@ -273,11 +273,11 @@ func haveCondition(typ, statusReason string) OmegaMatcher {
 	}, Equal(statusReason))
 }
 
-func waitStatefulSet(h *harnessv1alpha1.AgentHarness) *appsv1.StatefulSet {
+func waitStatefulSet(h *v1alpha1.AgentHarness) *appsv1.StatefulSet {
 	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
 	Eventually(func() error {
-		return k8sClient.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: harnessobjects.WorkloadName(h)}, sts)
+		return k8sClient.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: objects.WorkloadName(h)}, sts)
 	}).Should(Succeed())
 	return sts
 }
@@ -301,7 +301,7 @@ func authArgs(sts *appsv1.StatefulSet) []string {
 			secret := &corev1.Secret{}
 			Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: sts.Namespace, Name: sts.Name + "-token"}, secret)).To(Succeed())
 			file := filepath.Join(suiteT.TempDir(), "ws-shared-secret")
-			Expect(os.WriteFile(file, secret.Data[harnessobjects.TokenSecretKey], 0o600)).To(Succeed())
+			Expect(os.WriteFile(file, secret.Data[objects.TokenSecretKey], 0o600)).To(Succeed())
 			out = append(out, file)
 			continue
 		}
@@ -348,7 +348,7 @@ func setPodStatus(pod *corev1.Pod, ip, imageID string, ready bool) {
 }
 
 // eventsFor lists the Events regarding a harness as "type/reason: note".
-func eventsFor(h *harnessv1alpha1.AgentHarness) func() []string {
+func eventsFor(h *v1alpha1.AgentHarness) func() []string {
 	return func() []string {
 		var list corev1.EventList
 		if err := k8sClient.List(ctx, &list, client.InNamespace(h.Namespace)); err != nil {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/conditions"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/platform/conditions"
 )
 
 // Pure functions of the controller, table-tested without an API server.
@@ -95,7 +95,7 @@ func TestVersionVerdict(t *testing.T) {
 func TestAttestation(t *testing.T) {
 	d1, d2 := "sha256:"+strings.Repeat("1", 64), "sha256:"+strings.Repeat("2", 64)
 	ok := &handshakeResult{userAgent: "harness-operator/0.169.0 (x)"}
-	srv := func(d string, st harnessv1alpha1.ServerState) observedServer {
+	srv := func(d string, st v1alpha1.ServerState) observedServer {
 		return observedServer{name: "p", digest: d, imageID: "r@" + d, state: st}
 	}
 	for _, tc := range []struct {
@@ -105,15 +105,15 @@ func TestAttestation(t *testing.T) {
 		want     string
 		artifact string
 	}{
-		{"no digest", []observedServer{srv("", harnessv1alpha1.ServerNotReady)}, nil, "Unknown/NoReadyPods", ""},
-		{"one digest", []observedServer{srv(d1, harnessv1alpha1.ServerReady), srv(d1, harnessv1alpha1.ServerNotReady)},
+		{"no digest", []observedServer{srv("", v1alpha1.ServerNotReady)}, nil, "Unknown/NoReadyPods", ""},
+		{"one digest", []observedServer{srv(d1, v1alpha1.ServerReady), srv(d1, v1alpha1.ServerNotReady)},
 			map[string]*handshakeResult{d1: ok}, "True/ArtifactVerified", "codex-app-server:0.169.0@" + d1},
-		{"pending", []observedServer{srv(d1, harnessv1alpha1.ServerReady)}, nil, "Unknown/HandshakePending", ""},
-		{"mixed", []observedServer{srv(d1, harnessv1alpha1.ServerReady), srv(d2, harnessv1alpha1.ServerNotReady)},
+		{"pending", []observedServer{srv(d1, v1alpha1.ServerReady)}, nil, "Unknown/HandshakePending", ""},
+		{"mixed", []observedServer{srv(d1, v1alpha1.ServerReady), srv(d2, v1alpha1.ServerNotReady)},
 			map[string]*handshakeResult{d1: ok, d2: ok}, "False/MixedArtifacts", ""},
-		{"draining pods do not count", []observedServer{srv(d1, harnessv1alpha1.ServerReady), srv(d2, harnessv1alpha1.ServerTerminating)},
+		{"draining pods do not count", []observedServer{srv(d1, v1alpha1.ServerReady), srv(d2, v1alpha1.ServerTerminating)},
 			map[string]*handshakeResult{d1: ok}, "True/ArtifactVerified", "codex-app-server:0.169.0@" + d1},
-		{"unversioned", []observedServer{srv(d1, harnessv1alpha1.ServerReady)},
+		{"unversioned", []observedServer{srv(d1, v1alpha1.ServerReady)},
 			map[string]*handshakeResult{d1: {userAgent: "codex"}}, "False/HandshakeFailed", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,9 +186,9 @@ func TestConditionEvents(t *testing.T) {
 // An empty HarnessNamespaces serves no namespace: the harness gets only the
 // NamespaceNotManaged verdict, whose message says how to configure one.
 func TestNoHarnessNamespacesServesNone(t *testing.T) {
-	h := &harnessv1alpha1.AgentHarness{
+	h := &v1alpha1.AgentHarness{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "codex", Generation: 3},
-		Spec:       harnessv1alpha1.AgentHarnessSpec{External: &harnessv1alpha1.ExternalServer{URL: "wss://codex.example"}},
+		Spec:       v1alpha1.AgentHarnessSpec{External: &v1alpha1.ExternalServer{URL: "wss://codex.example"}},
 	}
 	for _, tc := range []struct {
 		namespaces []string
@@ -212,8 +212,8 @@ func TestNoHarnessNamespacesServesNone(t *testing.T) {
 		if err := phases[0].run(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
-		c := meta.FindStatusCondition(s.harness.Status.Conditions, harnessv1alpha1.HarnessConditionReady)
-		if c == nil || c.Reason != string(harnessv1alpha1.HarnessReasonNamespaceNotManaged) || !strings.Contains(c.Message, tc.message) {
+		c := meta.FindStatusCondition(s.harness.Status.Conditions, v1alpha1.HarnessConditionReady)
+		if c == nil || c.Reason != string(v1alpha1.HarnessReasonNamespaceNotManaged) || !strings.Contains(c.Message, tc.message) {
 			t.Errorf("HarnessNamespaces %q: Ready = %+v, want NamespaceNotManaged containing %q", tc.namespaces, c, tc.message)
 		}
 	}

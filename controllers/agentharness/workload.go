@@ -17,9 +17,9 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/codexconfig"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/codexconfig"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 // Settings of the server pods that are not in the API.
@@ -47,7 +47,7 @@ const (
 
 // workload is everything the managed objects are built from.
 type workload struct {
-	harness     *harnessv1alpha1.AgentHarness
+	harness     *v1alpha1.AgentHarness
 	port        int32
 	opNamespace string   // namespace of the operator's manager and dispatcher
 	credsHash   string   // AnnotationCredentialsHash (credentials.go)
@@ -57,7 +57,7 @@ type workload struct {
 func (w workload) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
 	h := w.harness
 	return metav1ac.OwnerReference().
-		WithAPIVersion(harnessv1alpha1.GroupVersion.String()).
+		WithAPIVersion(v1alpha1.GroupVersion.String()).
 		WithKind("AgentHarness").
 		WithName(h.Name).
 		WithUID(h.UID).
@@ -66,18 +66,18 @@ func (w workload) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
 }
 
 func (w workload) selector() *metav1ac.LabelSelectorApplyConfiguration {
-	return metav1ac.LabelSelector().WithMatchLabels(harnessobjects.SelectorLabels(w.harness))
+	return metav1ac.LabelSelector().WithMatchLabels(objects.SelectorLabels(w.harness))
 }
 
 // tokenSecret is the operator-generated shared secret of the pods'
 // signed-bearer auth (wsauth.go).
 func (w workload) tokenSecret(token string) *corev1ac.SecretApplyConfiguration {
 	h := w.harness
-	return corev1ac.Secret(harnessobjects.TokenSecretName(h), h.Namespace).
-		WithLabels(harnessobjects.ObjectLabels(h)).
+	return corev1ac.Secret(objects.TokenSecretName(h), h.Namespace).
+		WithLabels(objects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{harnessobjects.TokenSecretKey: []byte(token)})
+		WithData(map[string][]byte{objects.TokenSecretKey: []byte(token)})
 }
 
 // service is the headless Service that gives each server pod a stable DNS
@@ -85,18 +85,18 @@ func (w workload) tokenSecret(token string) *corev1ac.SecretApplyConfiguration {
 // draining pod to reattach to a running turn.
 func (w workload) service() *corev1ac.ServiceApplyConfiguration {
 	h := w.harness
-	return corev1ac.Service(harnessobjects.WorkloadName(h), h.Namespace).
-		WithLabels(harnessobjects.ObjectLabels(h)).
+	return corev1ac.Service(objects.WorkloadName(h), h.Namespace).
+		WithLabels(objects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
 			WithPublishNotReadyAddresses(true).
-			WithSelector(harnessobjects.SelectorLabels(h)).
+			WithSelector(objects.SelectorLabels(h)).
 			WithPorts(corev1ac.ServicePort().
-				WithName(harnessobjects.PortName).
+				WithName(objects.PortName).
 				WithProtocol(corev1.ProtocolTCP).
 				WithPort(w.port).
-				WithTargetPort(intstr.FromString(harnessobjects.PortName))))
+				WithTargetPort(intstr.FromString(objects.PortName))))
 }
 
 // podDisruptionBudget lets voluntary disruptions take one server pod at a
@@ -104,8 +104,8 @@ func (w workload) service() *corev1ac.ServiceApplyConfiguration {
 // node drain.
 func (w workload) podDisruptionBudget() *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	h := w.harness
-	return policyv1ac.PodDisruptionBudget(harnessobjects.WorkloadName(h), h.Namespace).
-		WithLabels(harnessobjects.ObjectLabels(h)).
+	return policyv1ac.PodDisruptionBudget(objects.WorkloadName(h), h.Namespace).
+		WithLabels(objects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithSelector(w.selector()).
@@ -128,7 +128,7 @@ func (w workload) statefulSet() (*appsv1ac.StatefulSetApplyConfiguration, error)
 	}
 	stsSpec := appsv1ac.StatefulSetSpec().
 		WithReplicas(replicas).
-		WithServiceName(harnessobjects.WorkloadName(h)).
+		WithServiceName(objects.WorkloadName(h)).
 		WithSelector(w.selector()).
 		WithPodManagementPolicy(appsv1.ParallelPodManagement).
 		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)).
@@ -139,8 +139,8 @@ func (w workload) statefulSet() (*appsv1ac.StatefulSetApplyConfiguration, error)
 	if spec.Storage != nil {
 		stsSpec.WithVolumeClaimTemplates(w.homeClaimTemplate())
 	}
-	return appsv1ac.StatefulSet(harnessobjects.WorkloadName(h), h.Namespace).
-		WithLabels(harnessobjects.ObjectLabels(h)).
+	return appsv1ac.StatefulSet(objects.WorkloadName(h), h.Namespace).
+		WithLabels(objects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithSpec(stsSpec), nil
 }
@@ -155,7 +155,7 @@ func (w workload) homeClaimTemplate() *corev1ac.PersistentVolumeClaimApplyConfig
 		pvc.WithStorageClassName(*st.StorageClassName)
 	}
 	return corev1ac.PersistentVolumeClaim(homeVolume, "").
-		WithLabels(harnessobjects.SelectorLabels(w.harness)).
+		WithLabels(objects.SelectorLabels(w.harness)).
 		WithSpec(pvc)
 }
 
@@ -200,7 +200,7 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 	}
 	volumes = append(volumes, corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 	for i, c := range spec.Credentials {
-		if c.Mount != harnessv1alpha1.CredentialMountHomeFile {
+		if c.Mount != v1alpha1.CredentialMountHomeFile {
 			continue
 		}
 		name := credentialVolumePrefix + strconv.Itoa(i)
@@ -224,13 +224,13 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
 		WithSeccompProfile(seccompProfile(h))
 	container := corev1ac.Container().
-		WithName(harnessobjects.ContainerName).
+		WithName(objects.ContainerName).
 		WithImage(spec.Image).
 		WithImagePullPolicy(pull).
 		WithCommand(command...).
 		WithArgs(args...).
 		WithEnv(env...).
-		WithPorts(corev1ac.ContainerPort().WithName(harnessobjects.PortName).WithContainerPort(w.port).WithProtocol(corev1.ProtocolTCP)).
+		WithPorts(corev1ac.ContainerPort().WithName(objects.PortName).WithContainerPort(w.port).WithProtocol(corev1.ProtocolTCP)).
 		WithVolumeMounts(mounts...).
 		WithStartupProbe(httpProbe("/healthz", 1, 60)).
 		WithReadinessProbe(httpProbe("/readyz", 5, 3)).
@@ -264,14 +264,14 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 	}
 
 	tmpl := corev1ac.PodTemplateSpec().
-		WithLabels(harnessobjects.ObjectLabels(h)).
-		WithAnnotations(map[string]string{harnessobjects.AnnotationHarness: h.Name}).
+		WithLabels(objects.ObjectLabels(h)).
+		WithAnnotations(map[string]string{objects.AnnotationHarness: h.Name}).
 		WithSpec(podSpec)
 	hash, err := configHash(tmpl)
 	if err != nil {
 		return nil, err
 	}
-	tmpl.WithAnnotations(map[string]string{harnessobjects.AnnotationConfigHash: hash, AnnotationCredentialsHash: w.credsHash})
+	tmpl.WithAnnotations(map[string]string{objects.AnnotationConfigHash: hash, AnnotationCredentialsHash: w.credsHash})
 	return tmpl, nil
 }
 
@@ -303,7 +303,7 @@ func (w workload) env() ([]*corev1ac.EnvVarApplyConfiguration, error) {
 		add(&e)
 	}
 	for _, c := range spec.Credentials {
-		if c.Mount != harnessv1alpha1.CredentialMountEnv {
+		if c.Mount != v1alpha1.CredentialMountEnv {
 			continue
 		}
 		add(corev1ac.EnvVar().WithName(c.Name).WithValueFrom(corev1ac.EnvVarSource().
@@ -314,7 +314,7 @@ func (w workload) env() ([]*corev1ac.EnvVarApplyConfiguration, error) {
 
 func httpProbe(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
-		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(harnessobjects.PortName))).
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(objects.PortName))).
 		WithPeriodSeconds(period).
 		WithTimeoutSeconds(2).
 		WithFailureThreshold(failures)
@@ -342,7 +342,7 @@ func configHash(tmpl *corev1ac.PodTemplateSpecApplyConfiguration) (string, error
 
 // claimTemplatesChanged reports whether the existing StatefulSet's
 // volumeClaimTemplates (immutable) differ from what the spec asks for.
-func claimTemplatesChanged(sts *appsv1.StatefulSet, storage *harnessv1alpha1.AppServerStorage) bool {
+func claimTemplatesChanged(sts *appsv1.StatefulSet, storage *v1alpha1.AppServerStorage) bool {
 	vcts := sts.Spec.VolumeClaimTemplates
 	if storage == nil {
 		return len(vcts) != 0

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -26,25 +26,25 @@ var _ = Describe("managed app-server workload", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	expectOwned := func(h *harnessv1alpha1.AgentHarness, obj client.Object) {
+	expectOwned := func(h *v1alpha1.AgentHarness, obj client.Object) {
 		GinkgoHelper()
 		refs := obj.GetOwnerReferences()
 		Expect(refs).To(HaveLen(1), "%T %s", obj, obj.GetName())
 		Expect(refs[0].UID).To(Equal(h.UID))
 		Expect(refs[0].Kind).To(Equal("AgentHarness"))
 		Expect(refs[0].Controller).To(Equal(ptr.To(true)))
-		Expect(obj.GetLabels()).To(HaveKeyWithValue(harnessobjects.LabelHarness, h.Name))
+		Expect(obj.GetLabels()).To(HaveKeyWithValue(objects.LabelHarness, h.Name))
 		Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "harness-operator"))
 	}
 
 	It("creates the owned objects in the restricted shape", func() {
 		h := managedHarness(ns, "codex", 2)
 		h.Spec.AppServer.Env = []corev1.EnvVar{{Name: "RUST_LOG", Value: "info"}}
-		h.Spec.AppServer.Credentials = []harnessv1alpha1.AppServerCredential{
-			{Name: "OPENAI_API_KEY", Mount: harnessv1alpha1.CredentialMountEnv,
-				SecretKeyRef: harnessv1alpha1.SecretKeyReference{Name: "codex-creds", Key: "api-key"}},
-			{Name: "auth.json", Mount: harnessv1alpha1.CredentialMountHomeFile,
-				SecretKeyRef: harnessv1alpha1.SecretKeyReference{Name: "codex-creds", Key: "auth"}},
+		h.Spec.AppServer.Credentials = []v1alpha1.AppServerCredential{
+			{Name: "OPENAI_API_KEY", Mount: v1alpha1.CredentialMountEnv,
+				SecretKeyRef: v1alpha1.SecretKeyReference{Name: "codex-creds", Key: "api-key"}},
+			{Name: "auth.json", Mount: v1alpha1.CredentialMountHomeFile,
+				SecretKeyRef: v1alpha1.SecretKeyReference{Name: "codex-creds", Key: "auth"}},
 		}
 		h.Spec.AppServer.Resources = &corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
@@ -58,24 +58,24 @@ var _ = Describe("managed app-server workload", func() {
 
 		By("the token Secret: random, owned, mounted in the pod, never in its spec")
 		secret := &corev1.Secret{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.TokenSecretName(h)}, secret)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.TokenSecretName(h)}, secret)).To(Succeed())
 		expectOwned(h, secret)
-		token := string(secret.Data[harnessobjects.TokenSecretKey])
+		token := string(secret.Data[objects.TokenSecretKey])
 		Expect(len(token)).To(BeNumerically(">=", 43))
 
 		By("the StatefulSet")
 		Expect(sts.Spec.Replicas).To(Equal(ptr.To(int32(2))))
-		Expect(sts.Spec.ServiceName).To(Equal(harnessobjects.WorkloadName(h)))
+		Expect(sts.Spec.ServiceName).To(Equal(objects.WorkloadName(h)))
 		Expect(sts.Spec.PodManagementPolicy).To(Equal(appsv1.ParallelPodManagement))
 		Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy).To(Equal(&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}))
 		Expect(sts.Spec.VolumeClaimTemplates).To(BeEmpty())
-		Expect(sts.Spec.Selector.MatchLabels).To(Equal(map[string]string{harnessobjects.LabelHarness: "codex", "app.kubernetes.io/component": "app-server"}))
+		Expect(sts.Spec.Selector.MatchLabels).To(Equal(map[string]string{objects.LabelHarness: "codex", "app.kubernetes.io/component": "app-server"}))
 
 		tmpl := sts.Spec.Template
-		Expect(tmpl.Labels).To(HaveKeyWithValue(harnessobjects.LabelHarness, "codex"))
-		Expect(tmpl.Annotations).To(HaveKeyWithValue(harnessobjects.AnnotationHarness, "codex"))
-		Expect(tmpl.Annotations[harnessobjects.AnnotationConfigHash]).To(MatchRegexp(`^[0-9a-f]{32}$`))
+		Expect(tmpl.Labels).To(HaveKeyWithValue(objects.LabelHarness, "codex"))
+		Expect(tmpl.Annotations).To(HaveKeyWithValue(objects.AnnotationHarness, "codex"))
+		Expect(tmpl.Annotations[objects.AnnotationConfigHash]).To(MatchRegexp(`^[0-9a-f]{32}$`))
 		pod := tmpl.Spec
 		Expect(pod.TerminationGracePeriodSeconds).To(Equal(ptr.To(int64(600))))
 		Expect(pod.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
@@ -83,7 +83,7 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(pod.SecurityContext.SeccompProfile).To(Equal(&corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}))
 		Expect(pod.Containers).To(HaveLen(1))
 		c := pod.Containers[0]
-		Expect(c.Name).To(Equal(harnessobjects.ContainerName))
+		Expect(c.Name).To(Equal(objects.ContainerName))
 		Expect(c.Image).To(Equal(h.Spec.AppServer.Image))
 		Expect(c.ImagePullPolicy).To(Equal(corev1.PullIfNotPresent), "the default for a digest-pinned image")
 		Expect(c.Command).To(Equal([]string{"codex"}))
@@ -100,9 +100,9 @@ var _ = Describe("managed app-server workload", func() {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		}))
-		Expect(c.Ports).To(ConsistOf(corev1.ContainerPort{Name: harnessobjects.PortName, ContainerPort: appPort, Protocol: corev1.ProtocolTCP}))
+		Expect(c.Ports).To(ConsistOf(corev1.ContainerPort{Name: objects.PortName, ContainerPort: appPort, Protocol: corev1.ProtocolTCP}))
 		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
-		Expect(c.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString(harnessobjects.PortName)))
+		Expect(c.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString(objects.PortName)))
 		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(c.StartupProbe.HTTPGet.Path).To(Equal("/healthz"))
 		Expect(c.Resources.Requests.Cpu().String()).To(Equal("250m"))
@@ -124,7 +124,7 @@ var _ = Describe("managed app-server workload", func() {
 			vols[v.Name] = v.VolumeSource
 		}
 		Expect(vols).To(HaveLen(4))
-		Expect(vols["ws-auth"].Secret.SecretName).To(Equal(harnessobjects.TokenSecretName(h)))
+		Expect(vols["ws-auth"].Secret.SecretName).To(Equal(objects.TokenSecretName(h)))
 		Expect(vols["ws-auth"].Secret.Items).To(Equal([]corev1.KeyToPath{{Key: "token", Path: "token"}}))
 		Expect(vols["codex-home"].EmptyDir).NotTo(BeNil())
 		Expect(vols["tmp"].EmptyDir).NotTo(BeNil())
@@ -133,20 +133,20 @@ var _ = Describe("managed app-server workload", func() {
 
 		By("the headless Service")
 		svc := &corev1.Service{}
-		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, svc)).To(Succeed())
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)}, svc)).To(Succeed())
 		expectOwned(h, svc)
 		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 		Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue())
 		Expect(svc.Spec.Selector).To(Equal(sts.Spec.Selector.MatchLabels))
 		Expect(svc.Spec.Ports).To(HaveLen(1))
 		Expect(svc.Spec.Ports[0].Port).To(Equal(appPort))
-		Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString(harnessobjects.PortName)))
+		Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString(objects.PortName)))
 
 		By("the NetworkPolicy: only the operator's manager and dispatcher reach the port; egress is restricted")
 		np := &networkingv1.NetworkPolicy{}
 		// Applied after the StatefulSet, in the same reconcile.
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, np)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)}, np)
 		}).Should(Succeed())
 		expectOwned(h, np)
 		Expect(np.Spec.PodSelector.MatchLabels).To(Equal(sts.Spec.Selector.MatchLabels))
@@ -170,7 +170,7 @@ var _ = Describe("managed app-server workload", func() {
 		pdb := &policyv1.PodDisruptionBudget{}
 		// Applied after the StatefulSet, in the same reconcile.
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: harnessobjects.WorkloadName(h)}, pdb)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: objects.WorkloadName(h)}, pdb)
 		}).Should(Succeed())
 		expectOwned(h, pdb)
 		Expect(pdb.Spec.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(1))))
@@ -179,10 +179,10 @@ var _ = Describe("managed app-server workload", func() {
 
 		By("the status before any pod: pending, not ready")
 		Eventually(statusOf(h)).Should(And(
-			haveCondition(harnessv1alpha1.HarnessConditionVersionSupported, "Unknown/HandshakePending"),
-			haveCondition(harnessv1alpha1.HarnessConditionWorkloadReady, "False/NoReadyPods"),
-			haveCondition(harnessv1alpha1.HarnessConditionAttested, "Unknown/NoReadyPods"),
-			haveCondition(harnessv1alpha1.HarnessConditionReady, "False/WorkloadNotReady"),
+			haveCondition(v1alpha1.HarnessConditionVersionSupported, "Unknown/HandshakePending"),
+			haveCondition(v1alpha1.HarnessConditionWorkloadReady, "False/NoReadyPods"),
+			haveCondition(v1alpha1.HarnessConditionAttested, "Unknown/NoReadyPods"),
+			haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"),
 		))
 		got := getHarness(h)
 		Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
@@ -192,14 +192,14 @@ var _ = Describe("managed app-server workload", func() {
 		By("a resync writes nothing: applies are no-ops and the status is unchanged")
 		versions := func() map[string]string {
 			out := map[string]string{}
-			for _, obj := range []client.Object{&harnessv1alpha1.AgentHarness{}, &appsv1.StatefulSet{}, &corev1.Service{},
+			for _, obj := range []client.Object{&v1alpha1.AgentHarness{}, &appsv1.StatefulSet{}, &corev1.Service{},
 				&corev1.Secret{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}} {
-				name := harnessobjects.WorkloadName(h)
+				name := objects.WorkloadName(h)
 				switch obj.(type) {
-				case *harnessv1alpha1.AgentHarness:
+				case *v1alpha1.AgentHarness:
 					name = h.Name
 				case *corev1.Secret:
-					name = harnessobjects.TokenSecretName(h)
+					name = objects.TokenSecretName(h)
 				}
 				Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)).To(Succeed())
 				out[fmt.Sprintf("%T", obj)] = obj.GetResourceVersion()
@@ -219,11 +219,11 @@ var _ = Describe("managed app-server workload", func() {
 				continue
 			}
 			Expect(r.Writes).To(ConsistOf(
-				"apply Secret "+ns+"/"+harnessobjects.TokenSecretName(h),
-				"apply Service "+ns+"/"+harnessobjects.WorkloadName(h),
-				"apply StatefulSet "+ns+"/"+harnessobjects.WorkloadName(h),
-				"apply NetworkPolicy "+ns+"/"+harnessobjects.WorkloadName(h),
-				"apply PodDisruptionBudget "+ns+"/"+harnessobjects.WorkloadName(h),
+				"apply Secret "+ns+"/"+objects.TokenSecretName(h),
+				"apply Service "+ns+"/"+objects.WorkloadName(h),
+				"apply StatefulSet "+ns+"/"+objects.WorkloadName(h),
+				"apply NetworkPolicy "+ns+"/"+objects.WorkloadName(h),
+				"apply PodDisruptionBudget "+ns+"/"+objects.WorkloadName(h),
 			), "a reconcile of an unchanged harness applies its objects and writes no status")
 		}
 		Expect(versions()).To(Equal(before), "the applies changed nothing")
@@ -233,7 +233,7 @@ var _ = Describe("managed app-server workload", func() {
 		h := managedHarness(ns, "roller", 1)
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		sts := waitStatefulSet(h)
-		hash := sts.Spec.Template.Annotations[harnessobjects.AnnotationConfigHash]
+		hash := sts.Spec.Template.Annotations[objects.AnnotationConfigHash]
 		creds := sts.Spec.Template.Annotations[AnnotationCredentialsHash]
 
 		By("scaling: replicas follow the spec, the pods are not rolled")
@@ -242,7 +242,7 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(func() *int32 { return waitStatefulSet(h).Spec.Replicas }).Should(Equal(ptr.To(int32(3))))
 		sts = waitStatefulSet(h)
-		Expect(sts.Spec.Template.Annotations[harnessobjects.AnnotationConfigHash]).To(Equal(hash))
+		Expect(sts.Spec.Template.Annotations[objects.AnnotationConfigHash]).To(Equal(hash))
 		Expect(sts.Spec.Template.Annotations[AnnotationCredentialsHash]).To(Equal(creds), "the token is kept")
 
 		By("a spec change of the pod rolls the pods")
@@ -250,7 +250,7 @@ var _ = Describe("managed app-server workload", func() {
 		h.Spec.AppServer.Env = []corev1.EnvVar{{Name: "RUST_LOG", Value: "debug"}}
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(func() string {
-			return waitStatefulSet(h).Spec.Template.Annotations[harnessobjects.AnnotationConfigHash]
+			return waitStatefulSet(h).Spec.Template.Annotations[objects.AnnotationConfigHash]
 		}).
 			ShouldNot(Equal(hash))
 
@@ -282,7 +282,7 @@ var _ = Describe("managed app-server workload", func() {
 
 	It("gives each replica a claim when storage is set, and replaces the StatefulSet when storage changes", func() {
 		h := managedHarness(ns, "stored", 2)
-		h.Spec.AppServer.Storage = &harnessv1alpha1.AppServerStorage{Size: resource.MustParse("1Gi"), StorageClassName: ptr.To("fast")}
+		h.Spec.AppServer.Storage = &v1alpha1.AppServerStorage{Size: resource.MustParse("1Gi"), StorageClassName: ptr.To("fast")}
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		sts := waitStatefulSet(h)
 		Expect(sts.Spec.VolumeClaimTemplates).To(HaveLen(1))

@@ -3,8 +3,8 @@ package agentharness
 import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
 )
 
 // Server pods authenticate their clients with Codex's signed bearer tokens:
@@ -28,7 +28,7 @@ const (
 )
 
 // wsSharedSecretFile is the shared secret's path in the container.
-const wsSharedSecretFile = WSSecretDir + "/" + harnessobjects.TokenSecretKey
+const wsSharedSecretFile = WSSecretDir + "/" + objects.TokenSecretKey
 
 // wsAuthArgs are the default args' authentication flags.
 func wsAuthArgs() []string {
@@ -54,9 +54,9 @@ func wsAuthEnv() []*corev1ac.EnvVarApplyConfiguration {
 func (w workload) wsSecretMount() (*corev1ac.VolumeApplyConfiguration, *corev1ac.VolumeMountApplyConfiguration) {
 	vol := corev1ac.Volume().WithName(wsSecretVolume).
 		WithSecret(corev1ac.SecretVolumeSource().
-			WithSecretName(harnessobjects.TokenSecretName(w.harness)).
+			WithSecretName(objects.TokenSecretName(w.harness)).
 			WithDefaultMode(0o440).
-			WithItems(corev1ac.KeyToPath().WithKey(harnessobjects.TokenSecretKey).WithPath(harnessobjects.TokenSecretKey)))
+			WithItems(corev1ac.KeyToPath().WithKey(objects.TokenSecretKey).WithPath(objects.TokenSecretKey)))
 	mount := corev1ac.VolumeMount().WithName(wsSecretVolume).WithMountPath(WSSecretDir).WithReadOnly(true)
 	return vol, mount
 }

@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/conditions"
-	"github.com/openclaw/harness-operator/internal/selection"
-	"github.com/openclaw/harness-operator/internal/snapshot"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/platform/conditions"
+	"github.com/openclaw/harness-operator/internal/policy/selection"
+	"github.com/openclaw/harness-operator/internal/policy/snapshot"
 )
 
 const (
@@ -43,7 +43,7 @@ const (
 )
 
 // ownedConditions are the condition types this controller writes.
-var ownedConditions = []string{harnessv1alpha1.SessionConditionPolicyResolved, harnessv1alpha1.SessionConditionReady}
+var ownedConditions = []string{v1alpha1.SessionConditionPolicyResolved, v1alpha1.SessionConditionReady}
 
 // Reconciler reconciles the manager's part of AgentSession status: what
 // runtime policy asks for (status.policy) and the PolicyResolved and Ready
@@ -75,7 +75,7 @@ type Reconciler struct {
 // the phases that compute the manager's part of its status, and applies that
 // part once, only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var session harnessv1alpha1.AgentSession
+	var session v1alpha1.AgentSession
 	if err := r.Get(ctx, req.NamespacedName, &session); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -97,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // scope is one reconcile: the session, the selection snapshot of its
 // namespace, and the manager's part of the status the phases build.
 type scope struct {
-	session *harnessv1alpha1.AgentSession
+	session *v1alpha1.AgentSession
 	snap    selection.Snapshot
 	now     metav1.Time
 
@@ -106,13 +106,13 @@ type scope struct {
 	// overrideDenied is set by policy when the override contradicts a Deny policy.
 	overrideDenied bool
 	// desired holds only manager-owned fields: conditions, observedGeneration, policy.
-	desired harnessv1alpha1.AgentSessionStatus
+	desired v1alpha1.AgentSessionStatus
 }
 
 // newScope reads the session's namespace, the policies and the harnesses
 // (from the cache) and builds the selection snapshot of the namespace. A nil
 // scope without error means there is nothing to do (the namespace is gone).
-func (r *Reconciler) newScope(ctx context.Context, session *harnessv1alpha1.AgentSession) (*scope, error) {
+func (r *Reconciler) newScope(ctx context.Context, session *v1alpha1.AgentSession) (*scope, error) {
 	// An invalid selector fails the snapshot, as it fails the dispatcher's:
 	// the RuntimePolicy reports Accepted=False and its fix re-triggers this session.
 	// The phases only read the snapshot (selection is pure): the cache's
@@ -129,7 +129,7 @@ func (r *Reconciler) newScope(ctx context.Context, session *harnessv1alpha1.Agen
 
 // setCondition sets one condition of the desired status, keeping the current
 // lastTransitionTime when the condition's status does not change.
-func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason harnessv1alpha1.SessionConditionReason, msg string) {
+func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason v1alpha1.SessionConditionReason, msg string) {
 	conditions.Set(&s.desired.Conditions, s.session.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: string(reason), Message: msg,
 		ObservedGeneration: s.session.Generation, LastTransitionTime: s.now,
@@ -154,8 +154,8 @@ func reconcilePolicy(s *scope) {
 	if len(matched) > maxMatchedPolicies {
 		matched = matched[:maxMatchedPolicies]
 	}
-	pol := &harnessv1alpha1.SessionPolicy{
-		Runtime:         harnessv1alpha1.RuntimeID(s.resolution.Runtime),
+	pol := &v1alpha1.SessionPolicy{
+		Runtime:         v1alpha1.RuntimeID(s.resolution.Runtime),
 		Source:          s.resolution.Source,
 		MatchedPolicies: matched,
 	}
@@ -163,22 +163,22 @@ func reconcilePolicy(s *scope) {
 		pol.MatchedPolicies = nil
 	}
 	override := selection.NormalizeRuntimeID(string(spec.RuntimeOverride))
-	overridden := override != string(harnessv1alpha1.RuntimeAuto) && !s.overrideDenied
+	overridden := override != string(v1alpha1.RuntimeAuto) && !s.overrideDenied
 	if overridden {
-		pol.Runtime, pol.Source = harnessv1alpha1.RuntimeID(override), harnessv1alpha1.PolicySourceOverride
+		pol.Runtime, pol.Source = v1alpha1.RuntimeID(override), v1alpha1.PolicySourceOverride
 	}
 	s.desired.Policy = pol
 
 	res := &s.resolution
 	switch {
-	case res.Source == harnessv1alpha1.PolicySourceDefault && overridden:
-		s.setCondition(harnessv1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, harnessv1alpha1.SessionReasonNoPolicy,
+	case res.Source == v1alpha1.PolicySourceDefault && overridden:
+		s.setCondition(v1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, v1alpha1.SessionReasonNoPolicy,
 			fmt.Sprintf("No RuntimePolicy entry applies to %s; the session's runtimeOverride %s applies.", spec.Model, override))
-	case res.Source == harnessv1alpha1.PolicySourceDefault:
-		s.setCondition(harnessv1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, harnessv1alpha1.SessionReasonNoPolicy,
+	case res.Source == v1alpha1.PolicySourceDefault:
+		s.setCondition(v1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, v1alpha1.SessionReasonNoPolicy,
 			fmt.Sprintf("No RuntimePolicy entry applies to %s; the runtime is auto.", spec.Model))
 	case overridden:
-		s.setCondition(harnessv1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, harnessv1alpha1.SessionReasonPolicyMatched,
+		s.setCondition(v1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, v1alpha1.SessionReasonPolicyMatched,
 			fmt.Sprintf("RuntimePolicy %s (%s entry) asks for runtime %s for %s and allows overrides; the session's runtimeOverride %s applies.",
 				res.Policy, res.Source, res.Runtime, spec.Model, override))
 	default:
@@ -186,7 +186,7 @@ func reconcilePolicy(s *scope) {
 		if res.Enforced {
 			enforced = " and enforces it (sessionOverrides: Deny)"
 		}
-		s.setCondition(harnessv1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, harnessv1alpha1.SessionReasonPolicyMatched,
+		s.setCondition(v1alpha1.SessionConditionPolicyResolved, metav1.ConditionTrue, v1alpha1.SessionReasonPolicyMatched,
 			fmt.Sprintf("RuntimePolicy %s (%s entry) asks for runtime %s for %s%s.", res.Policy, res.Source, res.Runtime, spec.Model, enforced))
 	}
 }
@@ -199,20 +199,20 @@ func reconcilePolicy(s *scope) {
 func reconcileReadiness(s *scope) {
 	spec := &s.session.Spec
 	if s.overrideDenied {
-		s.setCondition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, harnessv1alpha1.SessionReasonOverrideDenied,
+		s.setCondition(v1alpha1.SessionConditionReady, metav1.ConditionFalse, v1alpha1.SessionReasonOverrideDenied,
 			fmt.Sprintf("runtimeOverride %s contradicts RuntimePolicy %s (sessionOverrides: Deny), which requires runtime %s for %s; turns fail closed (OverrideDenied).",
 				selection.NormalizeRuntimeID(string(spec.RuntimeOverride)), s.resolution.Policy, s.resolution.Runtime, spec.Model))
 		return
 	}
 	if s.resolution.Enforced && selection.SessionPin(s.session) != "" {
 		d := selection.Select(s.snap, &wire.Attempt{})
-		if d.Error != nil && d.Error.Code == wire.CodeOverrideDenied && d.RuntimeSource == harnessv1alpha1.RuntimeSourceSession {
-			s.setCondition(harnessv1alpha1.SessionConditionReady, metav1.ConditionFalse, harnessv1alpha1.SessionReasonOverrideDenied,
+		if d.Error != nil && d.Error.Code == wire.CodeOverrideDenied && d.RuntimeSource == v1alpha1.RuntimeSourceSession {
+			s.setCondition(v1alpha1.SessionConditionReady, metav1.ConditionFalse, v1alpha1.SessionReasonOverrideDenied,
 				d.Error.Message+" Turns fail closed (OverrideDenied).")
 			return
 		}
 	}
-	s.setCondition(harnessv1alpha1.SessionConditionReady, metav1.ConditionTrue, harnessv1alpha1.SessionReasonReady,
+	s.setCondition(v1alpha1.SessionConditionReady, metav1.ConditionTrue, v1alpha1.SessionReasonReady,
 		"Runtime policy admits the session's runtime.")
 }
 
@@ -252,14 +252,14 @@ func warningCondition(c metav1.Condition) bool { return c.Status != metav1.Condi
 
 // managedEqual compares the manager-owned part of two statuses: policy,
 // observedGeneration and the owned conditions (without lastTransitionTime).
-func managedEqual(cur, desired *harnessv1alpha1.AgentSessionStatus) bool {
+func managedEqual(cur, desired *v1alpha1.AgentSessionStatus) bool {
 	if cur.ObservedGeneration != desired.ObservedGeneration || !policyEqual(cur.Policy, desired.Policy) {
 		return false
 	}
 	return conditions.SameTypes(cur.Conditions, desired.Conditions, ownedConditions...)
 }
 
-func policyEqual(a, b *harnessv1alpha1.SessionPolicy) bool {
+func policyEqual(a, b *v1alpha1.SessionPolicy) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -284,16 +284,16 @@ func nilIfEmpty(s []string) []string {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(ctx, &harnessv1alpha1.AgentSession{}, matchedPolicyIndex, func(o client.Object) []string {
-		if p := o.(*harnessv1alpha1.AgentSession).Status.Policy; p != nil {
+	if err := indexer.IndexField(ctx, &v1alpha1.AgentSession{}, matchedPolicyIndex, func(o client.Object) []string {
+		if p := o.(*v1alpha1.AgentSession).Status.Policy; p != nil {
 			return p.MatchedPolicies
 		}
 		return nil
 	}); err != nil {
 		return fmt.Errorf("index AgentSessions by matched policy: %w", err)
 	}
-	if err := indexer.IndexField(ctx, &harnessv1alpha1.AgentSession{}, pinnedIndex, func(o client.Object) []string {
-		if o.(*harnessv1alpha1.AgentSession).Status.AgentHarnessID != "" {
+	if err := indexer.IndexField(ctx, &v1alpha1.AgentSession{}, pinnedIndex, func(o client.Object) []string {
+		if o.(*v1alpha1.AgentSession).Status.AgentHarnessID != "" {
 			return []string{"true"}
 		}
 		return nil
@@ -304,12 +304,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.status = conditions.StatusWriter{Client: r.Client, Recorder: r.recorder,
 		FieldManager: conditions.FieldManager("manager"), Quiet: quietFirst, Warning: warningCondition}
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&harnessv1alpha1.AgentSession{}, builder.WithPredicates(managerInputsChanged)).
-		Watches(&harnessv1alpha1.RuntimePolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsForPolicy),
+		For(&v1alpha1.AgentSession{}, builder.WithPredicates(managerInputsChanged)).
+		Watches(&v1alpha1.RuntimePolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsForPolicy),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.sessionsInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&harnessv1alpha1.AgentHarness{}, handler.EnqueueRequestsFromMapFunc(r.pinnedSessions),
+		Watches(&v1alpha1.AgentHarness{}, handler.EnqueueRequestsFromMapFunc(r.pinnedSessions),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named(controllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
@@ -328,8 +328,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // nothing the manager computes; reconciling each would re-read the
 // session's namespace, every harness and every policy for nothing.
 var managerInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	prev, okPrev := e.ObjectOld.(*harnessv1alpha1.AgentSession)
-	next, okNext := e.ObjectNew.(*harnessv1alpha1.AgentSession)
+	prev, okPrev := e.ObjectOld.(*v1alpha1.AgentSession)
+	next, okNext := e.ObjectNew.(*v1alpha1.AgentSession)
 	if !okPrev || !okNext {
 		return true
 	}
@@ -342,7 +342,7 @@ var managerInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent)
 // namespace before). A policy whose selector is invalid affects every session.
 func (r *Reconciler) sessionsForPolicy(ctx context.Context, o client.Object) []reconcile.Request {
 	log := ctrl.LoggerFrom(ctx)
-	policy, ok := o.(*harnessv1alpha1.RuntimePolicy)
+	policy, ok := o.(*v1alpha1.RuntimePolicy)
 	if !ok {
 		return nil
 	}
@@ -384,7 +384,7 @@ func (r *Reconciler) pinnedSessions(ctx context.Context, _ client.Object) []reco
 // copy of each was the manager's peak memory at 10,000 sessions
 // (docs/benchmarks/operator-scale.md).
 func (r *Reconciler) listSessions(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
-	var sessions harnessv1alpha1.AgentSessionList
+	var sessions v1alpha1.AgentSessionList
 	if err := r.List(ctx, &sessions, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list AgentSessions to re-resolve")
 		return nil

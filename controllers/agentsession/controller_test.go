@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/conditions"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/platform/conditions"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -50,7 +50,7 @@ func newNamespace(l map[string]string) *corev1.Namespace {
 
 // newPolicy is a RuntimePolicy that selects the namespaces labelled case=<id>
 // (policies are cluster-scoped: each spec selects only its own namespaces).
-func newPolicy(name, id string, opts ...testutil.PolicyOption) *harnessv1alpha1.RuntimePolicy {
+func newPolicy(name, id string, opts ...testutil.PolicyOption) *v1alpha1.RuntimePolicy {
 	return testutil.NewPolicy(name, append([]testutil.PolicyOption{testutil.Selecting(map[string]string{"case": id})}, opts...)...)
 }
 
@@ -62,12 +62,12 @@ var (
 	enforcing = testutil.Enforcing
 )
 
-type sopt func(*harnessv1alpha1.AgentSession)
+type sopt func(*v1alpha1.AgentSession)
 
-func newSession(ns, name, model string, opts ...sopt) *harnessv1alpha1.AgentSession {
-	s := &harnessv1alpha1.AgentSession{
+func newSession(ns, name, model string, opts ...sopt) *v1alpha1.AgentSession {
+	s := &v1alpha1.AgentSession{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: harnessv1alpha1.AgentSessionSpec{
+		Spec: v1alpha1.AgentSessionSpec{
 			AgentID: "main", SessionKey: "agent:main:" + name, SessionID: "sid-" + name, Model: model,
 		},
 	}
@@ -78,25 +78,25 @@ func newSession(ns, name, model string, opts ...sopt) *harnessv1alpha1.AgentSess
 }
 
 func agentID(id string) sopt {
-	return func(s *harnessv1alpha1.AgentSession) { s.Spec.AgentID = id }
+	return func(s *v1alpha1.AgentSession) { s.Spec.AgentID = id }
 }
 
 func override(rt string) sopt {
-	return func(s *harnessv1alpha1.AgentSession) { s.Spec.RuntimeOverride = harnessv1alpha1.RuntimeID(rt) }
+	return func(s *v1alpha1.AgentSession) { s.Spec.RuntimeOverride = v1alpha1.RuntimeID(rt) }
 }
 
-func getSession(s *harnessv1alpha1.AgentSession) *harnessv1alpha1.AgentSession {
+func getSession(s *v1alpha1.AgentSession) *v1alpha1.AgentSession {
 	GinkgoHelper()
-	var got harnessv1alpha1.AgentSession
+	var got v1alpha1.AgentSession
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &got)).To(Succeed())
 	return &got
 }
 
 // policyOf returns "runtime/source [matched…] PolicyResolved=Status/Reason Ready=Status/Reason"
 // once the manager's part of the status describes the current generation.
-func policyOf(s *harnessv1alpha1.AgentSession) func() string {
+func policyOf(s *v1alpha1.AgentSession) func() string {
 	return func() string {
-		var got harnessv1alpha1.AgentSession
+		var got v1alpha1.AgentSession
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
 			return err.Error()
 		}
@@ -112,11 +112,11 @@ func policyOf(s *harnessv1alpha1.AgentSession) func() string {
 			return typ + "=" + string(c.Status) + "/" + c.Reason
 		}
 		return fmt.Sprintf("%s/%s %v %s %s", st.Policy.Runtime, st.Policy.Source, st.Policy.MatchedPolicies,
-			cond(harnessv1alpha1.SessionConditionPolicyResolved), cond(harnessv1alpha1.SessionConditionReady))
+			cond(v1alpha1.SessionConditionPolicyResolved), cond(v1alpha1.SessionConditionReady))
 	}
 }
 
-func eventReasons(s *harnessv1alpha1.AgentSession) func() []string {
+func eventReasons(s *v1alpha1.AgentSession) func() []string {
 	return func() []string {
 		var list eventsv1.EventList
 		if err := k8sClient.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
@@ -134,10 +134,10 @@ func eventReasons(s *harnessv1alpha1.AgentSession) func() []string {
 
 // dispatcherApply writes dispatcher-owned status fields with the dispatcher's
 // own field manager, as the dispatcher does.
-func dispatcherApply(s *harnessv1alpha1.AgentSession, status map[string]any) {
+func dispatcherApply(s *v1alpha1.AgentSession, status map[string]any) {
 	GinkgoHelper()
 	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
-	u.SetGroupVersionKind(harnessv1alpha1.GroupVersion.WithKind("AgentSession"))
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("AgentSession"))
 	u.SetNamespace(s.Namespace)
 	u.SetName(s.Name)
 	Expect(k8sClient.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
@@ -162,7 +162,7 @@ var _ = Describe("AgentSession controller", func() {
 		byAgent := newSession(ns.Name, "by-agent", prov+"/agent-model", agentID("special"))
 		otherAgent := newSession(ns.Name, "other-agent", prov+"/agent-model")
 		none := newSession(ns.Name, "none", "elsewhere/model")
-		for _, s := range []*harnessv1alpha1.AgentSession{byProvider, byModel, byAgent, otherAgent, none} {
+		for _, s := range []*v1alpha1.AgentSession{byProvider, byModel, byAgent, otherAgent, none} {
 			create(s)
 		}
 		matched := "[" + id + "]"
@@ -178,7 +178,7 @@ var _ = Describe("AgentSession controller", func() {
 		lone := newSession(plain.Name, "lone", prov+"/exact")
 		create(lone)
 		Eventually(policyOf(lone)).Should(Equal("auto/default [] PolicyResolved=True/NoPolicy " + ready))
-		c := meta.FindStatusCondition(getSession(byModel).Status.Conditions, harnessv1alpha1.SessionConditionPolicyResolved)
+		c := meta.FindStatusCondition(getSession(byModel).Status.Conditions, v1alpha1.SessionConditionPolicyResolved)
 		Expect(c.Message).To(ContainSubstring(id))
 	})
 
@@ -195,9 +195,9 @@ var _ = Describe("AgentSession controller", func() {
 		Eventually(policyOf(s)).Should(Equal("openclaw/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
 
 		By("changing the policy")
-		var cur harnessv1alpha1.RuntimePolicy
+		var cur v1alpha1.RuntimePolicy
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &cur)).To(Succeed())
-		cur.Spec.Models = []harnessv1alpha1.ModelRuntimePolicy{{Ref: prov + "/m", Runtime: "codex"}}
+		cur.Spec.Models = []v1alpha1.ModelRuntimePolicy{{Ref: prov + "/m", Runtime: "codex"}}
 		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
 		Eventually(policyOf(s)).Should(Equal("codex/model [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
 
@@ -256,7 +256,7 @@ var _ = Describe("AgentSession controller", func() {
 		create(allowed)
 		create(agreeing)
 		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched Ready=False/OverrideDenied"))
-		c := meta.FindStatusCondition(getSession(denied).Status.Conditions, harnessv1alpha1.SessionConditionReady)
+		c := meta.FindStatusCondition(getSession(denied).Status.Conditions, v1alpha1.SessionConditionReady)
 		Expect(c.Message).To(And(ContainSubstring(id), ContainSubstring("openclaw"), ContainSubstring("codex")))
 		Eventually(eventReasons(denied)).Should(ContainElement(HavePrefix("Warning/OverrideDenied")))
 		Eventually(policyOf(allowed)).Should(Equal("openclaw/override [] PolicyResolved=True/NoPolicy " + ready))
@@ -272,7 +272,7 @@ var _ = Describe("AgentSession controller", func() {
 		By("a dispatcher pin to another harness contradicts the Deny policy too")
 		dispatcherApply(denied, map[string]any{"agentHarnessId": "other-harness"})
 		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched Ready=False/OverrideDenied"))
-		c = meta.FindStatusCondition(getSession(denied).Status.Conditions, harnessv1alpha1.SessionConditionReady)
+		c = meta.FindStatusCondition(getSession(denied).Status.Conditions, v1alpha1.SessionConditionReady)
 		Expect(c.Message).To(ContainSubstring("other-harness"))
 		Expect(c.Message).To(ContainSubstring("Reset the session (bump spec.resetGeneration"), "the message names the remedy that works")
 		Expect(getSession(denied).Status.AgentHarnessID).To(Equal("other-harness"))
@@ -305,7 +305,7 @@ var _ = Describe("AgentSession controller", func() {
 		})
 
 		By("changing the policy so the manager applies its part again")
-		var cur harnessv1alpha1.RuntimePolicy
+		var cur v1alpha1.RuntimePolicy
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), &cur)).To(Succeed())
 		cur.Spec.Providers[0].Runtime = "codex"
 		Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
@@ -357,7 +357,7 @@ var _ = Describe("AgentSession controller", func() {
 			}
 			create(p)
 		}
-		var sessions []*harnessv1alpha1.AgentSession
+		var sessions []*v1alpha1.AgentSession
 		for i := range 100 {
 			var opts []sopt
 			if i%5 == 0 {
@@ -403,23 +403,23 @@ var _ = Describe("AgentSession controller", func() {
 			Expect(k8sClient.Update(ctx, &cur)).To(Succeed())
 			relabelled[cur.Name] = &cur
 		}
-		expectAllReconciled(sessions, func(s *harnessv1alpha1.AgentSession) []client.Object {
+		expectAllReconciled(sessions, func(s *v1alpha1.AgentSession) []client.Object {
 			return []client.Object{relabelled[s.Namespace]}
 		})
 		Expect(calls.Writes()).To(BeEmpty())
 
 		By("re-triggering the pinned sessions through the harness mapping")
 		calls.Reset()
-		unrelated := &harnessv1alpha1.AgentHarness{
+		unrelated := &v1alpha1.AgentHarness{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[0].Name, Name: "unrelated"},
-			Spec: harnessv1alpha1.AgentHarnessSpec{
-				HarnessID: "unrelated-" + id, Adapter: harnessv1alpha1.AdapterCodexAppServer,
-				External: &harnessv1alpha1.ExternalServer{URL: "ws://127.0.0.1:4500",
-					TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "token", Key: "token"}},
+			Spec: v1alpha1.AgentHarnessSpec{
+				HarnessID: "unrelated-" + id, Adapter: v1alpha1.AdapterCodexAppServer,
+				External: &v1alpha1.ExternalServer{URL: "ws://127.0.0.1:4500",
+					TokenSecretRef: v1alpha1.SecretKeyReference{Name: "token", Key: "token"}},
 			},
 		}
 		create(unrelated)
-		expectAllReconciled(sessions[:10], func(*harnessv1alpha1.AgentSession) []client.Object { return []client.Object{unrelated} })
+		expectAllReconciled(sessions[:10], func(*v1alpha1.AgentSession) []client.Object { return []client.Object{unrelated} })
 		Expect(calls.Writes()).To(BeEmpty())
 
 		By("restarting the manager over the same objects")
@@ -435,9 +435,9 @@ var _ = Describe("AgentSession controller", func() {
 // each session: a reconcile since the last calls.Reset that read the session
 // at its current resourceVersion, and each object seen names (when set) at its
 // resourceVersion or a later one, has returned.
-func expectAllReconciled(sessions []*harnessv1alpha1.AgentSession, seen func(*harnessv1alpha1.AgentSession) []client.Object) {
+func expectAllReconciled(sessions []*v1alpha1.AgentSession, seen func(*v1alpha1.AgentSession) []client.Object) {
 	GinkgoHelper()
-	expectEachCurrent(sessions, func(s, cur *harnessv1alpha1.AgentSession) error {
+	expectEachCurrent(sessions, func(s, cur *v1alpha1.AgentSession) error {
 		var also []client.Object
 		if seen != nil {
 			also = seen(s)
@@ -449,19 +449,19 @@ func expectAllReconciled(sessions []*harnessv1alpha1.AgentSession, seen func(*ha
 // expectSettled waits until each session is at the reconciler's fixpoint: its
 // latest reconcile read its current resourceVersion, returned and wrote
 // nothing, so no write of an earlier state is still to come.
-func expectSettled(sessions []*harnessv1alpha1.AgentSession) {
+func expectSettled(sessions []*v1alpha1.AgentSession) {
 	GinkgoHelper()
-	expectEachCurrent(sessions, func(_, cur *harnessv1alpha1.AgentSession) error { return calls.Settled(cur) })
+	expectEachCurrent(sessions, func(_, cur *v1alpha1.AgentSession) error { return calls.Settled(cur) })
 }
 
 // expectEachCurrent waits until check holds for every session as the API
 // server has it now (cur), all at once.
-func expectEachCurrent(sessions []*harnessv1alpha1.AgentSession, check func(s, cur *harnessv1alpha1.AgentSession) error) {
+func expectEachCurrent(sessions []*v1alpha1.AgentSession, check func(s, cur *v1alpha1.AgentSession) error) {
 	GinkgoHelper()
 	Eventually(func() error {
 		var errs []error
 		for _, s := range sessions {
-			var cur harnessv1alpha1.AgentSession
+			var cur v1alpha1.AgentSession
 			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(s), &cur); err != nil {
 				return err
 			}

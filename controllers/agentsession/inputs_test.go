@@ -6,66 +6,66 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
 // TestManagerInputsChanged: the session updates that reach the reconciler are
 // those that can change the manager's part of the status; the dispatcher's
 // per-turn writes and its finalizer do not.
 func TestManagerInputsChanged(t *testing.T) {
-	base := func() *harnessv1alpha1.AgentSession {
-		return &harnessv1alpha1.AgentSession{
+	base := func() *v1alpha1.AgentSession {
+		return &v1alpha1.AgentSession{
 			ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3, ResourceVersion: "10"},
-			Spec:       harnessv1alpha1.AgentSessionSpec{ResetGeneration: 1},
-			Status: harnessv1alpha1.AgentSessionStatus{
+			Spec:       v1alpha1.AgentSessionSpec{ResetGeneration: 1},
+			Status: v1alpha1.AgentSessionStatus{
 				ObservedGeneration: 3,
 				// pinned to codex by a binding of the reset before: no pin until rebound
 				AgentHarnessID: "codex",
-				NativeBinding:  &harnessv1alpha1.NativeBinding{Generation: 0},
-				Policy:         &harnessv1alpha1.SessionPolicy{Runtime: "codex", Source: harnessv1alpha1.PolicySourceProvider, MatchedPolicies: []string{"p"}},
+				NativeBinding:  &v1alpha1.NativeBinding{Generation: 0},
+				Policy:         &v1alpha1.SessionPolicy{Runtime: "codex", Source: v1alpha1.PolicySourceProvider, MatchedPolicies: []string{"p"}},
 				Conditions: []metav1.Condition{
-					{Type: harnessv1alpha1.SessionConditionPolicyResolved, Status: metav1.ConditionTrue, Reason: "PolicyMatched", Message: "m"},
-					{Type: harnessv1alpha1.SessionConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", Message: "r"},
+					{Type: v1alpha1.SessionConditionPolicyResolved, Status: metav1.ConditionTrue, Reason: "PolicyMatched", Message: "m"},
+					{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", Message: "r"},
 				},
 			},
 		}
 	}
 	cases := []struct {
 		name   string
-		change func(*harnessv1alpha1.AgentSession)
+		change func(*v1alpha1.AgentSession)
 		want   bool
 	}{
-		{"the dispatcher marks a turn active", func(s *harnessv1alpha1.AgentSession) {
-			s.Status.ActiveTurn = &harnessv1alpha1.ActiveTurn{RunID: "r1"}
+		{"the dispatcher marks a turn active", func(s *v1alpha1.AgentSession) {
+			s.Status.ActiveTurn = &v1alpha1.ActiveTurn{RunID: "r1"}
 		}, false},
-		{"the dispatcher records a turn's end and counters", func(s *harnessv1alpha1.AgentSession) {
-			s.Status.LastTurn = &harnessv1alpha1.LastTurn{RunID: "r1", Outcome: harnessv1alpha1.TurnSucceeded}
-			s.Status.Counters = &harnessv1alpha1.SessionCounters{Turns: 1}
+		{"the dispatcher records a turn's end and counters", func(s *v1alpha1.AgentSession) {
+			s.Status.LastTurn = &v1alpha1.LastTurn{RunID: "r1", Outcome: v1alpha1.TurnSucceeded}
+			s.Status.Counters = &v1alpha1.SessionCounters{Turns: 1}
 		}, false},
-		{"the dispatcher adds its finalizer", func(s *harnessv1alpha1.AgentSession) {
+		{"the dispatcher adds its finalizer", func(s *v1alpha1.AgentSession) {
 			s.Finalizers = append(s.Finalizers, "harness.openclaw.dev/dispatcher-journal")
 		}, false},
-		{"a condition's lastTransitionTime only", func(s *harnessv1alpha1.AgentSession) {
+		{"a condition's lastTransitionTime only", func(s *v1alpha1.AgentSession) {
 			s.Status.Conditions[0].LastTransitionTime = metav1.Now()
 		}, false},
-		{"the spec changes", func(s *harnessv1alpha1.AgentSession) { s.Generation = 4 }, true},
-		{"the dispatcher pins a harness", func(s *harnessv1alpha1.AgentSession) {
+		{"the spec changes", func(s *v1alpha1.AgentSession) { s.Generation = 4 }, true},
+		{"the dispatcher pins a harness", func(s *v1alpha1.AgentSession) {
 			s.Status.AgentHarnessID, s.Status.NativeBinding.Generation = "claude", 1
 		}, true},
-		{"the dispatcher binds the pinned harness after a reset (the pin counts again)", func(s *harnessv1alpha1.AgentSession) {
+		{"the dispatcher binds the pinned harness after a reset (the pin counts again)", func(s *v1alpha1.AgentSession) {
 			s.Status.NativeBinding.Generation = 1
 		}, true},
-		{"the manager's runtime (its own write's echo, or another's edit)", func(s *harnessv1alpha1.AgentSession) {
+		{"the manager's runtime (its own write's echo, or another's edit)", func(s *v1alpha1.AgentSession) {
 			s.Status.Policy.Runtime = "openclaw"
 		}, true},
-		{"the manager's matched policies", func(s *harnessv1alpha1.AgentSession) {
+		{"the manager's matched policies", func(s *v1alpha1.AgentSession) {
 			s.Status.Policy.MatchedPolicies = nil
 		}, true},
-		{"the manager's observedGeneration", func(s *harnessv1alpha1.AgentSession) { s.Status.ObservedGeneration = 2 }, true},
-		{"a manager condition's reason", func(s *harnessv1alpha1.AgentSession) {
+		{"the manager's observedGeneration", func(s *v1alpha1.AgentSession) { s.Status.ObservedGeneration = 2 }, true},
+		{"a manager condition's reason", func(s *v1alpha1.AgentSession) {
 			s.Status.Conditions[1].Status, s.Status.Conditions[1].Reason = metav1.ConditionFalse, "OverrideDenied"
 		}, true},
-		{"a manager condition removed", func(s *harnessv1alpha1.AgentSession) {
+		{"a manager condition removed", func(s *v1alpha1.AgentSession) {
 			s.Status.Conditions = s.Status.Conditions[:1]
 		}, true},
 	}

@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/conditions"
-	"github.com/openclaw/harness-operator/internal/selection"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/platform/conditions"
+	"github.com/openclaw/harness-operator/internal/policy/selection"
 )
 
 const (
@@ -75,7 +75,7 @@ type Reconciler struct {
 // the phases that compute its status, and applies the status once, only when
 // it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var policy harnessv1alpha1.RuntimePolicy
+	var policy v1alpha1.RuntimePolicy
 	if err := r.Get(ctx, req.NamespacedName, &policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
@@ -102,18 +102,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // scope is one reconcile: the policy, its share of the evaluation of all
 // policies, the harnesses, and the status the phases build.
 type scope struct {
-	policy    *harnessv1alpha1.RuntimePolicy
+	policy    *v1alpha1.RuntimePolicy
 	evaluated *evaluatedPolicy
 	harnesses *harnessIndex
 	now       metav1.Time
 
 	// desired is the status the phases build.
-	desired harnessv1alpha1.RuntimePolicyStatus
+	desired v1alpha1.RuntimePolicyStatus
 }
 
 // newScope reads the policy's evaluation and the harnesses (inputs.go); it
 // reports false when the cache already holds a newer version of policy.
-func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.RuntimePolicy) (*scope, bool, error) {
+func (r *Reconciler) newScope(ctx context.Context, policy *v1alpha1.RuntimePolicy) (*scope, bool, error) {
 	evaluated, current, err := r.inputs.evaluated(ctx, r.Client, policy)
 	if err != nil || !current {
 		return nil, current, err
@@ -127,7 +127,7 @@ func (r *Reconciler) newScope(ctx context.Context, policy *harnessv1alpha1.Runti
 
 // setCondition sets one condition of the desired status, keeping the current
 // lastTransitionTime when the condition's status does not change.
-func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason harnessv1alpha1.PolicyConditionReason, msg string) {
+func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason v1alpha1.PolicyConditionReason, msg string) {
 	conditions.Set(&s.desired.Conditions, s.policy.Status.Conditions, metav1.Condition{
 		Type: typ, Status: status, Reason: string(reason), Message: msg,
 		ObservedGeneration: s.policy.Generation, LastTransitionTime: s.now,
@@ -138,11 +138,11 @@ func (s *scope) setCondition(typ string, status metav1.ConditionStatus, reason h
 // (an invalid namespaceSelector); such a policy is not in force.
 func reconcileAcceptance(s *scope) {
 	if err := s.evaluated.invalid; err != nil {
-		s.setCondition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonInvalid,
+		s.setCondition(v1alpha1.PolicyConditionAccepted, metav1.ConditionFalse, v1alpha1.PolicyReasonInvalid,
 			fmt.Sprintf("The policy is not in force: %v.", err))
 		return
 	}
-	s.setCondition(harnessv1alpha1.PolicyConditionAccepted, metav1.ConditionTrue, harnessv1alpha1.PolicyReasonAccepted,
+	s.setCondition(v1alpha1.PolicyConditionAccepted, metav1.ConditionTrue, v1alpha1.PolicyReasonAccepted,
 		"The policy is in force; keys it loses to other policies are listed in status.conflicts.")
 }
 
@@ -155,26 +155,26 @@ func reconcileMatchedNamespaces(s *scope) {
 // policies over overlapping namespaces (DESIGN.md §3).
 func reconcileConflicts(s *scope) {
 	if s.evaluated.invalid != nil {
-		s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionUnknown, harnessv1alpha1.PolicyReasonInvalid,
+		s.setCondition(v1alpha1.PolicyConditionConflicted, metav1.ConditionUnknown, v1alpha1.PolicyReasonInvalid,
 			"Conflicts are not evaluated: the policy is not in force.")
 		return
 	}
 	lost := s.evaluated.conflicts
 	if len(lost) == 0 {
-		s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonNoConflicts,
+		s.setCondition(v1alpha1.PolicyConditionConflicted, metav1.ConditionFalse, v1alpha1.PolicyReasonNoConflicts,
 			"No key conflicts with another policy.")
 		return
 	}
-	reason := harnessv1alpha1.PolicyReasonOlderPolicyWins
+	reason := v1alpha1.PolicyReasonOlderPolicyWins
 	var keys []string
 	for i, c := range lost {
-		if c.Reason == harnessv1alpha1.PolicyReasonDenyPolicyWins {
-			reason = harnessv1alpha1.PolicyReasonDenyPolicyWins
+		if c.Reason == v1alpha1.PolicyReasonDenyPolicyWins {
+			reason = v1alpha1.PolicyReasonDenyPolicyWins
 		}
 		if i < maxConflicts {
-			s.desired.Conflicts = append(s.desired.Conflicts, harnessv1alpha1.PolicyConflict{
-				Key: c.Key, Runtime: harnessv1alpha1.RuntimeID(c.LoserRuntime),
-				Winner: c.Winner, WinnerRuntime: harnessv1alpha1.RuntimeID(c.WinnerRuntime),
+			s.desired.Conflicts = append(s.desired.Conflicts, v1alpha1.PolicyConflict{
+				Key: c.Key, Runtime: v1alpha1.RuntimeID(c.LoserRuntime),
+				Winner: c.Winner, WinnerRuntime: v1alpha1.RuntimeID(c.WinnerRuntime),
 			})
 		}
 		if i < maxMessageKeys {
@@ -185,7 +185,7 @@ func reconcileConflicts(s *scope) {
 	if len(lost) > maxMessageKeys {
 		msg += fmt.Sprintf(", and %d more (see status.conflicts)", len(lost)-maxMessageKeys)
 	}
-	s.setCondition(harnessv1alpha1.PolicyConditionConflicted, metav1.ConditionTrue, reason, msg+".")
+	s.setCondition(v1alpha1.PolicyConditionConflicted, metav1.ConditionTrue, reason, msg+".")
 }
 
 // reconcileReferences checks that every runtime id the policy names is
@@ -193,17 +193,17 @@ func reconcileConflicts(s *scope) {
 // AgentHarness visible to some namespace the policy selects.
 func reconcileReferences(s *scope) {
 	if s.evaluated.invalid != nil {
-		s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionUnknown, harnessv1alpha1.PolicyReasonInvalid,
+		s.setCondition(v1alpha1.PolicyConditionReferencesResolved, metav1.ConditionUnknown, v1alpha1.PolicyReasonInvalid,
 			"References are not evaluated: the policy is not in force.")
 		return
 	}
 	missing := selection.UnresolvedRuntimeIDs(s.policy, s.harnesses.declaredFor(s.evaluated.selected))
 	if len(missing) == 0 {
-		s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionTrue, harnessv1alpha1.PolicyReasonResolved,
+		s.setCondition(v1alpha1.PolicyConditionReferencesResolved, metav1.ConditionTrue, v1alpha1.PolicyReasonResolved,
 			"Every runtime id names a visible AgentHarness, a built-in runtime or a CLI backend alias.")
 		return
 	}
-	s.setCondition(harnessv1alpha1.PolicyConditionReferencesResolved, metav1.ConditionFalse, harnessv1alpha1.PolicyReasonHarnessNotFound,
+	s.setCondition(v1alpha1.PolicyConditionReferencesResolved, metav1.ConditionFalse, v1alpha1.PolicyReasonHarnessNotFound,
 		fmt.Sprintf("No AgentHarness visible to a namespace this policy selects declares harness id(s) %s; turns that need them fail closed (HarnessNotRegistered).",
 			strings.Join(missing, ", ")))
 }
@@ -258,14 +258,14 @@ func (r *Reconciler) forget(name string) {
 
 // warningCondition: a condition that needs an operator's attention.
 func warningCondition(c metav1.Condition) bool {
-	if c.Type == harnessv1alpha1.PolicyConditionConflicted {
+	if c.Type == v1alpha1.PolicyConditionConflicted {
 		return c.Status == metav1.ConditionTrue
 	}
 	return c.Status == metav1.ConditionFalse
 }
 
 // statusEqual compares two statuses, conditions without lastTransitionTime.
-func statusEqual(a, b *harnessv1alpha1.RuntimePolicyStatus) bool {
+func statusEqual(a, b *v1alpha1.RuntimePolicyStatus) bool {
 	if a.ObservedGeneration != b.ObservedGeneration || a.MatchedNamespaces != b.MatchedNamespaces ||
 		!equality.Semantic.DeepEqual(normalizeConflicts(a.Conflicts), normalizeConflicts(b.Conflicts)) {
 		return false
@@ -273,7 +273,7 @@ func statusEqual(a, b *harnessv1alpha1.RuntimePolicyStatus) bool {
 	return len(a.Conditions) == len(b.Conditions) && conditions.SameTypes(a.Conditions, b.Conditions, conditions.Types(a.Conditions)...)
 }
 
-func normalizeConflicts(cs []harnessv1alpha1.PolicyConflict) []harnessv1alpha1.PolicyConflict {
+func normalizeConflicts(cs []v1alpha1.PolicyConflict) []v1alpha1.PolicyConflict {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -292,10 +292,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		FieldManager: conditions.FieldManager("manager"), Warning: warningCondition}
 	allPolicies := handler.EnqueueRequestsFromMapFunc(r.allPolicies)
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&harnessv1alpha1.RuntimePolicy{}).
-		Watches(&harnessv1alpha1.RuntimePolicy{}, allPolicies, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.RuntimePolicy{}).
+		Watches(&v1alpha1.RuntimePolicy{}, allPolicies, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, allPolicies, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Watches(&harnessv1alpha1.AgentHarness{}, r.policiesNamingHarness(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.AgentHarness{}, r.policiesNamingHarness(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named(controllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
@@ -318,7 +318,7 @@ func (r *Reconciler) policiesNamingHarness() handler.EventHandler {
 		r.inputs.harnessesChanged()
 		ids := map[string]bool{}
 		for _, obj := range objs {
-			if h, ok := obj.(*harnessv1alpha1.AgentHarness); ok {
+			if h, ok := obj.(*v1alpha1.AgentHarness); ok {
 				if id, ok := selection.DeclaredHarnessID(h); ok {
 					ids[id] = true
 				}
@@ -347,7 +347,7 @@ func (r *Reconciler) policiesNamingHarness() handler.EventHandler {
 // policiesNaming returns the RuntimePolicies that name one of ids (every
 // policy when ids is nil) as reconcile requests, sorted by name.
 func (r *Reconciler) policiesNaming(ctx context.Context, ids map[string]bool) []reconcile.Request {
-	var policies harnessv1alpha1.RuntimePolicyList
+	var policies v1alpha1.RuntimePolicyList
 	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list RuntimePolicies to re-evaluate")
 		return nil

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -50,9 +50,9 @@ func newNamespace(l map[string]string) *corev1.Namespace {
 	return ns
 }
 
-func getPolicy(name string) *harnessv1alpha1.RuntimePolicy {
+func getPolicy(name string) *v1alpha1.RuntimePolicy {
 	GinkgoHelper()
-	var p harnessv1alpha1.RuntimePolicy
+	var p v1alpha1.RuntimePolicy
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p)).To(Succeed())
 	return &p
 }
@@ -60,7 +60,7 @@ func getPolicy(name string) *harnessv1alpha1.RuntimePolicy {
 // condition returns "Status/Reason" of a condition of the named policy, or "".
 func condition(name, typ string) func() string {
 	return func() string {
-		var p harnessv1alpha1.RuntimePolicy
+		var p v1alpha1.RuntimePolicy
 		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
 			return err.Error()
 		}
@@ -75,9 +75,9 @@ func condition(name, typ string) func() string {
 	}
 }
 
-func conflicts(name string) func() []harnessv1alpha1.PolicyConflict {
-	return func() []harnessv1alpha1.PolicyConflict {
-		var p harnessv1alpha1.RuntimePolicy
+func conflicts(name string) func() []v1alpha1.PolicyConflict {
+	return func() []v1alpha1.PolicyConflict {
+		var p v1alpha1.RuntimePolicy
 		if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
 			return nil
 		}
@@ -107,15 +107,15 @@ func eventReasons(name string) func() []string {
 	}
 }
 
-func externalHarness(ns, name, harnessID string) *harnessv1alpha1.AgentHarness {
-	return &harnessv1alpha1.AgentHarness{
+func externalHarness(ns, name, harnessID string) *v1alpha1.AgentHarness {
+	return &v1alpha1.AgentHarness{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: harnessv1alpha1.AgentHarnessSpec{
+		Spec: v1alpha1.AgentHarnessSpec{
 			HarnessID: harnessID,
-			Adapter:   harnessv1alpha1.AdapterCodexAppServer,
-			External: &harnessv1alpha1.ExternalServer{
+			Adapter:   v1alpha1.AdapterCodexAppServer,
+			External: &v1alpha1.ExternalServer{
 				URL:            "ws://127.0.0.1:4500",
-				TokenSecretRef: harnessv1alpha1.SecretKeyReference{Name: "token", Key: "token"},
+				TokenSecretRef: v1alpha1.SecretKeyReference{Name: "token", Key: "token"},
 			},
 		},
 	}
@@ -136,9 +136,9 @@ var _ = Describe("RuntimePolicy controller", func() {
 			modelRef("p-"+id+"/a", "auto"), modelRef("p-"+id+"/b", "claude-cli"))
 		create(p)
 
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionAccepted)).Should(Equal("True/Accepted"))
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("True/Resolved"))
+		Eventually(condition(id, v1alpha1.PolicyConditionAccepted)).Should(Equal("True/Accepted"))
+		Eventually(condition(id, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(id, v1alpha1.PolicyConditionReferencesResolved)).Should(Equal("True/Resolved"))
 		Eventually(matchedNamespaces(id)).Should(Equal(int32(2)))
 		Expect(getPolicy(id).Status.Conflicts).To(BeEmpty())
 		Eventually(eventReasons(id)).Should(ContainElements("Normal/Accepted", "Normal/NoConflicts", "Normal/Resolved"))
@@ -150,15 +150,15 @@ var _ = Describe("RuntimePolicy controller", func() {
 		p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}}
 		create(p)
 
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionAccepted)).Should(Equal("False/Invalid"))
-		Expect(condition(id, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("Unknown/Invalid"))
-		Expect(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)()).To(Equal("Unknown/Invalid"))
+		Eventually(condition(id, v1alpha1.PolicyConditionAccepted)).Should(Equal("False/Invalid"))
+		Expect(condition(id, v1alpha1.PolicyConditionConflicted)()).To(Equal("Unknown/Invalid"))
+		Expect(condition(id, v1alpha1.PolicyConditionReferencesResolved)()).To(Equal("Unknown/Invalid"))
 		Eventually(eventReasons(id)).Should(ContainElement("Warning/Invalid"))
 
 		cur := getPolicy(id)
 		cur.Spec.NamespaceSelector = nil
 		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionAccepted)).Should(Equal("True/Accepted"))
+		Eventually(condition(id, v1alpha1.PolicyConditionAccepted)).Should(Equal("True/Accepted"))
 		Expect(getPolicy(id).Status.ObservedGeneration).To(Equal(int64(2)))
 	})
 
@@ -167,12 +167,12 @@ var _ = Describe("RuntimePolicy controller", func() {
 		prov := "p-" + id
 		older := newPolicy(id+"-1-older", provider(prov, "codex"))
 		create(older)
-		Eventually(condition(older.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(older.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
 		newer := newPolicy(id+"-2-newer", provider(prov, "openclaw"))
 		create(newer)
 
-		Eventually(condition(newer.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("True/OlderPolicyWins"))
-		Expect(conflicts(newer.Name)()).To(Equal([]harnessv1alpha1.PolicyConflict{{
+		Eventually(condition(newer.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("True/OlderPolicyWins"))
+		Expect(conflicts(newer.Name)()).To(Equal([]v1alpha1.PolicyConflict{{
 			Key: "*/" + prov + "/*", Runtime: "openclaw", Winner: older.Name, WinnerRuntime: "codex",
 		}}))
 		By("the older policy, reconciled with the newer one in view, stays free of conflicts")
@@ -180,13 +180,13 @@ var _ = Describe("RuntimePolicy controller", func() {
 		// policies, and the shared evaluation only moves forward: a reconcile
 		// of the older policy from now on has the newer one in view.
 		reconcileAgain(older.Name)
-		Expect(condition(older.Name, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
+		Expect(condition(older.Name, v1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
 		Expect(conflicts(older.Name)()).To(BeEmpty())
-		Expect(condition(newer.Name, harnessv1alpha1.PolicyConditionAccepted)()).To(Equal("True/Accepted"), "a conflicted policy stays in force")
+		Expect(condition(newer.Name, v1alpha1.PolicyConditionAccepted)()).To(Equal("True/Accepted"), "a conflicted policy stays in force")
 		Eventually(eventReasons(newer.Name)).Should(ContainElement("Warning/OlderPolicyWins"))
 
 		Expect(k8sClient.Delete(ctx, older)).To(Succeed())
-		Eventually(condition(newer.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(newer.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
 		Eventually(conflicts(newer.Name)).Should(BeEmpty())
 	})
 
@@ -195,15 +195,15 @@ var _ = Describe("RuntimePolicy controller", func() {
 		prov := "p-" + id
 		allow := newPolicy(id+"-1-allow", modelRef(prov+"/gpt", "openclaw"), provider(prov, "codex"))
 		create(allow)
-		Eventually(condition(allow.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(allow.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
 		deny := newPolicy(id+"-2-deny", provider(prov, "codex"), enforcing())
 		create(deny)
 
-		Eventually(condition(allow.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("True/DenyPolicyWins"))
-		Expect(conflicts(allow.Name)()).To(Equal([]harnessv1alpha1.PolicyConflict{{
+		Eventually(condition(allow.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("True/DenyPolicyWins"))
+		Expect(conflicts(allow.Name)()).To(Equal([]v1alpha1.PolicyConflict{{
 			Key: "*/" + prov + "/gpt", Runtime: "openclaw", Winner: deny.Name, WinnerRuntime: "codex",
 		}}))
-		Eventually(condition(deny.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(deny.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
 		Expect(getPolicy(allow.Name).Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring(deny.Name))))
 		Eventually(eventReasons(allow.Name)).Should(ContainElement("Warning/DenyPolicyWins"))
 	})
@@ -215,24 +215,24 @@ var _ = Describe("RuntimePolicy controller", func() {
 		b := newPolicy(id+"-2-b", selecting(map[string]string{"env": id}), provider(prov, "openclaw"))
 		create(a)
 		create(b)
-		Eventually(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(b.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
 		Expect(matchedNamespaces(a.Name)()).To(BeZero())
 
 		ns := newNamespace(map[string]string{"team": id})
 		Eventually(matchedNamespaces(a.Name)).Should(Equal(int32(1)))
-		Expect(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
+		Expect(condition(b.Name, v1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
 
 		By("labelling the namespace so both policies select it")
 		ns.Labels["env"] = id
 		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		Eventually(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("True/OlderPolicyWins"))
+		Eventually(condition(b.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("True/OlderPolicyWins"))
 		Eventually(matchedNamespaces(b.Name)).Should(Equal(int32(1)))
-		Expect(condition(a.Name, harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
+		Expect(condition(a.Name, v1alpha1.PolicyConditionConflicted)()).To(Equal("False/NoConflicts"))
 
 		By("removing the label again")
 		delete(ns.Labels, "team")
 		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		Eventually(condition(b.Name, harnessv1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
+		Eventually(condition(b.Name, v1alpha1.PolicyConditionConflicted)).Should(Equal("False/NoConflicts"))
 		Eventually(matchedNamespaces(a.Name)).Should(BeZero())
 	})
 
@@ -265,8 +265,8 @@ var _ = Describe("RuntimePolicy controller", func() {
 		marker := "h2-" + id
 		p := newPolicy(id, selecting(map[string]string{"team": id}), provider("p-"+id, hid), modelRef("x/y", "google-gemini-cli"), modelRef("x/z", marker))
 		create(p)
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("False/HarnessNotFound"))
-		c := meta.FindStatusCondition(getPolicy(id).Status.Conditions, harnessv1alpha1.PolicyConditionReferencesResolved)
+		Eventually(condition(id, v1alpha1.PolicyConditionReferencesResolved)).Should(Equal("False/HarnessNotFound"))
+		c := meta.FindStatusCondition(getPolicy(id).Status.Conditions, v1alpha1.PolicyConditionReferencesResolved)
 		Expect(c.Message).To(ContainSubstring(hid))
 		Expect(c.Message).NotTo(ContainSubstring("google-gemini-cli"), "CLI backend aliases always resolve")
 		Eventually(eventReasons(id)).Should(ContainElement("Warning/HarnessNotFound"))
@@ -277,18 +277,18 @@ var _ = Describe("RuntimePolicy controller", func() {
 		// is resolved, the controller has seen the hidden harness too.
 		create(externalHarness(ns.Name, "marker", marker))
 		Eventually(func() string {
-			return meta.FindStatusCondition(getPolicy(id).Status.Conditions, harnessv1alpha1.PolicyConditionReferencesResolved).Message
+			return meta.FindStatusCondition(getPolicy(id).Status.Conditions, v1alpha1.PolicyConditionReferencesResolved).Message
 		}).Should(SatisfyAll(ContainSubstring(hid), Not(ContainSubstring(marker))))
-		Expect(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)()).To(Equal("False/HarnessNotFound"))
+		Expect(condition(id, v1alpha1.PolicyConditionReferencesResolved)()).To(Equal("False/HarnessNotFound"))
 
 		By("a harness visible to a selected namespace resolves the id")
 		h := externalHarness(ns.Name, "h", hid)
 		create(h)
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("True/Resolved"))
+		Eventually(condition(id, v1alpha1.PolicyConditionReferencesResolved)).Should(Equal("True/Resolved"))
 		Eventually(eventReasons(id)).Should(ContainElement("Normal/Resolved"))
 
 		Expect(k8sClient.Delete(ctx, h)).To(Succeed())
-		Eventually(condition(id, harnessv1alpha1.PolicyConditionReferencesResolved)).Should(Equal("False/HarnessNotFound"))
+		Eventually(condition(id, v1alpha1.PolicyConditionReferencesResolved)).Should(Equal("False/HarnessNotFound"))
 	})
 
 	It("caps status.conflicts at 64 keys, sorted", func() {
@@ -305,7 +305,7 @@ var _ = Describe("RuntimePolicy controller", func() {
 		cs := conflicts(id + "-2")()
 		Expect(cs[0].Key).To(Equal("*/p-" + id + "/m00"))
 		Expect(cs[63].Key).To(Equal("*/p-" + id + "/m63"))
-		c := meta.FindStatusCondition(getPolicy(id+"-2").Status.Conditions, harnessv1alpha1.PolicyConditionConflicted)
+		c := meta.FindStatusCondition(getPolicy(id+"-2").Status.Conditions, v1alpha1.PolicyConditionConflicted)
 		Expect(c.Message).To(HavePrefix("70 key(s)"))
 	})
 
@@ -325,7 +325,7 @@ var _ = Describe("RuntimePolicy controller", func() {
 			create(p)
 			names = append(names, p.Name)
 		}
-		var all harnessv1alpha1.RuntimePolicyList
+		var all v1alpha1.RuntimePolicyList
 		settled := func() error {
 			if err := k8sClient.List(ctx, &all); err != nil {
 				return err
@@ -338,8 +338,8 @@ var _ = Describe("RuntimePolicy controller", func() {
 			return nil
 		}
 		Eventually(settled).Should(Succeed())
-		Expect(condition(names[4], harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("True/OlderPolicyWins"))
-		Expect(condition(names[3], harnessv1alpha1.PolicyConditionConflicted)()).To(Equal("True/DenyPolicyWins"))
+		Expect(condition(names[4], v1alpha1.PolicyConditionConflicted)()).To(Equal("True/OlderPolicyWins"))
+		Expect(condition(names[3], v1alpha1.PolicyConditionConflicted)()).To(Equal("True/DenyPolicyWins"))
 		Expect(all.Items).To(HaveLen(len(names)), "only this spec's policies exist")
 		expectSettled(names)
 		Expect(calls.Writes()).To(ContainElement("apply/status RuntimePolicy "+names[0]), "the counting client sees the reconciler's status writes")
@@ -384,7 +384,7 @@ func reconcileAgain(name string) {
 // resourceVersion or a later one, has returned.
 func expectAllReconciled(names []string, seen ...client.Object) {
 	GinkgoHelper()
-	expectEachCurrent(names, func(p *harnessv1alpha1.RuntimePolicy) error { return calls.ReconciledAt(p, seen...) })
+	expectEachCurrent(names, func(p *v1alpha1.RuntimePolicy) error { return calls.ReconciledAt(p, seen...) })
 }
 
 // expectSettled waits until each named policy is at the reconciler's
@@ -392,17 +392,17 @@ func expectAllReconciled(names []string, seen ...client.Object) {
 // and wrote nothing, so no write of an earlier state is still to come.
 func expectSettled(names []string) {
 	GinkgoHelper()
-	expectEachCurrent(names, func(p *harnessv1alpha1.RuntimePolicy) error { return calls.Settled(p) })
+	expectEachCurrent(names, func(p *v1alpha1.RuntimePolicy) error { return calls.Settled(p) })
 }
 
 // expectEachCurrent waits until check holds for every named policy as the
 // API server has it now, all at once.
-func expectEachCurrent(names []string, check func(*harnessv1alpha1.RuntimePolicy) error) {
+func expectEachCurrent(names []string, check func(*v1alpha1.RuntimePolicy) error) {
 	GinkgoHelper()
 	Eventually(func() error {
 		var errs []error
 		for _, name := range names {
-			var p harnessv1alpha1.RuntimePolicy
+			var p v1alpha1.RuntimePolicy
 			if err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
 				return err
 			}

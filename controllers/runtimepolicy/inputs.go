@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/selection"
-	"github.com/openclaw/harness-operator/internal/snapshot"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/policy/selection"
+	"github.com/openclaw/harness-operator/internal/policy/snapshot"
 )
 
 // inputs is what every policy's status is computed from, evaluated once per
@@ -65,7 +65,7 @@ type evaluatedPolicy struct {
 // epoch (shared with the cache: read only).
 type harnessIndex struct {
 	epoch uint64
-	byID  map[string][]*harnessv1alpha1.AgentHarness
+	byID  map[string][]*v1alpha1.AgentHarness
 }
 
 // policiesChanged and harnessesChanged are the watch handlers' word that the
@@ -77,7 +77,7 @@ func (in *inputs) harnessesChanged() { in.harnessEpoch.Add(1) }
 // evaluated returns policy's evaluation at the current policy epoch, or
 // false when the cache already holds a newer version of it than policy (a
 // read that raced a change: the change's own reconcile follows).
-func (in *inputs) evaluated(ctx context.Context, r client.Reader, policy *harnessv1alpha1.RuntimePolicy) (*evaluatedPolicy, bool, error) {
+func (in *inputs) evaluated(ctx context.Context, r client.Reader, policy *v1alpha1.RuntimePolicy) (*evaluatedPolicy, bool, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	current := func(ev *policyEvaluation) (*evaluatedPolicy, bool) {
@@ -101,7 +101,7 @@ func (in *inputs) evaluated(ctx context.Context, r client.Reader, policy *harnes
 
 // evaluatePolicies evaluates every policy as the cache holds it.
 func evaluatePolicies(ctx context.Context, r client.Reader, epoch uint64) (*policyEvaluation, error) {
-	var policies harnessv1alpha1.RuntimePolicyList
+	var policies v1alpha1.RuntimePolicyList
 	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list RuntimePolicies: %w", err)
 	}
@@ -146,11 +146,11 @@ func (in *inputs) harnessesByID(ctx context.Context, r client.Reader) (*harnessI
 	if in.harnesses != nil && in.harnesses.epoch == epoch {
 		return in.harnesses, nil
 	}
-	var harnesses harnessv1alpha1.AgentHarnessList
+	var harnesses v1alpha1.AgentHarnessList
 	if err := r.List(ctx, &harnesses, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list AgentHarnesses: %w", err)
 	}
-	idx := &harnessIndex{epoch: epoch, byID: map[string][]*harnessv1alpha1.AgentHarness{}}
+	idx := &harnessIndex{epoch: epoch, byID: map[string][]*v1alpha1.AgentHarness{}}
 	for i := range harnesses.Items {
 		if id, ok := selection.DeclaredHarnessID(&harnesses.Items[i]); ok {
 			idx.byID[id] = append(idx.byID[id], &harnesses.Items[i])
@@ -164,7 +164,7 @@ func (in *inputs) harnessesByID(ctx context.Context, r client.Reader) (*harnessI
 // declares id.
 func (idx *harnessIndex) declaredFor(namespaces []*corev1.Namespace) func(id string) bool {
 	return func(id string) bool {
-		return slices.ContainsFunc(idx.byID[id], func(h *harnessv1alpha1.AgentHarness) bool {
+		return slices.ContainsFunc(idx.byID[id], func(h *v1alpha1.AgentHarness) bool {
 			return slices.ContainsFunc(namespaces, func(ns *corev1.Namespace) bool {
 				// A harness whose own selector is invalid is visible nowhere.
 				visible, err := selection.HarnessVisible(h, ns.Name, ns.Labels)

@@ -11,7 +11,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
@@ -65,7 +65,7 @@ func startManager() *runningManager {
 	GinkgoHelper()
 	calls.Reset()
 	m, err := testutil.StartManager(ctx, env, func(m ctrl.Manager) error {
-		r := &runtimepolicy.Reconciler{Client: testutil.CountingClient[*harnessv1alpha1.RuntimePolicy](m.GetClient(), calls), MaxConcurrentReconciles: 2}
+		r := &runtimepolicy.Reconciler{Client: testutil.CountingClient[*v1alpha1.RuntimePolicy](m.GetClient(), calls), MaxConcurrentReconciles: 2}
 		return r.SetupWithManager(m)
 	})
 	Expect(err).NotTo(HaveOccurred())

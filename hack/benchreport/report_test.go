@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-const sampleOutput = `# command: go test -run '^$' -bench Select ./internal/selection/
+const sampleOutput = `# command: go test -run '^$' -bench Select ./internal/policy/selection/
 # started: 2026-12-02T18:00:00Z
 # seconds: 12.5
 goos: linux
 goarch: amd64
-pkg: github.com/openclaw/harness-operator/internal/selection
+pkg: github.com/openclaw/harness-operator/internal/policy/selection
 cpu: Intel(R) Xeon(R) CPU @ 2.20GHz
 BenchmarkSelect-2          	  100000	      9500 ns/op	   12152 B/op	      24 allocs/op
 BenchmarkSelectNonMatching/harnesses=16-2 	  50000	     20800 ns/op
@@ -23,7 +23,7 @@ BenchmarkAdmission/AgentHarness/existing=0-2         	[controller-runtime] log.S
 	>  runtime/debug.Stack()
     1000	   8421118 ns/op	       402.7 create-p50-ms
 PASS
-ok  	github.com/openclaw/harness-operator/internal/selection	3.1s
+ok  	github.com/openclaw/harness-operator/internal/policy/selection	3.1s
 `
 
 func TestReadSection(t *testing.T) {

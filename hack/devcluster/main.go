@@ -29,12 +29,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/manifest"
-	"github.com/openclaw/harness-operator/internal/netguard"
-	"github.com/openclaw/harness-operator/internal/scheme"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/cli/manifest"
+	"github.com/openclaw/harness-operator/internal/manager/webhook"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
+	"github.com/openclaw/harness-operator/internal/platform/scheme"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/internal/webhook"
 )
 
 const (
@@ -379,14 +379,14 @@ func applySamples(ctx context.Context, c client.Client, dir string) error {
 func waitHarnessReady(ctx context.Context, c client.Client, key client.ObjectKey) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		h := &harnessv1alpha1.AgentHarness{}
+		h := &v1alpha1.AgentHarness{}
 		err := c.Get(ctx, key, h)
-		if err == nil && meta.IsStatusConditionTrue(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady) {
+		if err == nil && meta.IsStatusConditionTrue(h.Status.Conditions, v1alpha1.HarnessConditionReady) {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			msg := "no Ready condition"
-			if cond := meta.FindStatusCondition(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady); cond != nil {
+			if cond := meta.FindStatusCondition(h.Status.Conditions, v1alpha1.HarnessConditionReady); cond != nil {
 				msg = cond.Reason + ": " + cond.Message
 			} else if err != nil {
 				msg = err.Error()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/openclaw/harness-operator/internal/codexconfig"
+	"github.com/openclaw/harness-operator/internal/harness/codexconfig"
 )
 
 // codexDir is where the Codex package's native tree lives in the image.

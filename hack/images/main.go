@@ -33,7 +33,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/harness-operator/internal/cachedir"
+	"github.com/openclaw/harness-operator/internal/platform/cachedir"
 )
 
 // imageNames is every image, in build order.

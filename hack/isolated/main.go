@@ -34,7 +34,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/openclaw/harness-operator/internal/proxyenv"
+	"github.com/openclaw/harness-operator/internal/platform/proxyenv"
 )
 
 // nsEnv marks a process tree inside an isolated namespace; its value is the

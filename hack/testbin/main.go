@@ -39,7 +39,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/cachedir"
+	"github.com/openclaw/harness-operator/internal/platform/cachedir"
 )
 
 // options are the go test flags testbin understands.

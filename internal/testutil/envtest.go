@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/openclaw/harness-operator/internal/scheme"
+	"github.com/openclaw/harness-operator/internal/platform/scheme"
 )
 
 // Env is a real etcd and kube-apiserver with the project's CRDs installed,

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/openclaw/harness-operator/internal/webhook"
+	"github.com/openclaw/harness-operator/internal/manager/webhook"
 )
 
 // ManagerProcess says how StartManagerProcess runs bin/manager: its webhook

@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/openclaw/harness-operator/internal/netguard"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
 )
 
 // operatorNamespace is the manager's --operator-namespace in an Operator.

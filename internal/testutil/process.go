@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/cachedir"
+	"github.com/openclaw/harness-operator/internal/platform/cachedir"
 )
 
 // Process is a binary of the project running as its own OS process (the

@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/harnessobjects"
-	"github.com/openclaw/harness-operator/internal/netguard"
+	"github.com/openclaw/harness-operator/internal/harness/objects"
+	"github.com/openclaw/harness-operator/internal/platform/netguard"
 )
 
 // ServerPod is the pod the StatefulSet controller would create for sts at
@@ -57,7 +57,7 @@ func SetPodStatus(ctx context.Context, c client.Client, pod *corev1.Pod, ip, ima
 			{Type: corev1.ContainersReady, Status: readyStatus, LastTransitionTime: now},
 		},
 		ContainerStatuses: []corev1.ContainerStatus{{
-			Name:    harnessobjects.ContainerName,
+			Name:    objects.ContainerName,
 			Image:   pod.Spec.Containers[0].Image,
 			ImageID: imageID,
 			Ready:   ready,

@@ -11,10 +11,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/openclaw/harness-operator/internal/adapter"
-	"github.com/openclaw/harness-operator/internal/adapter/codex"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
+	"github.com/openclaw/harness-operator/internal/dispatcher/adapter/codex"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/test/appserverdouble"
 )
 

@@ -2,7 +2,7 @@
 // for the dispatcher's benchmarks: it speaks the app-server's JSON-RPC
 // protocol over WebSocket and answers every turn at once with one short
 // agent message, so that a turn's time through it is the dispatcher's own
-// (BenchmarkDispatcherConcurrency in internal/dispatchapi). It lives with
+// (BenchmarkDispatcherConcurrency in internal/dispatcher/httpapi). It lives with
 // the benchmarks and is never part of the product.
 //
 // What it serves is what a plain text turn of the dispatcher and the

@@ -9,8 +9,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 )
 
 // apiCase is one bad request of testdata/dispatcher.yaml and the answer a
@@ -115,7 +115,7 @@ func (f *fixture) send(t *testing.T, c apiCase) reply {
 	}
 	hdr := map[string]string{}
 	if tok, ok := f.pick(t, c.TurnToken, f.turnToken); ok {
-		hdr[dispatchapi.TurnTokenHeader] = tok
+		hdr[wire.TurnTokenHeader] = tok
 	}
 	for k, v := range c.Headers {
 		hdr[k] = v
@@ -154,7 +154,7 @@ type runState struct {
 func (f *fixture) runState(t *testing.T, runID string) runState {
 	t.Helper()
 	r := f.call(t, http.MethodGet, f.sessionURL(session)+"/turns/"+runID, f.tokens["gateway"], "", nil)
-	var st dispatchapi.TurnState
+	var st httpapi.TurnState
 	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &st) != nil {
 		t.Fatalf("GET run %s: %d %s", runID, r.Status, r.Body)
 	}

@@ -27,12 +27,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -108,7 +108,7 @@ func start(t *testing.T) *fixture {
 	must(t, f.k8s.Create(ctx, testutil.NewPolicy(policy, testutil.ProviderRuntime("openai", "codex"), testutil.Enforcing())))
 	must(t, f.k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: gatewayRole},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
 	}))
 	for _, name := range []string{f.ns, f.outside} {
 		must(t, f.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
@@ -154,7 +154,7 @@ func (f *fixture) newSession(t *testing.T) {
 	for {
 		s := &v1alpha1.AgentSession{}
 		must(t, f.k8s.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: session}, s))
-		if slices.Contains(s.Finalizers, dispatch.JournalFinalizer) {
+		if slices.Contains(s.Finalizers, engine.JournalFinalizer) {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/sse"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -48,7 +48,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		rep := post(sessionURL(ns, "text")+"/turns", gateway, `{"runId":"run-a1","prompt":"alpha-1: what is the answer?"}`, nil)
 		evs := readSSE(rep)
 		Expect(rep.Header.Get("Content-Type")).To(Equal("text/event-stream"))
-		Expect(rep.Header.Get(dispatchapi.RunIDHeader)).To(Equal("run-a1"))
+		Expect(rep.Header.Get(wire.RunIDHeader)).To(Equal("run-a1"))
 		checkIDs(evs, 0)
 		Expect(evs[0].Type).To(Equal(wire.EventSelected), "events %v", typesOf(evs))
 		Expect(evs[len(evs)-1].Type).To(Equal(wire.EventResult), "events %v", typesOf(evs))
@@ -69,7 +69,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		delete(sel, "turnToken")
 		Expect(sel).To(Equal(decided), "…/decide differs from the turn's selected event")
 
-		var st dispatchapi.TurnState
+		var st httpapi.TurnState
 		decodeJSON(get(sessionURL(ns, "text")+"/turns/run-a1", gateway), http.StatusOK, &st)
 		Expect(st.State).To(Equal("finished"))
 		Expect(st.LastEventID).To(Equal(evs[len(evs)-1].ID))
@@ -89,7 +89,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Eventually(func(g Gomega) {
 			s := &v1alpha1.AgentSession{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "text"}, s)).To(Succeed())
-			g.Expect(s.Finalizers).To(ContainElement(dispatch.JournalFinalizer))
+			g.Expect(s.Finalizers).To(ContainElement(engine.JournalFinalizer))
 			g.Expect(s.Status.LastTurn).NotTo(BeNil())
 			g.Expect(s.Status.LastTurn.RunID).To(Equal("run-a1"))
 			g.Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnSucceeded))
@@ -103,7 +103,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			`"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]`
 		// A finished turn of the same session, whose token is not run-t1's.
 		// It offers the tool too: Codex fixes a thread's host tools at its
-		// first turn (internal/adapter/codex/doc.go).
+		// first turn (internal/dispatcher/adapter/codex/doc.go).
 		stub.When("tool-0", stubmodel.Text("warm-up done"))
 		warm := readSSE(post(sessionURL(ns, "tools")+"/turns", gateway, `{"runId":"run-t0","prompt":"tool-0 warm up",`+tools+`}`, nil))
 		var warmSel wire.SelectedEvent
@@ -129,12 +129,12 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 				// None, garbage, the token of another run of this session
 				// and the token of another session's run.
 				for _, bad := range []string{"", "not-the-token", warmSel.TurnToken, textToken} {
-					expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: bad}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+					expectError(post(url, gateway, answer, map[string]string{wire.TurnTokenHeader: bad}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
 				}
 				var ok map[string]any
-				decodeJSON(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusAccepted, &ok)
+				decodeJSON(post(url, gateway, answer, map[string]string{wire.TurnTokenHeader: token}), http.StatusAccepted, &ok)
 				// Answered already: nothing is pending any more.
-				expectError(post(url, gateway, answer, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, wire.CodeNoPendingToolCall)
+				expectError(post(url, gateway, answer, map[string]string{wire.TurnTokenHeader: token}), http.StatusConflict, wire.CodeNoPendingToolCall)
 				answered = true
 			}
 		})
@@ -234,11 +234,11 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			Expect(json.Unmarshal(e.Data, &again)).To(Succeed())
 			Expect(again.RequestID).To(Equal(asked.RequestID))
 			approve := fmt.Sprintf(`{"requestId":%q,"decision":"approve_once"}`, again.RequestID)
-			expectError(post(answerURL, gateway, approve, map[string]string{dispatchapi.TurnTokenHeader: "not-the-token"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+			expectError(post(answerURL, gateway, approve, map[string]string{wire.TurnTokenHeader: "not-the-token"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
 			var ok map[string]any
-			decodeJSON(post(answerURL, gateway, approve, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusAccepted, &ok)
+			decodeJSON(post(answerURL, gateway, approve, map[string]string{wire.TurnTokenHeader: token}), http.StatusAccepted, &ok)
 			deny := fmt.Sprintf(`{"requestId":%q,"decision":"deny"}`, again.RequestID)
-			expectError(post(answerURL, gateway, deny, map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, wire.CodeRequestAlreadyResolved)
+			expectError(post(answerURL, gateway, deny, map[string]string{wire.TurnTokenHeader: token}), http.StatusConflict, wire.CodeRequestAlreadyResolved)
 			answered++
 		})
 		checkIDs(evs, before)
@@ -274,11 +274,11 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(err).NotTo(HaveOccurred())
 
 		url := sessionURL(ns, "stop") + "/turns/run-k1/interrupt"
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: "wrong"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: textToken}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
-		expectError(post(url, nobody, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusForbidden, wire.CodeForbidden)
+		expectError(post(url, gateway, "", map[string]string{wire.TurnTokenHeader: "wrong"}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+		expectError(post(url, gateway, "", map[string]string{wire.TurnTokenHeader: textToken}), http.StatusForbidden, wire.CodeTurnTokenInvalid)
+		expectError(post(url, nobody, "", map[string]string{wire.TurnTokenHeader: sel.TurnToken}), http.StatusForbidden, wire.CodeForbidden)
 		var out map[string]any
-		decodeJSON(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusAccepted, &out)
+		decodeJSON(post(url, gateway, "", map[string]string{wire.TurnTokenHeader: sel.TurnToken}), http.StatusAccepted, &out)
 		var rest []sseEvent
 		for {
 			e, ok := nextEvent(sc)
@@ -293,7 +293,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Expect(json.Unmarshal(rest[len(rest)-1].Data, &res)).To(Succeed())
 		Expect(res.Terminal.Kind).To(Equal(wire.TerminalAborted), "terminal %+v", res.Terminal)
 		// Ended: not running any more.
-		expectError(post(url, gateway, "{}", map[string]string{dispatchapi.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, wire.CodeTurnNotRunning)
+		expectError(post(url, gateway, "{}", map[string]string{wire.TurnTokenHeader: sel.TurnToken}), http.StatusConflict, wire.CodeTurnNotRunning)
 	})
 
 	It("drops a turn queued behind another when its client leaves before it starts", func() {
@@ -431,7 +431,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 			Expect(e.Message).To(ContainSubstring(field), body)
 		}
 		expectError(post(url, gateway, `not json`, nil), http.StatusBadRequest, wire.CodeBadRequest)
-		big := `{"prompt":"` + strings.Repeat("a", dispatchapi.DefaultMaxBodyBytes) + `"}`
+		big := `{"prompt":"` + strings.Repeat("a", httpapi.DefaultMaxBodyBytes) + `"}`
 		expectError(post(url, gateway, big, nil), http.StatusRequestEntityTooLarge, wire.CodeRequestTooLarge)
 		expectError(post(url, gateway, `{}`, map[string]string{"Last-Event-ID": "x"}), http.StatusBadRequest, wire.CodeBadRequest)
 		expectError(get(sessionURL(ns, "text")+"/decide", gateway), http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed)

@@ -17,11 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/appserver"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -102,7 +101,7 @@ var _ = Describe("A session's identity across deletion, served by the dispatcher
 		// removes its finalizer by hand.
 		stopDispatcher()
 		Expect(k8s.Delete(ctx, s)).To(Succeed())
-		removeFinalizerByHand(ns, "orphan", dispatch.JournalFinalizer)
+		removeFinalizerByHand(ns, "orphan", engine.JournalFinalizer)
 		Eventually(sessionGone(ns, "orphan")).WithTimeout(30 * time.Second).Should(BeTrue())
 		Expect(nativeState(srv, dir, thread)).To(Equal(native{Unarchived: true, DirExists: true}), "precondition: nothing cleaned up while the dispatcher was down")
 		Expect(journaled).To(BeADirectory(), "precondition: the journal keeps the session at by-uid/<ns>/<uid>")
@@ -225,7 +224,7 @@ func listRefusingToken(namespace, name, runID, marker, token string) []sseEvent 
 		}
 		_, err := stub.WaitMarker(ctx, marker)
 		Expect(err).NotTo(HaveOccurred())
-		rep := post(url+"/"+runID+"/interrupt", gateway, "", map[string]string{dispatchapi.TurnTokenHeader: token})
+		rep := post(url+"/"+runID+"/interrupt", gateway, "", map[string]string{wire.TurnTokenHeader: token})
 		Expect(rep.Status).To(Equal(http.StatusForbidden), "another session's turn token acted on %s of %s/%s: %s", runID, namespace, name, rep.Body)
 		expectError(rep, http.StatusForbidden, wire.CodeTurnTokenInvalid)
 		gate.Release()

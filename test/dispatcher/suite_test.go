@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
+	"github.com/openclaw/harness-operator/internal/manager/webhook"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/internal/webhook"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -202,7 +202,7 @@ var _ = BeforeSuite(func() {
 	})).To(Succeed())
 	Expect(k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: gatewayRole},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
 	})).To(Succeed())
 	ns = newNamespace("api")
 	gateway = serviceAccountToken(ns, "gateway", nil)
@@ -392,7 +392,7 @@ func newSession(namespace, name, model string) {
 	Eventually(func(g Gomega) {
 		s := &v1alpha1.AgentSession{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)).To(Succeed())
-		g.Expect(s.Finalizers).To(ContainElement(dispatch.JournalFinalizer))
+		g.Expect(s.Finalizers).To(ContainElement(engine.JournalFinalizer))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 

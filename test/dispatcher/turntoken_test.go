@@ -9,10 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openclaw/harness-operator/internal/dispatch"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/turntoken"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/dispatcher/turntoken"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -23,7 +22,7 @@ import (
 var _ = Describe("Turn tokens across a dispatcher restart, served by the dispatcher process", Serial, func() {
 	It("accepts a turn token issued before the restart, signed with the key of the turn-token Secret, and refuses a forged one", func() {
 		newSession(ns, "token-restart", testModel)
-		session := dispatch.SessionKey(sessionObject(ns, "token-restart"))
+		session := engine.SessionKey(sessionObject(ns, "token-restart"))
 		stub.When("tkr-1", stubmodel.Text("finished before the restart"))
 		evs := readSSE(post(sessionURL(ns, "token-restart")+"/turns", gateway, `{"runId":"run-tkr1","prompt":"tkr-1 go"}`, nil))
 		token := turnTokenOf(evs)
@@ -48,8 +47,8 @@ var _ = Describe("Turn tokens across a dispatcher restart, served by the dispatc
 		// dispatcher accepts reaches the run (409 TurnNotRunning); a
 		// token it does not accept stops at 403.
 		url := sessionURL(ns, "token-restart") + "/turns/run-tkr1/interrupt"
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: token}), http.StatusConflict, wire.CodeTurnNotRunning)
-		expectError(post(url, gateway, "", map[string]string{dispatchapi.TurnTokenHeader: forger.Sign(session, "run-tkr1")}),
+		expectError(post(url, gateway, "", map[string]string{wire.TurnTokenHeader: token}), http.StatusConflict, wire.CodeTurnNotRunning)
+		expectError(post(url, gateway, "", map[string]string{wire.TurnTokenHeader: forger.Sign(session, "run-tkr1")}),
 			http.StatusForbidden, wire.CodeTurnTokenInvalid)
 	})
 })

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/scheme"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/platform/scheme"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -186,9 +186,9 @@ func exitDetail(err error) string {
 func waitHarnessReady(ctx context.Context, c client.Client, name string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		h := &harnessv1alpha1.AgentHarness{}
+		h := &v1alpha1.AgentHarness{}
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: agentsNS, Name: name}, h)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, harnessv1alpha1.HarnessConditionReady)).
+		g.Expect(meta.IsStatusConditionTrue(h.Status.Conditions, v1alpha1.HarnessConditionReady)).
 			To(BeTrue(), "AgentHarness %s conditions: %+v", name, h.Status.Conditions)
 	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 }

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -40,6 +40,6 @@ var _ = Describe("The attempt result the plugin returns to OpenClaw", func() {
 		Expect(stub.RequestsContaining(emptyResponseNudge)).To(HaveLen(1), "OpenClaw's nudge reached the model once, through the cluster")
 		last := s.get(ctx).Status.LastTurn
 		Expect(last).NotTo(BeNil())
-		Expect(last.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+		Expect(last.Outcome).To(Equal(v1alpha1.TurnSucceeded))
 	})
 })

@@ -22,7 +22,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -40,9 +40,9 @@ const staleModel = "openai/gpt-5.4-mini"
 var _ = Describe("A stale cluster registry", func() {
 	It("lets the dispatcher's refusal reach OpenClaw as an AgentHarnessPreflightError without scope, and OpenClaw does not fall back", func(ctx context.Context) {
 		frozen := startFrozenRegistry(gateway.identity)
-		policy := &harnessv1alpha1.RuntimePolicy{
+		policy := &v1alpha1.RuntimePolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "stale-registry-" + randomHex()},
-			Spec: harnessv1alpha1.RuntimePolicySpec{Models: []harnessv1alpha1.ModelRuntimePolicy{
+			Spec: v1alpha1.RuntimePolicySpec{Models: []v1alpha1.ModelRuntimePolicy{
 				{Ref: staleModel, Runtime: defaultsHarness},
 			}},
 		}

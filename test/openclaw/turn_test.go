@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	harnessv1alpha1 "github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -29,7 +29,7 @@ var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, 
 	var (
 		marker, reply string
 		run           agentRun
-		made          []harnessv1alpha1.AgentSession
+		made          []v1alpha1.AgentSession
 		logged        int64 // OpenClaw's log before the run
 		id, key       string
 	)
@@ -44,7 +44,7 @@ var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, 
 		run = gateway.turn(ctx, id, key, "Say hello "+marker)
 
 		Expect(run.exit).To(Equal(0), "%s", run)
-		list := &harnessv1alpha1.AgentSessionList{}
+		list := &v1alpha1.AgentSessionList{}
 		Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
 		for _, s := range list.Items {
 			if s.Spec.SessionID == id {
@@ -63,7 +63,7 @@ var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, 
 		Expect(made).To(HaveLen(1), "one AgentSession for OpenClaw's session %s", id)
 		sess := made[0]
 		Expect(sess.Status.LastTurn).NotTo(BeNil())
-		Expect(sess.Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+		Expect(sess.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnSucceeded))
 		Expect(sess.Status.AgentHarnessID).To(Equal(codexHarness), "the cluster's harness owns the native thread")
 		Expect(sess.Status.NativeBinding).NotTo(BeNil())
 		Expect(sess.Status.NativeBinding.HarnessName).To(Equal(codexHarness))
@@ -75,7 +75,7 @@ var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, 
 		Expect(made[0].Spec.SessionKey).To(Equal(key))
 		Expect(made[0].Spec.Model).To(Equal(model))
 		Expect(made[0].Status.LastTurn).NotTo(BeNil())
-		Expect(made[0].Status.LastTurn.Outcome).To(Equal(harnessv1alpha1.TurnSucceeded))
+		Expect(made[0].Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnSucceeded))
 	})
 
 	// What OpenClaw prepared is what it handed the plugin's supports() (the
@@ -208,7 +208,7 @@ func newSession(ctx context.Context, override string) session {
 	if override != "" {
 		sess := s.get(ctx)
 		patch := client.MergeFrom(sess.DeepCopy())
-		sess.Spec.RuntimeOverride = harnessv1alpha1.RuntimeID(override)
+		sess.Spec.RuntimeOverride = v1alpha1.RuntimeID(override)
 		Expect(k8s.Patch(ctx, sess, patch)).To(Succeed())
 	}
 	return s
@@ -227,9 +227,9 @@ func newModelSession(ctx context.Context, m string) session {
 	return s
 }
 
-func (s session) get(ctx context.Context) *harnessv1alpha1.AgentSession {
+func (s session) get(ctx context.Context) *v1alpha1.AgentSession {
 	GinkgoHelper()
-	sess := &harnessv1alpha1.AgentSession{}
+	sess := &v1alpha1.AgentSession{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: agentsNS, Name: s.name}, sess)).To(Succeed())
 	return sess
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 // The gateway's side of a turn's host tool call and approval request: what
@@ -103,7 +103,7 @@ func (l *Load) answer(ctx context.Context, session, runID, turnToken, route, bod
 		}
 		req.Header.Set("Authorization", "Bearer "+l.token)
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(dispatchapi.TurnTokenHeader, turnToken)
+		req.Header.Set(wire.TurnTokenHeader, turnToken)
 		resp, err := r.Client.Do(req)
 		if err == nil {
 			_ = resp.Body.Close()

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 // Campaign is what the load saw across issue 20's two faults: the turns

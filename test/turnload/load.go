@@ -22,8 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/openclaw/harness-operator/internal/sse"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 

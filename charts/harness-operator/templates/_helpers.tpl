@@ -56,7 +56,7 @@ pins the image (<repository>/<component>@sha256:…); otherwise the tag does.
 {{- end -}}
 {{- end -}}
 
-{{/* Fixed names the manager's code looks objects up by (internal/webhook). */}}
+{{/* Fixed names the manager's code looks objects up by (internal/manager/webhook). */}}
 {{- define "harness-operator.webhookSecretName" -}}harness-operator-webhook-tls{{- end -}}
 {{- define "harness-operator.validatingWebhookName" -}}harness-operator-validating{{- end -}}
 {{- define "harness-operator.mutatingWebhookName" -}}harness-operator-mutating{{- end -}}

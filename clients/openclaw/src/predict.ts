@@ -1,5 +1,5 @@
 // predict: what the cluster would decide for a (provider, model) — the pure
-// part of supports(ctx). It mirrors the rules of internal/selection that a
+// part of supports(ctx). It mirrors the rules of internal/policy/selection that a
 // gateway's question reaches (each function names its Go counterpart) on the
 // snapshot the cluster registry keeps: the AgentHarnesses visible to the
 // namespace and the RuntimePolicies selecting it. It answers in the seed's

@@ -144,7 +144,7 @@ export class SessionStore {
 
 /**
  * The session's spec.model: provider/model, as the dispatcher splits it
- * (internal/selection SplitModel): a model id that already starts with its
+ * (internal/policy/selection SplitModel): a model id that already starts with its
  * provider keeps it once.
  */
 export function sessionModel(provider: string, modelId: string): string {

@@ -55,7 +55,7 @@ function loggedFacts(f: RouteFacts): Omit<RouteFacts, "request"> {
 /**
  * An authored base URL may carry a credential in its user info or query (a
  * `?key=`): both are masked, as the dispatcher's decision record masks them
- * (internal/dispatch/records.go loggedRoute), and a URL that does not parse
+ * (internal/dispatcher/engine/records.go loggedRoute), and a URL that does not parse
  * is not shown.
  */
 export function maskedUrl(raw: string): string {

@@ -1,4 +1,4 @@
-// The dispatcher's turn stream payloads this plugin reads (internal/wire,
+// The dispatcher's turn stream payloads this plugin reads (internal/contract/wire,
 // docs/dispatcher-api.md "Events"). Fields it does not use are left out;
 // every field is optional on the wire (empty ones are omitted).
 import type { WireError } from "./dispatcher-error.js";

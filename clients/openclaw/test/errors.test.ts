@@ -61,7 +61,7 @@ for (const [code, scope] of Object.entries(want)) {
 }
 
 test("the table has one row for every code of the dispatcher's wire package, and no other", () => {
-  const codesGo = fileURLToPath(new URL("../../../../internal/wire/codes.go", import.meta.url));
+  const codesGo = fileURLToPath(new URL("../../../../internal/contract/wire/codes.go", import.meta.url));
   const goCodes = [...readFileSync(codesGo, "utf8").matchAll(/ErrorCode = "([A-Za-z]+)"/g)].map((m) => m[1]);
   assert.ok(goCodes.length > 30, `read the codes from ${codesGo}`);
   assert.deepEqual(Object.keys(ERROR_TABLE).sort(), [...goCodes].sort());

@@ -5,7 +5,7 @@ import type { AgentHarness, RuntimePolicy } from "../src/cluster-types.js";
 import { predict, type Question, type RegistryView, type RouteFacts } from "../src/predict.js";
 
 // Harnesses as the API server lists them. codex omits support: the adapter's
-// defaults apply (internal/selection/defaults.go AdapterDefaults).
+// defaults apply (internal/policy/selection/defaults.go AdapterDefaults).
 const codex: AgentHarness = { metadata: { name: "codex", namespace: "agents", creationTimestamp: "2026-01-01T00:00:00Z" }, spec: { adapter: "codex-app-server" } };
 const claude: AgentHarness = {
   metadata: { name: "claude-pool", namespace: "agents", creationTimestamp: "2026-01-02T00:00:00Z" },
@@ -39,7 +39,7 @@ const embedded = (reason: RegExp): Want => ({ supported: false, fallbackRuntime:
 const refused = (reason: RegExp): Want => ({ supported: false, reason });
 const deferred = (reason: RegExp): Want => ({ supported: true, reason });
 
-// Each row names the Go rule it mirrors (internal/selection file and function).
+// Each row names the Go rule it mirrors (internal/policy/selection file and function).
 const rows: Array<[string, RegistryView, Question, Want]> = [
   ["select.go engine.decide: a policy runtime of openclaw is forced_openclaw",
     fresh([codex], [policy("embedded", { providers: [{ provider: "openai", runtime: "openclaw" }] })]), openai(official),
@@ -121,7 +121,7 @@ const rows: Array<[string, RegistryView, Question, Want]> = [
     deferred(/the cluster registry is stale \(last read 95 s ago\)/)],
 ];
 
-test("supports() predicts the cluster's decision as internal/selection makes it", () => {
+test("supports() predicts the cluster's decision as internal/policy/selection makes it", () => {
   for (const [name, view, q, want] of rows) {
     const got = predict(view, q);
     const { reason, ...shape } = got;

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/harness-operator/internal/webhook"
+	"github.com/openclaw/harness-operator/internal/manager/webhook"
 )
 
 // grant is one (apiGroup, resource, verb) allowed in a namespace ("" means

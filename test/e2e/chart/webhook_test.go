@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
 
-	"github.com/openclaw/harness-operator/internal/webhook"
+	"github.com/openclaw/harness-operator/internal/manager/webhook"
 )
 
 // webhookSecretName is the manager's default --webhook-secret-name, which the
@@ -17,7 +17,7 @@ import (
 const webhookSecretName = "harness-operator-webhook-tls"
 
 // TestWebhookConfigurationsMatchGo compares the rendered webhook
-// configurations with the ones internal/webhook builds, in service mode
+// configurations with the ones internal/manager/webhook builds, in service mode
 // (self-managed and cert-manager certificates) and in URL mode.
 func TestWebhookConfigurationsMatchGo(t *testing.T) {
 	service := webhook.ServiceClientConfig(releaseNamespace, fullname+"-webhook", 443)

@@ -12,9 +12,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/sse"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 )
 
 // Missing, garbage and wrong-audience tokens are 401 without the API
@@ -54,7 +54,7 @@ func (s *suite) testUnevaluatedRights(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: s.ns, Name: "unsure"}},
 	}))
 	eventually(t, 30*time.Second, "the API server sees the binding to the missing ClusterRole", func() (bool, string) {
-		st := s.turnRights(t, s.ns, "unsure", dispatchapi.VerbCreate, s.ns)
+		st := s.turnRights(t, s.ns, "unsure", httpapi.VerbCreate, s.ns)
 		return !st.Allowed && strings.Contains(st.Reason+st.EvaluationError, role), fmt.Sprintf("%+v", st)
 	})
 	unsure := s.token(t, s.ns, "unsure", audience)
@@ -67,10 +67,10 @@ func (s *suite) testUnevaluatedRights(t *testing.T) {
 	wantOK(t, "the gateway's token beside it", s.decide(t, s.gateway, nil))
 	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create"}}},
 	}))
 	eventually(t, 30*time.Second, "the API server grants through the new ClusterRole", func() (bool, string) {
-		st := s.turnRights(t, s.ns, "unsure", dispatchapi.VerbCreate, s.ns)
+		st := s.turnRights(t, s.ns, "unsure", httpapi.VerbCreate, s.ns)
 		return st.Allowed, fmt.Sprintf("%+v", st)
 	})
 	// Asked once: a dispatcher that had cached the 503's refusal (for its
@@ -81,7 +81,7 @@ func (s *suite) testUnevaluatedRights(t *testing.T) {
 // X-Harness-Authorization is a second place for the same token: reviewed
 // like Authorization, never preferred to it.
 func (s *suite) testProxyHeader(t *testing.T) {
-	h := dispatchapi.ProxyAuthorizationHeader
+	h := wire.ProxyAuthorizationHeader
 	wantOK(t, h+" alone", s.decide(t, "", map[string]string{h: "Bearer " + s.gateway}))
 	wantError(t, h+" with a garbage token", s.decide(t, "", map[string]string{h: "Bearer garbage"}),
 		http.StatusUnauthorized, wire.CodeUnauthorized, "not accepted")
@@ -111,7 +111,7 @@ func (s *suite) testTurnTokens(t *testing.T) {
 	b := tokenOf(s.turn(t, s.ns, "demo", "run-b"))
 	interrupt := func(token string) reply {
 		return s.call(t, http.MethodPost, s.url(s.ns, "demo", "/turns/run-b/interrupt"), s.gateway, "",
-			map[string]string{dispatchapi.TurnTokenHeader: token})
+			map[string]string{wire.TurnTokenHeader: token})
 	}
 	wantError(t, "interrupt run-b with run-a's turn token", interrupt(a), http.StatusForbidden, wire.CodeTurnTokenInvalid, "does not match this turn")
 	// Control: run-b's own token passes the check (the run has ended, so
@@ -119,7 +119,7 @@ func (s *suite) testTurnTokens(t *testing.T) {
 	wantError(t, "control: interrupt run-b with its own token", interrupt(b), http.StatusConflict, wire.CodeTurnNotRunning, "is not running")
 
 	r := s.call(t, http.MethodGet, s.url(s.ns, "demo", "/turns/run-b"), s.gateway, "", nil)
-	var st dispatchapi.TurnState
+	var st httpapi.TurnState
 	must(t, json.Unmarshal(r.Body, &st))
 	want := "system:serviceaccount:" + s.ns + ":gateway"
 	if r.Status != http.StatusOK || st.Requester == nil || st.Requester.User != want || st.Requester.UID == "" || len(st.Requester.Groups) == 0 {

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 )
 
 // Delegated execution needs both the harness owner's consent (AgentHarness
@@ -29,8 +29,8 @@ func (s *suite) testDelegation(t *testing.T) {
 	const role = "harness-delegate-security"
 	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"},
-			Verbs: []string{dispatchapi.VerbDelegate, "get"}}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"},
+			Verbs: []string{httpapi.VerbDelegate, "get"}}},
 	}))
 	subjects := []rbacv1.Subject{}
 	for _, sa := range []string{"voice", "voice-unlisted"} {
@@ -72,7 +72,7 @@ func (s *suite) testDelegation(t *testing.T) {
 		return fmt.Sprintf(`{"runId":%q,"prompt":"hello","sessionKey":"agent:main:%s","sessionId":"%s-id","agentHarnessRuntimeOverride":"codex"}`,
 			runID, session, session)
 	}
-	asDelegate := map[string]string{dispatchapi.DelegateHeader: "true"}
+	asDelegate := map[string]string{httpapi.DelegateHeader: "true"}
 	delegated := func(token, session, b string) reply {
 		return s.call(t, http.MethodPost, s.url(s.ns, session, "/turns"), token, b, asDelegate)
 	}
@@ -86,11 +86,11 @@ func (s *suite) testDelegation(t *testing.T) {
 	// not the listed account it does not bind.
 	for _, sa := range []string{"voice", "voice-unlisted"} {
 		eventually(t, 30*time.Second, "the API server grants "+sa+" delegate", func() (bool, string) {
-			st := s.turnRights(t, s.ns, sa, dispatchapi.VerbDelegate, s.ns)
+			st := s.turnRights(t, s.ns, sa, httpapi.VerbDelegate, s.ns)
 			return st.Allowed, fmt.Sprintf("%+v", st)
 		})
 	}
-	if st := s.turnRights(t, s.ns, "voice-nogrant", dispatchapi.VerbDelegate, s.ns); st.Allowed {
+	if st := s.turnRights(t, s.ns, "voice-nogrant", httpapi.VerbDelegate, s.ns); st.Allowed {
 		t.Fatalf("the API server grants voice-nogrant delegate: %+v", st)
 	}
 	// Then the control on locked-control: listed and granted, it runs a
@@ -128,7 +128,7 @@ func (s *suite) testDelegation(t *testing.T) {
 		t.Fatalf("control: the listed, granted delegate's turn: %d %s", ok.Status, ok.Body)
 	}
 	r := s.call(t, http.MethodGet, s.url(s.ns, "locked", "/turns/d-ok"), voice, "", nil)
-	var st dispatchapi.TurnState
+	var st httpapi.TurnState
 	must(t, json.Unmarshal(r.Body, &st))
 	if want := "system:serviceaccount:" + s.ns + ":voice"; st.Requester == nil || st.Requester.User != want || st.State != "finished" {
 		t.Fatalf("GET d-ok: %d %s; want a finished run requested by %s", r.Status, r.Body, want)

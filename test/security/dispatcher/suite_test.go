@@ -28,11 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/codextest"
-	"github.com/openclaw/harness-operator/internal/dispatchapi"
-	"github.com/openclaw/harness-operator/internal/sse"
+	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/internal/wire"
+	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
@@ -131,7 +131,7 @@ func start(t *testing.T) *suite {
 	}))
 	must(t, s.k8s.Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: gatewayRole},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{dispatchapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{httpapi.APIGroup}, Resources: []string{"agentsessions/turns"}, Verbs: []string{"create", "get"}}},
 	}))
 	s.ns = s.namespace(t, "attack")
 	s.gateway = s.token(t, s.ns, "gateway", audience)
@@ -301,6 +301,6 @@ func (s *suite) rights(t *testing.T, saNS, sa string, attrs *authzv1.ResourceAtt
 func (s *suite) turnRights(t *testing.T, saNS, sa, verb, ns string) authzv1.SubjectAccessReviewStatus {
 	t.Helper()
 	return s.rights(t, saNS, sa, &authzv1.ResourceAttributes{
-		Namespace: ns, Verb: verb, Group: dispatchapi.APIGroup, Resource: dispatchapi.Resource, Subresource: dispatchapi.SubresourceTurns,
+		Namespace: ns, Verb: verb, Group: httpapi.APIGroup, Resource: httpapi.Resource, Subresource: httpapi.SubresourceTurns,
 	}, nil)
 }

@@ -1,0 +1,337 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
+)
+
+// Approval and user-input requests: Codex asks before a native action runs
+// (in the approval modes) or asks the user (plan mode); the adapter relays
+// the request to the client as an approval_request or user_input_request
+// event, waits for the answer through Hooks.AnswerApproval or
+// Hooks.AnswerUserInput until the tool timeout, emits the one
+// request_resolved, and only then answers Codex — so the engine's journal
+// holds the resolution before Codex acts on it.
+
+// itemWait bounds how long an approval waits for the item/started of its
+// file change (Codex sends it before the request; the relay may not have
+// read it yet).
+const itemWait = 5 * time.Second
+
+// nativeRequests is what a turn remembers about its requests; Turn.mu
+// guards it.
+type nativeRequests struct {
+	byID    map[string]*nativeRequest // by requestId, across connections
+	forTurn map[string]bool           // actions approved for the turn (approvalKey)
+	items   map[string]appserver.Item // fileChange items seen started
+	noted   chan struct{}             // closed and replaced when an item is noted
+	seq     int                       // for requests without an item id
+}
+
+// nativeRequest is one request, shared by every delivery of it (Codex
+// re-sends a pending request to the connection that resumes the thread).
+type nativeRequest struct {
+	done       chan struct{} // closed once resolved
+	resolution wire.Resolution
+	decision   appserver.ApprovalDecision
+	answers    map[string][]string // nil: no answers
+	reported   bool                // a decline was reported (agent event, terminal)
+}
+
+func newNativeRequests() nativeRequests {
+	return nativeRequests{byID: map[string]*nativeRequest{}, forTurn: map[string]bool{},
+		items: map[string]appserver.Item{}, noted: make(chan struct{})}
+}
+
+// serverHandlers are the turn's answers to Codex's server requests.
+func (t *Turn) serverHandlers() *appserver.Handlers {
+	return &appserver.Handlers{ToolCall: t.onToolCall, Approval: t.onApproval, UserInput: t.onUserInput}
+}
+
+// approvalPolicy maps the attempt's approvalMode onto Codex's policy (the
+// names are Codex's); empty is never.
+func approvalPolicy(m wire.ApprovalMode) appserver.ApprovalPolicy {
+	switch m {
+	case wire.ApprovalModeUntrusted:
+		return appserver.ApprovalUntrusted
+	case wire.ApprovalModeOnRequest:
+		return appserver.ApprovalOnRequest
+	default:
+		return appserver.ApprovalNever
+	}
+}
+
+// collaborationMode is turn/start's collaborationMode: plan mode with the
+// turn's model and effort and Codex's built-in plan instructions (null).
+// Codex keeps a turn's mode for the thread's later turns (its resume echo
+// says so; TestPlanModeEndsWithItsTurn), so a turn in the default mode on a
+// thread left in plan mode sends the default mode back; otherwise nil (a
+// default-mode thread's developer instructions stay as they are).
+func (t *Turn) collaborationMode() map[string]any {
+	mode := "plan"
+	if t.in.CollaborationMode != wire.CollaborationPlan {
+		var current struct {
+			Mode string `json:"mode"`
+		}
+		if t.th == nil || json.Unmarshal(t.th.Info.CollaborationMode, &current) != nil || current.Mode != "plan" {
+			return nil
+		}
+		mode = "default"
+	}
+	var effort any
+	if t.effort != "" {
+		effort = t.effort
+	}
+	return map[string]any{"mode": mode, "settings": map[string]any{
+		"model": t.in.Model, "reasoning_effort": effort, "developer_instructions": nil}}
+}
+
+// noteItem remembers a file change's item/started for its approval; t.mu
+// must be held.
+func (t *Turn) noteItem(it appserver.Item) {
+	if it.Type != "fileChange" {
+		return
+	}
+	t.native.items[it.ID] = it
+	close(t.native.noted)
+	t.native.noted = make(chan struct{})
+}
+
+// startedItem waits (bounded by itemWait) until the relay noted the item.
+func (t *Turn) startedItem(id string) (appserver.Item, bool) {
+	timer := time.NewTimer(itemWait)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		it, ok := t.native.items[id]
+		noted := t.native.noted
+		t.mu.Unlock()
+		if ok {
+			return it, true
+		}
+		select {
+		case <-noted:
+		case <-timer.C:
+			return appserver.Item{}, false
+		case <-t.turnCtx.Done():
+			return appserver.Item{}, false
+		}
+	}
+}
+
+// approvalParams are the fields of Codex's approval requests the facts use.
+type approvalParams struct {
+	ItemID     string  `json:"itemId"`
+	ApprovalID *string `json:"approvalId"`
+	Command    *string `json:"command"`
+	Cwd        *string `json:"cwd"`
+	Reason     *string `json:"reason"`
+	ServerName string  `json:"serverName"`
+	Message    string  `json:"message"`
+}
+
+// requestID names a request in the run: the item id (plus Codex's
+// approvalId when it has one), which a re-delivery keeps.
+func requestID(p approvalParams) string {
+	if p.ApprovalID != nil && *p.ApprovalID != "" {
+		return p.ItemID + "/" + *p.ApprovalID
+	}
+	return p.ItemID
+}
+
+// requestTool is the canonical tool a native request is about, in its
+// approval_request and in the report of its decline.
+func requestTool(method string) string {
+	switch method {
+	case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
+		return "exec"
+	case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
+		return "apply_patch"
+	case appserver.MethodElicitation:
+		return "mcp"
+	case appserver.MethodUserInput:
+		return "ask_user"
+	}
+	return "permissions"
+}
+
+// approvalFacts describes an approval request for the client.
+func (t *Turn) approvalFacts(req appserver.ApprovalRequest) wire.ApprovalRequest {
+	var p approvalParams
+	_ = json.Unmarshal(req.Params, &p)
+	f := wire.ApprovalRequest{RequestID: requestID(p), CallID: p.ItemID, Command: deref(p.Command),
+		Cwd: deref(p.Cwd), Reason: deref(p.Reason), Data: req.Params,
+		Decisions: []wire.ApprovalDecision{wire.ApproveOnce, wire.ApproveForTurn, wire.Deny}}
+	f.Tool = requestTool(req.Method)
+	switch req.Method {
+	case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
+		f.Kind = wire.ApprovalCommand
+	case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
+		f.Kind = wire.ApprovalFileChange
+		if it, ok := t.startedItem(p.ItemID); ok {
+			var change struct {
+				Changes json.RawMessage `json:"changes"`
+			}
+			_ = json.Unmarshal(it.Raw, &change)
+			f.ChangedPaths = changedPaths(change.Changes)
+		}
+	case appserver.MethodElicitation:
+		f.Kind = wire.ApprovalMCPElicitation
+		f.Reason = strings.TrimSpace(p.ServerName + ": " + p.Message)
+	default:
+		f.Kind = wire.ApprovalPermissions
+	}
+	if approvalKey(f) == "" {
+		// Only commands and file changes are compared for approve_for_turn.
+		f.Decisions = []wire.ApprovalDecision{wire.ApproveOnce, wire.Deny}
+	}
+	return f
+}
+
+// approvalKey identifies an action for approve_for_turn: the same command
+// in the same directory, or a change of the same files. Empty: not
+// comparable.
+func approvalKey(f wire.ApprovalRequest) string {
+	switch {
+	case f.Kind == wire.ApprovalCommand && f.Command != "":
+		return "command\x00" + f.Cwd + "\x00" + f.Command
+	case f.Kind == wire.ApprovalFileChange && len(f.ChangedPaths) > 0:
+		paths := slices.Sorted(slices.Values(f.ChangedPaths))
+		return "file\x00" + strings.Join(paths, "\x00")
+	}
+	return ""
+}
+
+// claim returns the request id's shared state, and whether this delivery
+// owns it (the first); t.mu must be held.
+func (t *Turn) claim(id, method string) (*nativeRequest, bool) {
+	if id == "" {
+		t.native.seq++
+		id = fmt.Sprintf("%s#%d", method, t.native.seq)
+	}
+	if nr := t.native.byID[id]; nr != nil {
+		return nr, false
+	}
+	nr := &nativeRequest{done: make(chan struct{})}
+	t.native.byID[id] = nr
+	return nr, true
+}
+
+// onApproval answers an approval request: at once when an approve_for_turn
+// covers the action or the turn is ending, else with the client's decision
+// (deny at the tool timeout). A re-delivered request gets the first
+// delivery's answer, never a second question.
+func (t *Turn) onApproval(_ context.Context, req appserver.ApprovalRequest) appserver.ApprovalDecision {
+	<-t.promptSent
+	f := t.approvalFacts(req)
+	t.mu.Lock()
+	nr, first := t.claim(f.RequestID, req.Method)
+	if !first {
+		t.mu.Unlock()
+		<-nr.done
+		return nr.decision
+	}
+	defer close(nr.done)
+	key := approvalKey(f)
+	switch {
+	case key != "" && t.native.forTurn[key]:
+		defer t.mu.Unlock()
+		return t.resolveApproval(nr, f, wire.ResolvedApprovedForTurn, true)
+	case t.result != nil || t.closing:
+		defer t.mu.Unlock()
+		return t.resolveApproval(nr, f, wire.ResolvedCancelled, false)
+	}
+	timeout := t.in.EffectiveToolTimeout()
+	f.ExpiresAt = time.Now().Add(timeout).UTC()
+	t.emit(adapter.Event{Type: wire.EventApprovalRequest, ApprovalRequest: &f})
+	if t.hooks.AnswerApproval == nil {
+		defer t.mu.Unlock()
+		return t.resolveApproval(nr, f, wire.ResolvedDenied, false)
+	}
+	d, missing, answered := awaitClient(t, timeout, func(ctx context.Context) (wire.ApprovalDecision, error) {
+		return t.hooks.AnswerApproval(ctx, f)
+	})
+	defer t.mu.Unlock()
+	res := wire.ResolvedDenied
+	switch {
+	case !answered:
+		res = missing
+	case d == wire.ApproveOnce:
+		res = wire.ResolvedApprovedOnce
+	case d == wire.ApproveForTurn:
+		res = wire.ResolvedApprovedForTurn
+		if key != "" {
+			t.native.forTurn[key] = true
+		}
+	}
+	return t.resolveApproval(nr, f, res, false)
+}
+
+// awaitClient asks the client with t.mu released, bounded by the request's
+// timeout and the turn's life; t.mu is held on entry and again on return.
+// Without an answer, missing says why the wait ended: the request's own
+// deadline (timed out) or the turn's end (cancelled).
+func awaitClient[T any](t *Turn, timeout time.Duration, ask func(context.Context) (T, error)) (v T, missing wire.Resolution, answered bool) {
+	t.handlers.Add(1)
+	defer t.handlers.Done()
+	turnCtx := t.turnCtx
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(turnCtx, timeout)
+	v, err := ask(ctx)
+	expired := ctx.Err()
+	cancel()
+	t.mu.Lock()
+	switch {
+	case err == nil:
+		return v, "", true
+	case errors.Is(expired, context.DeadlineExceeded) && turnCtx.Err() == nil:
+		return v, wire.ResolvedTimedOut, false
+	}
+	return v, wire.ResolvedCancelled, false
+}
+
+// resolveApproval records and emits an approval's resolution and returns
+// Codex's answer: accept for an approval, decline otherwise; t.mu must be
+// held.
+func (t *Turn) resolveApproval(nr *nativeRequest, f wire.ApprovalRequest, res wire.Resolution, auto bool) appserver.ApprovalDecision {
+	nr.resolution, nr.decision = res, appserver.ApprovalDecline
+	if res == wire.ResolvedApprovedOnce || res == wire.ResolvedApprovedForTurn {
+		nr.decision = appserver.ApprovalAccept
+	}
+	t.emit(adapter.Event{Type: wire.EventRequestResolved, RequestResolved: &wire.RequestResolved{
+		RequestID: f.RequestID, CallID: f.CallID, Resolution: res, AutoApproved: auto}})
+	return nr.decision
+}
+
+// declineReport says why a declined approval or unanswered user-input
+// request was declined, and whether to report it (once per request: a
+// re-delivery is not reported again); t.mu must be held.
+func (t *Turn) declineReport(e appserver.ServerRequestHandled) (string, bool) {
+	var p approvalParams
+	_ = json.Unmarshal(e.Params, &p)
+	nr := t.native.byID[requestID(p)]
+	if nr == nil {
+		return fmt.Sprintf("%s request declined", e.Method), true
+	}
+	if nr.reported {
+		return "", false
+	}
+	nr.reported = true
+	switch nr.resolution {
+	case wire.ResolvedDenied:
+		return fmt.Sprintf("%s request denied by the gateway", e.Method), true
+	case wire.ResolvedTimedOut:
+		return fmt.Sprintf("%s request declined: no answer within the tool timeout", e.Method), true
+	default:
+		return fmt.Sprintf("%s request declined: the turn ended before an answer", e.Method), true
+	}
+}

@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store"
+)
+
+// admitAuthProfile admits the turn's auth profile on the prepared harness
+// for the requester by, and records it in p with its key. The seed: the
+// harness "must resolve that profile ... before issuing model requests,
+// keep secrets scoped to the attempt". In order:
+//
+//  1. the harness serves no other namespace: the key goes into the
+//     app-server's memory (the thread's config), where the sessions of
+//     every namespace the harness admits run their turns and tools, so on
+//     a harness shared with other namespaces it would sit beside other
+//     tenants' sessions — AuthProfileNotIsolated, whoever asks;
+//  2. the requester may get the Secret (a SubjectAccessReview; Forbidden
+//     names the field), which is in the session's namespace.
+//
+// The key reaches only the adapter's input: never the journal, events,
+// status or logs (status.nativeBinding.authProfile keeps the id).
+func (e *Engine) admitAuthProfile(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, by store.Requester) error {
+	ap := req.AuthProfile
+	if ap == nil {
+		return nil
+	}
+	refuse := func(code wire.ErrorCode, format string, args ...any) error {
+		terr := wire.Errorf(code, "", format, args...)
+		recordRefused(labelsOf(sess.Namespace, p.decision), code)
+		return &refusal{err: terr, decision: &p.decision}
+	}
+	if why := sharedHarness(p.harness, sess.Namespace); why != "" {
+		return refuse(wire.CodeAuthProfileNotIsolated,
+			"authProfile %q: AgentHarness %s/%s %s, so the profile's credential would sit in an app-server beside other "+
+				"namespaces' sessions; send the turn without authProfile (the harness's own credentials), or run it on a "+
+				"harness in namespace %q that admits only its own namespace (spec.allowedNamespaces.from: Same)",
+			ap.ID, p.harness.Namespace, p.harness.Name, why, sess.Namespace)
+	}
+	key, code, msg := e.secretValue(ctx, sess.Namespace, ap.SecretKeyRef, by)
+	if msg != "" {
+		return refuse(code, "authProfile.secretKeyRef: %s", msg)
+	}
+	if key == "" {
+		return refuse(wire.CodeBadRequest, "authProfile.secretKeyRef: the value of key %q of Secret %q is empty",
+			ap.SecretKeyRef.Key, ap.SecretKeyRef.Name)
+	}
+	p.authProfile = &adapter.AuthProfile{ID: ap.ID, APIKey: key}
+	return nil
+}
+
+// sharedHarness says why harness h may run sessions of namespaces other
+// than ns, or "" when it serves ns alone.
+func sharedHarness(h *v1alpha1.AgentHarness, ns string) string {
+	if h.Namespace != ns {
+		return "is in namespace " + h.Namespace
+	}
+	if an := h.Spec.AllowedNamespaces; an != nil && an.From != "" && an.From != v1alpha1.NamespacesFromSame {
+		return "admits other namespaces (spec.allowedNamespaces.from: " + string(an.From) + ")"
+	}
+	return ""
+}

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store"
+)
+
+// JournalFinalizer is the AgentSession finalizer the dispatcher owns: it
+// keeps a session until its journal runs and transcript mirror are deleted
+// (DESIGN.md §4; issue 6 item 7).
+const JournalFinalizer = "harness.openclaw.dev/dispatcher-journal"
+
+// busyRequeue is how soon a deletion is retried while a turn of the session
+// is still running.
+const busyRequeue = time.Second
+
+// finalizerLockWait bounds how long a reconcile waits for a running turn of a
+// deleted session to end after interrupting it.
+const finalizerLockWait = 10 * time.Second
+
+// nativeCleanupGrace is how long after its deletion a session's finalizer
+// keeps retrying the cleanup of its native state on app-servers that cannot
+// be reached; after it the finalizer goes and the GarbageCollector finishes
+// the cleanup once the servers are back (a deletion never hangs on a server
+// that is gone).
+const nativeCleanupGrace = 2 * time.Minute
+
+// finalizerConcurrency is how many sessions the finalizer reconciles at
+// once. Each add is a patch through the admission webhooks; one at a time,
+// the finalizers of 1,000 new sessions arrived 15 s after the last was
+// Ready (docs/benchmarks/operator-scale.md).
+const finalizerConcurrency = 8
+
+// FinalizerReconciler owns the AgentSession finalizer JournalFinalizer. It
+// adds the finalizer to every AgentSession (a JSON merge patch of
+// metadata.finalizers, never an update) and, once a session is being
+// deleted, deletes its journal runs and transcript mirror
+// (journal.DeleteSession) and, with Engine set, its native state on the
+// app-servers — its threads archived and its working directory removed
+// through the app-server's own API (forgetNative) — then removes the
+// finalizer. An app-server that cannot be reached holds the finalizer back
+// for nativeCleanupGrace at most; GarbageCollector finishes the cleanup.
+//
+// A session deleted while one of its turns runs: with Engine set, the turn is
+// interrupted (terminal aborted, recorded as usual) and the reconcile waits,
+// by taking the session's lease, for it to end — a turn that waited for the
+// lease sees the deletion and is refused; without Engine, or while the
+// journal still shows the run running (ErrSessionBusy), the reconcile is
+// requeued after busyRequeue. The finalizer is never removed while the
+// journal holds anything of the session.
+//
+// It runs in the dispatcher, next to the Engine that owns the journal. The
+// RBAC markers below state what it needs; a later issue wires the dispatcher
+// binary, its manager and its ClusterRole.
+type FinalizerReconciler struct {
+	// Client reads AgentSessions (a cache is fine) and patches their
+	// finalizers.
+	Client client.Client
+	// Store is the dispatcher's store (the Engine's).
+	Store store.Store
+	// Engine, when set, is interrupted for a turn of a deleted session.
+	Engine *Engine
+}
+
+// +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions/finalizers,verbs=update
+
+// SetupWithManager registers the reconciler for AgentSessions.
+func (r *FinalizerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Store == nil {
+		return errors.New("set up the dispatcher finalizer: Client and Store are required")
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.AgentSession{}).
+		Named("dispatcher-finalizer").
+		WithOptions(controller.Options{MaxConcurrentReconciles: finalizerConcurrency}).
+		Complete(r); err != nil {
+		return fmt.Errorf("set up the dispatcher finalizer: %w", err)
+	}
+	return nil
+}
+
+// Reconcile adds the finalizer to a live session and finalizes a deleted one.
+func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &v1alpha1.AgentSession{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.DeletionTimestamp.IsZero() {
+		if controllerutil.ContainsFinalizer(s, JournalFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		base := s.DeepCopy()
+		controllerutil.AddFinalizer(s, JournalFinalizer)
+		if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			// A conflict means the cache was behind a write (the manager's
+			// status): the watch event of that write reconciles the session
+			// again, so a retry through the rate limiter would only wait.
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(s, JournalFinalizer) {
+		return ctrl.Result{}, nil
+	}
+
+	if err := r.deleteJournal(ctx, s); err != nil {
+		if errors.Is(err, store.ErrSessionBusy) {
+			return ctrl.Result{RequeueAfter: busyRequeue}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("finalize AgentSession %s/%s (uid %s): %w", s.Namespace, s.Name, s.UID, err)
+	}
+	base := s.DeepCopy()
+	controllerutil.RemoveFinalizer(s, JournalFinalizer)
+	if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteJournal deletes the session's runs and transcript. With an Engine it
+// interrupts a running turn and waits for it to end — it takes the session's
+// lease after it, which a turn that started meanwhile also waited for, and
+// gives it back (the store deletes a session only while nobody holds its
+// lease; a turn that takes it next finds the session being deleted and
+// starts nothing) — and then removes the session's native state from the
+// app-servers (forgetNative). A lease the store cannot grant for another
+// reason than a turn holding it (a full disk) does not stop the deletion:
+// DeleteSession checks for a running turn and a held lease itself.
+func (r *FinalizerReconciler) deleteJournal(ctx context.Context, s *v1alpha1.AgentSession) error {
+	session, uid := SessionKey(s), s.UID
+	if r.Engine == nil {
+		return r.Store.DeleteSession(session)
+	}
+	r.Engine.interruptSession(session)
+	lctx, cancel := context.WithTimeout(ctx, finalizerLockWait)
+	defer cancel()
+	lease, err := r.Store.Acquire(lctx, session, r.Engine.opts.Owner, r.Engine.opts.LeaseTTL)
+	switch {
+	case err == nil:
+		r.Engine.release(lease)
+	case lctx.Err() != nil:
+		// The turn has not ended yet: try again later.
+		return fmt.Errorf("wait for the running turn: %w: %w", err, store.ErrSessionBusy)
+	default:
+		// The store could not record the grant — its disk is full, say.
+		// Deleting is what frees that disk, and DeleteSession itself
+		// refuses while a turn runs or holds the lease.
+		r.Engine.log.Error(err, "the lease of a deleted session could not be taken; deleting its journal all the same", "session", session)
+	}
+	if err := r.Store.DeleteSession(session); err != nil {
+		return err
+	}
+	r.Engine.forget(uid)
+	if err := r.Engine.forgetNative(ctx, s); err != nil {
+		if time.Since(s.DeletionTimestamp.Time) < nativeCleanupGrace {
+			return fmt.Errorf("remove the native threads and working directory: %w", err)
+		}
+		r.Engine.log.Error(err, "the native state of a deleted session was not removed; garbage collection removes it once its app-server is back",
+			"session", s.Namespace+"/"+s.Name, "uid", uid)
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/store"
+)
+
+// DefaultStreamWriteTimeout is the default of Config.StreamWriteTimeout.
+const DefaultStreamWriteTimeout = 30 * time.Second
+
+// stream writes a run's journaled events after afterSeq as
+// text/event-stream, following a running run to its end. Each write to the
+// client must complete within h.writeWait: a client that stops reading is cut
+// off, and the handler ends (the turn goes on; a reconnect resumes it).
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, afterSeq int64) {
+	info := run.Info()
+	runID := info.RunID
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set(wire.RunIDHeader, runID)
+	out := h.deadlineWriter(w)
+	w.WriteHeader(http.StatusOK)
+	if err := out.flush(); err != nil {
+		return
+	}
+	token := h.TurnToken(info.Session, runID)
+	var buf bytes.Buffer
+	for ev, err := range run.Events(r.Context(), afterSeq) {
+		if err != nil {
+			if r.Context().Err() == nil && !errors.Is(err, store.ErrClosed) {
+				// The run can no longer be read (retention pruned it,
+				// its file is damaged): say so rather than just stop.
+				// No id: it is not a journaled event.
+				b, _ := json.Marshal(h.redacted(toAPIError(err)))
+				buf.Reset()
+				writeEvent(&buf, "", wire.EventError, b)
+				_ = out.writeFlush(buf.Bytes())
+			}
+			return // otherwise the client left, or the store closed
+		}
+		payload := ev.Payload
+		if ev.Type == wire.EventSelected {
+			payload = withTurnFields(payload, runID, token)
+		}
+		buf.Reset()
+		writeEvent(&buf, strconv.FormatInt(ev.Seq, 10), ev.Type, payload)
+		if err := out.writeFlush(buf.Bytes()); err != nil {
+			h.log.V(1).Info("turn stream ended: a write to the client failed", "run", runID, "event", ev.Seq, "error", err.Error())
+			return
+		}
+	}
+	if info := run.Info(); info.State == store.StateFailed && len(info.Result) == 0 {
+		// A run found running after a restart: its outcome is unknown. No
+		// id: it is not a journaled event.
+		b, _ := json.Marshal(wire.OutcomeUnknown(info.Reason))
+		buf.Reset()
+		writeEvent(&buf, "", wire.EventError, b)
+		_ = out.writeFlush(buf.Bytes())
+	}
+}
+
+func writeEvent(b *bytes.Buffer, id, typ string, payload json.RawMessage) {
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	b.WriteString("event: " + typ + "\n")
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	// Journal payloads are compact JSON: one line.
+	b.WriteString("data: ")
+	b.Write(payload)
+	b.WriteString("\n\n")
+}
+
+// withTurnFields adds runId and turnToken to the `selected` decision
+// (wire.SelectedEvent). It merges into the journaled JSON rather than
+// re-encoding a struct, so the payload's bytes stay what they always were
+// (its keys in sorted order).
+func withTurnFields(payload json.RawMessage, runID, token string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(payload, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["runId"], _ = json.Marshal(runID)
+	m["turnToken"], _ = json.Marshal(token)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return payload
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+// Package pgstore is the dispatcher's Store (internal/dispatcher/store) on PostgreSQL,
+// for many dispatchers sharing one database; the file journal
+// (internal/dispatcher/store/journal) stays the embedded default. It passes the store
+// conformance suite (internal/testutil/storetest) with Stores sharing one
+// database as the "other dispatchers" (`make test-postgres`).
+//
+// Decisions:
+//
+//   - Schema: embedded, numbered migrations (migrations/NNNN_name.sql),
+//     each applied once in its own transaction and recorded in
+//     schema_migrations, under a session advisory lock so that replicas
+//     starting together migrate once. A database newer than the binary is
+//     refused. Give the dispatcher a database of its own: the tables are
+//     unqualified.
+//   - Fencing: every grant takes its token from one sequence, so tokens only
+//     grow, across restarts and deleted sessions. A released grant's row is
+//     deleted. Append and Finish lock the run's row and share-lock the
+//     session's lease row in their transaction and write only while its
+//     token is the run's: a takeover, release or recovery (which update or
+//     delete that row) commits before or after the write, never between
+//     the check and the write. Claim, Recover and DeleteSession serialize on
+//     a per-session transaction advisory lock; Reserve on a per-server one,
+//     Claim's namespace bound on a per-namespace one.
+//   - Durability: an Append commits without waiting for its WAL flush
+//     (SET LOCAL synchronous_commit = off, that transaction only); every
+//     other write — claims, leases, Finish, transcripts, inboxes,
+//     reservations — waits for its flush, and Finish's takes the run's
+//     earlier events with it. As in the journal (one write(2) per event, an
+//     fsync at the end) a running run's latest events are not yet durable:
+//     a crash of the server (or its machine) may lose those of the last
+//     3 × wal_writer_delay (600 ms by default), which a reader may have
+//     seen. Such a run's writer is refused from then on (lockWritable): no
+//     sequence number is given twice, and Sweep or Recover ends the run
+//     failed, outcome unknown.
+//   - Waking: writers send NOTIFY in the writing transaction (pgstore_lease:
+//     a freed session; pgstore_run: "<run> event|end|gone"); each Store
+//     LISTENs on one dedicated connection and hands them to its waiters.
+//     Acquire also waits for the holder's expiry on the store's clock; an
+//     Events iterator reads from the database page by page and, caught up,
+//     waits only for a notification. A lost listening connection is
+//     re-established with backoff and then every waiter re-reads.
+//   - Inboxes: one row per message (table inbox, UNIQUE (run, kind, key),
+//     removed with the run or its pruned payload). Post holds the run's row
+//     in its transaction, as Append and Finish do, so it is ordered against
+//     the run's end and numbers a run's messages one after the other; it
+//     notifies "<run> inbox" on pgstore_run, which wakes the run's Inbox
+//     iterators (and makes its Events readers re-read once). Post is not
+//     fenced: any dispatcher posts.
+//   - Sweep is Recover for no owner: per session, under the same locks, it
+//     ends the running runs of an expired or free lease and releases it.
+//   - Time is the Store's clock (Options.Clock), not the database's: the
+//     suite steps a fake clock. Replicas' clocks must agree to well within
+//     a lease's ttl.
+//   - Acquires of one Store are granted in arrival order (a queue per
+//     session, whose head alone asks the database); Acquires of different
+//     Stores race.
+//   - RunRef.Recovered is true for a running run that another Store
+//     instance (another process, or this process before a restart) writes.
+//
+// Not yet as the journal does it: the per-namespace byte cap
+// (journal.Options.MaxNamespaceBytes) is not applied by Prune; when the
+// database refuses Finish the run is not ended for this Store's readers (the
+// error is returned and the run stays running until Recover); an Events
+// iteration over a run whose payload is pruned while it reads ends early
+// instead of reading on.
+package pgstore

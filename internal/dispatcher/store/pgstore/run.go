@@ -1,0 +1,332 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openclaw/harness-operator/internal/dispatcher/store"
+)
+
+// run is a handle on one run. A writer's Append and Finish check, in their
+// transaction, that the lease the run was claimed under is still the
+// session's current grant, holding the lease row so that no takeover,
+// release or recovery commits in between.
+type run struct {
+	s      *Store
+	id     int64
+	token  int64
+	writer bool
+
+	mu      sync.Mutex
+	info    store.RunInfo // as last seen
+	ended   bool
+	written int64 // the last sequence number this writer appended (lockWritable)
+
+	done      chan struct{}
+	doneOnce  sync.Once // closes done
+	watchOnce sync.Once // subscribes done to the run's notifications
+}
+
+func (s *Store) handle(r runRow, writer bool) *run {
+	h := &run{s: s, id: r.id, token: r.token, writer: writer, info: r.info, done: make(chan struct{})}
+	if r.info.State != store.StateRunning {
+		h.end(r.info)
+	}
+	return h
+}
+
+// end records that the run ended and closes Done.
+func (r *run) end(info store.RunInfo) {
+	r.mu.Lock()
+	r.info, r.ended = info, true
+	r.mu.Unlock()
+	r.doneOnce.Do(func() { close(r.done) })
+}
+
+func (r *run) Ref() store.RunRef {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.info.RunRef
+}
+
+// Info reads the run's row; when the database cannot answer (or the Store
+// is closed) it is the snapshot last seen.
+func (r *run) Info() store.RunInfo {
+	if row, err := r.s.scanRun(r.s.pool.QueryRow(r.s.ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1", r.id)); err == nil {
+		if row.info.State != store.StateRunning {
+			r.end(row.info)
+		}
+		r.mu.Lock()
+		r.info = row.info
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.info
+}
+
+// Done is closed when the run ended, as this handle's writes, its readers,
+// or the run's notifications (from any Store) learn it.
+func (r *run) Done() <-chan struct{} {
+	r.watchOnce.Do(func() {
+		unsubscribe := r.s.hub.subscribe(runKey(r.id), func(what string) {
+			switch what {
+			case "end", "gone":
+				r.doneOnce.Do(func() { close(r.done) })
+			case "": // the listening connection was re-established: re-read
+				go r.Info()
+			}
+		})
+		go func() {
+			select {
+			case <-r.done:
+			case <-r.s.closed:
+			}
+			unsubscribe()
+		}()
+		// It may have ended before the subscription.
+		_ = r.Info()
+	})
+	return r.done
+}
+
+// lockWritable locks the run's row and its session's lease for the
+// transaction and checks the write every Append and Finish makes: fenced
+// first (a stale holder learns it lost the session), then ended, then
+// whether the database still holds every event this writer appended. It
+// returns the run's row.
+//
+// An Append returns before its event is flushed (appendTx), so a crash of
+// the server can lose a run's latest events — never others: the WAL is
+// flushed in order, and every other write waits for its flush. The run
+// then cannot go on without giving a sequence number a reader may have seen
+// to another event, so its writer is refused and the run stays running
+// until Sweep or Recover ends it failed, outcome unknown.
+func (r *run) lockWritable(tx pgx.Tx) (runRow, error) {
+	row, err := r.s.scanRun(tx.QueryRow(r.s.ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1 FOR UPDATE", r.id))
+	if isNoRows(err) {
+		return runRow{}, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
+	}
+	if err != nil {
+		return runRow{}, err
+	}
+	var current int64 // 0 when the lease is free
+	err = tx.QueryRow(r.s.ctx, "SELECT token FROM leases WHERE session = $1 FOR SHARE", row.info.Session).Scan(&current)
+	if err != nil && !isNoRows(err) {
+		return runRow{}, err
+	}
+	if row.info.State != store.StateRunning {
+		r.end(row.info)
+	}
+	if current != r.token {
+		return runRow{}, errFenced(row.info.Session)
+	}
+	if row.info.State != store.StateRunning {
+		return runRow{}, fmt.Errorf("%w: run %q", store.ErrRunEnded, row.info.RunID)
+	}
+	r.mu.Lock()
+	written := r.written
+	r.mu.Unlock()
+	if row.info.LastSeq < written {
+		return runRow{}, fmt.Errorf("pgstore: run %q: the database holds its events up to %d, but this dispatcher appended up to %d: "+
+			"the server lost the latest ones (it crashed before flushing them); the run cannot go on without numbering an event twice",
+			row.info.RunID, row.info.LastSeq, written)
+	}
+	return row, nil
+}
+
+// appendTx is the transaction of an Append: its commit does not wait for
+// the WAL flush (synchronous_commit off for it alone), which would
+// otherwise be one disk flush per event. Claims, leases, inboxes,
+// transcripts and Finish still wait for theirs, and Finish's flush takes
+// the run's earlier events with it: an ended run is durable whole, as the
+// journal's is after its end's fsync. Until then a crash of the server may
+// lose the latest events (lockWritable).
+var appendTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
+
+func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
+	if !r.writer {
+		return 0, store.ErrNotWriter
+	}
+	if err := r.s.check(); err != nil {
+		return 0, err
+	}
+	if !store.ValidEventType(typ) {
+		return 0, fmt.Errorf("%w: event type %q: want [A-Za-z0-9_.:/-]{1,64}", store.ErrInvalidRecord, typ)
+	}
+	compact, err := compactJSON(payload)
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	err = pgx.BeginTxFunc(r.s.ctx, r.s.pool, appendTx, func(tx pgx.Tx) error {
+		row, err := r.lockWritable(tx)
+		if err != nil {
+			return err
+		}
+		seq = row.info.LastSeq + 1
+		_, err = tx.Exec(r.s.ctx, `WITH e AS (INSERT INTO events (run, seq, type, at, payload) VALUES ($1, $2, $3, $4, $5)),
+			u AS (UPDATE runs SET last_seq = $2, bytes = bytes + $6 WHERE id = $1)
+			SELECT pg_notify('`+runChannel+`', $1::bigint::text || ' event')`,
+			r.id, seq, typ, r.s.now(), compact, int64(len(typ)+len(compact)+eventOverhead))
+		return err
+	})
+	if err != nil {
+		return 0, r.writeErr("append to run", err)
+	}
+	r.mu.Lock()
+	r.info.LastSeq, r.written = seq, max(r.written, seq)
+	r.mu.Unlock()
+	return seq, nil
+}
+
+// eventOverhead is what retention counts for an event beside its type and
+// payload (sequence number and time).
+const eventOverhead = 16
+
+func (r *run) writeErr(what string, err error) error {
+	if isStoreErr(err) {
+		return err
+	}
+	return r.s.dbErr(what, err)
+}
+
+func (r *run) Finish(state store.State, result json.RawMessage) error {
+	if !r.writer {
+		return store.ErrNotWriter
+	}
+	if err := r.s.check(); err != nil {
+		return err
+	}
+	if state != store.StateFinished && state != store.StateFailed {
+		return fmt.Errorf("%w: a run ends finished or failed, not %q", store.ErrInvalidRecord, state)
+	}
+	compact, err := compactJSON(result)
+	if err != nil {
+		return err
+	}
+	var ended runRow
+	err = r.s.tx(func(tx pgx.Tx) error {
+		if _, err := r.lockWritable(tx); err != nil {
+			return err
+		}
+		var err error
+		ended, err = r.s.scanRun(tx.QueryRow(r.s.ctx, `UPDATE runs SET state = $2, finished_at = $3, result = $4, bytes = bytes + $5
+			WHERE id = $1 RETURNING `+runColumns, r.id, string(state), r.s.now(), compact, int64(len(compact))))
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(r.s.ctx, "SELECT pg_notify('"+runChannel+"', $1::bigint::text || ' end')", r.id)
+		return err
+	})
+	if err != nil {
+		return r.writeErr("finish run", err)
+	}
+	r.end(ended.info)
+	return nil
+}
+
+// compactJSON is payload compacted, nil when empty.
+func compactJSON(payload json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(payload)) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, payload); err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrInvalidRecord, err)
+	}
+	return b.Bytes(), nil
+}
+
+// eventsPage bounds what an Events iterator holds in memory.
+const eventsPage = 256
+
+// page reads the run's events after seq, at most eventsPage of them, and
+// the run's row as it was before them (so events up to its last_seq are
+// all committed).
+func (r *run) page(ctx context.Context, after int64) (runRow, []store.Event, error) {
+	row, err := r.s.scanRun(r.s.pool.QueryRow(ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1", r.id))
+	if err != nil || after >= row.info.LastSeq {
+		return row, nil, err
+	}
+	rows, err := r.s.pool.Query(ctx, "SELECT seq, type, at, payload FROM events WHERE run = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
+		r.id, after, row.info.LastSeq, eventsPage)
+	if err != nil {
+		return row, nil, err
+	}
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) {
+		var (
+			ev      store.Event
+			payload []byte
+		)
+		err := row.Scan(&ev.Seq, &ev.Type, &ev.At, &payload)
+		ev.At = ev.At.UTC()
+		if len(payload) > 0 {
+			ev.Payload = payload
+		}
+		return ev, err
+	})
+	return row, evs, err
+}
+
+// Events reads from the database page by page and, caught up with a running
+// run, waits for its notification.
+func (r *run) Events(ctx context.Context, afterSeq int64) iter.Seq2[store.Event, error] {
+	return func(yield func(store.Event, error) bool) {
+		if err := r.s.check(); err != nil {
+			yield(store.Event{}, err)
+			return
+		}
+		wake, unsubscribe := r.s.hub.wake(runKey(r.id))
+		defer unsubscribe()
+		after, first := max(afterSeq, 0), true
+		for {
+			row, evs, err := r.page(ctx, after)
+			switch {
+			case ctx.Err() != nil:
+				yield(store.Event{}, ctx.Err())
+				return
+			case isNoRows(err):
+				yield(store.Event{}, fmt.Errorf("%w: run %d was forgotten or its session deleted", store.ErrNotFound, r.id))
+				return
+			case err != nil:
+				yield(store.Event{}, r.s.dbErr("read events", err))
+				return
+			case first && row.pruned:
+				yield(store.Event{}, r.s.pruned(row))
+				return
+			}
+			first = false
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				after = ev.Seq
+			}
+			if len(evs) > 0 {
+				continue
+			}
+			// Ended and read to its end — or pruned while this iteration
+			// read it: its events are gone, so it ends here.
+			if row.info.State != store.StateRunning && (after >= row.info.LastSeq || row.pruned) {
+				r.end(row.info)
+				return
+			}
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				yield(store.Event{}, ctx.Err())
+				return
+			case <-r.s.closed:
+				yield(store.Event{}, store.ErrClosed)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,438 @@
+package selection
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
+)
+
+// Snapshot is everything Select reads besides the attempt. The caller filters:
+// Harnesses are the AgentHarnesses visible to the session's namespace
+// (HarnessVisible) with their status, Policies the RuntimePolicies that select
+// it (PolicySelects). Select never modifies the snapshot.
+type Snapshot struct {
+	// Harnesses are the visible AgentHarnesses; nil entries are skipped.
+	Harnesses []*v1alpha1.AgentHarness
+	// Policies are the RuntimePolicies selecting the namespace; nil entries are skipped.
+	Policies []*v1alpha1.RuntimePolicy
+	// Session is the AgentSession, authoritative for identity, model, pin and
+	// override. Nil evaluates the attempt's own agentHarnessId and
+	// agentHarnessRuntimeOverride ("what if").
+	Session *v1alpha1.AgentSession
+	// AssumeReadyWithoutStatus treats a harness whose status has no conditions
+	// as Ready (offline explain of hand-written manifests). The dispatcher
+	// leaves it false: a harness the manager has not observed is unavailable.
+	AssumeReadyWithoutStatus bool
+}
+
+// route is one prepared route; a nil mp means the attempt has no route facts.
+// What every harness is checked against is prepared once per route, not per
+// harness: listed holds the indices of the views that count for the route's
+// compatible ids, so a harness is looked for by number rather than by
+// comparing its id with every compatible id; authMode is the prepared auth
+// mode trimmed and lowercased.
+type route struct {
+	name     string
+	mp       *wire.ModelProvider
+	listed   []int32
+	authMode string
+	// same is the index of an earlier route with the same support facts
+	// (sameSupportFacts), whose answer every harness repeats here, or -1: a
+	// retry set often differs only in base URLs.
+	same int
+	// named are the candidate reasons that name this route, built on first use
+	// (see reason).
+	named [refusalCount]string
+}
+
+// reason is a candidate's reason for a refusal on this route; with several
+// routes it names the route. The named text is built once per route and
+// refusal, so an unsupported candidate allocates nothing: a namespace that
+// sees many harnesses that cannot run a turn does not pay for each of them.
+func (r *route) reason(why refusal, several bool) string {
+	if !several {
+		return refusalText[why]
+	}
+	if r.named[why] == "" {
+		r.named[why] = r.name + ": " + refusalText[why]
+	}
+	return r.named[why]
+}
+
+// Selection modes.
+const (
+	modeList     = iota // openclaw or a CLI passthrough: harnesses are only listed
+	modeAuto            // ask every admitted harness
+	modeImplicit        // auto for openai: implicit codex on official routes
+	modeExplicit        // an explicit runtime id from an override or policy
+	modePin             // the session's persisted harness pin
+)
+
+// outcome is the decision for one route: a harness (index into views) or
+// openclaw (-1), with its reason, or an error.
+type outcome struct {
+	harness int
+	reason  wire.Reason
+	err     *wire.Error
+}
+
+type engine struct {
+	a        *wire.Attempt
+	snap     *Snapshot
+	agentID  string
+	provider string
+	model    string
+	pin      string // the ownership pin; empty once a reset made it stale
+	override string
+	pending  bool // the attempt carries no route facts (modelProvider/modelProviders)
+	// judgingPin makes a pending route count as the default official route
+	// for implicit codex while enforce asks whether auto could have chosen
+	// the pinned harness (the pin records a choice made with route facts).
+	judgingPin bool
+	// views are sorted by harness id, then age (compareViews): the first
+	// view of an id is the one that counts, and its index is what lookup
+	// returns and outcomes name.
+	views []hview
+	// order holds view indices by priority (highest first), then id order:
+	// the order of the candidates.
+	order  []int64
+	routes []route
+}
+
+// Select decides which runtime runs an attempt (DESIGN.md §5, issue 3). It is
+// pure: no I/O, no clock, and it modifies neither its inputs nor package state.
+// A non-nil Session is checked first with ValidateAgainstSession; a mismatch is
+// returned as a Decision with a SessionMismatch error and nothing else. A nil
+// attempt is an empty one.
+func Select(s Snapshot, a *wire.Attempt) wire.Decision {
+	if a == nil {
+		a = &wire.Attempt{}
+	}
+	if s.Session != nil {
+		if err := validateAgainstSession(s.Session, a); err != nil {
+			return wire.Decision{Error: err}
+		}
+	}
+	e := engine{a: a, snap: &s}
+	e.facts()
+	return e.decide()
+}
+
+// facts reads identity, model, pin and override from the session, or from the
+// attempt without one, and prepares the harness views and routes.
+func (e *engine) facts() {
+	a, sess := e.a, e.snap.Session
+	if sess != nil {
+		e.agentID = sess.Spec.AgentID
+		e.provider, e.model = SplitModel("", sess.Spec.Model)
+		e.pin = SessionPin(sess)
+		e.override = string(sess.Spec.RuntimeOverride)
+	} else {
+		e.agentID = a.AgentID
+		e.provider, e.model = SplitModel(a.Provider, a.ModelID)
+		e.pin = a.AgentHarnessID
+		e.override = a.AgentHarnessRuntimeOverride
+	}
+	// A pin names a plugin harness; `auto` or `openclaw` there pins nothing.
+	// An override of `auto` (or `default`) overrides nothing.
+	if e.pin = NormalizeRuntimeID(e.pin); e.pin == string(v1alpha1.RuntimeAuto) || e.pin == string(v1alpha1.RuntimeOpenClaw) {
+		e.pin = ""
+	}
+	if e.override = NormalizeRuntimeID(e.override); e.override == string(v1alpha1.RuntimeAuto) {
+		e.override = ""
+	}
+
+	// Views are built in place (copying one into the slice would move its
+	// pointers a second time) and sorted by id once; the candidates' order is
+	// then a sort of integers.
+	n := 0
+	for _, h := range e.snap.Harnesses {
+		if h != nil {
+			n++
+		}
+	}
+	e.views = make([]hview, n)
+	n = 0
+	for _, h := range e.snap.Harnesses {
+		if h != nil {
+			e.views[n].init(h)
+			n++
+		}
+	}
+	slices.SortFunc(e.views, func(a, b hview) int { return compareViews(&a, &b) })
+	// Priority (highest first), then id order, packed into one integer per
+	// view: ^priority in the high half (a higher priority is a smaller key),
+	// the view index in the low half. The index makes keys unique, so sorting
+	// them gives the order a stable sort by priority would; the priority is
+	// then masked off, leaving the index.
+	e.order = make([]int64, n)
+	for i := range e.views {
+		if i > 0 {
+			e.views[i].shadowed = e.views[i].id == e.views[i-1].id
+		}
+		e.order[i] = int64(^e.views[i].priority)<<32 | int64(i)
+	}
+	slices.Sort(e.order)
+	for k := range e.order {
+		e.order[k] &= 1<<32 - 1
+	}
+
+	e.routes = make([]route, 0, 1+len(a.ModelProviders))
+	if a.ModelProvider != nil {
+		e.routes = append(e.routes, e.newRoute("modelProvider", a.ModelProvider))
+	}
+	for i := range a.ModelProviders {
+		mp := &a.ModelProviders[i]
+		if a.ModelProvider != nil && sameRoute(a.ModelProvider, mp) {
+			continue // the selected route repeated in its retry set
+		}
+		e.routes = append(e.routes, e.newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
+	}
+	if len(e.routes) == 0 {
+		e.pending = true
+		e.routes = append(e.routes, route{same: -1})
+	}
+}
+
+// newRoute prepares a route; the views must be sorted (it looks harnesses up).
+func (e *engine) newRoute(name string, mp *wire.ModelProvider) route {
+	r := route{name: name, mp: mp, same: -1}
+	if mp.PreparedAuth != nil {
+		r.authMode = strings.ToLower(strings.TrimSpace(mp.PreparedAuth.Mode))
+	}
+	if mp.RuntimePolicy != nil {
+		r.listed = e.listedViews(mp.RuntimePolicy.CompatibleIDs)
+	}
+	for i := range e.routes {
+		if p := &e.routes[i]; p.same < 0 && sameSupportFacts(p, &r) {
+			r.same = i
+			break
+		}
+	}
+	return r
+}
+
+// listedViews returns the indices of the views that count for a route's
+// compatible ids; only those can be listed (shadowed and reserved views are
+// never asked about a route). An earlier route with the same ids shares its
+// answer.
+func (e *engine) listedViews(ids []string) []int32 {
+	for i := range e.routes {
+		if p := e.routes[i].mp.RuntimePolicy; p != nil && slices.Equal(p.CompatibleIDs, ids) {
+			return e.routes[i].listed
+		}
+	}
+	listed := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		if i := e.lookup(NormalizeRuntimeID(id)); i >= 0 {
+			listed = append(listed, int32(i))
+		}
+	}
+	return listed
+}
+
+// sameSupportFacts reports whether every harness answers two routes alike:
+// they agree on everything supportsRoute reads (the provider is the
+// attempt's).
+func sameSupportFacts(a, b *route) bool {
+	x, y := a.mp, b.mp
+	if x.RequestTransportOverrides != y.RequestTransportOverrides || (x.RuntimePolicy == nil) != (y.RuntimePolicy == nil) ||
+		!slices.Equal(a.listed, b.listed) || (x.PreparedAuth == nil) != (y.PreparedAuth == nil) {
+		return false
+	}
+	return x.PreparedAuth == nil || (x.PreparedAuth.Requirement == y.PreparedAuth.Requirement &&
+		x.PreparedAuth.Source == y.PreparedAuth.Source && a.authMode == b.authMode)
+}
+
+// lookup returns the index of the view that counts for a harness id (the
+// oldest of duplicates), or -1.
+func (e *engine) lookup(id string) int {
+	k := sort.Search(len(e.views), func(i int) bool { return e.views[i].id >= id })
+	if k == len(e.views) || e.views[k].id != id {
+		return -1
+	}
+	return k
+}
+
+func (e *engine) decide() wire.Decision {
+	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
+	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies}
+	if pol.Provider != "" {
+		// A `provider/*` entry matched an unknown provider: the turn is for
+		// the entry's provider, as in OpenClaw.
+		e.provider = pol.Provider
+	}
+
+	// Precedence (DESIGN.md §5 rule 1; the seed: "A persisted session
+	// agentHarnessId keeps ownership of its native transcript while
+	// route/auth preparation is still pending"): the pin counts only while
+	// route facts are pending; with route facts it is not consulted.
+	switch {
+	case e.pending && e.pin != "":
+		d.RequestedRuntime, d.RuntimeSource = e.pin, v1alpha1.RuntimeSourceSession
+	case e.override != "":
+		d.RequestedRuntime, d.RuntimeSource = e.override, v1alpha1.RuntimeSourceOverride
+	default:
+		d.RequestedRuntime, d.RuntimeSource = pol.Runtime, runtimeSourceOf(pol.Source)
+	}
+
+	if pol.Enforced {
+		if src, err := e.enforce(pol); err != nil {
+			d.Error, d.RuntimeSource = err, src
+			d.Candidates, _ = e.evaluate(modeList, -1)
+			return d
+		}
+	}
+
+	rt := d.RequestedRuntime
+	switch {
+	case rt == string(v1alpha1.RuntimeAuto):
+		return e.finish(d, e.autoMode(), -1)
+	case rt == string(v1alpha1.RuntimeOpenClaw):
+		d.Runtime, d.Reason = rt, wire.ReasonForcedOpenClaw
+		d.Candidates, _ = e.evaluate(modeList, -1)
+		return d
+	}
+	if p, ok := CLIBackendProvider(rt); ok && p == e.provider {
+		// A CLI backend alias for the provider passes through to the embedded
+		// runtime, whether or not a harness has that id.
+		d.Runtime, d.Reason, d.CLIBackend = string(v1alpha1.RuntimeOpenClaw), wire.ReasonCLIRuntimePassthroughOpenClaw, rt
+		d.Candidates, _ = e.evaluate(modeList, -1)
+		return d
+	}
+	target := e.lookup(rt)
+	if target < 0 {
+		d.HarnessID = rt
+		d.Error = wire.Errorf(wire.CodeHarnessNotRegistered, "", "Requested agent harness %q is not registered.", rt)
+		d.Candidates, _ = e.evaluate(modeList, -1)
+		return d
+	}
+	mode := modeExplicit
+	if d.RuntimeSource == v1alpha1.RuntimeSourceSession {
+		mode = modePin
+	}
+	return e.finish(d, mode, target)
+}
+
+// autoMode is how `auto` decides: for provider openai it asks no plugin and is
+// implicit codex on the official routes; otherwise it asks every harness.
+func (e *engine) autoMode() int {
+	if e.provider == "openai" {
+		return modeImplicit
+	}
+	return modeAuto
+}
+
+// enforce checks the pin and the override against a Deny policy's runtime and
+// returns the OverrideDenied error with the source it is about. The pin is
+// checked only while route facts are pending (with route facts it is not
+// consulted). Under an enforced `auto` a pin is accepted only when auto would
+// select the pinned harness itself on the route the pin was made for (the
+// default official route while facts are pending): the pin then records
+// auto's own choice. Any override other than `auto` contradicts it. Both are
+// checked: a session that carries a contradicting override fails even when
+// its pin agrees.
+func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Error) {
+	model := modelLabel(e.provider, e.model)
+	if e.pending && e.pin != "" && e.pin != pol.Runtime {
+		contradicts := true
+		if pol.Runtime == string(v1alpha1.RuntimeAuto) {
+			e.judgingPin = true
+			_, outs := e.evaluate(e.autoMode(), -1)
+			e.judgingPin = false
+			h, _, err := combine(outs)
+			contradicts = err != nil || h < 0 || e.views[h].id != e.pin
+		}
+		if contradicts {
+			return v1alpha1.RuntimeSourceSession, wire.Errorf(wire.CodeOverrideDenied, "",
+				"Session is pinned to agent harness %q, but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. "+
+					"Reset the session (bump spec.resetGeneration; it clears the pin and the native thread), "+
+					"or send the attempt with its prepared route facts (modelProvider), which the pin does not govern.",
+				e.pin, pol.Policy, pol.Runtime, model)
+		}
+	}
+	if e.override != "" && e.override != pol.Runtime {
+		return v1alpha1.RuntimeSourceOverride, wire.Errorf(wire.CodeOverrideDenied, "",
+			"Runtime override %q contradicts RuntimePolicy %q (sessionOverrides: Deny), which requires runtime %q for %s. "+
+				"Remove spec.runtimeOverride or set it to %q.",
+			e.override, pol.Policy, pol.Runtime, model, pol.Runtime)
+	}
+	return "", nil
+}
+
+// finish decides every route, combines them, and applies the checks that
+// belong to the harness that runs the set.
+func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
+	var outs []outcome
+	d.Candidates, outs = e.evaluate(mode, target)
+	h, reason, err := combine(outs)
+	if len(e.routes) > 1 {
+		d.Routes = make([]wire.RouteDecision, len(outs))
+		for i, o := range outs {
+			rd := wire.RouteDecision{Route: e.routes[i].name, Reason: o.reason, Error: o.err}
+			if o.err == nil {
+				rd.Runtime = string(v1alpha1.RuntimeOpenClaw)
+				if o.harness >= 0 {
+					rd.Runtime, rd.HarnessID = e.views[o.harness].id, e.views[o.harness].id
+				}
+			}
+			d.Routes[i] = rd
+		}
+	}
+	if err != nil {
+		d.Error = err
+		e.setHarness(&d, target)
+		return d
+	}
+	if h < 0 {
+		d.Runtime, d.Reason = string(v1alpha1.RuntimeOpenClaw), reason
+		return d
+	}
+	if mode == modeImplicit {
+		d.RuntimeSource = v1alpha1.RuntimeSourceImplicit
+	}
+	e.setHarness(&d, h)
+	v := &e.views[h]
+
+	// Order: permanent failures before the transient one, so a gateway does
+	// not retry a turn that would fail anyway once the harness is back.
+	state, condType, cond := readinessOf(v.h, e.snap.AssumeReadyWithoutStatus)
+	if state == belowFloor {
+		msg := cond.Message
+		if msg == "" {
+			msg = fmt.Sprintf("Agent harness %q runs a version below its floor.", v.id)
+		}
+		d.Error = wire.Errorf(wire.CodeVersionBelowFloor, wire.ScopeHarness, "%s", msg)
+		return d
+	}
+	verdict := e.toolVerdict(v)
+	d.ToolPolicy = &wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
+	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
+		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
+			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label())
+		return d
+	}
+	if state == unavailable {
+		d.Error = wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "%s", unavailableMessage(v.id, condType, cond))
+		return d
+	}
+	d.Runtime, d.Reason = v.id, reason
+	return d
+}
+
+func (e *engine) setHarness(d *wire.Decision, i int) {
+	if i < 0 {
+		return
+	}
+	ref := e.views[i].ref()
+	d.HarnessID, d.HarnessRef = e.views[i].id, &ref
+	d.AuthBootstrap = e.views[i].h.Spec.AuthBootstrap
+	if d.AuthBootstrap == "" { // the API's default, for objects that predate it
+		d.AuthBootstrap = v1alpha1.AuthBootstrapHarness
+	}
+}
