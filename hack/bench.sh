@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh is `make bench`: every benchmark of issue 18, one after another
+# bench.sh is `make bench`: every benchmark with a goal, one after another
 # (they would measure each other if run at once), then docs/benchmarks.md
 # and its plots (hack/benchreport). Each section's output is kept in
 # BENCH_OUT (default bin/bench) as <section>.txt, replacing an earlier

@@ -389,7 +389,7 @@ type LastTurn struct {
 	// +optional
 	Classification TerminalClassification `json:"classification,omitempty"`
 
-	// errorCode is the error code of a failed turn (DESIGN.md §7).
+	// errorCode is the error code of a failed turn.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	ErrorCode string `json:"errorCode,omitempty"`

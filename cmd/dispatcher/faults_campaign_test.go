@@ -25,11 +25,11 @@ import (
 
 // campaignInjections is how often each fault is injected (FAULT_INJECTIONS
 // overrides it); a campaign of that many or more must also find turns in
-// every phase at minPerPhase injections of each fault (issue 19).
+// every phase at minPerPhase injections of each fault (docs/reliability.md).
 const campaignInjections, minPerPhase = 4, 3
 
-// TestFaultCampaign is issue 19's fault campaign on processes (`make
-// test-faults`; `make test-e2e` runs it with 1 injection): one dispatcher
+// TestFaultCampaign is the fault campaign on processes (docs/reliability.md;
+// `make test-faults`; `make test-e2e` runs it with 1 injection): one dispatcher
 // process on the file journal (on a volume of its own), the real Codex
 // app-server behind a loopback proxy the test can cut, the stub model, and
 // 20 sessions running turns without pause, each turn calling the host tool

@@ -12,11 +12,11 @@ import (
 	"github.com/openclaw/harness-operator/test/turnload"
 )
 
-// TestRollingRestartAndKillUnderLoad is issue 20's fault campaign on
-// processes (`make load-replicas`; minutes, not part of CI): three
-// dispatcher replicas on one PostgreSQL under continuous load from 20
-// sessions (test/turnload: each turn ~1 s of streamed reply, each client
-// acting as a gateway does).
+// TestRollingRestartAndKillUnderLoad is the many-dispatchers fault campaign
+// (docs/reliability.md, "Many dispatchers on PostgreSQL") on processes (`make
+// load-replicas`; minutes, not part of CI): three dispatcher replicas on one
+// PostgreSQL under continuous load from 20 sessions (test/turnload: each turn
+// ~1 s of streamed reply, each client acting as a gateway does).
 //   - A rolling restart: SIGTERM to one replica at a time while it runs
 //     turns, its replacement started and ready before the next: 0 turns
 //     fail, 0 are lost, 0 run twice.

@@ -1,9 +1,9 @@
 // Command dispatcher runs the turn engine (internal/dispatcher/engine) behind the
 // dispatcher's HTTP API (internal/dispatcher/httpapi) over TLS. With the file
 // journal it is one active replica, guarded by leader election, that owns
-// the journal and the AgentSession journal finalizer (DESIGN.md §4, issue 7
-// item 1); on PostgreSQL every replica serves (sweep.go; leader election
-// keeps the controllers on one).
+// the journal and the AgentSession journal finalizer (docs/dispatcher-api.md,
+// "Session identity, capacity and shutdown"); on PostgreSQL every replica
+// serves (sweep.go; leader election keeps the controllers on one).
 //
 // With the journal only the leader serves the API: the HTTPS listener opens
 // once leadership is acquired, the informer caches have synced and

@@ -157,8 +157,9 @@ func (dc *dispatcherClient) do(ctx context.Context, method, u string, body []byt
 	return resp, nil
 }
 
-// responseError turns a non-2xx answer into the exit error: 3 for a §7
-// code, 2 for a bad request or an unknown session, 1 otherwise. The caller
+// responseError turns a non-2xx answer into the exit error: 3 for a turn's
+// error code (wire.ErrorCode.IsTurnError), 2 for a bad request or an unknown
+// session, 1 otherwise. The caller
 // prints nothing for exit 3, so the message goes to stderr here.
 func responseError(resp *http.Response, stderr io.Writer) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -171,8 +172,8 @@ func responseError(resp *http.Response, stderr io.Writer) error {
 	}
 	switch {
 	case ae.Code.IsTurnError():
-		// A DESIGN.md §7 code: a fail-closed decision or a dispatcher
-		// refusal of the turn.
+		// A turn's error code (docs/dispatcher-api.md, "Errors"): a
+		// fail-closed decision or a dispatcher refusal of the turn.
 		_, _ = fmt.Fprintf(stderr, "error: %s (HTTP %d, retryable %t)\n", ae.Error(), resp.StatusCode, ae.Retryable)
 		return &exitError{code: exitFailClosed}
 	case resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound:

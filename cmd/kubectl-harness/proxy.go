@@ -1,7 +1,8 @@
 package main
 
 // Reaching the dispatcher through the API server's service proxy, when
-// neither --dispatcher nor $HARNESS_DISPATCHER_URL is given (issue 7 item 3).
+// neither --dispatcher nor $HARNESS_DISPATCHER_URL is given
+// (docs/dispatcher-service-proxy.md).
 
 import (
 	"context"

@@ -183,7 +183,7 @@ func TestDispatcherThroughServiceProxy(t *testing.T) {
 	kc := "--kubeconfig=" + kubeconfig
 
 	// A real dispatcher handler (engine and journal; no harness: a turn is
-	// refused by the engine with a §7 code after authorization).
+	// refused by the engine with a turn's error code after authorization).
 	jrnl, err := journal.Open(t.TempDir(), journal.Options{})
 	must(err)
 	defer func() { _ = jrnl.Close() }()

@@ -15,7 +15,8 @@ import (
 // contract declares `codex` compatible (the seed: "an exact official HTTPS
 // Platform Responses or ChatGPT Responses route with no authored request
 // override"). With route facts the session's pin is not consulted: policy (or
-// auto) decides and the harness must support the route (DESIGN.md §5 rule 1).
+// auto) decides and the harness must support the route
+// (docs/dispatcher-api.md, "Selection: the pin and route facts").
 // `--route-facts none` sends no facts: the attempt is pending, and a pinned
 // session stays on its harness.
 

@@ -30,7 +30,8 @@ import (
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
-// admissionConcurrency is issue 18's load: creates in flight at once.
+// admissionConcurrency is the goal's load (docs/benchmarks.md): creates in
+// flight at once.
 const admissionConcurrency = 50
 
 // BenchmarkAdmission is what the manager's admission webhooks cost a

@@ -22,7 +22,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
-// The cluster of BenchmarkOperatorScale (issue 18 item 3).
+// The cluster of BenchmarkOperatorScale (docs/benchmarks/operator-scale.md).
 const (
 	scaleNamespaces = 50
 	// scaleGroupSize namespaces share a group label: one group holds
@@ -49,7 +49,8 @@ const (
 	scaleWait = 20 * time.Minute
 )
 
-// scaleSizes are the session counts issue 18 asks for.
+// scaleSizes are the session counts the benchmark goals name
+// (docs/benchmarks.md).
 var scaleSizes = []int{1000, 5000, 10000}
 
 // BenchmarkOperatorScale is the operator at 1,000, 5,000 and 10,000
@@ -80,12 +81,12 @@ var scaleSizes = []int{1000, 5000, 10000}
 //   - apiserver-cpu-per-write-ms: the CPU time of kube-apiserver + etcd
 //     (/proc/<pid>/stat) per plain status write, over a batch of up to
 //     1,000 the benchmark applies itself (8 in flight, the manager's
-//     concurrency) — watchers and all; floor10-s, floor100-s: the issue's
-//     API-server floor, affected sessions × that ÷ the machine's cores;
-//     change10-per-floor, change100-per-floor: the ratios (goal ≤ 1.2);
-//     change100-<process>-cpu-s: the CPU time kube-apiserver + etcd, the
-//     manager, the dispatcher and the benchmark itself (its watch) spent
-//     during the 100 % change, until its writes settled;
+//     concurrency) — watchers and all; floor10-s, floor100-s: the goal's
+//     API-server floor (docs/benchmarks.md), affected sessions × that ÷ the
+//     machine's cores; change10-per-floor, change100-per-floor: the ratios
+//     (goal ≤ 1.2); change100-<process>-cpu-s: the CPU time kube-apiserver +
+//     etcd, the manager, the dispatcher and the benchmark itself (its watch)
+//     spent during the 100 % change, until its writes settled;
 //   - manager-ready-rss-MiB: the manager's VmRSS once all are Ready and
 //     settled; manager-rss-MiB, manager-peak-MiB (VmRSS, VmHWM) and
 //     dispatcher-rss-MiB at the end, after the changes.

@@ -29,7 +29,8 @@ const (
 	// spec.appServer.storage is set. Sessions get working directories below it.
 	HomeMountPath = "/var/lib/codex"
 	// TerminationGracePeriodSeconds lets running turns of a draining server
-	// pod finish (DESIGN.md §3: the dispatcher sends no new turn to it).
+	// pod finish (the dispatcher sends no new turn to it: docs/dispatcher-api.md,
+	// "Session identity, capacity and shutdown").
 	TerminationGracePeriodSeconds = 600
 	// podUser is the non-root uid/gid/fsGroup the app-server runs as.
 	podUser = 65532

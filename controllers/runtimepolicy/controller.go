@@ -40,7 +40,8 @@ const (
 )
 
 // Reconciler reconciles RuntimePolicy objects: acceptance, conflicts between
-// policies (DESIGN.md §3, selection.FindConflicts) and reference resolution.
+// policies (docs/controllers.md, RuntimePolicy; selection.FindConflicts) and
+// reference resolution.
 // A change to one policy or a namespace's labels can change another
 // policy's state, so every policy is reconciled then, from one evaluation of
 // them all (inputs.go); a change of an AgentHarness reconciles the policies
@@ -152,7 +153,7 @@ func reconcileMatchedNamespaces(s *scope) {
 }
 
 // reconcileConflicts lists the keys the policy loses to older or enforcing
-// policies over overlapping namespaces (DESIGN.md §3).
+// policies over overlapping namespaces (docs/controllers.md, RuntimePolicy).
 func reconcileConflicts(s *scope) {
 	if s.evaluated.invalid != nil {
 		s.setCondition(v1alpha1.PolicyConditionConflicted, metav1.ConditionUnknown, v1alpha1.PolicyReasonInvalid,

@@ -22,9 +22,9 @@ import (
 // every policy; evaluating each of them against all the others in its own
 // reconcile made a change cost the square of the number of policies — a
 // thousand policies kept the manager's two cores busy for seconds per change
-// (issue 18). Now the first reconcile after a change evaluates all policies
-// (selection.FindConflicts over a selection.NamespaceIndex) and the others
-// read its result.
+// (docs/benchmarks/operator-scale.md). Now the first reconcile after a change
+// evaluates all policies (selection.FindConflicts over a
+// selection.NamespaceIndex) and the others read its result.
 //
 // Each part carries an epoch: the watch handlers advance it, after the cache
 // holds the change and before they enqueue the reconciles it causes, so a

@@ -2,8 +2,8 @@ package main
 
 import "fmt"
 
-// goal is one of issue 18's goals as a figure of one benchmark result: the
-// figure must be at most Max.
+// goal is one of the benchmark goals as a figure of one benchmark result:
+// the figure must be at most Max.
 type goal struct {
 	Text      string
 	Benchmark string
@@ -11,7 +11,7 @@ type goal struct {
 	Max       float64
 }
 
-// goals are issue 18's, in its order.
+// goals are the project's performance goals, in the report's order.
 var goals = []goal{
 	{Text: "added latency p50 ≤ 0.5 ms, 100 sessions, open loop at half the direct arm's maximum turns/s (zero-latency double)",
 		Benchmark: "BenchmarkDispatcherConcurrency", Unit: "open-added-p50-ms", Max: 0.5},

@@ -73,7 +73,7 @@ func writeReport(b *strings.Builder, sections []section, images []string) {
 	fmt.Fprintf(b, "- machine: %s, %d cores (GOMAXPROCS), %s/%s, %s\n", firstCPU(sections), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(b, "- date: %s; `make bench` ran %s in all\n\n", sections[0].Started, (time.Duration(total) * time.Second).String())
 
-	fmt.Fprintf(b, "## Goals (issue 18)\n\n| goal | figure | measured | met |\n|---|---|---|---|\n")
+	fmt.Fprintf(b, "## Goals\n\n| goal | figure | measured | met |\n|---|---|---|---|\n")
 	for _, g := range goals {
 		fig, met := g.evaluate(sections)
 		fmt.Fprintf(b, "| %s | `%s` %s | %s | %s |\n", g.Text, g.Benchmark, g.Unit, fig, met)

@@ -1,6 +1,6 @@
 // Command pause is the sandbox ("pause") image's process: it holds a Pod's
 // namespaces open until the runtime stops the sandbox. It is built from this
-// repository so that the local node never pulls an image (issue 14 item 5).
+// repository so that the local node never pulls an image (docs/images.md).
 //
 // It does what the upstream pause does and nothing more: block until SIGTERM
 // or SIGINT and exit 0, and reap zombie children, which only matters when it

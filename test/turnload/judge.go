@@ -7,7 +7,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
-// Campaign is what the load saw across issue 20's two faults: the turns
+// Campaign is what the load saw across the campaign's two faults: the turns
 // ended by the end of the rolling restart, every turn at the end, and the
 // turns running on the replica that was killed.
 type Campaign struct {

@@ -1,4 +1,5 @@
-// Package turnload is the gateways' side of issue 20's fault campaign:
+// Package turnload is the gateways' side of the many-dispatchers fault
+// campaign (docs/reliability.md, "Many dispatchers on PostgreSQL"):
 // sessions running turn after turn against a set of dispatcher replicas,
 // each client acting as a gateway does — a turn posted to a replica that is
 // gone is posted to another with the same body, a stream that breaks is

@@ -1,5 +1,5 @@
 // The one table from the dispatcher's error codes (docs/dispatcher-api.md
-// "Errors", DESIGN.md §7, internal/contract/wire/codes.go) to the error OpenClaw sees.
+// "Errors", internal/contract/wire/codes.go) to the error OpenClaw sees.
 //
 // Two phases, decided by whether the dispatcher claimed the turn:
 //   - refused before the run was journaled (an HTTP status instead of a
@@ -29,7 +29,8 @@ const RESET = "Reset the session (/reset) to start a new one.";
 
 /** Every code the dispatcher answers with (internal/contract/wire/codes.go), one row each. */
 export const ERROR_TABLE: Readonly<Record<string, Row>> = {
-  // DESIGN.md §7: selection and session outcomes.
+  // The turn's error codes (docs/dispatcher-api.md "Errors"): selection and
+  // session outcomes.
   HarnessNotRegistered: { harnessScope: false, userMessage: "The cluster has no agent harness of the runtime this session asks for." },
   HarnessUnsupported: { harnessScope: false, userMessage: "The cluster's agent harness does not support this model route." },
   VersionBelowFloor: { harnessScope: false, userMessage: "The cluster's agent harness is older than its version floor." },

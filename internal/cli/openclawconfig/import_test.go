@@ -35,7 +35,7 @@ func TestImport(t *testing.T) {
 			wantSpec: "agents:\n- agentId: codex-only\n  models:\n  - ref: openai/gpt-5.6-sol\n    runtime: codex\n",
 		},
 		{
-			name:     "issue 3: agents.list[] entries import like agents.entries",
+			name:     "agents.list[] entries import like agents.entries",
 			config:   `{agents: {list: [{id: "main", models: {"openai/gpt-5.5": {agentRuntime: {id: "codex"}}}}]}}`,
 			wantSpec: "agents:\n- agentId: main\n  models:\n  - ref: openai/gpt-5.5\n    runtime: codex\n",
 		},
@@ -52,12 +52,12 @@ func TestImport(t *testing.T) {
 			wantWarnings: []string{"agents.list[0].agentRuntime: legacy whole-agent runtime pin ignored"},
 		},
 		{
-			name:     "issue 3: provider catalog rows with a runtime become providers[].models",
+			name:     "provider catalog rows with a runtime become providers[].models",
 			config:   `{models: {providers: {openai: {models: [{id: "gpt-5.5", agentRuntime: {id: "codex"}}, {id: "gpt-4.1"}]}}}}`,
 			wantSpec: "providers:\n- models:\n  - id: gpt-5.5\n    runtime: codex\n  provider: openai\n",
 		},
 		{
-			name:         "DESIGN §3: runtime aliases are stored normalized (pi, codex-app-server, default), with a warning",
+			name:         "runtime aliases are stored normalized (pi, codex-app-server, default), with a warning",
 			config:       `{models: {providers: {OpenAI: {agentRuntime: {id: "Codex-App-Server"}}, google: {agentRuntime: {id: "pi"}}, xai: {agentRuntime: {id: "default"}}}}}`,
 			wantSpec:     "providers:\n- provider: openai\n  runtime: codex\n- provider: google\n  runtime: openclaw\n- provider: xai\n  runtime: auto\n",
 			wantWarnings: []string{`"Codex-App-Server" written as "codex"`, `"pi" written as "openclaw"`, `"default" written as "auto"`},

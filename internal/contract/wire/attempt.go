@@ -41,7 +41,7 @@ type Attempt struct {
 	// facts). Absent means the attempt carries no route facts.
 	ModelProvider *ModelProvider `json:"modelProvider,omitempty"`
 	// ModelProviders is the retry set when auth preparation yielded several
-	// routes; each is decided on its own (DESIGN.md §5 rule 4).
+	// routes; each is decided on its own (docs/design/contract-rules.md, rule 4).
 	ModelProviders []ModelProvider `json:"modelProviders,omitzero"`
 	// ToolPolicy is the prepared conversation tool policy.
 	ToolPolicy *ToolPolicy `json:"toolPolicy,omitempty"`

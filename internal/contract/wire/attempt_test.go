@@ -75,8 +75,8 @@ func TestDecodeAttemptFull(t *testing.T) {
 	}
 }
 
-// TestToolsAllowPresence checks the issue's "absent vs [] matters" for toolsAllow
-// and layers[].allow, in both directions.
+// TestToolsAllowPresence checks that absent and [] differ for toolsAllow and
+// layers[].allow, in both directions.
 func TestToolsAllowPresence(t *testing.T) {
 	absent, err := DecodeAttempt(strings.NewReader(`{"toolPolicy":{"layers":[{"deny":["x"]}]}}`))
 	if err != nil {

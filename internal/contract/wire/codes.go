@@ -5,7 +5,8 @@ import "net/http"
 // ErrorCode is the machine-readable code of an Error.
 type ErrorCode string
 
-// The error codes of DESIGN.md §7: a turn that fails closed or is refused.
+// The turn's error codes (docs/dispatcher-api.md, "Errors"): a turn that
+// fails closed or is refused.
 // Selection produces HarnessNotRegistered, HarnessUnsupported,
 // VersionBelowFloor, ToolPolicyUnenforceable, OverrideDenied,
 // HarnessUnavailable and SessionMismatch; the others belong to the
@@ -92,12 +93,12 @@ const (
 )
 
 // errorCodes is the one table of HTTP status and retryability per code:
-// the DESIGN.md §7 codes (turn), then the API's own. It is read-only.
+// the turn's codes (turn), then the API's own. It is read-only.
 var errorCodes = [...]struct {
 	code      ErrorCode
 	status    int
 	retryable bool
-	turn      bool // a DESIGN.md §7 code
+	turn      bool // a turn's error code, not one of the API's own
 }{
 	{CodeHarnessNotRegistered, http.StatusUnprocessableEntity, false, true},
 	{CodeHarnessUnsupported, http.StatusUnprocessableEntity, false, true},
@@ -146,8 +147,8 @@ var errorCodes = [...]struct {
 	{CodeNoNativeThread, http.StatusNotFound, false, false},
 }
 
-// ErrorCodes returns the codes of DESIGN.md §7 (the turn's errors, not the
-// API's own) in table order.
+// ErrorCodes returns the turn's error codes (not the API's own) in table
+// order.
 func ErrorCodes() []ErrorCode {
 	var out []ErrorCode
 	for _, e := range errorCodes {
@@ -158,8 +159,8 @@ func ErrorCodes() []ErrorCode {
 	return out
 }
 
-// IsTurnError says whether the code is one of DESIGN.md §7's: a fail-closed
-// decision or a dispatcher's refusal or failure of the turn.
+// IsTurnError says whether the code is one of the turn's error codes: a
+// fail-closed decision or a dispatcher's refusal or failure of the turn.
 func (c ErrorCode) IsTurnError() bool {
 	for _, e := range errorCodes {
 		if e.code == c {

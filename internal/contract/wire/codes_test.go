@@ -10,7 +10,7 @@ func TestErrorCodeTable(t *testing.T) {
 		status    int
 		retryable bool
 	}{
-		// DESIGN.md §7.
+		// The turn's error codes (docs/dispatcher-api.md, "Errors").
 		CodeHarnessNotRegistered: {422, false}, CodeHarnessUnsupported: {422, false}, CodeVersionBelowFloor: {422, false},
 		CodeToolPolicyUnenforceable: {422, false}, CodeOverrideDenied: {422, false}, CodeArtifactMismatch: {422, false},
 		CodeNativeThreadLost: {422, false}, CodeSessionMismatch: {422, false}, CodeEmbeddedRuntimeSelected: {409, false},
@@ -20,12 +20,12 @@ func TestErrorCodeTable(t *testing.T) {
 	}
 	codes := ErrorCodes()
 	if len(codes) != len(want) {
-		t.Fatalf("DESIGN §7 lists %d codes, table has %d", len(want), len(codes))
+		t.Fatalf("the docs list %d turn error codes, table has %d", len(want), len(codes))
 	}
 	for _, c := range codes {
 		w, ok := want[c]
 		if !ok || c.HTTPStatus() != w.status || c.Retryable() != w.retryable || !c.IsTurnError() {
-			t.Errorf("DESIGN §7: %s = %d/%v, want %+v", c, c.HTTPStatus(), c.Retryable(), w)
+			t.Errorf("%s = %d/%v, want %+v", c, c.HTTPStatus(), c.Retryable(), w)
 		}
 	}
 	if ErrorCode("Nope").HTTPStatus() != http.StatusInternalServerError || ErrorCode("Nope").Retryable() || ErrorCode("Nope").IsTurnError() {
@@ -34,8 +34,8 @@ func TestErrorCodeTable(t *testing.T) {
 }
 
 // The API's own codes keep the statuses the dispatcher always answered them
-// with; only a 503 and a 429 are retryable, and none is a §7 turn error (kubectl-harness
-// exits 3 only for those).
+// with; only a 503 and a 429 are retryable, and none is a turn error
+// (kubectl-harness exits 3 only for those).
 func TestAPICodesAnswerTheirStatus(t *testing.T) {
 	for code, status := range map[ErrorCode]int{
 		CodeBadRequest: 400, CodeUnauthorized: 401, CodeForbidden: 403, CodeTurnTokenInvalid: 403,

@@ -2,8 +2,9 @@
 // between the gateway (or kubectl-harness) and the dispatcher, in one
 // package below both sides. It owns
 //
-//   - the error shape of DESIGN.md §7 (Error, Scope) and the one code table
-//     (ErrorCode: the §7 codes and the API's own, with HTTP status and
+//   - the error shape (Error, Scope; docs/dispatcher-api.md, "Errors") and
+//     the one code table (ErrorCode: the turn's codes and the API's own,
+//     with HTTP status and
 //     retryability), with the constructors of the errors more than one
 //     package returns (RunIDConflict, OutcomeUnknown);
 //   - the turn request (TurnRequest: the Attempt, flat, plus the turn-only

@@ -10,12 +10,12 @@ type Scope string
 // scope ends the whole chain.
 const ScopeHarness Scope = "harness"
 
-// Error is the error shape of DESIGN.md §7: the body of every error answer
-// of the dispatcher API, the payload of the `error` event, a decision's (or
-// route's) fail-closed error, and the typed error selection, the adapters
-// and the engine return.
+// Error is the error shape (docs/dispatcher-api.md, "Errors"): the body of
+// every error answer of the dispatcher API, the payload of the `error` event, a
+// decision's (or route's) fail-closed error, and the typed error selection, the
+// adapters and the engine return.
 type Error struct {
-	// Code is a DESIGN.md §7 code or one of the API's own codes.
+	// Code is a turn's error code or one of the API's own codes.
 	Code ErrorCode `json:"code"`
 	// Message says what went wrong, for a human.
 	Message string `json:"message"`

@@ -2,10 +2,10 @@ package wire
 
 import "encoding/json"
 
-// Stream event names (DESIGN.md §4): the `event:` of each SSE frame of a
-// turn and the type of each event the journal keeps. The engine emits
-// selected, result and error; an adapter the others. They are plain
-// strings, as the journal and the SSE frame carry them.
+// Stream event names (docs/dispatcher-api.md, "POST …/turns"): the `event:` of
+// each SSE frame of a turn and the type of each event the journal keeps. The
+// engine emits selected, result and error; an adapter the others. They are
+// plain strings, as the journal and the SSE frame carry them.
 const (
 	// EventSelected is the decision (Decision, plus the run's runId and
 	// turnToken: SelectedEvent), the first event of a turn.

@@ -89,8 +89,9 @@ func TestEventPayloadJSONIsStable(t *testing.T) {
 		want string
 	}{
 		// A route's unscoped error carries "scope":"" since its type is the
-		// one Error (selection.Error omitted an empty scope; DESIGN.md §7:
-		// every error carries it). Nothing else changed.
+		// one Error (selection.Error omitted an empty scope;
+		// docs/dispatcher-api.md, "Errors": every error carries it). Nothing
+		// else changed.
 		"selected": {Decision{
 			RequestedRuntime: "codex", HarnessID: "codex", HarnessRef: &HarnessRef{Namespace: "ns", Name: "codex-h"},
 			RuntimeSource: v1alpha1.RuntimeSourceSession,

@@ -45,7 +45,8 @@ type Terminal struct {
 }
 
 // Classification of a completed turn without visible assistant text
-// (DESIGN.md §5 rule 8; the seed's classifyAgentHarnessTerminalOutcome).
+// (docs/design/contract-rules.md, rule 8; the seed's
+// classifyAgentHarnessTerminalOutcome).
 type Classification string
 
 // Classifications. The zero value means "not classified": the turn produced

@@ -2,7 +2,8 @@
 // runtime.
 //
 // An adapter executes ONE prepared turn on ONE native runtime that the engine
-// has already chosen and connected to (DESIGN.md §2, §4). The engine owns
+// has already chosen and connected to (docs/architecture.md, "The path of a
+// turn"). The engine owns
 // everything around the turn: the session lease, selection, the journal, the
 // choice of server and the AgentSession status. The adapter owns what only it
 // can do for the runtime it speaks:
@@ -10,7 +11,8 @@
 //   - the native thread: start one, or resume the session's thread, with the
 //     model, working directory, developer instructions, reasoning effort and
 //     the host tools of this turn;
-//   - tool-policy enforcement at execution (DESIGN.md §5 rule 6): isolate the
+//   - tool-policy enforcement at execution (docs/design/contract-rules.md,
+//     rule 6): isolate the
 //     native tool surface of a restricted turn or fail closed before the
 //     thread starts, refuse calls to tools this turn did not offer, deny
 //     safe-denied tools;

@@ -27,7 +27,7 @@ type TurnInput struct {
 	Cwd string `json:"cwd"`
 	// Sandbox is the native sandbox mode of the thread. The engine passes
 	// "danger-full-access" for servers in pods (the pod is the sandbox,
-	// DESIGN.md §3); empty keeps the runtime's own configured mode (local
+	// docs/security.md); empty keeps the runtime's own configured mode (local
 	// runs).
 	Sandbox string `json:"sandbox,omitempty"`
 	// DeveloperInstructions come from the attempt's extraSystemPrompt.

@@ -1,7 +1,8 @@
 // Package engine is the turn engine: it executes prepared attempts on the
 // selected harness — one turn at a time per session, on the session's bound
 // app-server or the least-loaded ready one, never replaying a turn that
-// reached a harness (DESIGN.md §4, §5; issues 6 and 12).
+// reached a harness (docs/dispatcher-api.md; docs/design/contract-rules.md,
+// rule 5).
 //
 // The public surface:
 //

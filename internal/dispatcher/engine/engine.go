@@ -20,12 +20,12 @@ import (
 // Defaults of Options.
 const (
 	// DefaultFieldManager is the dispatcher's server-side apply field manager
-	// for its part of the AgentSession status (DESIGN.md §3).
+	// for its part of the AgentSession status (docs/api.md, AgentSession).
 	DefaultFieldManager = "harness-operator-dispatcher"
 	// DefaultTurnTimeout bounds a turn whose request has no timeoutMs.
 	DefaultTurnTimeout = 10 * time.Minute
 	// DefaultPodSandbox is the native sandbox of threads on server pods: the
-	// pod is the sandbox (DESIGN.md §3).
+	// pod is the sandbox (docs/security.md).
 	DefaultPodSandbox = "danger-full-access"
 	// DefaultReattachTimeout is how long the engine tries to reconnect to the
 	// server of a turn whose connection dropped before it declares the server
@@ -112,7 +112,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Engine executes prepared turns (DESIGN.md §4, issue 6).
+// Engine executes prepared turns (docs/dispatcher-api.md).
 //
 // It reads, through the reader (in the dispatcher an informer cache):
 // AgentHarnesses and AgentSessions in every namespace, RuntimePolicies,

@@ -28,7 +28,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		registerCodex(ns, codexSrv.URL, true)
 	})
 
-	It("streams partials and a result, mirrors the transcript, and records pin, reason, thread, lastTurn and counters (issue 6: text turn; Codex-only policy)", func() {
+	It("streams partials and a result, mirrors the transcript, and records pin, reason, thread, lastTurn and counters (text turn; Codex-only policy)", func() {
 		newSession(ns, "text", testModel)
 		stub.When("alpha-1", stubmodel.Text("The answer is forty-two.", "The answer ", "is forty-two."))
 
@@ -102,7 +102,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(logs.all()).NotTo(ContainSubstring(serverToken), "no token in logs")
 	})
 
-	It("resumes the bound thread on the next turn, and starts a new one after a resetGeneration bump (issue 6: native thread)", func() {
+	It("resumes the bound thread on the next turn, and starts a new one after a resetGeneration bump (native thread)", func() {
 		first := getSession(ns, "text").Status.NativeBinding.ThreadID
 		evs, err := turn(ns, "text", textReq("run-a2", "beta-2: and again?"))
 		Expect(err).NotTo(HaveOccurred())
@@ -129,7 +129,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(transcript(ns, "text")).To(ContainSubstring(`{"type":"reset","generation":1`))
 	})
 
-	It("runs a duplicate runId once and refuses a reused runId with another body (issue 6: never replay)", func() {
+	It("runs a duplicate runId once and refuses a reused runId with another body (never replay)", func() {
 		before := len(stub.Requests())
 		body := textReq("run-a1", "alpha-1: what is the answer?")
 		evs, err := turn(ns, "text", body)
@@ -217,7 +217,7 @@ var _ = Describe("Turn engine", Ordered, func() {
 		Expect(getSession(ns, "busy").Status.Counters.Turns).To(Equal(int64(2)))
 	})
 
-	It("round-trips a host tool call through SubmitToolResult and the model sees its output (issue 6: host tools)", func() {
+	It("round-trips a host tool call through SubmitToolResult and the model sees its output (host tools)", func() {
 		newSession(ns, "tools", testModel)
 		stub.When("tool-1", stubmodel.CallJSON("lookup_weather", map[string]any{"city": "Oslo"}))
 		session := keyOf(ns, "tools")

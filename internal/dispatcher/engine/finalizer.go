@@ -18,7 +18,7 @@ import (
 
 // JournalFinalizer is the AgentSession finalizer the dispatcher owns: it
 // keeps a session until its journal runs and transcript mirror are deleted
-// (DESIGN.md §4; issue 6 item 7).
+// (docs/dispatcher-api.md, "Session identity, capacity and shutdown").
 const JournalFinalizer = "harness.openclaw.dev/dispatcher-journal"
 
 // busyRequeue is how soon a deletion is retried while a turn of the session

@@ -16,9 +16,10 @@ import (
 // Every label is bounded: namespace (the AgentSession's), harness (the
 // AgentHarness object's name, empty when no harness was decided), runtime
 // (the decision's runtime: a harness id or `openclaw`, empty when there was
-// no decision), outcome (a terminal kind, or a DESIGN.md §7 error code) and
-// reason (a §7 error code). Session names, run ids and models are never
-// labels: per-session counts live in AgentSession status.
+// no decision), outcome (a terminal kind, or a turn's error code:
+// docs/dispatcher-api.md, "Errors") and reason (a turn's error code). Session
+// names, run ids and models are never labels: per-session counts live in
+// AgentSession status.
 //
 // Only real turns are counted: a journal replay or live follow of a known
 // runId records nothing.
@@ -39,18 +40,18 @@ const (
 
 var (
 	// turnsTotal counts turns by outcome: the terminal kind (ok, aborted,
-	// timeout, failed) of a turn that produced a result, else the §7 error
+	// timeout, failed) of a turn that produced a result, else the error
 	// code it ended or was refused with.
 	turnsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricsSubsystem + "_turns_total",
-		Help: "Turns handled by the dispatcher, by outcome: a terminal kind (ok, aborted, timeout, failed) or the DESIGN.md §7 error code the turn ended or was refused with.",
+		Help: "Turns handled by the dispatcher, by outcome: a terminal kind (ok, aborted, timeout, failed) or the error code the turn ended or was refused with.",
 	}, []string{labelNamespace, labelHarness, labelRuntime, labelOutcome})
 
 	// failClosedTotal counts turns refused before anything ran (a fail-closed
-	// decision or another refusal), by their §7 error code.
+	// decision or another refusal), by their error code.
 	failClosedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metricsSubsystem + "_fail_closed_total",
-		Help: "Turns refused before any runtime ran them (fail-closed decisions and other refusals), by DESIGN.md §7 error code.",
+		Help: "Turns refused before any runtime ran them (fail-closed decisions and other refusals), by error code.",
 	}, []string{labelNamespace, labelReason})
 
 	timeToFirstPartial = prometheus.NewHistogramVec(prometheus.HistogramOpts{

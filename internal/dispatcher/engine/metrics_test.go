@@ -35,7 +35,7 @@ func TestMetricsRecordingHelpers(t *testing.T) {
 		t.Fatalf("labelsOf = %+v", l)
 	}
 
-	// A refused turn: outcome and reason are its §7 code; no duration.
+	// A refused turn: outcome and reason are its error code; no duration.
 	recordRefused(labelsOf(ns, wire.Decision{}), wire.CodeSessionMismatch)
 	if got := promtestutil.ToFloat64(turnsTotal.WithLabelValues(ns, "", "", "SessionMismatch")); got != 1 {
 		t.Errorf("turns_total{outcome=SessionMismatch} = %v, want 1", got)

@@ -18,9 +18,9 @@ type candidateRecord struct {
 }
 
 // logDecision writes the one structured `agent harness selected` record of a
-// decision (DESIGN.md §5 rule 10), with the route facts it was made on: a
-// refusal such as HarnessUnsupported is explained by the exact facts the
-// gateway sent.
+// decision (docs/design/contract-rules.md, rule 10), with the route facts it
+// was made on: a refusal such as HarnessUnsupported is explained by the exact
+// facts the gateway sent.
 func (e *Engine) logDecision(sess *v1alpha1.AgentSession, a *wire.Attempt, d wire.Decision) {
 	cands := make([]candidateRecord, 0, len(d.Candidates))
 	for _, c := range d.Candidates {

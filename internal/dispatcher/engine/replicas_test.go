@@ -20,7 +20,7 @@ import (
 // engines on the suite's journal, each with its own owner name. The answers
 // of a turn reach whichever dispatcher the client's request lands on; the
 // one that does not run the turn forwards them through the run's inbox.
-var _ = Describe("Answers posted through another dispatcher (issue 20: many dispatchers)", Ordered, func() {
+var _ = Describe("Answers posted through another dispatcher (many dispatchers)", Ordered, func() {
 	var (
 		ns    string
 		other *Engine

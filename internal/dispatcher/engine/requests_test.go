@@ -47,7 +47,7 @@ var _ = Describe("Native requests", Ordered, func() {
 		registerCodex(ns, codexSrv.URL, true)
 	})
 
-	It("relays an approval the gateway answers after its stream dropped and reattached: journaled before Codex hears it, delivered once, a second answer refused (issue 15: approvals)", func() {
+	It("relays an approval the gateway answers after its stream dropped and reattached: journaled before Codex hears it, delivered once, a second answer refused (approvals)", func() {
 		newSession(ns, "approve", testModel)
 		stub.When("appr-1", stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo ran-once"}))
 		session := keyOf(ns, "approve")
@@ -98,7 +98,7 @@ var _ = Describe("Native requests", Ordered, func() {
 		}).Should(MatchError(ErrNoPendingRequest), "the turn ended: its requests are gone")
 	})
 
-	It("denies an approval nobody answers at the turn's tool timeout, visibly (issue 15: approvals)", func() {
+	It("denies an approval nobody answers at the turn's tool timeout, visibly (approvals)", func() {
 		newSession(ns, "unanswered", testModel)
 		stub.When("appr-2", stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo never-ran"}))
 		req := textReq("run-ap2", "appr-2: run it")
@@ -119,7 +119,7 @@ var _ = Describe("Native requests", Ordered, func() {
 			To(Or(MatchError(ErrRequestAlreadyResolved), MatchError(ErrNoPendingRequest)), "timed out, then the turn ended")
 	})
 
-	It("relays plan-mode questions and refuses answers that are not an option, before the model hears the accepted one (issue 15: user input)", func() {
+	It("relays plan-mode questions and refuses answers that are not an option, before the model hears the accepted one (user input)", func() {
 		newSession(ns, "ask", testModel)
 		stub.When("ask-1", stubmodel.CallJSON("request_user_input", map[string]any{"questions": []any{
 			map[string]any{"id": "color", "header": "Color", "question": "Which color?", "options": []any{

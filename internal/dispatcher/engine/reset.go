@@ -13,13 +13,13 @@ import (
 
 // A reset (spec.resetGeneration bumped past status.nativeBinding.generation)
 // ends the session's ownership of its native thread: the pin
-// (status.agentHarnessId) and the binding go together (DESIGN.md §5 rule 1;
-// the seed keeps a persisted agentHarnessId only for the native transcript
-// it owns). Every decision ignores a stale pin at once
-// (selection.SessionPin); the dispatcher, which writes both fields (its field
-// manager applies them, the manager never writes them), removes them under
-// the session's lease when the session's next turn starts, whatever runtime
-// that turn is then decided for.
+// (status.agentHarnessId) and the binding go together
+// (docs/design/contract-rules.md, rule 1; the seed keeps a persisted
+// agentHarnessId only for the native transcript it owns). Every decision
+// ignores a stale pin at once (selection.SessionPin); the dispatcher, which
+// writes both fields (its field manager applies them, the manager never writes
+// them), removes them under the session's lease when the session's next turn
+// starts, whatever runtime that turn is then decided for.
 
 // clearReset removes the pin and the binding of a session reset since its
 // binding was written, in the API and in sess (the turn goes on from the

@@ -36,7 +36,8 @@ type ServerPods struct {
 	Bound map[string]int
 }
 
-// PickServer chooses the app-server of a turn (DESIGN.md §4): an external
+// PickServer chooses the app-server of a turn (docs/dispatcher-api.md,
+// "Session identity, capacity and shutdown"): an external
 // harness has one; a managed one keeps a session on the pod its native thread
 // lives on, and sends an unbound session (or one whose thread is being reset)
 // to the least-loaded ready pod that is not terminating and not full.

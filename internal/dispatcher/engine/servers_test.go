@@ -50,7 +50,7 @@ func TestPickServer(t *testing.T) {
 		wantCode wire.ErrorCode
 	}{
 		{name: "an external harness has one server", harness: external, want: ExternalServerName, wantURL: "ws://127.0.0.1:4500"},
-		{name: "DESIGN §4: an unbound session goes to the least-loaded ready pod", harness: managed, pods: three,
+		{name: "an unbound session goes to the least-loaded ready pod", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-0": 2, "codex-app-server-1": 1}, want: "codex-app-server-2", wantURL: "ws://10.0.0.12:4500"},
 		{name: "ties go to the lowest pod name", harness: managed, pods: three, want: "codex-app-server-0"},
 		{name: "draining: no new turn goes to a terminating pod", harness: managed,
@@ -58,8 +58,8 @@ func TestPickServer(t *testing.T) {
 			want: "codex-app-server-1"},
 		{name: "a pod that is not ready takes no turns", harness: managed,
 			pods: []corev1.Pod{pod("codex-app-server-0", "10.0.0.10", false, false)}, wantCode: wire.CodeHarnessUnavailable},
-		{name: "DESIGN §7: no ready pod is HarnessUnavailable (retryable), never a fallback", harness: managed, wantCode: wire.CodeHarnessUnavailable},
-		{name: "DESIGN §4: every ready pod full is HarnessAtCapacity", harness: managed, pods: three,
+		{name: "no ready pod is HarnessUnavailable (retryable), never a fallback", harness: managed, wantCode: wire.CodeHarnessUnavailable},
+		{name: "every ready pod full is HarnessAtCapacity", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-0": 2, "codex-app-server-1": 2, "codex-app-server-2": 5}, wantCode: wire.CodeHarnessAtCapacity},
 		{name: "a bound session stays on its pod even when others are emptier", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-1": 2}, binding: bound("codex-app-server-1"), want: "codex-app-server-1"},
@@ -68,7 +68,7 @@ func TestPickServer(t *testing.T) {
 			binding: bound("codex-app-server-0"), wantCode: wire.CodeHarnessUnavailable},
 		{name: "a bound pod being recreated (ordinal within replicas) is unavailable", harness: managed, pods: three[1:],
 			binding: bound("codex-app-server-0"), wantCode: wire.CodeHarnessUnavailable},
-		{name: "issue 6: a bound pod that no longer exists is NativeThreadLost", harness: managed, pods: three,
+		{name: "a bound pod that no longer exists is NativeThreadLost", harness: managed, pods: three,
 			binding: bound("codex-app-server-7"), wantCode: wire.CodeNativeThreadLost},
 		{name: "a reset (rebind) chooses afresh", harness: managed, pods: three,
 			load: map[string]int{"codex-app-server-0": 1}, binding: bound("codex-app-server-7"), rebind: true, want: "codex-app-server-1"},

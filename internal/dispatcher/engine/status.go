@@ -14,9 +14,9 @@ import (
 )
 
 // dispatcherStatus is the dispatcher's part of AgentSession status
-// (DESIGN.md §3). Every apply carries the whole part: with server-side apply
-// a field the field manager owned and leaves out is removed, which is how
-// activeTurn is cleared.
+// (docs/api.md, AgentSession). Every apply carries the whole part: with
+// server-side apply a field the field manager owned and leaves out is removed,
+// which is how activeTurn is cleared.
 type dispatcherStatus struct {
 	AgentHarnessID string                    `json:"agentHarnessId,omitempty"`
 	LastSelection  *v1alpha1.LastSelection   `json:"lastSelection,omitempty"`
@@ -52,7 +52,7 @@ func (d *dispatcherStatus) deepCopy() *dispatcherStatus {
 
 // statusCache remembers the last status the engine applied per AgentSession
 // UID, so a lagging informer cache never rolls counters back (one
-// dispatcher writes these fields, DESIGN.md §4). Its lock guards only the
+// dispatcher writes these fields, docs/api.md). Its lock guards only the
 // map.
 type statusCache struct {
 	mu      sync.Mutex

@@ -17,7 +17,8 @@ import (
 // embedded runtime, then Codex again, as the namespace's RuntimePolicy
 // changes. Every attempt carries route facts, so the session's pin
 // (status.agentHarnessId, written by the first Codex turn) is not consulted
-// and the policy decides (DESIGN.md §5 rule 1). The session's provider is
+// and the policy decides (docs/dispatcher-api.md, "Selection: the pin and
+// route facts"). The session's provider is
 // `codex`, so the suite's openai-only Deny policy does not govern it.
 var _ = Describe("A session that switches runtime between turns", Ordered, func() {
 	var (

@@ -20,7 +20,8 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 )
 
-// The resource a caller needs permission on (DESIGN.md §4, issue 7).
+// The resource a caller needs permission on (docs/dispatcher-api.md,
+// "Authorization").
 const (
 	APIGroup         = "harness.openclaw.dev"
 	Resource         = "agentsessions"

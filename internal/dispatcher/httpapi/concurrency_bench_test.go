@@ -44,10 +44,11 @@ func perBlock(c int, real bool) int {
 }
 
 // BenchmarkDispatcherConcurrency measures what the dispatcher's API adds to
-// a turn as concurrent sessions grow (issue 18: "the same turns through
-// HTTPS + SSE + authn/z + journal vs. a direct engine call … at 1, 10, 50,
-// 100 and 200 concurrent sessions; once against a zero-latency app-server
-// double … and once against real Codex + the stub model").
+// a turn as concurrent sessions grow (docs/benchmarks/dispatcher.md): the
+// same turns through HTTPS + SSE + authn/z + journal vs. a direct engine
+// call, at 1, 10, 50, 100 and 200 concurrent sessions; once against a
+// zero-latency app-server double and once against real Codex + the stub
+// model.
 //
 // One run has the dispatcher benchmarks' setup (startBenchEnv: envtest's
 // kube-apiserver and etcd, the real agentharness controller, a real `codex

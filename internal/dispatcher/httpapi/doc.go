@@ -1,6 +1,6 @@
 // Package httpapi is the dispatcher's HTTP API over the turn engine
-// (internal/dispatcher/engine) and its journal (internal/dispatcher/store/journal): DESIGN.md §4 and
-// §7, issue 7 items 1 and 2.
+// (internal/dispatcher/engine) and its journal (internal/dispatcher/store/journal):
+// docs/dispatcher-api.md describes it.
 //
 // Handler serves, under /v1/namespaces/{ns}/agentsessions/{name}:
 //
@@ -72,10 +72,11 @@
 //     bytes, so an error before them is a JSON error and one after them
 //     aborts the response (http.ErrAbortHandler: no end of the chunked body).
 //
-// Errors are JSON {code, message, scope, retryable, replaySafe?}: the codes
-// of DESIGN.md §7 with their statuses, and BadRequest (400), Unauthorized
-// (401), Forbidden and TurnTokenInvalid (403), SessionNotFound, RunNotFound
-// and NotFound (404), MethodNotAllowed (405), NoPendingToolCall and
-// TurnNotRunning (409), RequestTooLarge (413), InternalError (500),
-// AuthUnavailable and StoreUnavailable (503). Every 503 carries Retry-After.
+// Errors are JSON {code, message, scope, retryable, replaySafe?}: the turn's
+// error codes (docs/dispatcher-api.md, "Errors") with their statuses, and
+// BadRequest (400), Unauthorized (401), Forbidden and TurnTokenInvalid (403),
+// SessionNotFound, RunNotFound and NotFound (404), MethodNotAllowed (405),
+// NoPendingToolCall and TurnNotRunning (409), RequestTooLarge (413),
+// InternalError (500), AuthUnavailable and StoreUnavailable (503). Every 503
+// carries Retry-After.
 package httpapi

@@ -10,9 +10,8 @@ import (
 )
 
 // BenchmarkDispatcherOverhead measures the latency the dispatcher's HTTP API
-// adds over a direct Engine.Turn (issue 7: "the dispatcher's added latency
-// over a direct engine call for 200 trivial turns (p50/p99, measured side by
-// side in one run)").
+// adds over a direct Engine.Turn: the added latency over a direct engine
+// call for 200 trivial turns (p50/p99, measured side by side in one run).
 //
 // One run has the dispatcher benchmarks' setup (startBenchEnv: envtest, one
 // real `codex app-server`, the stub model, a gateway ServiceAccount), one

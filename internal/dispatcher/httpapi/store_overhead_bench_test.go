@@ -31,8 +31,7 @@ var storeArmNames = [2]string{"files", "postgres"}
 
 // BenchmarkDispatcherStoreOverhead is a turn as a gateway sees it through the
 // dispatcher on each store, the file journal and PostgreSQL side by side in
-// one run (issue 20: "Turn overhead with PostgreSQL vs. files, side by side
-// in one run"; `make bench-store` runs it after the store-level
+// one run (`make bench-store` runs it after the store-level
 // BenchmarkTurnOverhead of internal/dispatcher/store/pgstore).
 //
 // One run has the dispatcher benchmarks' setup (startBenchEnv: envtest, one

@@ -10,10 +10,10 @@
 //     (Claim): the same request later replays or attaches, another one is
 //     a conflict, and nothing runs twice — for the whole retention.
 //   - A per-session lease replaces the dispatcher's in-memory per-session
-//     lock (DESIGN.md §4): one holder at a time across all dispatchers,
-//     waiting without polling, granted with a fencing token that Claim and
-//     every write of the claimed run are checked against (ErrFenced), so a
-//     holder that lost its lease cannot write into its successor's turn.
+//     lock (docs/dispatcher-store.md): one holder at a time across all
+//     dispatchers, waiting without polling, granted with a fencing token that
+//     Claim and every write of the claimed run are checked against (ErrFenced),
+//     so a holder that lost its lease cannot write into its successor's turn.
 //   - Events of a run are read from any sequence number and followed live,
 //     woken by appends.
 //   - Transcripts are appended and streamed to a writer, never buffered

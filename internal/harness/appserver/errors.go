@@ -34,9 +34,9 @@ func (e *RPCError) Error() string {
 // while a request or a turn was in flight. AfterTurnStarted tells the caller
 // whether the runtime may have had side effects: true when a turn was
 // running, or a turn/start request had been sent without an answer. Such a
-// turn must never be replayed on another runtime or replica (DESIGN.md §5
-// rule 5); Codex keeps running it, and a new connection can reattach with
-// thread/resume.
+// turn must never be replayed on another runtime or replica
+// (docs/design/contract-rules.md, rule 5); Codex keeps running it, and a new
+// connection can reattach with thread/resume.
 type ConnectionLostError struct {
 	// Method is the request in flight, or empty for a turn's event stream.
 	Method string

@@ -51,7 +51,7 @@ const (
 type SandboxMode string
 
 // Sandbox modes. Threads in pods run with SandboxDangerFullAccess: the pod
-// is the sandbox (DESIGN.md §3).
+// is the sandbox (docs/security.md).
 const (
 	SandboxReadOnly         SandboxMode = "read-only"
 	SandboxWorkspaceWrite   SandboxMode = "workspace-write"

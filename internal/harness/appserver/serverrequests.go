@@ -10,7 +10,8 @@ import (
 // Handlers answer server-initiated requests. A nil function declines:
 // tool calls fail (success false), approvals are declined, user input gets
 // no answers. Every handled request is also delivered to the turn as a
-// ServerRequestHandled event, so a decline is visible (DESIGN.md §5 rule 9).
+// ServerRequestHandled event, so a decline is visible
+// (docs/design/contract-rules.md, rule 9).
 // A function that panics fails its turn with a *TurnStreamError, not the
 // process (package doc).
 type Handlers struct {

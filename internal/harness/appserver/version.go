@@ -8,8 +8,8 @@ import (
 )
 
 // MinimumVersion is the oldest Codex app-server release the operator
-// supports (DESIGN.md §5 rule 7). An AgentHarness's minVersion can raise this
-// floor but never lower it.
+// supports (docs/design/contract-rules.md, rule 7). An AgentHarness's
+// minVersion can raise this floor but never lower it.
 const MinimumVersion = "0.149.0"
 
 // userAgentVersionRE is OpenClaw's pattern for the version in the userAgent

@@ -18,13 +18,13 @@ const admittedTTL = 5 * time.Second
 // admitted remembers the objects of one kind this webhook server admitted,
 // until the manager's informer cache shows the write. The validators read
 // the cache — a List from the API server per create took seconds with a
-// thousand objects (issue 18) — and a cache is a few milliseconds behind:
-// without this, a create right after another (`kubectl apply -f dir/`) would
-// be checked against a cache that has not seen the first one yet. Together
-// with the validators' decide lock it also closes the race of two concurrent
-// creates through one webhook server, which live Lists never did. Writes
-// admitted by another replica of the webhook server are seen once the cache
-// has them; the controllers re-check what such a race lets through.
+// thousand objects (docs/benchmarks/admission.md) — and a cache is a few
+// milliseconds behind: without this, a create right after another (`kubectl
+// apply -f dir/`) would be checked against a cache that has not seen the first
+// one yet. Together with the validators' decide lock it also closes the race of
+// two concurrent creates through one webhook server, which live Lists never
+// did. Writes admitted by another replica of the webhook server are seen once
+// the cache has them; the controllers re-check what such a race lets through.
 // T is a pointer to the kind's type.
 type admitted[T object] struct {
 	mu      sync.Mutex

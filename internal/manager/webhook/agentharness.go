@@ -21,7 +21,7 @@ import (
 
 var harnessGK = v1alpha1.GroupVersion.WithKind("AgentHarness").GroupKind()
 
-// harnessDefaulter writes what DESIGN.md §3 says the API defaults, so that
+// harnessDefaulter writes what docs/api.md says the API defaults, so that
 // `kubectl get -o yaml` shows the truth: harnessId from metadata.name, the
 // adapter's support facts and native tools when omitted, and normalized
 // provider and tool names.
@@ -330,7 +330,8 @@ func routeStrictness(r v1alpha1.RoutePolicyRequirement) int {
 	return 0
 }
 
-// implicitCodexWarning: implicit Codex selection (DESIGN.md §5 rule 2) looks
+// implicitCodexWarning: implicit Codex selection
+// (docs/design/contract-rules.md, rule 2) looks
 // for the harness id `codex`; a codex-app-server harness with another id is
 // only reached when a policy or session names it.
 func (v *harnessValidator) implicitCodexWarning(ctx context.Context, h *v1alpha1.AgentHarness) (admission.Warnings, error) {

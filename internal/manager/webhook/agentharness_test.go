@@ -16,7 +16,7 @@ var _ = Describe("AgentHarness admission", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace(nil) })
 
-	Describe("defaulting (DESIGN.md §3: kubectl get -o yaml shows the truth)", func() {
+	Describe("defaulting (docs/api.md: kubectl get -o yaml shows the truth)", func() {
 		It("defaults harnessId to metadata.name and writes the codex-app-server support defaults and native tools", func() {
 			h := externalHarness(ns, "codex", "")
 			_, err := create(h)
@@ -84,17 +84,17 @@ var _ = Describe("AgentHarness admission", func() {
 			h.Spec.ConversationToolPolicyNativeTools = []v1alpha1.ToolID{"exec", "bash"}
 			return h
 		}, "spec.conversationToolPolicyNativeTools[1]", "Duplicate value"),
-		Entry("DESIGN §3: minVersion can raise the codex-app-server floor, never lower it", func(ns string) *v1alpha1.AgentHarness {
+		Entry("minVersion can raise the codex-app-server floor, never lower it", func(ns string) *v1alpha1.AgentHarness {
 			h := externalHarness(ns, "h-"+rand.String(5), "codex")
 			h.Spec.MinVersion = "0.148.0"
 			return h
 		}, "spec.minVersion", "must not be below the codex-app-server floor 0.149.0"),
-		Entry("DESIGN §3: a prerelease of the floor is below it", func(ns string) *v1alpha1.AgentHarness {
+		Entry("a prerelease of the floor is below it", func(ns string) *v1alpha1.AgentHarness {
 			h := externalHarness(ns, "h-"+rand.String(5), "codex")
 			h.Spec.MinVersion = "0.149.0-alpha.1"
 			return h
 		}, "spec.minVersion", "must not be below the codex-app-server floor"),
-		Entry("DESIGN §3: authBootstrap Host is refused for codex-app-server", func(ns string) *v1alpha1.AgentHarness {
+		Entry("authBootstrap Host is refused for codex-app-server", func(ns string) *v1alpha1.AgentHarness {
 			h := externalHarness(ns, "h-"+rand.String(5), "codex")
 			h.Spec.AuthBootstrap = v1alpha1.AuthBootstrapHost
 			return h
@@ -185,7 +185,7 @@ var _ = Describe("AgentHarness admission", func() {
 			expectWarning(warnings, `implicit Codex selection for OpenAI looks for the id "codex"`)
 		})
 
-		It("warns that Exact cannot be kept by codex-app-server for every model (DESIGN §5 rule 6)", func() {
+		It("warns that Exact cannot be kept by codex-app-server for every model (contract rule 6)", func() {
 			h := externalHarness(ns, "codex", "codex")
 			h.Spec.ConversationToolPolicySupport = v1alpha1.ToolPolicySupportExact
 			warnings, err := create(h)

@@ -61,7 +61,7 @@ func (r readers) follow(ctx context.Context, informers cache.Informers) error {
 // declares (effectiveHarnessID): the checks of one id read the harnesses of
 // that id, not every harness (with thousands of harnesses, copying and
 // sorting all of them under the validator's lock made 50 concurrent creates
-// queue for it, issue 18).
+// queue for it: docs/benchmarks/admission.md).
 const harnessIDField = "webhook.harness.openclaw.dev/harnessId"
 
 // harnessIDs is the index function of harnessIDField.

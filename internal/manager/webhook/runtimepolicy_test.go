@@ -34,7 +34,7 @@ func mustCreate(obj client.Object) []string {
 func uniqueProvider() v1alpha1.ProviderID { return v1alpha1.ProviderID("acme-" + rand.String(6)) }
 
 var _ = Describe("RuntimePolicy admission", func() {
-	It("writes runtime ids normalized and providers in lowercase, with a warning each (DESIGN §3)", func() {
+	It("writes runtime ids normalized and providers in lowercase, with a warning each", func() {
 		p := &v1alpha1.RuntimePolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "aliases-" + rand.String(6)},
 			Spec: v1alpha1.RuntimePolicySpec{

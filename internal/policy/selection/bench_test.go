@@ -133,8 +133,8 @@ func BenchmarkSelectNonMatching(b *testing.B) {
 
 // TestSelectAllocationsDoNotGrowWithNonMatchingHarnesses: a namespace that sees
 // many harnesses that cannot run its turns pays no allocation for each of them
-// (issue 18's selection goal). Allocation counts are deterministic; this is
-// not a timing assertion.
+// (the selection goal, docs/benchmarks/selection.md). Allocation counts are
+// deterministic; this is not a timing assertion.
 func TestSelectAllocationsDoNotGrowWithNonMatchingHarnesses(t *testing.T) {
 	var first float64
 	for i, n := range nonMatchingSizes {

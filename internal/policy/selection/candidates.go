@@ -143,7 +143,8 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 				o.reason = wire.ReasonPluginDeclaredFallbackOpenClaw
 			default:
 				// No scope: the refusal is about this provider and route; another
-				// model on the same harness may well be supported (DESIGN.md §5 rule 5).
+				// model on the same harness may well be supported
+				// (docs/design/contract-rules.md, rule 5).
 				o.err = wire.Errorf(wire.CodeHarnessUnsupported, "", "%s", e.unsupportedMessage(e.views[target].id, &e.routes[ri], res.why))
 			}
 		}
@@ -158,10 +159,10 @@ type routeScratch struct {
 	target support
 }
 
-// combine merges per-route outcomes (DESIGN.md §5 rule 4): the first
-// fail-closed route fails the set; routes that agree run on their runtime;
-// routes that disagree run the set on openclaw, with the reason of the first
-// route that chose openclaw (auto_openclaw when none did).
+// combine merges per-route outcomes (docs/design/contract-rules.md, rule 4):
+// the first fail-closed route fails the set; routes that agree run on their
+// runtime; routes that disagree run the set on openclaw, with the reason of the
+// first route that chose openclaw (auto_openclaw when none did).
 func combine(outs []outcome) (int, wire.Reason, *wire.Error) {
 	for _, o := range outs {
 		if o.err != nil {
@@ -211,7 +212,7 @@ func unavailableMessage(id, condType string, c *metav1.Condition) string {
 }
 
 // toolVerdict applies the tool-policy restriction rule with the harness's
-// declarations (DESIGN.md §5 rule 6).
+// declarations (docs/design/contract-rules.md, rule 6).
 func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 	a := e.a
 	in := toolpolicy.Input{

@@ -11,7 +11,8 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// This file holds the cross-policy rules of DESIGN.md §3 that the RuntimePolicy
+// This file holds the cross-policy rules (docs/api.md, RuntimePolicy;
+// docs/controllers.md, RuntimePolicy) that the RuntimePolicy
 // controller reports (status.conflicts, Conflicted, ReferencesResolved) and the
 // admission webhooks check, so both judge a policy the same way the dispatcher
 // resolves it (ResolvePolicy). Everything here is pure: no I/O, no clock.
@@ -62,7 +63,8 @@ import (
 // none of the policies names.
 const anyProvider = "*"
 
-// PolicyConflict is one key a RuntimePolicy loses to another (DESIGN.md §3).
+// PolicyConflict is one key a RuntimePolicy loses to another
+// (docs/controllers.md, RuntimePolicy).
 type PolicyConflict struct {
 	// Key is `<agentId or *>/<provider or *>/<model or *>`, the sessions the
 	// two policies disagree about (see the package rules above).
@@ -159,7 +161,8 @@ func ConflictsWith(candidate *v1alpha1.RuntimePolicy, existing []*v1alpha1.Runti
 }
 
 // OverrideDeniedBy reports whether a session's runtimeOverride contradicts an
-// enforcing Deny policy (DESIGN.md §5 rule 1, OverrideDenied). policies must
+// enforcing Deny policy (docs/design/contract-rules.md, rule 1:
+// OverrideDenied). policies must
 // be the RuntimePolicies that select the session's namespace (SnapshotFor or
 // PolicySelects); model is the session's `provider/model`. The override is
 // normalized (`pi` → openclaw, …); an empty or `auto` override overrides
@@ -197,7 +200,7 @@ func PolicyRuntimeIDs(p *v1alpha1.RuntimePolicy) []string {
 // BuiltinRuntime reports whether a normalized runtime id resolves without an
 // AgentHarness: `auto`, `openclaw`, and the CLI backend aliases
 // (`claude-cli`, `google-gemini-cli`; registered or not, such a turn passes
-// through to openclaw — DESIGN.md §5 rule 3).
+// through to openclaw — docs/design/contract-rules.md, rule 3).
 func BuiltinRuntime(id string) bool {
 	if id == string(v1alpha1.RuntimeAuto) || id == string(v1alpha1.RuntimeOpenClaw) {
 		return true

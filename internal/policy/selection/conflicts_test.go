@@ -45,6 +45,10 @@ const (
 	denyWins  = "DenyPolicyWins"
 )
 
+// Case names that start with "rule N" check that rule of
+// docs/design/contract-rules.md; the other policy, harness and session cases
+// check what docs/api.md describes (its RuntimePolicy and AgentHarness
+// sections, docs/controllers.md for conflicts).
 func TestFindConflicts(t *testing.T) {
 	type ps = []*v1alpha1.RuntimePolicy
 	cases := []struct {
@@ -53,96 +57,96 @@ func TestFindConflicts(t *testing.T) {
 		overlap  OverlapFunc
 		want     []string
 	}{
-		{"DESIGN §3: one key, two runtimes: the newer policy loses to the older",
+		{"one key, two runtimes: the newer policy loses to the older",
 			ps{policy("a", 0, prov("openai", "codex")), policy("b", 1, prov("openai", "openclaw"))}, nil,
 			[]string{"b */openai/* openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: the same runtime for one key is no conflict",
+		{"the same runtime for one key is no conflict",
 			ps{policy("a", 0, prov("openai", "codex")), policy("b", 1, prov("openai", "codex"))}, nil, nil},
-		{"DESIGN §3: equal creationTimestamps: the name decides",
+		{"equal creationTimestamps: the name decides",
 			ps{policy("b", 0, prov("openai", "openclaw")), policy("a", 0, prov("openai", "codex"))}, nil,
 			[]string{"b */openai/* openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: the newer is judged by creationTimestamp, not the name",
+		{"the newer is judged by creationTimestamp, not the name",
 			ps{policy("a", 1, prov("openai", "openclaw")), policy("z", 0, prov("openai", "codex"))}, nil,
 			[]string{"a */openai/* openclaw -> z codex " + olderWins}},
-		{"DESIGN §3: policies whose namespaces do not overlap do not conflict",
+		{"policies whose namespaces do not overlap do not conflict",
 			ps{policy("a", 0, prov("openai", "codex")), policy("b", 1, prov("openai", "openclaw"))}, noNamespace, nil},
-		{"DESIGN §3 precedence: an exact model ref over an older provider-wide entry is layering, not a conflict",
+		{"precedence: an exact model ref over an older provider-wide entry is layering, not a conflict",
 			ps{policy("a", 0, prov("openai", "codex")), policy("b", 1, model("openai/gpt-5.5", "openclaw"))}, nil, nil},
-		{"DESIGN §3 precedence: an exact model ref over an older catalog row of the same model is layering",
+		{"precedence: an exact model ref over an older catalog row of the same model is layering",
 			ps{policy("a", 0, prov("openai", "", row{"gpt-5.5", "codex"})), policy("b", 1, model("openai/gpt-5.5", "openclaw"))}, nil, nil},
-		{"DESIGN §3 precedence: provider/* over an older provider-wide entry is layering",
+		{"precedence: provider/* over an older provider-wide entry is layering",
 			ps{policy("a", 0, prov("openai", "codex")), policy("b", 1, model("openai/*", "openclaw"))}, nil, nil},
-		{"DESIGN §3: two catalog rows for one provider model conflict",
+		{"two catalog rows for one provider model conflict",
 			ps{policy("a", 0, prov("openai", "", row{"gpt-5.5", "codex"})), policy("b", 1, prov("openai", "", row{"gpt-5.5", "openclaw"}))}, nil,
 			[]string{"b */openai/gpt-5.5 openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: two provider/* refs conflict",
+		{"two provider/* refs conflict",
 			ps{policy("a", 0, model("openai/*", "codex")), policy("b", 1, model("openai/*", "openclaw"))}, nil,
 			[]string{"b */openai/* openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: two exact model refs conflict; model ids compare case-insensitively",
+		{"two exact model refs conflict; model ids compare case-insensitively",
 			ps{policy("a", 0, model("openai/gpt-5.5", "codex")), policy("b", 1, model("openai/GPT-5.5", "openclaw"))}, nil,
 			[]string{"b */openai/gpt-5.5 openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: two bare model refs conflict for the model under any provider",
+		{"two bare model refs conflict for the model under any provider",
 			ps{policy("a", 0, model("gpt-5.5", "codex")), policy("b", 1, model("gpt-5.5", "openclaw"))}, nil,
 			[]string{"b */*/gpt-5.5 openclaw -> a codex " + olderWins}},
-		{"DESIGN §3 precedence: a bare ref under an exact ref of another policy is layering",
+		{"precedence: a bare ref under an exact ref of another policy is layering",
 			ps{policy("a", 0, model("gpt-5.5", "codex")), policy("b", 1, model("openai/gpt-5.5", "openclaw"))}, nil, nil},
-		{"DESIGN §3: bare refs conflict even where one policy also has an exact ref for a provider",
+		{"bare refs conflict even where one policy also has an exact ref for a provider",
 			ps{policy("a", 0, model("gpt-5.5", "codex"), model("openai/gpt-5.5", "codex")), policy("b", 1, model("gpt-5.5", "openclaw"))}, nil,
 			[]string{"b */*/gpt-5.5 openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: the key includes the agent: two entries of one agent conflict",
+		{"the key includes the agent: two entries of one agent conflict",
 			ps{policy("a", 0, agent("main", "openai/gpt-5.5", "codex")), policy("b", 1, agent("main", "openai/gpt-5.5", "openclaw"))}, nil,
 			[]string{"b main/openai/gpt-5.5 openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: entries of different agents are different keys",
+		{"entries of different agents are different keys",
 			ps{policy("a", 0, agent("main", "openai/gpt-5.5", "codex")), policy("b", 1, agent("ops", "openai/gpt-5.5", "openclaw"))}, nil, nil},
-		{"DESIGN §3 precedence: an agent entry over an older model entry is layering",
+		{"precedence: an agent entry over an older model entry is layering",
 			ps{policy("a", 0, model("openai/gpt-5.5", "codex")), policy("b", 1, agent("main", "openai/gpt-5.5", "openclaw"))}, nil, nil},
-		{"DESIGN §3: runtime ids are compared normalized (pi is openclaw, codex-app-server is codex)",
+		{"runtime ids are compared normalized (pi is openclaw, codex-app-server is codex)",
 			ps{policy("a", 0, prov("openai", "pi"), prov("acme", "codex")), policy("b", 1, prov("openai", "openclaw"), prov("acme", "codex-app-server"))}, nil, nil},
-		{"DESIGN §3: a newer Deny policy wins against an older Allow model entry it governs",
+		{"a newer Deny policy wins against an older Allow model entry it governs",
 			ps{policy("a", 0, model("openai/gpt-5.5", "openclaw")), policy("d", 1, prov("openai", "codex"), deny())}, nil,
 			[]string{"a */openai/gpt-5.5 openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: a provider-wide Deny policy governs provider/* of another policy",
+		{"a provider-wide Deny policy governs provider/* of another policy",
 			ps{policy("a", 0, model("openai/*", "openclaw")), policy("d", 1, prov("openai", "codex"), deny())}, nil,
 			[]string{"a */openai/* openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: a provider-wide Deny policy governs the provider's catalog rows",
+		{"a provider-wide Deny policy governs the provider's catalog rows",
 			ps{policy("a", 0, prov("openai", "", row{"gpt-5.5", "openclaw"})), policy("d", 1, prov("openai", "codex"), deny())}, nil,
 			[]string{"a */openai/gpt-5.5 openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: a provider-wide Deny policy governs agent entries for the provider's models",
+		{"a provider-wide Deny policy governs agent entries for the provider's models",
 			ps{policy("a", 0, agent("main", "openai/gpt-5.5", "openclaw")), policy("d", 1, prov("openai", "codex"), deny())}, nil,
 			[]string{"a main/openai/gpt-5.5 openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: a provider-wide Deny policy governs a bare ref under that provider",
+		{"a provider-wide Deny policy governs a bare ref under that provider",
 			ps{policy("a", 0, model("gpt-5.5", "openclaw")), policy("d", 1, prov("openai", "codex"), deny())}, nil,
 			[]string{"a */openai/gpt-5.5 openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: a provider-wide Deny policy wins the provider-wide key of an older policy",
+		{"a provider-wide Deny policy wins the provider-wide key of an older policy",
 			ps{codexOnly(), named("b", policy("b", -1, prov("openai", "openclaw")))}, nil,
 			[]string{"b */openai/* openclaw -> codex-only codex " + denyWins}},
-		{"DESIGN §3: an entry that agrees with the Deny policy is no conflict",
+		{"an entry that agrees with the Deny policy is no conflict",
 			ps{policy("a", 0, model("openai/gpt-5.5", "codex")), policy("d", 1, prov("openai", "codex"), deny())}, nil, nil},
-		{"DESIGN §3: a Deny policy governs only its providers",
+		{"a Deny policy governs only its providers",
 			ps{policy("a", 0, prov("anthropic", "openclaw")), policy("d", 1, prov("openai", "codex"), deny())}, nil, nil},
-		{"DESIGN §3: a Deny policy enforces only where namespaces overlap",
+		{"a Deny policy enforces only where namespaces overlap",
 			ps{policy("a", 0, model("openai/gpt-5.5", "openclaw")), policy("d", 1, prov("openai", "codex"), deny())}, noNamespace, nil},
-		{"DESIGN §3: two Deny policies that disagree: the older wins",
+		{"two Deny policies that disagree: the older wins",
 			ps{policy("d1", 0, prov("openai", "codex"), deny()), policy("d2", 1, model("openai/gpt-5.5", "openclaw"), deny())}, nil,
 			[]string{"d2 */openai/gpt-5.5 openclaw -> d1 codex " + denyWins}},
-		{"DESIGN §3: two Deny policies that agree do not conflict",
+		{"two Deny policies that agree do not conflict",
 			ps{policy("d1", 0, prov("openai", "codex"), deny()), policy("d2", 1, model("openai/gpt-5.5", "codex"), deny())}, nil, nil},
-		{"DESIGN §3: a model-scoped Deny entry governs that model of a broader entry of another policy",
+		{"a model-scoped Deny entry governs that model of a broader entry of another policy",
 			ps{policy("a", 0, prov("openai", "openclaw")), policy("d", 1, model("openai/gpt-5.5", "codex"), deny())}, nil,
 			[]string{"a */openai/gpt-5.5 openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: a Deny policy enforces its own layering: its exact entry beats its provider-wide entry",
+		{"a Deny policy enforces its own layering: its exact entry beats its provider-wide entry",
 			ps{policy("a", 0, model("openai/*", "codex")), policy("d", 1, prov("openai", "codex"), model("openai/gpt-4", "openclaw"), deny())}, nil,
 			[]string{"a */openai/gpt-4 codex -> d openclaw " + denyWins}},
-		{"DESIGN §3: a Deny policy enforcing auto contradicts an explicit runtime",
+		{"a Deny policy enforcing auto contradicts an explicit runtime",
 			ps{policy("a", 0, model("openai/gpt-5.5", "codex")), policy("d", 1, prov("openai", "auto"), deny())}, nil,
 			[]string{"a */openai/gpt-5.5 codex -> d auto " + denyWins}},
-		{"DESIGN §3: with three policies, the loser is reported against the oldest; one agreeing with it loses nothing",
+		{"with three policies, the loser is reported against the oldest; one agreeing with it loses nothing",
 			ps{policy("a", 0, prov("openai", "codex")), policy("b", 1, prov("openai", "openclaw")), policy("c", 2, prov("openai", "codex"))}, nil,
 			[]string{"b */openai/* openclaw -> a codex " + olderWins}},
-		{"DESIGN §3: a policy agreeing with the Deny policy loses nothing to an older disagreeing policy",
+		{"a policy agreeing with the Deny policy loses nothing to an older disagreeing policy",
 			ps{policy("x", 0, prov("openai", "openclaw")), policy("p", 1, prov("openai", "codex")), policy("d", 2, prov("openai", "codex"), deny())}, nil,
 			[]string{"x */openai/* openclaw -> d codex " + denyWins}},
-		{"DESIGN §3: one key has one winner: the Deny policy, not an older Allow policy",
+		{"one key has one winner: the Deny policy, not an older Allow policy",
 			ps{policy("a", 0, prov("openai", "codex")), policy("d", 2, prov("openai", "auto"), deny()), policy("p", 1, prov("openai", "openclaw"))}, nil,
 			[]string{"a */openai/* codex -> d auto " + denyWins, "p */openai/* openclaw -> d auto " + denyWins}},
 		{"decision: nil policies are skipped",
@@ -181,7 +185,7 @@ func TestFindConflictsAgreesWithResolvePolicy(t *testing.T) {
 	}
 	got := FindConflicts(ps, everyNamespace)
 	if len(got) != 3 {
-		t.Fatalf("DESIGN §3: want 3 conflicts, got %q", conflictStrings(got))
+		t.Fatalf("want 3 conflicts, got %q", conflictStrings(got))
 	}
 	for _, c := range got {
 		var key PolicyKey
@@ -197,7 +201,7 @@ func TestFindConflictsAgreesWithResolvePolicy(t *testing.T) {
 		}
 		r := ResolvePolicy(ps, key)
 		if r.Policy != c.Winner || r.Runtime != c.WinnerRuntime {
-			t.Errorf("DESIGN §3: %s: ResolvePolicy decides %s/%s, conflict says %s/%s", c.Key, r.Policy, r.Runtime, c.Winner, c.WinnerRuntime)
+			t.Errorf("%s: ResolvePolicy decides %s/%s, conflict says %s/%s", c.Key, r.Policy, r.Runtime, c.Winner, c.WinnerRuntime)
 		}
 	}
 }
@@ -208,15 +212,15 @@ func TestConflictsFor(t *testing.T) {
 	c := policy("c", 2, prov("acme", "h2"), model("openai/*", "x"))
 	all := []*v1alpha1.RuntimePolicy{a, b, c}
 	if got := ConflictsFor(a, all, everyNamespace); len(got) != 0 {
-		t.Errorf("DESIGN §3: the oldest policy loses nothing; got %q", conflictStrings(got))
+		t.Errorf("the oldest policy loses nothing; got %q", conflictStrings(got))
 	}
 	want := []string{"c */acme/* h2 -> b h1 " + olderWins}
 	if got := conflictStrings(ConflictsFor(c, all, everyNamespace)); !slices.Equal(got, want) {
-		t.Errorf("DESIGN §3: got %q, want %q", got, want)
+		t.Errorf("got %q, want %q", got, want)
 	}
 	// A policy not in the list is judged against it.
 	if got := conflictStrings(ConflictsFor(policy("n", 9, prov("openai", "y")), all, everyNamespace)); !slices.Equal(got, []string{"n */openai/* y -> a codex " + olderWins}) {
-		t.Errorf("DESIGN §3: got %q", got)
+		t.Errorf("got %q", got)
 	}
 	if ConflictsFor(nil, all, everyNamespace) != nil {
 		t.Errorf("nil policy has conflicts")
@@ -236,27 +240,27 @@ func TestConflictsWith(t *testing.T) {
 		overlap   OverlapFunc
 		want      []string
 	}{
-		{"issue 4: a second policy mapping openai to openclaw under the Codex-only Deny policy loses with DenyPolicyWins (refused)",
+		{"a second policy mapping openai to openclaw under the Codex-only Deny policy loses with DenyPolicyWins (refused)",
 			fresh("second", prov("openai", "openclaw")), []*v1alpha1.RuntimePolicy{codexOnly()}, nil,
 			[]string{"second */openai/* openclaw -> codex-only codex " + denyWins}},
-		{"issue 4: a non-enforcing conflicting policy is treated as the newest and loses with OlderPolicyWins (warned)",
+		{"a non-enforcing conflicting policy is treated as the newest and loses with OlderPolicyWins (warned)",
 			fresh("new", prov("openai", "openclaw")), []*v1alpha1.RuntimePolicy{policy("old", 5, prov("openai", "codex"))}, nil,
 			[]string{"new */openai/* openclaw -> old codex " + olderWins}},
-		{"issue 4: a create named before an existing policy is still the newest",
+		{"a create named before an existing policy is still the newest",
 			fresh("a", prov("openai", "openclaw")), []*v1alpha1.RuntimePolicy{policy("z", 0, prov("openai", "codex"))}, nil,
 			[]string{"a */openai/* openclaw -> z codex " + olderWins}},
-		{"DESIGN §3: a new Deny policy wins against existing Allow policies (listed with the candidate as winner)",
+		{"a new Deny policy wins against existing Allow policies (listed with the candidate as winner)",
 			fresh("enforce", prov("openai", "codex"), deny()), []*v1alpha1.RuntimePolicy{policy("old", 0, model("openai/gpt-5.5", "openclaw"))}, nil,
 			[]string{"old */openai/gpt-5.5 openclaw -> enforce codex " + denyWins}},
-		{"DESIGN §3: a new Deny policy contradicting an older Deny policy loses",
+		{"a new Deny policy contradicting an older Deny policy loses",
 			fresh("d2", prov("openai", "openclaw"), deny()), []*v1alpha1.RuntimePolicy{codexOnly()}, nil,
 			[]string{"d2 */openai/* openclaw -> codex-only codex " + denyWins}},
-		{"DESIGN §3: an update keeps its own age: an older policy updated to conflict wins against newer ones",
+		{"an update keeps its own age: an older policy updated to conflict wins against newer ones",
 			policy("old", 0, prov("openai", "openclaw")), []*v1alpha1.RuntimePolicy{policy("old", 0, prov("openai", "codex")), policy("newer", 3, prov("openai", "codex"))}, nil,
 			[]string{"newer */openai/* codex -> old openclaw " + olderWins}},
 		{"decision: the stored version of the candidate is replaced, never a rival",
 			policy("same", 0, prov("openai", "openclaw")), []*v1alpha1.RuntimePolicy{policy("same", 0, prov("openai", "codex"))}, nil, nil},
-		{"DESIGN §3: a Deny policy over other namespaces does not refuse the entry",
+		{"a Deny policy over other namespaces does not refuse the entry",
 			fresh("second", prov("openai", "openclaw")), []*v1alpha1.RuntimePolicy{codexOnly()}, noNamespace, nil},
 		{"decision: conflicts among existing policies that do not involve the candidate are not listed",
 			fresh("new", prov("acme", "h1")), []*v1alpha1.RuntimePolicy{policy("a", 0, prov("openai", "codex")), policy("b", 1, prov("openai", "openclaw"))}, nil, nil},
@@ -293,9 +297,9 @@ func TestNamespaceOverlap(t *testing.T) {
 		ns   map[string]map[string]string
 		want bool
 	}{
-		{"DESIGN §3: an omitted namespaceSelector selects every namespace, so it overlaps any policy",
+		{"an omitted namespaceSelector selects every namespace, so it overlaps any policy",
 			policy("a", 0), policy("b", 0, nsSelector(teamA)), nil, true},
-		{"DESIGN §3: an empty namespaceSelector selects every namespace",
+		{"an empty namespaceSelector selects every namespace",
 			policy("a", 0, nsSelector(map[string]string{})), policy("b", 0, nsSelector(prod)), nil, true},
 		{"decision: equal selectors overlap even before a namespace matches them",
 			policy("a", 0, nsSelector(teamA)), policy("b", 0, nsSelector(map[string]string{"team": "a"})), nil, true},
@@ -333,27 +337,27 @@ func TestOverrideDeniedBy(t *testing.T) {
 		wantRequired string
 		wantDenied   bool
 	}{
-		{"issue 4: runtimeOverride openclaw on an openai model under Codex-only is denied",
+		{"runtimeOverride openclaw on an openai model under Codex-only is denied",
 			[]*v1alpha1.RuntimePolicy{codexOnly()}, "main", "openai/gpt-5.5", "openclaw", "codex-only", "codex", true},
-		{"DESIGN §3: override aliases are normalized (pi is openclaw)",
+		{"override aliases are normalized (pi is openclaw)",
 			[]*v1alpha1.RuntimePolicy{codexOnly()}, "main", "openai/gpt-5.5", "pi", "codex-only", "codex", true},
-		{"DESIGN §3: an override equal to the enforced runtime (after normalization) is allowed",
+		{"an override equal to the enforced runtime (after normalization) is allowed",
 			[]*v1alpha1.RuntimePolicy{codexOnly()}, "main", "openai/gpt-5.5", "codex-app-server", "", "", false},
-		{"DESIGN §5 rule 1: an empty override overrides nothing",
+		{"rule 1: an empty override overrides nothing",
 			[]*v1alpha1.RuntimePolicy{codexOnly()}, "main", "openai/gpt-5.5", "", "", "", false},
-		{"DESIGN §5 rule 1: auto (and default) overrides nothing",
+		{"rule 1: auto (and default) overrides nothing",
 			[]*v1alpha1.RuntimePolicy{codexOnly()}, "main", "openai/gpt-5.5", "default", "", "", false},
-		{"DESIGN §3: an Allow policy never denies an override",
+		{"an Allow policy never denies an override",
 			[]*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "codex"))}, "main", "openai/gpt-5.5", "openclaw", "", "", false},
-		{"DESIGN §3: a Deny policy for another provider does not govern the model",
+		{"a Deny policy for another provider does not govern the model",
 			[]*v1alpha1.RuntimePolicy{codexOnly()}, "main", "anthropic/claude", "openclaw", "", "", false},
-		{"DESIGN §3: a Deny agent entry governs only that agent",
+		{"a Deny agent entry governs only that agent",
 			[]*v1alpha1.RuntimePolicy{teamDeny}, "other", "openai/gpt-5.5", "openclaw", "", "", false},
-		{"DESIGN §3: a Deny agent entry governs that agent's model",
+		{"a Deny agent entry governs that agent's model",
 			[]*v1alpha1.RuntimePolicy{teamDeny}, "main", "openai/gpt-5.5", "openclaw", "main-codex", "codex", true},
-		{"DESIGN §3: a Deny policy enforcing auto denies an explicit override",
+		{"a Deny policy enforcing auto denies an explicit override",
 			[]*v1alpha1.RuntimePolicy{policy("auto-only", 0, prov("openai", "auto"), deny())}, "main", "openai/gpt-5.5", "codex", "auto-only", "auto", true},
-		{"DESIGN §3: the oldest Deny policy decides what is required",
+		{"the oldest Deny policy decides what is required",
 			[]*v1alpha1.RuntimePolicy{policy("new", 2, prov("openai", "openclaw"), deny()), codexOnly()}, "main", "openai/gpt-5.5", "openclaw", "codex-only", "codex", true},
 		{"decision: no policies, nothing denied",
 			nil, "main", "openai/gpt-5.5", "openclaw", "", "", false},
@@ -372,11 +376,11 @@ func TestReferences(t *testing.T) {
 	p := policy("p", 0, prov("openai", "codex-app-server", row{"gpt-4", "pi"}), model("acme/*", "h1"),
 		model("gpt-5.5", "claude-cli"), agent("main", "openai/gpt-5.5", "auto"), agent("ops", "x/y", "google-gemini-cli"), prov("zeta", "H1"))
 	if got := PolicyRuntimeIDs(p); !slices.Equal(got, []string{"auto", "claude-cli", "codex", "google-gemini-cli", "h1", "openclaw"}) {
-		t.Errorf("DESIGN §3: runtime ids of every entry, normalized and deduplicated; got %q", got)
+		t.Errorf("runtime ids of every entry, normalized and deduplicated; got %q", got)
 	}
 	declared := func(id string) bool { return id == "codex" }
 	if got := UnresolvedRuntimeIDs(p, declared); !slices.Equal(got, []string{"h1"}) {
-		t.Errorf("DESIGN §5 rule 3: auto, openclaw and CLI backend aliases always resolve; got %q", got)
+		t.Errorf("rule 3: auto, openclaw and CLI backend aliases always resolve; got %q", got)
 	}
 	if got := UnresolvedRuntimeIDs(p, nil); !slices.Equal(got, []string{"codex", "h1"}) {
 		t.Errorf("without harnesses only built-ins resolve; got %q", got)
@@ -394,13 +398,13 @@ func TestReferences(t *testing.T) {
 	} {
 		id, usable := DeclaredHarnessID(tc.h)
 		if id != tc.id || usable != tc.usable {
-			t.Errorf("DESIGN §3: DeclaredHarnessID(%s) = %q, %v; want %q, %v", tc.h.Name, id, usable, tc.id, tc.usable)
+			t.Errorf("DeclaredHarnessID(%s) = %q, %v; want %q, %v", tc.h.Name, id, usable, tc.id, tc.usable)
 		}
 	}
 	if id, ok := DeclaredHarnessID(nil); id != "" || ok {
 		t.Errorf("nil harness declares %q", id)
 	}
 	if !BuiltinRuntime("auto") || !BuiltinRuntime("openclaw") || !BuiltinRuntime("claude-cli") || BuiltinRuntime("codex") {
-		t.Errorf("DESIGN §5 rule 3: BuiltinRuntime")
+		t.Errorf("rule 3: BuiltinRuntime")
 	}
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // AdapterDefault is what an adapter declares for an AgentHarness that omits a
-// block (DESIGN.md §3). The admission defaulter writes it into the object so
-// `kubectl get -o yaml` shows the truth; Select and offline explain apply the
-// same values to objects that were not defaulted.
+// block (docs/api.md, AgentHarness). The admission defaulter writes it into the
+// object so `kubectl get -o yaml` shows the truth; Select and offline explain
+// apply the same values to objects that were not defaulted.
 type AdapterDefault struct {
 	// Support replaces an omitted spec.support as a whole; a written block is
 	// the declaration and is never merged with it.

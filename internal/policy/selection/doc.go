@@ -2,7 +2,8 @@
 // snapshot (visible AgentHarnesses with their conditions, the RuntimePolicies
 // selecting the namespace, the AgentSession) and a prepared wire.Attempt to a
 // wire.Decision — which runtime runs the turn and why, or the typed error that fails
-// it closed (DESIGN.md §5, §7; the seed's "Selection policy").
+// it closed (docs/design/contract-rules.md; the error codes are
+// docs/dispatcher-api.md's "Errors"; the seed's "Selection policy").
 //
 // Select applies the rules in this order:
 //

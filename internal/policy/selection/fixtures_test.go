@@ -13,7 +13,7 @@ import (
 // t0 is the creation time of every fixture unless an age is given.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Official routes (issue 3: implicit codex).
+// Official routes (implicit codex: docs/design/contract-rules.md, rule 2).
 const (
 	platformURL = "https://api.openai.com/v1"
 	chatgptURL  = "https://chatgpt.com/backend-api/codex"

@@ -156,17 +156,17 @@ func runtimeSourceOf(src v1alpha1.PolicySource) v1alpha1.RuntimeSource {
 }
 
 // ResolvePolicy merges the RuntimePolicies that select the session's namespace
-// for one key (DESIGN.md §3). Precedence: agent entry > exact model ref (then a
-// bare model ref) > catalog row > agent `provider/*` > `provider/*` >
-// provider-wide > auto. Two
-// policies at the same level: the older wins (creationTimestamp, then name). A
-// Deny policy that governs the key enforces: the oldest such policy decides,
-// whatever the level of the other entries. With an unknown provider, a model
-// id that matches `provider/model` entries (or catalog rows) of two providers
-// yields no model-scoped policy at all; a `provider/*` entry matches an
-// unknown provider when the wildcard entries for the key name one provider
-// only (Provider then reports it); provider-wide entries never match an
-// unknown provider. ResolvePolicy is pure and does not modify policies.
+// for one key (docs/api.md, RuntimePolicy). Precedence: agent entry > exact
+// model ref (then a bare model ref) > catalog row > agent `provider/*` >
+// `provider/*` > provider-wide > auto. Two policies at the same level: the
+// older wins (creationTimestamp, then name). A Deny policy that governs the key
+// enforces: the oldest such policy decides, whatever the level of the other
+// entries. With an unknown provider, a model id that matches `provider/model`
+// entries (or catalog rows) of two providers yields no model-scoped policy at
+// all; a `provider/*` entry matches an unknown provider when the wildcard
+// entries for the key name one provider only (Provider then reports it);
+// provider-wide entries never match an unknown provider. ResolvePolicy is pure
+// and does not modify policies.
 func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyResolution {
 	modelScoped := key.Model != "" && (key.Provider != "" || !ambiguousModel(policies, key))
 	if key.Provider == "" {

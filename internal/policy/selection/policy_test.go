@@ -10,6 +10,8 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
+// The cases check what docs/api.md describes (RuntimePolicy, AgentHarness);
+// "rule N" in a message is that rule of docs/design/contract-rules.md.
 func TestResolvePolicySources(t *testing.T) {
 	key := PolicyKey{AgentID: "main", Provider: "openai", Model: gpt}
 	cases := []struct {
@@ -19,15 +21,15 @@ func TestResolvePolicySources(t *testing.T) {
 		source   v1alpha1.PolicySource
 		enforced bool
 	}{
-		{"DESIGN §3: no entry applies: auto from the default", nil, "auto", v1alpha1.PolicySourceDefault, false},
-		{"DESIGN §3: an agent entry reports source agent", []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", gpt, "codex"))}, "codex", v1alpha1.PolicySourceAgent, false},
-		{"DESIGN §3: a model ref reports source model", []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "codex"))}, "codex", v1alpha1.PolicySourceModel, false},
-		{"DESIGN §3: a catalog row reports source catalog", []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "", row{gpt, "codex"}))}, "codex", v1alpha1.PolicySourceCatalog, false},
-		{"DESIGN §3: provider/* reports source provider-wildcard", []*v1alpha1.RuntimePolicy{policy("p", 0, model("openai/*", "codex"))}, "codex", v1alpha1.PolicySourceProviderWildcard, false},
-		{"DESIGN §3: a provider-wide runtime reports source provider", []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "codex"))}, "codex", v1alpha1.PolicySourceProvider, false},
-		{"DESIGN §3: a Deny policy that governs the key enforces", []*v1alpha1.RuntimePolicy{codexOnly()}, "codex", v1alpha1.PolicySourceProvider, true},
+		{"no entry applies: auto from the default", nil, "auto", v1alpha1.PolicySourceDefault, false},
+		{"an agent entry reports source agent", []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", gpt, "codex"))}, "codex", v1alpha1.PolicySourceAgent, false},
+		{"a model ref reports source model", []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "codex"))}, "codex", v1alpha1.PolicySourceModel, false},
+		{"a catalog row reports source catalog", []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "", row{gpt, "codex"}))}, "codex", v1alpha1.PolicySourceCatalog, false},
+		{"provider/* reports source provider-wildcard", []*v1alpha1.RuntimePolicy{policy("p", 0, model("openai/*", "codex"))}, "codex", v1alpha1.PolicySourceProviderWildcard, false},
+		{"a provider-wide runtime reports source provider", []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "codex"))}, "codex", v1alpha1.PolicySourceProvider, false},
+		{"a Deny policy that governs the key enforces", []*v1alpha1.RuntimePolicy{codexOnly()}, "codex", v1alpha1.PolicySourceProvider, true},
 		{"issue: policy runtime ids are normalized", []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", " PI "))}, "openclaw", v1alpha1.PolicySourceProvider, false},
-		{"DESIGN §3: a Deny policy for another provider does not enforce", []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "h1"), deny()), nil}, "auto", v1alpha1.PolicySourceDefault, false},
+		{"a Deny policy for another provider does not enforce", []*v1alpha1.RuntimePolicy{policy("d", 0, prov("acme", "h1"), deny()), nil}, "auto", v1alpha1.PolicySourceDefault, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +83,7 @@ func TestCLIBackendProvider(t *testing.T) {
 	for rt, want := range map[string]string{"claude-cli": "anthropic", "google-gemini-cli": "google", "codex": ""} {
 		got, ok := CLIBackendProvider(rt)
 		if got != want || ok != (want != "") {
-			t.Errorf("DESIGN §5 rule 3: CLIBackendProvider(%q) = %q, %v", rt, got, ok)
+			t.Errorf("rule 3: CLIBackendProvider(%q) = %q, %v", rt, got, ok)
 		}
 	}
 }
@@ -98,7 +100,7 @@ func TestAdapterDefaults(t *testing.T) {
 		!slices.Equal(s.PreparedAuth.SubscriptionModes, []string{"oauth", "token"}) ||
 		!slices.Equal(s.PreparedAuth.APIKeyModes, []string{"api-key", "api_key"}) ||
 		!slices.Equal(d.ConversationToolPolicyNativeTools, []v1alpha1.ToolID{"exec", "process", "read", "write", "edit", "apply_patch"}) {
-		t.Errorf("DESIGN §3: codex defaults = %+v", d)
+		t.Errorf("codex defaults = %+v", d)
 	}
 	// Fresh copies: a caller that edits its copy changes nothing for the next one.
 	d.Support.Providers[0] = "mutated"
@@ -142,14 +144,14 @@ func TestHarnessVisible(t *testing.T) {
 		want    bool
 		wantErr bool
 	}{
-		{"DESIGN §3: allowedNamespaces defaults to Same (own namespace)", harness("c"), "agents", nil, true, false},
-		{"DESIGN §3: Same hides the harness from other namespaces", harness("c"), "other", accepts, false, false},
-		{"DESIGN §3: explicit Same", harness("c", allowed(v1alpha1.NamespacesFromSame, nil)), "other", accepts, false, false},
-		{"DESIGN §3: All admits every consenting namespace", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other", accepts, true, false},
-		{"DESIGN §3: All serves its own namespace without a label", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "agents", nil, true, false},
-		{"DESIGN §3: Selector admits matching consenting namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "a"}), true, false},
-		{"DESIGN §3: Selector refuses other namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "b"}), false, false},
-		{"DESIGN §3: Selector on its own namespace needs its labels to match", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "agents", nil, false, false},
+		{"allowedNamespaces defaults to Same (own namespace)", harness("c"), "agents", nil, true, false},
+		{"Same hides the harness from other namespaces", harness("c"), "other", accepts, false, false},
+		{"explicit Same", harness("c", allowed(v1alpha1.NamespacesFromSame, nil)), "other", accepts, false, false},
+		{"All admits every consenting namespace", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other", accepts, true, false},
+		{"All serves its own namespace without a label", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "agents", nil, true, false},
+		{"Selector admits matching consenting namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "a"}), true, false},
+		{"Selector refuses other namespaces", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", with(map[string]string{"team": "b"}), false, false},
+		{"Selector on its own namespace needs its labels to match", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "agents", nil, false, false},
 		{"tenancy: All does not capture a namespace that did not consent", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other", nil, false, false},
 		{"tenancy: a matching Selector does not capture a namespace that did not consent", harness("c", allowed(v1alpha1.NamespacesFromSelector, sel)), "x", map[string]string{"team": "a"}, false, false},
 		{"tenancy: consent names the harness namespace: consent to another one does not count", harness("c", allowed(v1alpha1.NamespacesFromAll, nil)), "other",
@@ -186,10 +188,10 @@ func TestPolicySelects(t *testing.T) {
 		want    bool
 		wantErr bool
 	}{
-		{"DESIGN §3: an omitted namespaceSelector selects every namespace", withSel(nil), nil, true, false},
-		{"DESIGN §3: an empty namespaceSelector selects every namespace", withSel(&metav1.LabelSelector{}), nil, true, false},
-		{"DESIGN §3: a namespaceSelector selects matching namespaces", withSel(&metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}), map[string]string{"env": "prod"}, true, false},
-		{"DESIGN §3: a namespaceSelector skips other namespaces", withSel(&metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}), map[string]string{"env": "dev"}, false, false},
+		{"an omitted namespaceSelector selects every namespace", withSel(nil), nil, true, false},
+		{"an empty namespaceSelector selects every namespace", withSel(&metav1.LabelSelector{}), nil, true, false},
+		{"a namespaceSelector selects matching namespaces", withSel(&metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}), map[string]string{"env": "prod"}, true, false},
+		{"a namespaceSelector skips other namespaces", withSel(&metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}), map[string]string{"env": "dev"}, false, false},
 		{"decision: an invalid namespaceSelector is an error", withSel(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Bogus"}}}), nil, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,11 +104,11 @@ type engine struct {
 	routes []route
 }
 
-// Select decides which runtime runs an attempt (DESIGN.md §5, issue 3). It is
-// pure: no I/O, no clock, and it modifies neither its inputs nor package state.
-// A non-nil Session is checked first with ValidateAgainstSession; a mismatch is
-// returned as a Decision with a SessionMismatch error and nothing else. A nil
-// attempt is an empty one.
+// Select decides which runtime runs an attempt (docs/design/contract-rules.md).
+// It is pure: no I/O, no clock, and it modifies neither its inputs nor package
+// state. A non-nil Session is checked first with ValidateAgainstSession; a
+// mismatch is returned as a Decision with a SessionMismatch error and nothing
+// else. A nil attempt is an empty one.
 func Select(s Snapshot, a *wire.Attempt) wire.Decision {
 	if a == nil {
 		a = &wire.Attempt{}
@@ -268,8 +268,8 @@ func (e *engine) decide() wire.Decision {
 		e.provider = pol.Provider
 	}
 
-	// Precedence (DESIGN.md §5 rule 1; the seed: "A persisted session
-	// agentHarnessId keeps ownership of its native transcript while
+	// Precedence (docs/design/contract-rules.md, rule 1; the seed: "A persisted
+	// session agentHarnessId keeps ownership of its native transcript while
 	// route/auth preparation is still pending"): the pin counts only while
 	// route facts are pending; with route facts it is not consulted.
 	switch {

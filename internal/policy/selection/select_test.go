@@ -39,6 +39,10 @@ const (
 	openaiGPT = "openai/gpt-5.5"
 )
 
+// Case names that start with "rule N" check that rule of
+// docs/design/contract-rules.md; the other policy, harness and session cases
+// check what docs/api.md describes (its RuntimePolicy and AgentHarness
+// sections, docs/controllers.md for conflicts).
 var (
 	denyExec = wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Name: "agent", Deny: []string{"exec"}}}}
 	codexPol = func() *v1alpha1.RuntimePolicy { return policy("openai-codex", 0, prov("openai", "codex")) }
@@ -225,7 +229,7 @@ func runSelectCase(t *testing.T, tc selectCase) {
 		t.Errorf("cliBackend = %q, want %q", d.CLIBackend, tc.cli)
 	}
 	if tc.code != wire.CodeSessionMismatch {
-		// issue 3: every visible harness appears among the candidates.
+		// Every visible harness appears among the candidates.
 		if len(d.Candidates) != len(tc.hs) {
 			t.Errorf("%d candidates for %d harnesses", len(d.Candidates), len(tc.hs))
 		}
@@ -342,14 +346,14 @@ func precedenceCases() []selectCase {
 	codex := []*v1alpha1.AgentHarness{harness("codex")}
 	return []selectCase{
 		{
-			name:    "DESIGN §5 rule 1: the session pin beats the session override",
+			name:    "rule 1: the session pin beats the session override",
 			hs:      codex,
 			sess:    session(openaiGPT, override("openclaw"), pinned("codex")),
 			a:       &wire.Attempt{},
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceSession,
 		},
 		{
-			name:    "DESIGN §5 rule 1: the session override beats policy",
+			name:    "rule 1: the session override beats policy",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			sess:    session(openaiGPT, override("openclaw")),
@@ -357,35 +361,35 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name:    "DESIGN §5 rule 1: policy beats auto",
+			name:    "rule 1: policy beats auto",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "openclaw"))},
 			a:       attempt("acme", "m1"),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §3: an agent entry beats an exact model ref",
+			name:    "an agent entry beats an exact model ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", openaiGPT, "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: agent entries apply only to their own agent",
+			name:    "agent entries apply only to their own agent",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("other", openaiGPT, "openclaw"), model(openaiGPT, "codex"))},
 			a:       attempt("openai", gpt),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: an exact model ref beats a catalog row",
+			name:    "an exact model ref beats a catalog row",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(openaiGPT, "openclaw"), prov("openai", "", row{gpt, "codex"}))},
 			a:       attempt("openai", gpt),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: a catalog row beats provider/*",
+			name:    "a catalog row beats provider/*",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "", row{gpt, "openclaw"}), model("openai/*", "codex"))},
 			a:       attempt("openai", gpt),
@@ -399,21 +403,21 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: the provider-wide runtime applies when nothing more specific matches",
+			name:    "the provider-wide runtime applies when nothing more specific matches",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw", row{"gpt-4.1", "codex"}))},
 			a:       attempt("openai", gpt),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §3: an exact provider/model ref beats a bare model ref",
+			name:    "an exact provider/model ref beats a bare model ref",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(gpt, "codex"), model(openaiGPT, "openclaw"))},
 			a:       attempt("openai", gpt),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "DESIGN §3: a bare model ref matches that model of any provider",
+			name:    "a bare model ref matches that model of any provider",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model(gpt, "openclaw"))},
 			a:       attempt("azure", gpt),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
@@ -513,14 +517,14 @@ func precedenceCases() []selectCase {
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §3: a policy entry of auto asks the harnesses and keeps the policy as runtime source",
+			name:    "a policy entry of auto asks the harnesses and keeps the policy as runtime source",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "auto"))},
 			a:       attempt("acme", "m1"),
 			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name: "DESIGN §3: two policies giving one key different runtimes: the older policy wins",
+			name: "two policies giving one key different runtimes: the older policy wins",
 			hs:   codex,
 			ps: []*v1alpha1.RuntimePolicy{
 				policy("new", 2, prov("openai", "openclaw")),
@@ -531,7 +535,7 @@ func precedenceCases() []selectCase {
 			check: wantMatched("old", "new"),
 		},
 		{
-			name: "DESIGN §3: with equal creationTimestamps the name breaks the tie",
+			name: "with equal creationTimestamps the name breaks the tie",
 			hs:   codex,
 			ps: []*v1alpha1.RuntimePolicy{
 				policy("b", 0, prov("openai", "codex")),
@@ -542,7 +546,7 @@ func precedenceCases() []selectCase {
 			check: wantMatched("a", "b"),
 		},
 		{
-			name: "DESIGN §3: a Deny policy enforces over an older policy's more specific entry",
+			name: "a Deny policy enforces over an older policy's more specific entry",
 			hs:   codex,
 			ps: []*v1alpha1.RuntimePolicy{
 				policy("old", 0, model(openaiGPT, "openclaw")),
@@ -553,7 +557,7 @@ func precedenceCases() []selectCase {
 			check: wantMatched("enforcer", "old"),
 		},
 		{
-			name: "DESIGN §3: between two Deny policies the older wins",
+			name: "between two Deny policies the older wins",
 			hs:   codex,
 			ps: []*v1alpha1.RuntimePolicy{
 				policy("d2", 2, prov("openai", "openclaw"), deny()),
@@ -564,7 +568,7 @@ func precedenceCases() []selectCase {
 			check: wantMatched("d1", "d2"),
 		},
 		{
-			name: "DESIGN §3: a Deny policy governs only the providers it names",
+			name: "a Deny policy governs only the providers it names",
 			hs:   codex,
 			ps: []*v1alpha1.RuntimePolicy{
 				policy("d", 0, prov("anthropic", "openclaw"), deny()),
@@ -575,7 +579,7 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name:    "DESIGN §3: a Deny policy's agent entry governs only that agent",
+			name:    "a Deny policy's agent entry governs only that agent",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("d", 0, agent("other", "openai/*", "codex"), deny())},
 			sess:    session(openaiGPT, override("openclaw")),
@@ -583,7 +587,7 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name: "DESIGN §3: matchedPolicies lists the deciding policy first, then the others oldest first",
+			name: "matchedPolicies lists the deciding policy first, then the others oldest first",
 			hs:   codex,
 			ps: []*v1alpha1.RuntimePolicy{
 				policy("p3", 3, model(openaiGPT, "codex")),
@@ -611,7 +615,7 @@ func denyCases() []selectCase {
 	}
 	return []selectCase{
 		{
-			name: "DESIGN §5 rule 1: under a Deny policy a contradicting override fails closed",
+			name: "rule 1: under a Deny policy a contradicting override fails closed",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, override("openclaw")),
@@ -620,7 +624,7 @@ func denyCases() []selectCase {
 			msg: `Runtime override "openclaw" contradicts RuntimePolicy "codex-only" (sessionOverrides: Deny), which requires runtime "codex" for openai/gpt-5.5. Remove spec.runtimeOverride or set it to "codex".`,
 		},
 		{
-			name: "DESIGN §5 rule 1: while route facts are pending a pin contradicting a Deny policy fails closed, naming the remedies that work",
+			name: "rule 1: while route facts are pending a pin contradicting a Deny policy fails closed, naming the remedies that work",
 			hs:   []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess: session(openaiGPT, pinned("other")),
@@ -638,7 +642,7 @@ func denyCases() []selectCase {
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §5 rule 1: a reset (resetGeneration past the binding's generation) makes the pin stale: no denial, no pin",
+			name:    "rule 1: a reset (resetGeneration past the binding's generation) makes the pin stale: no denial, no pin",
 			hs:      []*v1alpha1.AgentHarness{harness("codex"), harness("other")},
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, pinned("other"), boundAt(0), resetTo(1)),
@@ -646,7 +650,7 @@ func denyCases() []selectCase {
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §3: an override that agrees with a Deny policy runs",
+			name:    "an override that agrees with a Deny policy runs",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, override("codex")),
@@ -654,7 +658,7 @@ func denyCases() []selectCase {
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name:    "DESIGN §3: a pin that agrees with a Deny policy runs",
+			name:    "a pin that agrees with a Deny policy runs",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexOnly()},
 			sess:    session(openaiGPT, pinned("codex")),
@@ -719,14 +723,14 @@ func denyCases() []selectCase {
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name: "DESIGN §3: a CLI backend override contradicting a Deny policy is OverrideDenied",
+			name: "a CLI backend override contradicting a Deny policy is OverrideDenied",
 			ps:   []*v1alpha1.RuntimePolicy{policy("d", 0, prov("anthropic", "openclaw"), deny())},
 			sess: session("anthropic/claude-opus-5", override("claude-cli")),
 			a:    &wire.Attempt{},
 			code: wire.CodeOverrideDenied, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name: "DESIGN §5 rule 1: a what-if override contradicting a Deny policy is OverrideDenied",
+			name: "rule 1: a what-if override contradicting a Deny policy is OverrideDenied",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{codexOnly()},
 			a:    attempt("openai", gpt, whatIfOverride("openclaw")),
@@ -771,13 +775,13 @@ func autoCases() []selectCase {
 			check: wantCand("codex", false, reasonProvider),
 		},
 		{
-			name:    "DESIGN §5 rule 2: the highest priority wins",
+			name:    "rule 2: the highest priority wins",
 			hs:      []*v1alpha1.AgentHarness{acme("a", 1), acme("b", 50), acme("c", 10)},
 			a:       attempt("acme", "m1"),
 			runtime: "b", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name: "DESIGN §5 rule 2: a missing priority counts as 0",
+			name: "rule 2: a missing priority counts as 0",
 			hs: []*v1alpha1.AgentHarness{
 				harness("a", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyAny})),
 				acme("b", -1),
@@ -786,7 +790,7 @@ func autoCases() []selectCase {
 			runtime: "a", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name:    "DESIGN §5 rule 2: priority ties go to the lower harness id",
+			name:    "rule 2: priority ties go to the lower harness id",
 			hs:      []*v1alpha1.AgentHarness{acme("zeta", 5), acme("alpha", 5)},
 			a:       attempt("acme", "m1"),
 			runtime: "alpha", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
@@ -799,7 +803,7 @@ func autoCases() []selectCase {
 			check: wantCand("h1", false, "harness is explicit-only"),
 		},
 		{
-			name:    "DESIGN §3: autoSelection is separate from support: an ExplicitOnly harness serves an explicit runtime id",
+			name:    "autoSelection is separate from support: an ExplicitOnly harness serves an explicit runtime id",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5, autoSel(v1alpha1.AutoSelectionExplicitOnly))},
 			a:       attempt("acme", "m1", whatIfOverride("h1")),
 			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
@@ -859,7 +863,7 @@ func autoCases() []selectCase {
 			runtime: "small", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name: "DESIGN §5 rule 3: an unavailable auto winner is HarnessUnavailable, never a fallback",
+			name: "rule 3: an unavailable auto winner is HarnessUnavailable, never a fallback",
 			hs: []*v1alpha1.AgentHarness{
 				acme("h1", 5, withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", "0/1 server pods are Ready")),
 				acme("h2", 1),
@@ -874,14 +878,14 @@ func autoCases() []selectCase {
 			},
 		},
 		{
-			name: "DESIGN §5 rule 3: an auto winner below the version floor fails closed",
+			name: "rule 3: an auto winner below the version floor fails closed",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5, belowFloorCond("codex-cli 0.140.0 is below the version floor 0.149.0"))},
 			a:    attempt("acme", "m1"),
 			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex-cli 0.140.0 is below the version floor 0.149.0",
 		},
 		{
-			name:    "DESIGN §3: an omitted support block means the adapter defaults (codex: providers codex, openai; priority 100)",
+			name:    "an omitted support block means the adapter defaults (codex: providers codex, openai; priority 100)",
 			hs:      []*v1alpha1.AgentHarness{harness("pool")},
 			a:       attempt("acme", "m1"),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
@@ -899,7 +903,7 @@ func autoCases() []selectCase {
 			check: wantCand("h1", false, reasonUnknownAutoMode),
 		},
 		{
-			name: "DESIGN §3: harness ids are unique among visible harnesses: of two with one id the older counts",
+			name: "harness ids are unique among visible harnesses: of two with one id the older counts",
 			hs: []*v1alpha1.AgentHarness{
 				acme("h1", 5, objName("team-b", "h1"), created(2)),
 				acme("h1", 5, objName("team-a", "h1-old"), created(1)),
@@ -914,20 +918,20 @@ func autoCases() []selectCase {
 			},
 		},
 		{
-			name:    "DESIGN §3: openclaw and its aliases are reserved: a harness using one is never selected by auto",
+			name:    "openclaw and its aliases are reserved: a harness using one is never selected by auto",
 			hs:      []*v1alpha1.AgentHarness{harness("pi", written(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("acme", "m1"),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantCand("pi", false, reasonReserved),
 		},
 		{
-			name: "DESIGN §3: a harness whose id is the alias codex-app-server does not register codex",
+			name: "a harness whose id is the alias codex-app-server does not register codex",
 			hs:   []*v1alpha1.AgentHarness{harness("codex-app-server")},
 			a:    attempt("openai", gpt, whatIfOverride("codex")),
 			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name:    "DESIGN §3: omitted support providers mean any provider",
+			name:    "omitted support providers mean any provider",
 			hs:      []*v1alpha1.AgentHarness{harness("any", written(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("acme", "m1"),
 			runtime: "any", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
@@ -982,14 +986,14 @@ func implicitCases() []selectCase {
 			check: wantCand("codex", false, reasonNoRouteFacts),
 		},
 		{
-			name:    "DESIGN §5 rule 2: an openai attempt on the official route with codex compatible is implicit codex",
+			name:    "rule 2: an openai attempt on the official route with codex compatible is implicit codex",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 			check: wantRef("agents", "codex"),
 		},
 		{
-			name:    "DESIGN §5 rule 2: explicit runtimes treat an attempt without route facts as the default official route",
+			name:    "rule 2: explicit runtimes treat an attempt without route facts as the default official route",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{codexPol()},
 			a:       attempt("openai", gpt),
@@ -1056,14 +1060,14 @@ func implicitCases() []selectCase {
 			check: wantCand("codex", false, reasonRouteUndeclared),
 		},
 		{
-			name: "DESIGN §5 rule 3: implicit codex below the floor fails closed: a claimed route never degrades",
+			name: "rule 3: implicit codex below the floor fails closed: a claimed route never degrades",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex 0.148.2 is older than 0.149.0"))},
 			a:    attempt("openai", gpt, withRoute(codexRoute())),
 			code: wire.CodeVersionBelowFloor, source: v1alpha1.RuntimeSourceImplicit,
 			msg: "codex 0.148.2 is older than 0.149.0",
 		},
 		{
-			name: "DESIGN §5 rule 3: implicit codex that is unavailable is HarnessUnavailable, never a fallback",
+			name: "rule 3: implicit codex that is unavailable is HarnessUnavailable, never a fallback",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionUnknown, "HandshakePending", ""))},
 			a:    attempt("openai", gpt, withRoute(codexRoute())),
 			code: wire.CodeHarnessUnavailable, source: v1alpha1.RuntimeSourceImplicit,
@@ -1093,20 +1097,20 @@ func implicitCases() []selectCase {
 			check: wantCand("codex", false, reasonExplicitOnly),
 		},
 		{
-			name:    "DESIGN §3: implicit Codex means the harness whose harnessId is codex, not any codex-app-server harness",
+			name:    "implicit Codex means the harness whose harnessId is codex, not any codex-app-server harness",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool")},
 			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "openclaw", reason: wire.ReasonImplicitPluginUnavailableOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name:    "DESIGN §5 rule 2: implicit codex selected under a policy entry of auto has runtime source implicit",
+			name:    "rule 2: implicit codex selected under a policy entry of auto has runtime source implicit",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
 			a:       attempt("openai", gpt, withRoute(codexRoute())),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name:    "DESIGN §5 rule 2: a custom openai endpoint under a policy entry of auto keeps the policy's runtime source",
+			name:    "rule 2: a custom openai endpoint under a policy entry of auto keeps the policy's runtime source",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "auto"))},
 			a:       attempt("openai", gpt, withRoute(rt(apiPlatform, "https://proxy.example/v1", compat("codex")))),
@@ -1245,7 +1249,7 @@ func explicitCases() []selectCase {
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name:    "DESIGN §5 rule 1: with route facts the session override beats the pin",
+			name:    "rule 1: with route facts the session override beats the pin",
 			hs:      []*v1alpha1.AgentHarness{acme("h1", 5), acme("h2", 1, written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			sess:    session("acme/m1", pinned("h1"), override("h2")),
 			a:       attempt("", "", withRoute(acmeRoute(func(m *wire.ModelProvider) { m.RequestTransportOverrides = wire.TransportOverridesNone }))),
@@ -1267,13 +1271,13 @@ func explicitCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 			check: wantCand("codex", true, ""),
 		},
-		unavailable("DESIGN §5 rule 3: WorkloadReady False is HarnessUnavailable (retryable)",
+		unavailable("rule 3: WorkloadReady False is HarnessUnavailable (retryable)",
 			withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", "0/2 server pods are Ready"),
 			`Agent harness "codex" is unavailable: WorkloadReady is False (NoReadyPods: 0/2 server pods are Ready). Retry later.`),
-		unavailable("DESIGN §5 rule 3: VersionSupported Unknown is HarnessUnavailable",
+		unavailable("rule 3: VersionSupported Unknown is HarnessUnavailable",
 			withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionUnknown, "HandshakePending", "no handshake yet"),
 			`Agent harness "codex" is unavailable: VersionSupported is Unknown (HandshakePending: no handshake yet). Retry later.`),
-		unavailable("DESIGN §5 rule 3: VersionSupported HandshakeFailed is HarnessUnavailable",
+		unavailable("rule 3: VersionSupported HandshakeFailed is HarnessUnavailable",
 			withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionFalse, "HandshakeFailed", "connection refused"), ""),
 		unavailable("decision: VersionSupported False with an unknown reason is HarnessUnavailable",
 			withCond(v1alpha1.HarnessConditionVersionSupported, metav1.ConditionFalse, "SomethingNew", ""), ""),
@@ -1282,7 +1286,7 @@ func explicitCases() []selectCase {
 			`Agent harness "codex" is unavailable: WorkloadReady is not reported yet. Retry later.`),
 		unavailable("decision: a harness without status is unavailable for the dispatcher", noStatus(), ""),
 		{
-			name: "DESIGN §5 rule 3: below the version floor fails closed with the version error text",
+			name: "rule 3: below the version floor fails closed with the version error text",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", belowFloorCond("codex-cli 0.140.0 is below the version floor 0.149.0"))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
@@ -1321,13 +1325,13 @@ func explicitCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §3: the harness id defaults to metadata.name",
+			name:    "the harness id defaults to metadata.name",
 			hs:      []*v1alpha1.AgentHarness{harness("codex-pool", noHarnessID())},
 			a:       attempt("openai", gpt, whatIfOverride("codex-pool")),
 			runtime: "codex-pool", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name: "DESIGN §5 rule 3: registered means an AgentHarness with that harness id, not that object name",
+			name: "rule 3: registered means an AgentHarness with that harness id, not that object name",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", objName("agents", "pool-a"))},
 			a:    attempt("openai", gpt, whatIfOverride("pool-a")),
 			code: wire.CodeHarnessNotRegistered, source: v1alpha1.RuntimeSourceOverride,
@@ -1341,7 +1345,7 @@ func explicitCases() []selectCase {
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §5 rule 1: legacy whole-agent pins are ignored (only the session's own pin counts)",
+			name:    "rule 1: legacy whole-agent pins are ignored (only the session's own pin counts)",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("openai", "openclaw"))},
 			sess:    session(openaiGPT),
@@ -1388,43 +1392,43 @@ func supportCases() []selectCase {
 	}
 	return []selectCase{
 		{
-			name: "DESIGN §3: a written support block is the declaration and is not merged with the adapter defaults",
+			name: "a written support block is the declaration and is not merged with the adapter defaults",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			ps:   pol,
 			a:    attempt("openai", gpt),
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name:    "DESIGN §3: nativeProviders are exempt from the route policy when none is declared",
+			name:    "nativeProviders are exempt from the route policy when none is declared",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("codex", "codex"))},
 			a:       attempt("codex", gpt, withRoute(rt("codex-native", chatgptURL))),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name: "DESIGN §3: nativeProviders are not exempt when a declared route policy omits the harness",
+			name: "nativeProviders are not exempt when a declared route policy omits the harness",
 			hs:   codex,
 			ps:   []*v1alpha1.RuntimePolicy{policy("p", 0, prov("codex", "codex"))},
 			a:    attempt("codex", gpt, withRoute(rt("codex-native", chatgptURL, compat("other")))),
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
 			msg: `Requested agent harness "codex" does not support codex/gpt-5.5 (route runtime policy does not list the harness).`,
 		},
-		explicitAcme("DESIGN §3: MustBeDeclared accepts a declared route policy that does not list the harness",
+		explicitAcme("MustBeDeclared accepts a declared route policy that does not list the harness",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(compat()), ""),
-		explicitAcme("DESIGN §3: MustBeDeclared refuses an undeclared route policy",
+		explicitAcme("MustBeDeclared refuses an undeclared route policy",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustBeDeclared}), acmeRoute(), wire.CodeHarnessUnsupported),
-		explicitAcme("DESIGN §3: routePolicy Any accepts an undeclared route policy",
+		explicitAcme("routePolicy Any accepts an undeclared route policy",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}), acmeRoute(), ""),
 		explicitAcme("decision: an empty routePolicy is the CRD default MustListHarness",
 			acmeBlock(v1alpha1.HarnessSupport{}), acmeRoute(compat("other")), wire.CodeHarnessUnsupported),
-		explicitAcme("DESIGN §3: MustListHarness accepts a route policy listing the harness",
+		explicitAcme("MustListHarness accepts a route policy listing the harness",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyMustListHarness}), acmeRoute(compat("other", "h1")), ""),
 		explicitAcme("decision: route compatible ids are normalized runtime ids",
 			acmeBlock(v1alpha1.HarnessSupport{}), acmeRoute(compat(" H1 ")), ""),
-		explicitAcme("DESIGN §3: requestTransportOverrides Supported accepts authored overrides",
+		explicitAcme("requestTransportOverrides Supported accepts authored overrides",
 			acmeBlock(v1alpha1.HarnessSupport{RequestTransportOverrides: v1alpha1.RequestTransportOverridesSupported, RoutePolicy: v1alpha1.RoutePolicyAny}),
 			acmeRoute(overrides()), ""),
-		explicitAcme("DESIGN §3: requestTransportOverrides Unsupported fails closed without a fallback",
+		explicitAcme("requestTransportOverrides Unsupported fails closed without a fallback",
 			acmeBlock(v1alpha1.HarnessSupport{RequestTransportOverrides: v1alpha1.RequestTransportOverridesUnsupported, RoutePolicy: v1alpha1.RoutePolicyAny}),
 			acmeRoute(overrides()), wire.CodeHarnessUnsupported),
 		explicitAcme("decision: an empty requestTransportOverrides declaration is the CRD default Unsupported",
@@ -1432,7 +1436,7 @@ func supportCases() []selectCase {
 		explicitAcme("decision: a route whose overrides fact is missing counts as overrides present",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
 			wire.ModelProvider{API: "acme-chat", BaseURL: "https://acme.example/v1"}, wire.CodeHarnessUnsupported),
-		explicitAcme("DESIGN §3: preparedAuth absent in the support block means no auth check",
+		explicitAcme("preparedAuth absent in the support block means no auth check",
 			acmeBlock(v1alpha1.HarnessSupport{RoutePolicy: v1alpha1.RoutePolicyAny}),
 			acmeRoute(auth(wire.AuthSourceNone, "", wire.AuthRequirementSubscription)), ""),
 		explicitAcme("decision: an unknown prepared-auth requirement (an attempt that skipped Validate) fails closed",
@@ -1441,13 +1445,13 @@ func supportCases() []selectCase {
 		explicitAcme("decision: an adapter without defaults and no support block supports nothing",
 			[]*v1alpha1.AgentHarness{harness("h1", func(h *v1alpha1.AgentHarness) { h.Spec.Adapter = "future-adapter" })},
 			acmeRoute(), wire.CodeHarnessUnsupported),
-		codexAuth("DESIGN §3: a subscription requirement accepts source profile with a subscription mode", wire.AuthSourceProfile, "oauth", wire.AuthRequirementSubscription, true),
-		codexAuth("DESIGN §3: a subscription requirement refuses source direct", wire.AuthSourceDirect, "oauth", wire.AuthRequirementSubscription, false),
-		codexAuth("DESIGN §3: a subscription requirement refuses a mode outside subscriptionModes", wire.AuthSourceProfile, "api-key", wire.AuthRequirementSubscription, false),
-		codexAuth("DESIGN §3: an api-key requirement accepts source direct with an api-key mode", wire.AuthSourceDirect, "api_key", wire.AuthRequirementAPIKey, true),
-		codexAuth("DESIGN §3: an api-key requirement accepts source profile with an api-key mode", wire.AuthSourceProfile, "api-key", wire.AuthRequirementAPIKey, true),
+		codexAuth("a subscription requirement accepts source profile with a subscription mode", wire.AuthSourceProfile, "oauth", wire.AuthRequirementSubscription, true),
+		codexAuth("a subscription requirement refuses source direct", wire.AuthSourceDirect, "oauth", wire.AuthRequirementSubscription, false),
+		codexAuth("a subscription requirement refuses a mode outside subscriptionModes", wire.AuthSourceProfile, "api-key", wire.AuthRequirementSubscription, false),
+		codexAuth("an api-key requirement accepts source direct with an api-key mode", wire.AuthSourceDirect, "api_key", wire.AuthRequirementAPIKey, true),
+		codexAuth("an api-key requirement accepts source profile with an api-key mode", wire.AuthSourceProfile, "api-key", wire.AuthRequirementAPIKey, true),
 		codexAuth("seed: preparedAuth.source harness is an auth owner, not permission to infer route support", wire.AuthSourceHarness, "api-key", wire.AuthRequirementAPIKey, false),
-		codexAuth("DESIGN §3: an api-key requirement refuses a mode outside apiKeyModes", wire.AuthSourceProfile, "oauth", wire.AuthRequirementAPIKey, false),
+		codexAuth("an api-key requirement refuses a mode outside apiKeyModes", wire.AuthSourceProfile, "oauth", wire.AuthRequirementAPIKey, false),
 		codexAuth("issue: the prepared-auth check runs only when the route carries a requirement", wire.AuthSourceNone, "", "", true),
 		codexAuth("decision: auth modes compare case-insensitively", wire.AuthSourceProfile, " OAuth ", wire.AuthRequirementSubscription, true),
 		{
@@ -1485,14 +1489,14 @@ func retrySetCases() []selectCase {
 	}
 	return []selectCase{
 		{
-			name: "DESIGN §5 rule 4: routes that agree run the set on their runtime",
+			name: "rule 4: routes that agree run the set on their runtime",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=codex/forced_plugin"),
 		},
 		{
-			name: "DESIGN §5 rule 4: any fail-closed route fails the set",
+			name: "rule 4: any fail-closed route fails the set",
 			hs:   codex, ps: pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(), rt(apiPlatform, platformURL))),
 			code: wire.CodeHarnessUnsupported, source: v1alpha1.RuntimeSourceProvider,
@@ -1500,7 +1504,7 @@ func retrySetCases() []selectCase {
 			check: wantRoutes("modelProviders[0]=codex/forced_plugin", "modelProviders[1]=HarnessUnsupported"),
 		},
 		{
-			name: "DESIGN §5 rule 4: routes that disagree run the set on openclaw",
+			name: "rule 4: routes that disagree run the set on openclaw",
 			hs:   codex, ps: pol,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), codexRoute(overrides()))),
 			runtime: "openclaw", reason: wire.ReasonPluginDeclaredFallbackOpenClaw, source: v1alpha1.RuntimeSourceProvider,
@@ -1520,7 +1524,7 @@ func retrySetCases() []selectCase {
 			check: wantRoutes("modelProviders[0]=h1/auto_plugin", "modelProviders[1]=openclaw/auto_openclaw"),
 		},
 		{
-			name:    "DESIGN §5 rule 4: auto routes that choose different harnesses run the set on openclaw",
+			name:    "rule 4: auto routes that choose different harnesses run the set on openclaw",
 			hs:      []*v1alpha1.AgentHarness{mustList("h1", 9), mustList("h2", 1)},
 			a:       attempt("acme", "m1", withRetrySet(acmeRoute(compat("h1", "h2")), acmeRoute(compat("h2")))),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
@@ -1528,13 +1532,13 @@ func retrySetCases() []selectCase {
 				wantCand("h1", false, "modelProviders[1]: "+reasonRouteNotListed), wantCand("h2", true, "")),
 		},
 		{
-			name:    "DESIGN §5 rule 4: a set with one custom openai route runs on openclaw",
+			name:    "rule 4: a set with one custom openai route runs on openclaw",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), rt(apiPlatform, "https://proxy.example/v1", compat("codex")))),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name:    "DESIGN §5 rule 4: implicit codex on a set of official routes is selected for the set",
+			name:    "rule 4: implicit codex on a set of official routes is selected for the set",
 			hs:      codex,
 			a:       attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceImplicit,
@@ -1558,7 +1562,7 @@ func retrySetCases() []selectCase {
 			check: wantRoutes("modelProvider=codex/forced_plugin", "modelProviders[0]=codex/forced_plugin"),
 		},
 		{
-			name: "DESIGN §5 rule 4: the harness that runs the set must be available",
+			name: "rule 4: the harness that runs the set must be available",
 			hs:   []*v1alpha1.AgentHarness{harness("codex", withCond(v1alpha1.HarnessConditionWorkloadReady, metav1.ConditionFalse, "NoReadyPods", ""))},
 			ps:   pol,
 			a:    attempt("openai", gpt, withRetrySet(codexRoute(), chatgpt)),
@@ -1601,7 +1605,7 @@ func toolPolicyCases() []selectCase {
 	}
 	exactCodex := []*v1alpha1.AgentHarness{harness("codex", exact("web_search", "exec"))}
 	return []selectCase{
-		gated("DESIGN §5 rule 6: a restricted turn on a harness without Exact fails closed", tools(denyExec)),
+		gated("rule 6: a restricted turn on a harness without Exact fails closed", tools(denyExec)),
 		{
 			name: "issue: the tool-policy message names the harness id when it has no label",
 			hs:   []*v1alpha1.AgentHarness{harness("codex")}, ps: pol,
@@ -1609,7 +1613,7 @@ func toolPolicyCases() []selectCase {
 			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceProvider,
 			msg: "codex" + toolMsg,
 		},
-		runs("DESIGN §5 rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"browser"}}}})),
+		runs("rule 6: a harness declaring Exact runs a restricted turn", exactCodex, true, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Deny: []string{"browser"}}}})),
 		gated("seed: Core passes pluginHarnessToolPolicyRestricted as the prepared decision (the stricter verdict wins)",
 			func(a *wire.Attempt) { a.PluginHarnessToolPolicyRestricted = true }),
 		gated("issue: disableTools denies everything and restricts", func(a *wire.Attempt) { a.DisableTools = true }),
@@ -1624,10 +1628,10 @@ func toolPolicyCases() []selectCase {
 			tools(wire.ToolPolicy{Profile: "coding"})),
 		gated("issue: a finite allowlist in a layer restricts", tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Allow: wire.ToolList{"read"}}}})),
 		runs("issue: an allowlist containing * does not restrict", labelled, false, nil, tools(wire.ToolPolicy{Layers: []wire.ToolPolicyLayer{{Allow: wire.ToolList{"*"}}}})),
-		runs("DESIGN §3: declared native tools replace the adapter default", []*v1alpha1.AgentHarness{harness("codex", nativeTools("read"))}, false, nil,
+		runs("declared native tools replace the adapter default", []*v1alpha1.AgentHarness{harness("codex", nativeTools("read"))}, false, nil,
 			tools(wire.ToolPolicy{Profile: "coding"})),
 		{
-			name: "DESIGN §5 rule 6: the gate does not apply to the embedded runtime",
+			name: "rule 6: the gate does not apply to the embedded runtime",
 			hs:   labelled, ps: pol,
 			a:       attempt("openai", gpt, whatIfOverride("openclaw"), tools(denyExec)),
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
@@ -1638,13 +1642,13 @@ func toolPolicyCases() []selectCase {
 			},
 		},
 		{
-			name: "DESIGN §5 rule 6: implicit codex is gated too",
+			name: "rule 6: implicit codex is gated too",
 			hs:   labelled,
 			a:    attempt("openai", gpt, tools(denyExec), withRoute(codexRoute())),
 			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
-			name: "DESIGN §5 rule 6: an auto_plugin selection is gated too",
+			name: "rule 6: an auto_plugin selection is gated too",
 			hs:   []*v1alpha1.AgentHarness{acme("h1", 5, label("Acme Agent"))},
 			a:    attempt("acme", "m1", tools(denyExec)),
 			code: wire.CodeToolPolicyUnenforceable, source: v1alpha1.RuntimeSourceImplicit,
@@ -1682,28 +1686,28 @@ func sessionCases() []selectCase {
 			}}
 	}
 	return []selectCase{
-		mismatch("DESIGN §4: an attempt whose agentId contradicts the session is SessionMismatch", &wire.Attempt{AgentID: "other"}, nil,
+		mismatch("an attempt whose agentId contradicts the session is SessionMismatch", &wire.Attempt{AgentID: "other"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "other" does not match spec.agentId "main".`),
-		mismatch("DESIGN §4: an attempt whose sessionKey contradicts the session is SessionMismatch", &wire.Attempt{SessionKey: "agent:main:other"}, nil, ""),
-		mismatch("DESIGN §4: an attempt whose sessionId contradicts the session is SessionMismatch", &wire.Attempt{SessionID: "s-2"}, nil, ""),
-		mismatch("DESIGN §4: an attempt whose provider contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "anthropic"}, nil,
+		mismatch("an attempt whose sessionKey contradicts the session is SessionMismatch", &wire.Attempt{SessionKey: "agent:main:other"}, nil, ""),
+		mismatch("an attempt whose sessionId contradicts the session is SessionMismatch", &wire.Attempt{SessionID: "s-2"}, nil, ""),
+		mismatch("an attempt whose provider contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "anthropic"}, nil,
 			`The attempt contradicts AgentSession agents/demo: provider "anthropic" does not match spec.model "openai/gpt-5.5".`),
-		mismatch("DESIGN §4: an attempt whose modelId contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
-		mismatch("DESIGN §4: a provider/model modelId naming another provider is SessionMismatch", &wire.Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
-		mismatch("DESIGN §4: an attempt pin the session does not have is SessionMismatch", &wire.Attempt{AgentHarnessID: "codex"}, nil,
+		mismatch("an attempt whose modelId contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
+		mismatch("a provider/model modelId naming another provider is SessionMismatch", &wire.Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
+		mismatch("an attempt pin the session does not have is SessionMismatch", &wire.Attempt{AgentHarnessID: "codex"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentHarnessId "codex" does not match status.agentHarnessId "".`),
-		mismatch("DESIGN §4: an attempt override that contradicts spec.runtimeOverride is SessionMismatch",
+		mismatch("an attempt override that contradicts spec.runtimeOverride is SessionMismatch",
 			&wire.Attempt{AgentHarnessRuntimeOverride: "codex"}, session(openaiGPT, override("openclaw")), ""),
-		mismatch("DESIGN §4: every mismatching field is reported at once", &wire.Attempt{AgentID: "x", SessionID: "y"}, nil,
+		mismatch("every mismatching field is reported at once", &wire.Attempt{AgentID: "x", SessionID: "y"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "x" does not match spec.agentId "main"; sessionId "y" does not match spec.sessionId "s-1".`),
 		{
-			name: "DESIGN §4: empty attempt fields are not compared",
+			name: "empty attempt fields are not compared",
 			hs:   codex, ps: pol, sess: session(openaiGPT),
 			a:       &wire.Attempt{},
 			runtime: "codex", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceProvider,
 		},
 		{
-			name: "DESIGN §4: repeated fields that match are accepted (provider case, provider prefix, runtime aliases)",
+			name: "repeated fields that match are accepted (provider case, provider prefix, runtime aliases)",
 			hs:   codex, ps: pol,
 			sess: session(openaiGPT, pinned("codex"), override("openclaw")),
 			a: &wire.Attempt{AgentID: "main", SessionKey: "agent:main:demo", SessionID: "s-1", Provider: "OpenAI", ModelID: openaiGPT,
@@ -1723,7 +1727,7 @@ func sessionCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceOverride,
 		},
 		{
-			name:    "DESIGN §4: the session's model is authoritative for policy",
+			name:    "the session's model is authoritative for policy",
 			hs:      codex,
 			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("anthropic", "openclaw"))},
 			sess:    session("anthropic/claude-opus-5"),

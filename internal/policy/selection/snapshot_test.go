@@ -35,14 +35,14 @@ func TestSnapshotFor(t *testing.T) {
 		wantErr       bool
 	}{
 		{
-			name:          "DESIGN §3: allowedNamespaces Same, All and a selector on the implied name label; empty namespaceSelector selects every namespace",
+			name:          "allowedNamespaces Same, All and a selector on the implied name label; empty namespaceSelector selects every namespace",
 			policies:      []*v1alpha1.RuntimePolicy{everywhere, teamA},
 			labels:        acceptsShared,
 			wantHarnesses: []string{"same", "all", "by-name"},
 			wantPolicies:  []string{"everywhere"},
 		},
 		{
-			name:          "DESIGN §3: a policy's namespaceSelector matches the namespace's labels",
+			name:          "a policy's namespaceSelector matches the namespace's labels",
 			policies:      []*v1alpha1.RuntimePolicy{everywhere, teamA},
 			labels:        map[string]string{"team": "a", v1alpha1.AcceptHarnessesLabel("shared"): "true"},
 			wantHarnesses: []string{"same", "all", "by-name"},

@@ -283,7 +283,8 @@ const (
 	belowFloor
 )
 
-// readinessOf reads the manager's conditions (DESIGN.md §5 rule 3).
+// readinessOf reads the manager's conditions (docs/design/contract-rules.md,
+// rule 3).
 // VersionSupported False with reason VersionBelowFloor is below the floor.
 // Otherwise the harness is unavailable unless WorkloadReady and
 // VersionSupported are both True; a missing condition counts as Unknown, and

@@ -44,10 +44,10 @@ func TestPolicySelectorCache(t *testing.T) {
 	bad := policy("bad", 0, badSelector())
 	for range 2 { // the second round is answered from the cache
 		if ok, err := PolicySelects(valid, labels); err != nil || !ok {
-			t.Errorf("DESIGN §3: a valid selector selects its namespace: got %v, %v", ok, err)
+			t.Errorf("a valid selector selects its namespace: got %v, %v", ok, err)
 		}
 		if _, err := PolicySelects(bad, labels); err == nil {
-			t.Errorf("DESIGN §3: an invalid selector is an error, every time")
+			t.Errorf("an invalid selector is an error, every time")
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package toolpolicy holds OpenClaw's core tool catalog and the rule that decides
-// whether a prepared turn's tool policy restricts tools (DESIGN.md §5 rule 6).
+// whether a prepared turn's tool policy restricts tools
+// (docs/design/contract-rules.md, rule 6).
 //
 // The rule, in short: a turn is restricted when any explicit layer narrows tools —
 // a finite allowlist, a deny, toolsAllow: [] or disableTools — when a declared native

@@ -72,7 +72,8 @@ type Verdict struct {
 	Reasons []string
 }
 
-// Evaluate applies the tool-policy restriction rule (DESIGN.md §5 rule 6) to one
+// Evaluate applies the tool-policy restriction rule
+// (docs/design/contract-rules.md, rule 6) to one
 // turn. It is pure and deterministic. Default profile narrowing alone never
 // restricts; only explicit layers, toolsAllow, disableTools, declared native tools
 // the profile does not allow, an unknown profile (fail closed) or the host's own

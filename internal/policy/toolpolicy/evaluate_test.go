@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// codexNative is the native surface the defaulter declares for Codex (DESIGN.md §4).
+// codexNative is the native surface the defaulter declares for Codex
+// (docs/api.md, AgentHarness).
 var codexNative = []string{"exec", "process", "read", "write", "edit", "apply_patch"}
 
 const (

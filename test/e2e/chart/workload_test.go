@@ -70,8 +70,8 @@ func volume(spec corev1.PodSpec, name string) *corev1.Volume {
 
 // harnessNetworkPolicyPeer is the pod selector of the NetworkPolicy the
 // agentharness controller puts in front of app-server pods
-// (controllers/agentharness/workload.go, DESIGN.md §3): the operator's pods
-// must match it to reach app-server pods.
+// (controllers/agentharness/workload.go, docs/controllers.md): the operator's
+// pods must match it to reach app-server pods.
 func harnessNetworkPolicyPeer(t *testing.T) labels.Selector {
 	t.Helper()
 	sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{
@@ -87,7 +87,7 @@ func harnessNetworkPolicyPeer(t *testing.T) labels.Selector {
 }
 
 // TestPodLabels checks the manager and dispatcher pods (and their
-// ServiceAccounts) carry the labels DESIGN.md §3 names, which the harness
+// ServiceAccounts) carry the labels docs/controllers.md names, which the harness
 // NetworkPolicies admit.
 func TestPodLabels(t *testing.T) {
 	peer := harnessNetworkPolicyPeer(t)

@@ -107,7 +107,7 @@ spec:
 		// The session names its harness with runtimeOverride. OpenAI's
 		// official route declares only `codex` compatible, so with route
 		// facts this harness would fail closed; its turns here carry none
-		// (pending: the override decides, DESIGN.md §5 rule 1).
+		// (pending: the override decides; docs/design/contract-rules.md, rule 1).
 		r := harnessCLI("turn", poolSession, "-n", managedNS, "--route-facts", "none", "--prompt", "Say hello")
 		Expect(r.exit).To(Equal(0), "%s", r)
 		Expect(r.stdout).To(ContainSubstring(stubmodel.DefaultText))

@@ -27,7 +27,8 @@ import (
 	"github.com/openclaw/harness-operator/test/turnload"
 )
 
-// replicaSpecs are issue 20's fault campaign on the chart's Deployment: the
+// replicaSpecs are the many-dispatchers fault campaign (docs/reliability.md)
+// on the chart's Deployment: the
 // release moves to PostgreSQL (a real server on this machine, on the
 // bridge's gateway where the Pods reach it) and three dispatcher Pods; 20
 // sessions run turns without pause against the Pods' own addresses (the

@@ -17,7 +17,7 @@
 // the Pods reach them the way they reach a service outside the cluster, and
 // the suite can hold a model reply to make a fault land mid-turn. Last, the
 // release moves to three dispatcher Pods on a PostgreSQL server on this
-// machine for issue 20's fault campaign (replicas_test.go).
+// machine for the many-dispatchers fault campaign (replicas_test.go).
 //
 // `make test-e2e` builds the images, brings the cluster up, sets the
 // environment read here, runs this suite and tears the cluster down.

@@ -354,7 +354,7 @@ func expectRunsImage(p corev1.Pod, digest string) {
 	Expect(c.ContainerID).To(HavePrefix("containerd://"), "pod %s runs in containerd", p.Name)
 	Expect(c.ImageID).To(HaveSuffix("@"+digest), "pod %s", p.Name)
 	Expect(p.Status.PodIP).NotTo(HavePrefix("127."), "pod %s has an address on the pod network", p.Name)
-	// For the record (the closing note lists them).
+	// For the record: the test log lists each pod's node, address and image.
 	GinkgoWriter.Printf("pod %s/%s on %s at %s: %s (%s)\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.PodIP, c.Image, c.ImageID)
 }
 

@@ -7,9 +7,10 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// A decision answers for its attempt's model. The rule (issue 16:
-// "Capabilities are reported per model, so a gateway sees which models can
-// have it"): a ModelDependent capability is Supported for a model the
+// A decision answers for its attempt's model. The rule: capabilities are
+// reported per model, so a gateway sees which models can have one
+// (docs/dispatcher-api.md, "Capabilities: what the selected harness offers").
+// A ModelDependent capability is Supported for a model the
 // published catalog proves Codex does not know (CanIsolate: no catalog name
 // occurs in the id), Unsupported for one it knows — the message names the
 // model and why — and stays ModelDependent while the catalog is unknown or

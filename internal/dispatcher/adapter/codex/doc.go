@@ -92,7 +92,7 @@
 //     for it afterwards is ignored — each delta reaches the client once
 //     (TestReattachDeliversTheAnswerOnce).
 //
-// # Plan text (DESIGN.md §5 rule 8)
+// # Plan text (docs/design/contract-rules.md, rule 8)
 //
 // Codex carries explicit plan text in two places, both reported as
 // TurnResult.PlanText and as agent_events on the plan stream:

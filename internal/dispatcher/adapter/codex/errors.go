@@ -11,9 +11,9 @@ import (
 // DetachedError reports that the connection to the app-server ended while
 // the turn was running (or while its turn/start was in flight). The turn is
 // not failed: Codex keeps running it, and it must never be replayed
-// (DESIGN.md §5 rule 5). The engine reconnects to the same server and calls
-// Turn.Reattach, then Turn.Wait again, which relays the rest of the same
-// turn. It unwraps to the *appserver.ConnectionLostError, so
+// (docs/design/contract-rules.md, rule 5). The engine reconnects to the same
+// server and calls Turn.Reattach, then Turn.Wait again, which relays the rest
+// of the same turn. It unwraps to the *appserver.ConnectionLostError, so
 // appserver.MayHaveSideEffects(err) is true.
 type DetachedError struct {
 	// ThreadID is the turn's thread.

@@ -202,15 +202,16 @@ func SafeDenyConfig(model string, cat *ModelCatalog, safeDenied []string) (map[s
 	return cfg, nil
 }
 
-// unenforceable is the fail-closed error of DESIGN.md §5 rule 6 for a
-// refusal any model on Codex would get: scope harness (rule 5).
+// unenforceable is the fail-closed error of rule 6 for a refusal any model
+// on Codex would get: scope harness (rule 5; docs/design/contract-rules.md).
 func unenforceable(msg string) *wire.Error {
 	return wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness, "%s", msg)
 }
 
 // unenforceableForModel is the same refusal when it depends on the model
 // (Codex's catalog models keep native tools that others do not): no scope,
-// because another model on Codex may run the turn (DESIGN.md §5 rule 5).
+// because another model on Codex may run the turn
+// (docs/design/contract-rules.md, rule 5).
 func unenforceableForModel(msg string) *wire.Error {
 	return wire.Errorf(wire.CodeToolPolicyUnenforceable, "", "%s", msg)
 }

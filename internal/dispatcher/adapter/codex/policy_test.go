@@ -106,7 +106,8 @@ func TestRestrictedCatalogModelFailsClosed(t *testing.T) {
 		var se *wire.Error
 		// No scope: the refusal is about the model (a model Codex does not
 		// know runs the same turn), so a fallback chain must not skip every
-		// candidate on Codex (DESIGN.md §5 rule 5, the seed's harness scope).
+		// candidate on Codex (the harness scope: docs/design/contract-rules.md,
+		// rule 5).
 		if !errors.As(err, &se) || se.Code != wire.CodeToolPolicyUnenforceable || se.Scope != "" || se.Retryable {
 			t.Fatalf("case %d: err %v, want an unscoped ToolPolicyUnenforceable selection error", i, err)
 		}

@@ -206,9 +206,10 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 }
 
 // serverRequest makes a declined approval or unanswered user-input request
-// visible, once: an agent_event and a failed tool_terminal (DESIGN.md §5
-// rule 9); its approval_request and request_resolved came from its handler
-// (requests.go). Host tool calls are reported by their handler.
+// visible, once: an agent_event and a failed tool_terminal
+// (docs/design/contract-rules.md, rule 9); its approval_request and
+// request_resolved came from its handler (requests.go). Host tool calls are
+// reported by their handler.
 func (t *Turn) serverRequest(e appserver.ServerRequestHandled) {
 	var p struct {
 		ItemID  string `json:"itemId"`

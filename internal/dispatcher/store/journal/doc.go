@@ -1,6 +1,6 @@
 // Package journal is the dispatcher's turn journal and transcript mirror, kept
-// in one directory on the dispatcher's volume (DESIGN.md §4; issue 6 items 6
-// and 7): the file implementation of store.Store (contract.go; the contract
+// in one directory on the dispatcher's volume (docs/dispatcher-store.md):
+// the file implementation of store.Store (contract.go; the contract
 // is internal/dispatcher/store's). One process owns the directory: Open takes an
 // exclusive lock on <dir>/LOCK and a second Open fails with ErrLocked.
 //
@@ -30,10 +30,11 @@
 // label and a DNS-1123 subdomain, which UIDs are), so they are used as
 // directory names verbatim and anything else — "..", slashes, upper case — is
 // refused with ErrInvalidSession. A journal kept by name (<dir>/sessions, the
-// layout before issue 12) is migrated by Open when Options.ResolveLegacy can
-// name each session's UID (sessions that no longer exist are deleted), and
-// refused with ErrLegacyLayout otherwise (migrate.go). Run ids are hashed into file
-// names, so any UTF-8 runId up to MaxRunIDBytes is safe.
+// layout before sessions were keyed by UID) is migrated by Open when
+// Options.ResolveLegacy can name each session's UID (sessions that no longer
+// exist are deleted), and refused with ErrLegacyLayout otherwise (migrate.go).
+// Run ids are hashed into file names, so any UTF-8 runId up to MaxRunIDBytes is
+// safe.
 //
 // Durability: the begin record is fsynced (file and directory) before Begin
 // returns BeginNew, so a run that may have executed is always known after a

@@ -34,7 +34,7 @@ const MaxRunIDBytes = store.MaxRunIDBytes
 const (
 	lockFileName       = "LOCK"
 	sessionsDirName    = "by-uid"
-	legacyDirName      = "sessions" // the name-keyed layout before issue 12 (migrate.go)
+	legacyDirName      = "sessions" // the name-keyed layout before UID keys (migrate.go)
 	runsDirName        = "runs"
 	transcriptFileName = "transcript.jsonl"
 	runFileExt         = ".jsonl"
