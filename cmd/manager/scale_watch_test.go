@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/platform/scheme"
 )
 
@@ -121,7 +120,7 @@ func (w *sessionWatch) record(s *v1alpha1.AgentSession, write bool) {
 	}
 	seen.at = now
 	seen.ready = meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady)
-	seen.finalized = controllerutil.ContainsFinalizer(s, engine.JournalFinalizer)
+	seen.finalized = controllerutil.ContainsFinalizer(s, v1alpha1.JournalFinalizer)
 	seen.observedGeneration = s.Status.ObservedGeneration
 	seen.runtime, seen.source, seen.resolvedMessage = "", "", ""
 	if p := s.Status.Policy; p != nil {

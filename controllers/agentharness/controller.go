@@ -152,7 +152,7 @@ type scope struct {
 	external *handshakeResult
 	// requeueAfter asks for the next reconcile (external probe, handshake retry).
 	requeueAfter time.Duration
-	// credentialsHash is AnnotationCredentialsHash of the pod template (managed).
+	// credentialsHash is v1alpha1.AnnotationCredentialsHash of the pod template (managed).
 	credentialsHash string
 	// final says a phase set the verdict and no later phase runs (a name
 	// conflict: nothing is created).
@@ -356,7 +356,7 @@ func newPodCache(mgr ctrl.Manager) (podCache, error) {
 
 // harnessForPod maps a server pod to its harness.
 func harnessForPod(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	name := pod.Annotations[objects.AnnotationHarness]
+	name := pod.Annotations[v1alpha1.AnnotationHarness]
 	if name == "" {
 		return nil
 	}

@@ -22,14 +22,10 @@ import (
 // A pod reads its Secrets once, at start: Kubernetes neither restarts a
 // container whose environment came from a Secret nor updates a subPath
 // mount. So the content of every Secret key a managed pod uses is hashed into
-// the pod template (AnnotationCredentialsHash); a changed key rolls the pods
+// the pod template (v1alpha1.AnnotationCredentialsHash); a changed key rolls the pods
 // like a changed spec, and each old pod drains its running turns within
 // TerminationGracePeriodSeconds.
 const (
-	// AnnotationCredentialsHash is the keyed hash of the content of the
-	// Secret keys a server pod uses (the token Secret, credentials, env
-	// valueFrom); a change rolls the pods.
-	AnnotationCredentialsHash = "harness.openclaw.dev/credentials-hash"
 	// indexAppServerSecret indexes AgentHarnesses by the Secrets their
 	// managed pods use (spec.appServer.credentials and env valueFrom).
 	indexAppServerSecret = "spec.appServer.secretRefs"

@@ -15,7 +15,7 @@ var _ = Describe("credentials of the server pods", func() {
 	BeforeEach(func() { ns = newNamespace() })
 
 	credentialsHash := func(h *v1alpha1.AgentHarness) func() string {
-		return func() string { return waitStatefulSet(h).Spec.Template.Annotations[AnnotationCredentialsHash] }
+		return func() string { return waitStatefulSet(h).Spec.Template.Annotations[v1alpha1.AnnotationCredentialsHash] }
 	}
 	newSecret := func(name string, data map[string]string) *corev1.Secret {
 		GinkgoHelper()
@@ -44,13 +44,13 @@ var _ = Describe("credentials of the server pods", func() {
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		Eventually(credentialsHash(h)).Should(MatchRegexp(`^[0-9a-f]{32}$`))
 		first := credentialsHash(h)()
-		config := waitStatefulSet(h).Spec.Template.Annotations[objects.AnnotationConfigHash]
+		config := waitStatefulSet(h).Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]
 
 		By("a new provider key rolls the pods (the spec did not change)")
 		setData(provider, "api-key", "sk-second")
 		Eventually(credentialsHash(h)).ShouldNot(Equal(first))
 		second := credentialsHash(h)()
-		Expect(waitStatefulSet(h).Spec.Template.Annotations[objects.AnnotationConfigHash]).To(Equal(config))
+		Expect(waitStatefulSet(h).Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]).To(Equal(config))
 		Expect(waitStatefulSet(h).Spec.Template.Annotations).NotTo(ContainElement(ContainSubstring("sk-second")))
 
 		By("a new env valueFrom key rolls the pods")

@@ -51,7 +51,7 @@ type workload struct {
 	harness     *v1alpha1.AgentHarness
 	port        int32
 	opNamespace string   // namespace of the operator's manager and dispatcher
-	credsHash   string   // AnnotationCredentialsHash (credentials.go)
+	credsHash   string   // v1alpha1.AnnotationCredentialsHash (credentials.go)
 	egressCIDRs []string // Reconciler.AppServerEgressCIDRs (networkpolicy.go)
 }
 
@@ -266,13 +266,13 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 
 	tmpl := corev1ac.PodTemplateSpec().
 		WithLabels(objects.ObjectLabels(h)).
-		WithAnnotations(map[string]string{objects.AnnotationHarness: h.Name}).
+		WithAnnotations(map[string]string{v1alpha1.AnnotationHarness: h.Name}).
 		WithSpec(podSpec)
 	hash, err := configHash(tmpl)
 	if err != nil {
 		return nil, err
 	}
-	tmpl.WithAnnotations(map[string]string{objects.AnnotationConfigHash: hash, AnnotationCredentialsHash: w.credsHash})
+	tmpl.WithAnnotations(map[string]string{v1alpha1.AnnotationConfigHash: hash, v1alpha1.AnnotationCredentialsHash: w.credsHash})
 	return tmpl, nil
 }
 

@@ -33,7 +33,7 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(refs[0].UID).To(Equal(h.UID))
 		Expect(refs[0].Kind).To(Equal("AgentHarness"))
 		Expect(refs[0].Controller).To(Equal(ptr.To(true)))
-		Expect(obj.GetLabels()).To(HaveKeyWithValue(objects.LabelHarness, h.Name))
+		Expect(obj.GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelHarness, h.Name))
 		Expect(obj.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "harness-operator"))
 	}
 
@@ -70,12 +70,12 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy).To(Equal(&appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 			WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}))
 		Expect(sts.Spec.VolumeClaimTemplates).To(BeEmpty())
-		Expect(sts.Spec.Selector.MatchLabels).To(Equal(map[string]string{objects.LabelHarness: "codex", "app.kubernetes.io/component": "app-server"}))
+		Expect(sts.Spec.Selector.MatchLabels).To(Equal(map[string]string{v1alpha1.LabelHarness: "codex", "app.kubernetes.io/component": "app-server"}))
 
 		tmpl := sts.Spec.Template
-		Expect(tmpl.Labels).To(HaveKeyWithValue(objects.LabelHarness, "codex"))
-		Expect(tmpl.Annotations).To(HaveKeyWithValue(objects.AnnotationHarness, "codex"))
-		Expect(tmpl.Annotations[objects.AnnotationConfigHash]).To(MatchRegexp(`^[0-9a-f]{32}$`))
+		Expect(tmpl.Labels).To(HaveKeyWithValue(v1alpha1.LabelHarness, "codex"))
+		Expect(tmpl.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationHarness, "codex"))
+		Expect(tmpl.Annotations[v1alpha1.AnnotationConfigHash]).To(MatchRegexp(`^[0-9a-f]{32}$`))
 		pod := tmpl.Spec
 		Expect(pod.TerminationGracePeriodSeconds).To(Equal(ptr.To(int64(600))))
 		Expect(pod.AutomountServiceAccountToken).To(Equal(ptr.To(false)))
@@ -233,8 +233,8 @@ var _ = Describe("managed app-server workload", func() {
 		h := managedHarness(ns, "roller", 1)
 		Expect(k8sClient.Create(ctx, h)).To(Succeed())
 		sts := waitStatefulSet(h)
-		hash := sts.Spec.Template.Annotations[objects.AnnotationConfigHash]
-		creds := sts.Spec.Template.Annotations[AnnotationCredentialsHash]
+		hash := sts.Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]
+		creds := sts.Spec.Template.Annotations[v1alpha1.AnnotationCredentialsHash]
 
 		By("scaling: replicas follow the spec, the pods are not rolled")
 		patch := client.MergeFrom(h.DeepCopy())
@@ -242,15 +242,15 @@ var _ = Describe("managed app-server workload", func() {
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(func() *int32 { return waitStatefulSet(h).Spec.Replicas }).Should(Equal(ptr.To(int32(3))))
 		sts = waitStatefulSet(h)
-		Expect(sts.Spec.Template.Annotations[objects.AnnotationConfigHash]).To(Equal(hash))
-		Expect(sts.Spec.Template.Annotations[AnnotationCredentialsHash]).To(Equal(creds), "the token is kept")
+		Expect(sts.Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]).To(Equal(hash))
+		Expect(sts.Spec.Template.Annotations[v1alpha1.AnnotationCredentialsHash]).To(Equal(creds), "the token is kept")
 
 		By("a spec change of the pod rolls the pods")
 		patch = client.MergeFrom(h.DeepCopy())
 		h.Spec.AppServer.Env = []corev1.EnvVar{{Name: "RUST_LOG", Value: "debug"}}
 		Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
 		Eventually(func() string {
-			return waitStatefulSet(h).Spec.Template.Annotations[objects.AnnotationConfigHash]
+			return waitStatefulSet(h).Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]
 		}).
 			ShouldNot(Equal(hash))
 

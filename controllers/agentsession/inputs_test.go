@@ -43,7 +43,7 @@ func TestManagerInputsChanged(t *testing.T) {
 			s.Status.Counters = &v1alpha1.SessionCounters{Turns: 1}
 		}, false},
 		{"the dispatcher adds its finalizer", func(s *v1alpha1.AgentSession) {
-			s.Finalizers = append(s.Finalizers, "harness.openclaw.dev/dispatcher-journal")
+			s.Finalizers = append(s.Finalizers, v1alpha1.JournalFinalizer)
 		}, false},
 		{"a condition's lastTransitionTime only", func(s *v1alpha1.AgentSession) {
 			s.Status.Conditions[0].LastTransitionTime = metav1.Now()

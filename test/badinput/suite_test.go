@@ -29,7 +29,6 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/sse"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
-	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
@@ -154,7 +153,7 @@ func (f *fixture) newSession(t *testing.T) {
 	for {
 		s := &v1alpha1.AgentSession{}
 		must(t, f.k8s.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: session}, s))
-		if slices.Contains(s.Finalizers, engine.JournalFinalizer) {
+		if slices.Contains(s.Finalizers, v1alpha1.JournalFinalizer) {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -22,7 +22,6 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/sse"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
-	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/test/stubmodel"
 )
@@ -89,7 +88,7 @@ var _ = Describe("the dispatcher's HTTP API, served by the dispatcher process", 
 		Eventually(func(g Gomega) {
 			s := &v1alpha1.AgentSession{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "text"}, s)).To(Succeed())
-			g.Expect(s.Finalizers).To(ContainElement(engine.JournalFinalizer))
+			g.Expect(s.Finalizers).To(ContainElement(v1alpha1.JournalFinalizer))
 			g.Expect(s.Status.LastTurn).NotTo(BeNil())
 			g.Expect(s.Status.LastTurn.RunID).To(Equal("run-a1"))
 			g.Expect(s.Status.LastTurn.Outcome).To(Equal(v1alpha1.TurnSucceeded))

@@ -18,7 +18,6 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
-	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/test/stubmodel"
@@ -101,7 +100,7 @@ var _ = Describe("A session's identity across deletion, served by the dispatcher
 		// removes its finalizer by hand.
 		stopDispatcher()
 		Expect(k8s.Delete(ctx, s)).To(Succeed())
-		removeFinalizerByHand(ns, "orphan", engine.JournalFinalizer)
+		removeFinalizerByHand(ns, "orphan", v1alpha1.JournalFinalizer)
 		Eventually(sessionGone(ns, "orphan")).WithTimeout(30 * time.Second).Should(BeTrue())
 		Expect(nativeState(srv, dir, thread)).To(Equal(native{Unarchived: true, DirExists: true}), "precondition: nothing cleaned up while the dispatcher was down")
 		Expect(journaled).To(BeADirectory(), "precondition: the journal keeps the session at by-uid/<ns>/<uid>")

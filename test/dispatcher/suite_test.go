@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/internal/manager/webhook"
 	"github.com/openclaw/harness-operator/internal/testutil"
@@ -392,7 +391,7 @@ func newSession(namespace, name, model string) {
 	Eventually(func(g Gomega) {
 		s := &v1alpha1.AgentSession{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s)).To(Succeed())
-		g.Expect(s.Finalizers).To(ContainElement(engine.JournalFinalizer))
+		g.Expect(s.Finalizers).To(ContainElement(v1alpha1.JournalFinalizer))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 

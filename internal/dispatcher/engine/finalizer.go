@@ -16,11 +16,6 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 )
 
-// JournalFinalizer is the AgentSession finalizer the dispatcher owns: it
-// keeps a session until its journal runs and transcript mirror are deleted
-// (docs/dispatcher-api.md, "Session identity, capacity and shutdown").
-const JournalFinalizer = "harness.openclaw.dev/dispatcher-journal"
-
 // busyRequeue is how soon a deletion is retried while a turn of the session
 // is still running.
 const busyRequeue = time.Second
@@ -42,7 +37,7 @@ const nativeCleanupGrace = 2 * time.Minute
 // Ready (docs/benchmarks/operator-scale.md).
 const finalizerConcurrency = 8
 
-// FinalizerReconciler owns the AgentSession finalizer JournalFinalizer. It
+// FinalizerReconciler owns the AgentSession finalizer v1alpha1.JournalFinalizer. It
 // adds the finalizer to every AgentSession (a JSON merge patch of
 // metadata.finalizers, never an update) and, once a session is being
 // deleted, deletes its journal runs and transcript mirror
@@ -98,11 +93,11 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.DeletionTimestamp.IsZero() {
-		if controllerutil.ContainsFinalizer(s, JournalFinalizer) {
+		if controllerutil.ContainsFinalizer(s, v1alpha1.JournalFinalizer) {
 			return ctrl.Result{}, nil
 		}
 		base := s.DeepCopy()
-		controllerutil.AddFinalizer(s, JournalFinalizer)
+		controllerutil.AddFinalizer(s, v1alpha1.JournalFinalizer)
 		if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			// A conflict means the cache was behind a write (the manager's
 			// status): the watch event of that write reconciles the session
@@ -114,7 +109,7 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, nil
 	}
-	if !controllerutil.ContainsFinalizer(s, JournalFinalizer) {
+	if !controllerutil.ContainsFinalizer(s, v1alpha1.JournalFinalizer) {
 		return ctrl.Result{}, nil
 	}
 
@@ -125,7 +120,7 @@ func (r *FinalizerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, fmt.Errorf("finalize AgentSession %s/%s (uid %s): %w", s.Namespace, s.Name, s.UID, err)
 	}
 	base := s.DeepCopy()
-	controllerutil.RemoveFinalizer(s, JournalFinalizer)
+	controllerutil.RemoveFinalizer(s, v1alpha1.JournalFinalizer)
 	if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -264,7 +264,7 @@ func newSession(ns, name, model string) *v1alpha1.AgentSession {
 	Expect(k8sClient.Create(ctx, s)).To(Succeed())
 	// The dispatcher's finalizer is added first, so the specs' own updates
 	// never race with it.
-	Eventually(func() []string { return getSession(ns, name).Finalizers }).Should(ContainElement(JournalFinalizer))
+	Eventually(func() []string { return getSession(ns, name).Finalizers }).Should(ContainElement(v1alpha1.JournalFinalizer))
 	return s
 }
 

@@ -18,20 +18,10 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 )
 
-// Names, labels and annotations of the objects the manager owns. The
-// dispatcher finds a harness's servers and token with them.
+// Names of the objects the manager owns. The dispatcher finds a harness's
+// servers and token with them and with the labels and annotations of
+// api/v1alpha1 (names.go).
 const (
-	// LabelHarness carries the owning AgentHarness's name (shortened with a
-	// hash suffix when the name is not a valid label value) on every owned
-	// object and server pod.
-	LabelHarness = "harness.openclaw.dev/agentharness"
-	// AnnotationHarness carries the owning AgentHarness's full name on the pod
-	// template, so a pod maps back to its harness whatever the name's length.
-	AnnotationHarness = "harness.openclaw.dev/agentharness"
-	// AnnotationConfigHash is the hash of everything that shapes a server pod;
-	// a change rolls the pods.
-	AnnotationConfigHash = "harness.openclaw.dev/config-hash"
-
 	// ContainerName is the app-server container of a server pod.
 	ContainerName = "app-server"
 	// PortName names the app-server's WebSocket port on the container and the
@@ -95,7 +85,7 @@ func workloadName(harness string) string {
 	return s + "-" + sum + workloadSuffix
 }
 
-// harnessLabelValue is the LabelHarness value for a harness name.
+// harnessLabelValue is the v1alpha1.LabelHarness value for a harness name.
 func harnessLabelValue(harness string) string {
 	if len(harness) <= maxLabelValue {
 		return harness
@@ -117,8 +107,8 @@ func isLower(b byte) bool { return b >= 'a' && b <= 'z' }
 // never proof: OwnsServerPod decides which pods are the harness's.
 func SelectorLabels(h *v1alpha1.AgentHarness) map[string]string {
 	return map[string]string{
-		LabelHarness:   harnessLabelValue(h.Name),
-		LabelComponent: Component,
+		v1alpha1.LabelHarness: harnessLabelValue(h.Name),
+		LabelComponent:        Component,
 	}
 }
 
@@ -132,11 +122,11 @@ func ObjectLabels(h *v1alpha1.AgentHarness) map[string]string {
 }
 
 // ManagedSelector selects every object and server pod the manager labels
-// for some harness (LabelHarness set, managed-by harness-operator): the
+// for some harness (v1alpha1.LabelHarness set, managed-by harness-operator): the
 // manager's and the dispatcher's caches of server pods and StatefulSets
 // hold only these. A filter, never proof of ownership.
 func ManagedSelector() labels.Selector {
-	hasHarness, err := labels.NewRequirement(LabelHarness, selection.Exists, nil)
+	hasHarness, err := labels.NewRequirement(v1alpha1.LabelHarness, selection.Exists, nil)
 	if err != nil {
 		panic(err) // constant, valid arguments
 	}
