@@ -16,7 +16,8 @@
 // it, and fails the run even when COMMAND passed.
 //
 // Run inside a namespace it made (a stage within a stage), it runs the
-// guard and COMMAND there. With -here it does in the namespace it runs in
+// guard and COMMAND there. Whatever COMMAND leaves running when it ends is
+// stopped (SIGTERM, then SIGKILL), its own process group or not. With -here it does in the namespace it runs in
 // what it does in a new one (the end-to-end suite runs in the local
 // cluster's namespace, where the cluster's addresses are): the guard, the
 // environment, the proxy recorder. With -guard it only runs the guard where
@@ -125,12 +126,20 @@ func runInside(args []string) int {
 	return code
 }
 
-// run runs args with the isolated environment and returns its exit code.
+// run runs args with the isolated environment and returns its exit code,
+// after stopping whatever args left running (sweep).
 func run(args []string) int {
+	if err := becomeSubreaper(); err != nil {
+		fail(1, err.Error())
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = environ(os.Environ())
-	return runForwarding(cmd)
+	code := runForwarding(cmd)
+	if left := sweep(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "isolated: stopped %d process(es) the command left behind: %s\n", len(left), strings.Join(left, " "))
+	}
+	return code
 }
 
 // runForwarding runs cmd, passing SIGINT and SIGTERM on, and returns its

@@ -48,6 +48,17 @@ func (l *Load) Approved(runID string) bool {
 	return l.taken[runID+"/approvals"] > 0
 }
 
+// MaybeApproved reports whether the gateway sent an approval of a command
+// of turn runID that the dispatcher may have taken: one it took, or one
+// whose reply was lost — a replica killed after it handed the approval to
+// Codex and before it answered. A command that ran without either ran
+// without the gateway's approval.
+func (l *Load) MaybeApproved(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.taken[runID+"/approvals"] > 0 || l.unheard[runID+"/approvals"] > 0
+}
+
 // CommandRuns is how often each turn's approved command ran, by runId.
 func (l *Load) CommandRuns() (map[string]int, error) {
 	out := map[string]int{}
@@ -120,6 +131,11 @@ func (l *Load) answer(ctx context.Context, session, runID, turnToken, route, bod
 				return // refused for good (the turn ended): its stream says how
 			}
 		}
+		// No answer, or a 5xx: the replica may have taken it before it
+		// failed. The retry says which, unless the turn ends first.
+		l.mu.Lock()
+		l.unheard[runID+"/"+route]++
+		l.mu.Unlock()
 		retryPause(ctx)
 	}
 }

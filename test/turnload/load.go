@@ -81,6 +81,7 @@ type Load struct {
 	refusals  map[string]int           // "<status> <code>" → answers waited out and posted again
 	approvals map[string]int           // runId/requestId → approval_request events received
 	taken     map[string]int           // runId/route → answers the dispatcher took (202, or 409: taken before)
+	unheard   map[string]int           // runId/route → answers sent whose reply was lost (transport error or 5xx): maybe taken
 
 	clients sync.WaitGroup
 }
@@ -89,7 +90,7 @@ type Load struct {
 // carries token.
 func New(stub *stubmodel.Server, token string) *Load {
 	l := &Load{stub: stub, token: token, claimedOn: map[string]string{}, postingTo: map[string]string{}, outcomes: map[string]Outcome{},
-		phase: map[string]Phase{}, toolCalls: map[string]int{}, timeouts: map[string]time.Duration{}, posted: map[string]time.Time{}, refusals: map[string]int{}, approvals: map[string]int{}, taken: map[string]int{}}
+		phase: map[string]Phase{}, toolCalls: map[string]int{}, timeouts: map[string]time.Duration{}, posted: map[string]time.Time{}, refusals: map[string]int{}, approvals: map[string]int{}, taken: map[string]int{}, unheard: map[string]int{}}
 	l.changed = sync.NewCond(&l.mu)
 	return l
 }
