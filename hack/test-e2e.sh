@@ -5,44 +5,39 @@
 # it:
 #
 #   1. snapshot the machine (hack/local-cluster.sh snapshot);
-#   2. the fault campaign on processes (make test-faults, reduced), alone:
-#      its load keeps both cores busy;
+#   2. the fault campaign on processes (make test-faults, reduced to
+#      E2E_FAULT_INJECTIONS of each fault), alone: its load keeps both cores
+#      busy;
 #   3. three lanes side by side, which share nothing but the CPU (each has
 #      its own network namespaces and state, and each spends much of its
 #      time waiting on processes and Pods to start):
-#      - the OpenClaw lane: the real-OpenClaw test (./test/openclaw/...) on
-#        a system of its own, `make run`'s (hack/devcluster on loopback);
-#      - the plugin and PostgreSQL lane: the plugin's own tests (make
-#        test-openclaw), then the PostgreSQL store's suites (make
-#        test-postgres: a real PostgreSQL per package, as nobody, on
+#      - the OpenClaw lane: make test-openclaw-system, the real-OpenClaw
+#        test on a system of its own, `make run`'s (hack/devcluster on
 #        loopback);
-#      - the cluster lane: the binaries and images (make binaries images),
-#        up, ./test/e2e/..., down (down also runs when anything fails), then
+#      - the plugin and PostgreSQL lane: make test-openclaw (the plugin's
+#        own tests), then make test-postgres (a real PostgreSQL per package,
+#        as nobody, on loopback);
+#      - the cluster lane: make binaries images, up, make test-e2e-system,
+#        down (down also runs when anything fails), then
 #        hack/local-cluster/teardown-check.sh: up, a Pod, SIGKILL every
 #        cluster process (a killed test run), down, and a diff of snapshots
 #        around it;
 #   4. snapshot again, once every lane has ended, and diff: anything left
 #      behind (a server, a mount, a rule) fails the run.
 #
-# Needs root and the environment the Makefile passes: HELM_BIN, CODEX_BIN,
-# CODEX_BIN_BELOW_FLOOR, E2E_BIN_DIR, KUBEBUILDER_ASSETS, OPENCLAW_TOOLS,
-# POSTGRES_DIR, LOCAL_CLUSTER_IMAGES_DIR (where make images writes). GO_TEST_FLAGS
-# are go test's flags (GO_TEST's); ISOLATED is the command that runs a suite
-# in a network namespace of its own (the Makefile's; hack/isolated).
+# Every suite is a Makefile target: the Makefile is the one definition of
+# each command; this script orders them. Needs root, and from the Makefile
+# IMAGES_DIR and LOCAL_CLUSTER_IMAGES_DIR (where make images writes) and
+# E2E_FAULT_INJECTIONS.
 set -euo pipefail
 shopt -s inherit_errexit
 
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ISOLATED="${ISOLATED:-go run ${HACK_DIR}/isolated --}"
-# ISOLATED_HERE runs the guard and cleans the environment where it is (the
-# cluster's namespace) instead of making a namespace.
-ISOLATED_HERE="go run ${HACK_DIR}/isolated -here --"
-# GO_TEST runs test packages as go test does, keeping the linked binaries
-# (hack/testbin; the Makefile's).
-GO_TEST="${GO_TEST:-go run ${HACK_DIR}/testbin}"
+ROOT="$(cd "${HACK_DIR}/.." && pwd)"
 CLUSTER="${HACK_DIR}/local-cluster.sh"
 STEP="${HACK_DIR}/ci/step"
-IMAGES_DIR="${LOCAL_CLUSTER_IMAGES_DIR:-$(cd "${HACK_DIR}/.." && pwd)/.local/images}"
+IMAGES_DIR="${IMAGES_DIR:-${ROOT}/.local/images}"
+make_() { make -C "${ROOT}" --no-print-directory "$@"; }
 
 log() { echo "test-e2e: $*" >&2; }
 
@@ -57,18 +52,15 @@ test_reports() {
     { cont = 0 }'
 }
 
-ROOT="$(cd "${HACK_DIR}/.." && pwd)"
 snapshots="$(mktemp -d)"
 "${CLUSTER}" snapshot >"${snapshots}/before"
 
-# The fault campaign on processes (make test-faults), reduced to one
-# injection of each fault (the full campaign, 4 of each and every phase hit
-# at least 3 times, is make test-faults): about three minutes.
+# The fault campaign, reduced to E2E_FAULT_INJECTIONS of each fault (the
+# full campaign, where every phase must be hit too, is make test-faults).
 # Its verbose log is long: a passing run shows its tests and its table; a
 # failing one also every line a test reported, from whichever file.
 campaign_log="$(mktemp)"
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-if ! FAULT_INJECTIONS=1 "${STEP}" fault-campaign ${ISOLATED} ${GO_TEST} -tags faults ${GO_TEST_FLAGS:--count=1} -v -run 'FaultCampaign$' ./cmd/dispatcher/ >"${campaign_log}" 2>&1; then
+if ! FAULT_INJECTIONS="${E2E_FAULT_INJECTIONS:?from the Makefile}" make_ test-faults >"${campaign_log}" 2>&1; then
   test_reports <"${campaign_log}"
   log "the fault campaign failed (its reports above; its whole output is ${campaign_log})"
   exit 1
@@ -79,23 +71,13 @@ rm -f "${campaign_log}"
 # The lanes that run in the background (step 3): each in a process group
 # of its own, so that a failing run stops it; a lane's output is printed
 # when it ends.
-openclaw_lane() {
-  # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-  "${STEP}" openclaw ${ISOLATED} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/openclaw/...
-}
+openclaw_lane() { make_ test-openclaw-system; }
 # The suite above builds a copy of the plugin, so the plugin's own tests,
 # which build in clients/openclaw, run here, beside it.
-plugin_postgres_lane() {
-  make -C "${ROOT}" --no-print-directory test-openclaw
-  # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-  "${STEP}" postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/...
-  # The dispatcher's own PostgreSQL test only: make test already ran the rest of the package.
-  # shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-  "${STEP}" dispatcher-postgres ${ISOLATED} env CGO_ENABLED=1 ${GO_TEST} -race -tags postgres ${GO_TEST_FLAGS:--count=1} -run 'OnPostgres$' ./cmd/dispatcher/
-}
+plugin_postgres_lane() { make_ test-openclaw test-postgres; }
 declare -A lane_pid=() lane_log=() lane_title=(
-  [openclaw]="the OpenClaw lane (./test/openclaw/...)"
-  [plugin_postgres]="the plugin and PostgreSQL lane (make test-openclaw, make test-postgres's suites)"
+  [openclaw]="the OpenClaw lane (make test-openclaw-system)"
+  [plugin_postgres]="the plugin and PostgreSQL lane (make test-openclaw test-postgres)"
 )
 start_lane() {
   lane_log[$1]="$(mktemp)"
@@ -140,13 +122,9 @@ trap cleanup EXIT
 
 # The cluster lane (step 3), in the foreground: the binaries and images it
 # alone needs, up, the suite, down.
-make -C "${ROOT}" --no-print-directory binaries images IMAGES_DIR="${IMAGES_DIR}"
+make_ binaries images IMAGES_DIR="${IMAGES_DIR}"
 "${STEP}" cluster-up "${CLUSTER}" up
-eval "$("${CLUSTER}" env)"
-# The suite runs in the cluster's network namespace (its addresses exist only
-# there), after the guard has proven that namespace has no way off the machine.
-# shellcheck disable=SC2086 # GO_TEST_FLAGS are words
-E2E_IMAGES_ENV="${IMAGES_DIR}/images.env" "${STEP}" e2e "${CLUSTER}" exec ${ISOLATED_HERE} ${GO_TEST} -tags e2e ${GO_TEST_FLAGS:--count=1} ./test/e2e/...
+make_ test-e2e-system IMAGES_DIR="${IMAGES_DIR}"
 down
 # The teardown check, still in the cluster lane: nothing of the other lanes
 # shows in its snapshots (their processes belong to this run, their network

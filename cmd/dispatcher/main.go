@@ -99,6 +99,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
+	"github.com/openclaw/harness-operator/internal/dispatcher/sessionfinalizer"
 	"github.com/openclaw/harness-operator/internal/harness/objects"
 	"github.com/openclaw/harness-operator/internal/platform/health"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
@@ -303,7 +304,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
 		ExternalDial: externalDial, SharedStore: st.shared})
 	defer eng.Close()
-	if err := (&engine.FinalizerReconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
+	if err := (&sessionfinalizer.Reconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(&engine.GarbageCollector{Engine: eng, Store: st.Store, Sessions: mgr.GetAPIReader(), Interval: opts.gcInterval}); err != nil {

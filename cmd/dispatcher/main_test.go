@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,17 +22,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/openclaw/harness-operator/api/v1alpha1"
-	"github.com/openclaw/harness-operator/internal/contract/sse"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/dispatcher/turntoken"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
-	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/dispatchertest"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // The suite runs the dispatcher's run() against envtest's kube-apiserver
@@ -48,9 +43,9 @@ import (
 // as its own process, by test/dispatcher.
 
 const (
-	serverToken = "dispatcher-capability-token-41d9"
-	testModel   = "openai/stub-model"
-	audience    = "harness-dispatcher"
+	serverToken = dispatchertest.ServerToken
+	testModel   = dispatchertest.TestModel
+	audience    = dispatchertest.Audience
 )
 
 // elections counts the lost leader-election attempts of the dispatchers
@@ -70,8 +65,8 @@ func TestDispatcher(t *testing.T) {
 	defer cancel()
 	// The namespace of the codex harness, the manager's one harness namespace.
 	const ns = "dispatcher-main"
-	fx := newTurnFixture(ctx, t, ns, "drain")
-	env, k8s, stub, gateway := fx.env, fx.k8s, fx.stub, fx.gateway
+	fx := dispatchertest.NewTurnFixture(ctx, t, ns, "drain")
+	env, k8s, stub, gateway := fx.Env, fx.K8s, fx.Stub, fx.Gateway
 
 	dir := t.TempDir()
 	opts := testOptions(t, filepath.Join(dir, "journal"), filepath.Join(dir, "ca.pem"))
@@ -214,7 +209,7 @@ func TestDispatcher(t *testing.T) {
 		default:
 		}
 		gate.Release()
-		evs := parseSSE(t, resp.Body)
+		evs := dispatchertest.ParseSSE(t, resp.Body)
 		if evs[len(evs)-1].Type != wire.EventResult {
 			t.Fatalf("drained turn ended with %v", typesOf(evs))
 		}
@@ -420,50 +415,12 @@ func do(t *testing.T, hc *http.Client, method, url, token, body string, hdr map[
 	return resp.StatusCode, string(b)
 }
 
-type sseEvent struct {
-	ID   int64
-	Type string
-	Data json.RawMessage
-}
-
-// parseSSE reads an event stream to its end.
-func parseSSE(t *testing.T, r io.Reader) []sseEvent {
-	t.Helper()
-	var evs []sseEvent
-	if err := sse.Read(r, func(ev sse.Event) bool {
-		id, _ := strconv.ParseInt(ev.ID, 10, 64)
-		evs = append(evs, sseEvent{ID: id, Type: ev.Type, Data: ev.Data})
-		return true
-	}); err != nil {
-		t.Fatalf("read event stream: %v", err)
-	}
-	if len(evs) == 0 {
-		t.Fatal("empty event stream")
-	}
-	for i, e := range evs {
-		if e.ID != int64(i)+1 || !json.Valid(e.Data) {
-			t.Fatalf("event %d: id %d, data %q", i, e.ID, e.Data)
-		}
-	}
-	return evs
-}
-
-func typesOf(evs []sseEvent) []string {
+func typesOf(evs []dispatchertest.SSEEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
 	}
 	return out
-}
-
-// registerCodex creates the external AgentHarness codex at url (and its
-// token Secret) and waits for the controller to make it Ready.
-func registerCodex(ctx context.Context, t *testing.T, k8s client.Client, ns, url string) {
-	t.Helper()
-	h, err := testutil.ExternalCodex(ctx, k8s, ns, url, serverToken)
-	must(t, err)
-	_, err = testutil.WaitHarnessCondition(ctx, k8s, h, v1alpha1.HarnessConditionReady, metav1.ConditionTrue, 40*time.Second)
-	must(t, err)
 }
 
 func must(t *testing.T, err error) {
@@ -476,7 +433,7 @@ func must(t *testing.T, err error) {
 func testOptions(t *testing.T, journalDir, caOut string) options {
 	t.Helper()
 	return options{
-		bindAddr: freeAddr(t), probeAddr: freeAddr(t), metricsAddr: freeAddr(t), insecureMetrics: true,
+		bindAddr: dispatchertest.FreeAddr(t), probeAddr: dispatchertest.FreeAddr(t), metricsAddr: dispatchertest.FreeAddr(t), insecureMetrics: true,
 		leaderElect: true, leaderElectionNS: "default", turnToken: turnTokenOptions{secretName: defaultTurnTokenSecret},
 		store: storeOptions{kind: storeFiles, secretKey: defaultPostgresSecretKey}, journalDir: journalDir,
 		tokenAudience: audience, shutdownGrace: 20 * time.Second,
@@ -488,40 +445,4 @@ func testOptions(t *testing.T, journalDir, caOut string) options {
 		// Several dispatchers run in this one process.
 		skipControllerNameValidation: true,
 	}
-}
-
-// trustingClient is an HTTPS client that trusts only the CA in caFile (a
-// dispatcher's --tls-ca-out).
-func trustingClient(t *testing.T, caFile string) *http.Client {
-	t.Helper()
-	tr, err := testutil.TrustingTransport(caFile)
-	must(t, err)
-	return &http.Client{Transport: tr}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := testutil.FreeAddr()
-	must(t, err)
-	return addr
-}
-
-// turnRequest posts a turn and returns its event stream (status 200).
-func turnRequest(ctx context.Context, hc *http.Client, url, token, body string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		return nil, fmt.Errorf("turn: %d %s", resp.StatusCode, b)
-	}
-	return resp, nil
 }

@@ -20,8 +20,9 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/dispatchertest"
 	"github.com/openclaw/harness-operator/internal/testutil/pgtest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // TestTurnsSurviveARestartOnPostgres runs the dispatcher binary with
@@ -50,8 +51,8 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 	}
 
 	const ns = "dispatcher-pg"
-	fx := newTurnFixture(ctx, t, ns, "pg")
-	admin, err := fx.env.AddUser(envtest.User{Name: "dispatcher-pg-admin", Groups: []string{"system:masters"}})
+	fx := dispatchertest.NewTurnFixture(ctx, t, ns, "pg")
+	admin, err := fx.Env.AddUser(envtest.User{Name: "dispatcher-pg-admin", Groups: []string{"system:masters"}})
 	must(t, err)
 	kc, err := admin.KubeConfig()
 	must(t, err)
@@ -63,18 +64,18 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 		"dispatcher-db":       uri,
 		"dispatcher-db-wrong": strings.Replace(uri, "password="+password, "password="+wrongPassword, 1),
 	} {
-		must(t, fx.k8s.Create(ctx, &corev1.Secret{
+		must(t, fx.K8s.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 			Data:       map[string][]byte{"uri": []byte(conn)},
 		}))
 	}
 	must(t, <-built)
 
-	bindAddr := freeAddr(t)
+	bindAddr := dispatchertest.FreeAddr(t)
 	var procs []*testutil.Process
 	start := func(secret string) (*testutil.Process, string) {
 		t.Helper()
-		probe, caFile := freeAddr(t), filepath.Join(work, "ca-"+strconv.Itoa(len(procs))+".pem")
+		probe, caFile := dispatchertest.FreeAddr(t), filepath.Join(work, "ca-"+strconv.Itoa(len(procs))+".pem")
 		p, err := testutil.StartProcess("dispatcher-"+strconv.Itoa(len(procs)), filepath.Join(binDir, "dispatcher"), work,
 			[]string{podNameEnv + "=harness-dispatcher-0"}, append([]string{
 				"--kubeconfig=" + kubeconfig, "--bind-address=" + bindAddr, "--probe-bind-address=" + probe,
@@ -89,14 +90,14 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 	}
 	session := "https://" + bindAddr + "/v1/namespaces/" + ns + "/agentsessions/pg"
 	const body = `{"runId":"run-pg1","prompt":"pg-1 go"}`
-	fx.stub.When("pg-1", stubmodel.Text("kept in the database", "kept ", "in the database"))
+	fx.Stub.When("pg-1", stubmodel.Text("kept in the database", "kept ", "in the database"))
 
 	first, ready := start("dispatcher-db")
 	must(t, first.WaitReady(ready+"?verbose", 90*time.Second))
-	hc := trustingClient(t, filepath.Join(work, "ca-0.pem"))
-	resp, err := turnRequest(ctx, hc, session+"/turns", fx.gateway, body)
+	hc := dispatchertest.TrustingClient(t, filepath.Join(work, "ca-0.pem"))
+	resp, err := dispatchertest.TurnRequest(ctx, hc, session+"/turns", fx.Gateway, body)
 	must(t, err)
-	ran := parseSSE(t, resp.Body)
+	ran := dispatchertest.ParseSSE(t, resp.Body)
 	_ = resp.Body.Close()
 	if ran[len(ran)-1].Type != wire.EventResult {
 		t.Fatalf("the turn ended with %v", typesOf(ran))
@@ -108,8 +109,8 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 
 	second, ready := start("dispatcher-db")
 	must(t, second.WaitReady(ready, 90*time.Second))
-	hc = trustingClient(t, filepath.Join(work, "ca-1.pem"))
-	st, got := do(t, hc, http.MethodGet, session+"/turns/run-pg1", fx.gateway, "", nil)
+	hc = dispatchertest.TrustingClient(t, filepath.Join(work, "ca-1.pem"))
+	st, got := do(t, hc, http.MethodGet, session+"/turns/run-pg1", fx.Gateway, "", nil)
 	var state struct {
 		State       string          `json:"state"`
 		LastEventID int64           `json:"lastEventId"`
@@ -126,14 +127,14 @@ func TestTurnsSurviveARestartOnPostgres(t *testing.T) {
 		!strings.Contains(string(state.Result), "kept in the database") || state.Requester == nil || state.Requester.User != wantUser {
 		t.Fatalf("the run after a restart: %d %s; want finished with %d events, its result, and requester %s", st, got, len(ran), wantUser)
 	}
-	resp, err = turnRequest(ctx, hc, session+"/turns", fx.gateway, body)
+	resp, err = dispatchertest.TurnRequest(ctx, hc, session+"/turns", fx.Gateway, body)
 	must(t, err)
-	replayed := parseSSE(t, resp.Body)
+	replayed := dispatchertest.ParseSSE(t, resp.Body)
 	_ = resp.Body.Close()
 	if len(replayed) != len(ran) || replayed[len(replayed)-1].Type != wire.EventResult {
 		t.Fatalf("the repeated request after a restart: %v, want the replay of %v", typesOf(replayed), typesOf(ran))
 	}
-	if n := len(fx.stub.RequestsContaining("pg-1")); n != 1 {
+	if n := len(fx.Stub.RequestsContaining("pg-1")); n != 1 {
 		t.Fatalf("the model was asked %d times for the turn, want once (a replay runs nothing)", n)
 	}
 	t.Log(second.Stop(30 * time.Second))

@@ -39,7 +39,7 @@ const defaultTLSSecret = "harness-operator-dispatcher-tls"
 // TestTLSCertificates runs run() against envtest's kube-apiserver with each
 // certificate source a cluster uses:
 //   - --tls-secret-name, as the dispatcher's ServiceAccount with exactly the
-//     RBAC of config/rbac (dispatcher_role.yaml, dispatcher_tls_role.yaml,
+//     RBAC of config/rbac (dispatcher/role.yaml, dispatcher_tls_role.yaml,
 //     dispatcher_turn_token_role.yaml, and the chart's leader-election Role):
 //     the first start creates the Secret (and the turn-token Secret) and
 //     serves a certificate signed by its CA; a restart serves with the same CA,
@@ -243,7 +243,7 @@ func dialVerified(addr, serverName string, caPEM []byte) error {
 }
 
 // dispatcherServiceAccount creates the dispatcher's ServiceAccount in ns with
-// the RBAC a cluster gives it: config/rbac/dispatcher_role.yaml (cluster-wide),
+// the RBAC a cluster gives it: config/rbac/dispatcher/role.yaml (cluster-wide),
 // config/rbac/dispatcher_turn_token_role.yaml, the leader-election Role of the
 // chart and, with selfManagedTLS, config/rbac/dispatcher_tls_role.yaml in ns.
 func dispatcherServiceAccount(ctx context.Context, t *testing.T, k8s client.Client, ns string, selfManagedTLS bool) string {
@@ -253,7 +253,7 @@ func dispatcherServiceAccount(ctx context.Context, t *testing.T, k8s client.Clie
 	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}))
 
 	var cr rbacv1.ClusterRole
-	readYAML(t, "../../config/rbac/dispatcher_role.yaml", &cr)
+	readYAML(t, "../../config/rbac/dispatcher/role.yaml", &cr)
 	cr.Name = ns + "-dispatcher"
 	must(t, k8s.Create(ctx, &cr))
 	must(t, k8s.Create(ctx, &rbacv1.ClusterRoleBinding{

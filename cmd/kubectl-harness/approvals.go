@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -99,10 +98,10 @@ type answerer struct {
 	// stream's own line about it (standard output) is not on the terminal.
 	factsInPrompt bool
 
-	dc       *dispatcherClient
-	turnsURL string
-	runID    string
-	token    string
+	dc                 *dispatcherClient
+	namespace, session string // the AgentSession whose turn this is
+	runID              string
+	token              string
 	// requests maps request ids to what they are ("approval", "user
 	// input") and whether they are settled; a reconnect may deliver a
 	// pending request again, and a settled one is not asked twice.
@@ -114,11 +113,11 @@ type requestState struct {
 	settled bool
 }
 
-// newAnswerer answers the requests of the turn streamed from turnsURL.
-func newAnswerer(mode string, stdin io.Reader, stdout, stderr io.Writer, dc *dispatcherClient, turnsURL string) *answerer {
+// newAnswerer answers the requests of a turn of the AgentSession namespace/session.
+func newAnswerer(mode string, stdin io.Reader, stdout, stderr io.Writer, dc *dispatcherClient, namespace, session string) *answerer {
 	a := &answerer{
 		mode: mode, in: bufio.NewReader(stdin), prompt: stderr, factsInPrompt: !isTerminal(stdout),
-		dc: dc, turnsURL: turnsURL, requests: map[string]*requestState{},
+		dc: dc, namespace: namespace, session: session, requests: map[string]*requestState{},
 	}
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 		a.readSecret = func() (string, error) {
@@ -254,10 +253,10 @@ func describeApproval(req wire.ApprovalRequest) string {
 	return b.String()
 }
 
-// post sends an answer (path "approvals" or "user-input") with the turn
+// post sends an answer (route wire.RouteApprovals or wire.RouteUserInput) with the turn
 // token. A refusal is told on the prompt's writer, not returned: the turn
 // goes on whatever happened to the answer.
-func (a *answerer) post(ctx context.Context, path, requestID string, body any) {
+func (a *answerer) post(ctx context.Context, route, requestID string, body any) {
 	b, err := json.Marshal(body)
 	if err == nil && a.token == "" {
 		err = errors.New("no turn token (the stream had no selected event)")
@@ -268,7 +267,7 @@ func (a *answerer) post(ctx context.Context, path, requestID string, body any) {
 	}
 	hdr := http.Header{}
 	hdr.Set(wire.TurnTokenHeader, a.token)
-	resp, err := a.dc.do(ctx, http.MethodPost, a.turnsURL+"/"+url.PathEscape(a.runID)+"/"+path, b, hdr)
+	resp, err := a.dc.do(ctx, http.MethodPost, a.dc.sessionURL(a.namespace, a.session, route, a.runID), b, hdr)
 	if err != nil {
 		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %v\n", requestID, err)
 		return

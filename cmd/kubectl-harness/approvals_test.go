@@ -278,8 +278,8 @@ func playNative(t *testing.T, srv *nativeServer, mode, input string) (string, st
 	base, _ := url.Parse(hs.URL)
 	dc := &dispatcherClient{base: base, http: hs.Client(), token: "tok-1"}
 	var out, errOut bytes.Buffer
-	turns := dc.sessionURL("agents", "demo", "/turns")
-	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true, native: newAnswerer(mode, strings.NewReader(input), &out, &errOut, dc, turns)}
+	turns := dc.sessionURL("agents", "demo", wire.RouteTurns, "")
+	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true, native: newAnswerer(mode, strings.NewReader(input), &out, &errOut, dc, "agents", "demo")}
 	err := streamTurn(t.Context(), dc, turns, []byte(`{"runId":"run-1","prompt":"hi"}`), p, &errOut)
 	return out.String(), errOut.String(), err
 }

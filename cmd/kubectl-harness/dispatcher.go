@@ -123,10 +123,11 @@ func dispatcherTLS(caFile string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// sessionURL is the URL of an AgentSession's API path plus suffix.
-func (dc *dispatcherClient) sessionURL(ns, name, suffix string) string {
+// sessionURL is the URL of a route of the AgentSession ns/name (of run
+// runID, for a run's routes): wire.Route*.
+func (dc *dispatcherClient) sessionURL(ns, name, route, runID string) string {
 	u := *dc.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/namespaces/" + url.PathEscape(ns) + "/agentsessions/" + url.PathEscape(name) + suffix
+	u.Path = strings.TrimSuffix(u.Path, "/") + wire.SessionRoute(ns, name, route, runID)
 	return u.String()
 }
 

@@ -24,7 +24,7 @@ func (p *turnPrinter) approvalRequest(ctx context.Context, data []byte) {
 	p.line("[approval] %s %s", req.RequestID, describeApproval(req))
 	p.spin.halt()
 	d := p.native.approval(req)
-	p.native.post(ctx, "approvals", req.RequestID, wire.ApprovalAnswer{RequestID: req.RequestID, Decision: d})
+	p.native.post(ctx, wire.RouteApprovals, req.RequestID, wire.ApprovalAnswer{RequestID: req.RequestID, Decision: d})
 	p.spin.start()
 }
 
@@ -49,7 +49,7 @@ func (p *turnPrinter) userInputRequest(ctx context.Context, data []byte) {
 	}
 	p.spin.halt()
 	answers := p.native.userInput(req)
-	p.native.post(ctx, "user-input", req.RequestID, wire.UserInputAnswer{RequestID: req.RequestID, Answers: answers})
+	p.native.post(ctx, wire.RouteUserInput, req.RequestID, wire.UserInputAnswer{RequestID: req.RequestID, Answers: answers})
 	p.spin.start()
 }
 

@@ -174,9 +174,9 @@ func runTurn(ctx context.Context, o turnOptions, name string, stdin io.Reader, s
 	if err != nil {
 		return err
 	}
-	turns := dc.sessionURL(kc.namespace, name, "/turns")
+	turns := dc.sessionURL(kc.namespace, name, wire.RouteTurns, "")
 	p := &turnPrinter{out: stdout, errOut: stderr, spin: newSpinner(stderr), atLineStart: true,
-		native: newAnswerer(mode, stdin, stdout, stderr, dc, turns)}
+		native: newAnswerer(mode, stdin, stdout, stderr, dc, kc.namespace, name)}
 	defer p.spin.halt()
 	return streamTurn(ctx, dc, turns, body, p, stderr)
 }
@@ -473,7 +473,7 @@ func runTranscript(ctx context.Context, o transcriptOptions, name string, stdout
 	if err != nil {
 		return err
 	}
-	resp, err := dc.do(ctx, http.MethodGet, dc.sessionURL(kc.namespace, name, "/transcript"), nil, nil)
+	resp, err := dc.do(ctx, http.MethodGet, dc.sessionURL(kc.namespace, name, wire.RouteTranscript, ""), nil, nil)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/openclaw/harness-operator/internal/contract/sse"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 )
 
 func TestSessionName(t *testing.T) {
@@ -123,8 +124,8 @@ func runStream(t *testing.T, srv *sseServer) (string, string, error) {
 	base, _ := url.Parse(hs.URL)
 	dc := &dispatcherClient{base: base, http: hs.Client(), token: "tok-1"}
 	var out, errOut bytes.Buffer
-	turns := dc.sessionURL("agents", "demo", "/turns")
-	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true, native: newAnswerer(approveNever, strings.NewReader(""), &out, &errOut, dc, turns)}
+	turns := dc.sessionURL("agents", "demo", wire.RouteTurns, "")
+	p := &turnPrinter{out: &out, errOut: &errOut, atLineStart: true, native: newAnswerer(approveNever, strings.NewReader(""), &out, &errOut, dc, "agents", "demo")}
 	err := streamTurn(t.Context(), dc, turns, []byte(`{"runId":"run-1","prompt":"hi"}`), p, &errOut)
 	return out.String(), errOut.String(), err
 }

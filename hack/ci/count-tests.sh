@@ -33,7 +33,7 @@ count() {
 
 {
   count "" ./...
-  count postgres ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/... ./cmd/dispatcher/
-  count faults ./cmd/dispatcher/
+  count postgres ./internal/dispatcher/store/pgstore/... ./internal/testutil/pgtest/... ./cmd/dispatcher/ ./test/faults/
+  count faults ./test/faults/
   count e2e ./test/openclaw/... ./test/e2e/...
 } | tee "${COUNT_TESTS_ROWS:-/dev/stderr}" | awk -F'\t' '{ t += $3; s += $4 } END { printf "total\t\t%d\t%d\n", t, s }'

@@ -210,10 +210,7 @@ func binaryContent(b []byte) bool {
 // files that are not ignored, so that a new file is checked before its
 // commit).
 func TestReferencesResolve(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	ls.Dir = root
 	out, err := ls.Output()

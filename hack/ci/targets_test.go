@@ -15,10 +15,7 @@ import (
 // `make help`: every target help lists is in the README (its Quickstart or
 // its table of other targets), and every target the README names exists.
 func TestReadmeListsEveryTarget(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	help := exec.Command("make", "-s", "--no-print-directory", "help")
 	help.Dir = root
 	out, err := help.Output()

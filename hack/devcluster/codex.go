@@ -11,7 +11,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/platform/proxyenv"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // modelURL is --model-url: a model provider the caller runs, so that it can

@@ -12,7 +12,7 @@ import (
 var goBinaries = map[string]string{
 	"manager":    "./cmd/manager",
 	"dispatcher": "./cmd/dispatcher",
-	"stubmodel":  "./test/stubmodel/cmd/stubmodel",
+	"stubmodel":  "./internal/testutil/stubmodel/cmd/stubmodel",
 	"pause":      "./hack/pause",
 }
 

@@ -6,7 +6,7 @@
 //	pause             the containerd sandbox image of the local node
 //	manager           /manager        (./cmd/manager)
 //	dispatcher        /dispatcher     (./cmd/dispatcher)
-//	stubmodel         /stubmodel      (./test/stubmodel/cmd/stubmodel)
+//	stubmodel         /stubmodel      (./internal/testutil/stubmodel/cmd/stubmodel)
 //	codex-app-server  codex app-server with bash and a minimal userland
 //
 // Every image starts from one base layer built from Debian's packages; the

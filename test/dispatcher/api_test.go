@@ -23,7 +23,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/contract/sse"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // The specs share the processes and run in order: the later ones refer to

@@ -24,7 +24,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/manager/webhook"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // This suite runs the system as it is deployed, each part its own OS

@@ -1,7 +1,8 @@
 #!/bin/sh
 # link-tools.sh makes the cached tools of hack/setup-openclaw.sh this
 # package's node_modules (openclaw for the plugin SDK's types and runtime,
-# typescript, @types/node): the package has no dependencies of its own to
+# typescript, @types/node, json-schema-to-typescript for scripts/wire-ts.mjs
+# and its drift test): the package has no dependencies of its own to
 # install, and a copy of openclaw (hundreds of MB) per clone would be waste.
 # It refuses to go on under a Node other than the cached Node 24, so that
 # `npm test` never runs on the machine's Node 20 by mistake.

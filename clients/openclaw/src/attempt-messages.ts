@@ -16,7 +16,7 @@
 // are inline data), no per-message usage.
 import type { AgentHarnessAttemptParamsV2, AgentHarnessAttemptResult, AgentMessage } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import type * as wire from "./wire.js";
+import type * as wire from "./wire-shapes.js";
 
 type Result = Extract<AgentHarnessAttemptResult, { terminal: unknown }>;
 type AssistantMessage = NonNullable<Result["lastAssistant"]>;

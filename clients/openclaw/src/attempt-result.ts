@@ -8,7 +8,7 @@ import { attemptMessages, type MessageParams } from "./attempt-messages.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { claimedFailure } from "./errors.js";
 import type { TurnProjection } from "./events.js";
-import type * as wire from "./wire.js";
+import type * as wire from "./wire-shapes.js";
 
 type Result = Extract<AgentHarnessAttemptResult, { terminal: unknown }>;
 type Terminal = Result["terminal"];

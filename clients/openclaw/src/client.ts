@@ -10,7 +10,21 @@ import { type PluginConfig, readCA, readToken } from "./config.js";
 import { DispatcherError, type WireError } from "./dispatcher-error.js";
 import { httpsOptions } from "./https-options.js";
 import { readSse, type SseEvent } from "./sse.js";
-import type { ApprovalAnswer, ToolResultRequest, UserInputAnswer } from "./wire.js";
+import type * as wire from "./wire.js";
+import type { ApprovalAnswer, ToolResultRequest, UserInputAnswer } from "./wire-shapes.js";
+
+// The API's paths and headers. Each is typed by its generated literal
+// type, so a change in internal/contract/wire fails this build.
+const SESSION_PATH: wire.SessionPath = "/v1/namespaces/{namespace}/agentsessions/{name}";
+const TURNS: wire.RouteTurns = "/turns";
+const TOOL_RESULTS: wire.RouteToolResults = "/turns/{runId}/tool-results";
+const APPROVALS: wire.RouteApprovals = "/turns/{runId}/approvals";
+const USER_INPUT: wire.RouteUserInput = "/turns/{runId}/user-input";
+const INTERRUPT: wire.RouteInterrupt = "/turns/{runId}/interrupt";
+const TURN_TOKEN: wire.TurnTokenHeader = "X-Harness-Turn-Token";
+const RUN_ID: wire.RunIDHeader = "X-Harness-Run-Id";
+const LAST_EVENT_ID: wire.LastEventIDHeader = "Last-Event-ID";
+const RETRY_AFTER: wire.RetryAfterHeader = "Retry-After";
 
 // An error answer is one line of JSON; more than this is not the dispatcher's.
 const MAX_ERROR_BODY = 64 * 1024;
@@ -32,42 +46,42 @@ export class DispatcherClient {
    */
   async startTurn(session: string, body: object, opts: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<TurnStream> {
     const headers: Record<string, string> = {};
-    if (opts.lastEventId !== undefined) headers["Last-Event-ID"] = opts.lastEventId;
-    const res = await this.send("POST", this.sessionPath(session, "/turns"), body, headers, opts.signal);
-    const runId = res.headers["x-harness-run-id"];
+    if (opts.lastEventId !== undefined) headers[LAST_EVENT_ID] = opts.lastEventId;
+    const res = await this.send("POST", this.sessionPath(session, TURNS), body, headers, opts.signal);
+    const runId = res.headers[RUN_ID.toLowerCase()];
     return { runId: typeof runId === "string" ? runId : "", events: readSse(res) };
   }
 
   /** Answers a host tool call of a running turn (202), with the turn's token. */
   async postToolResult(session: string, runId: string, turnToken: string, body: ToolResultRequest): Promise<void> {
-    const res = await this.send("POST", this.runPath(session, runId, "/tool-results"), body, { "X-Harness-Turn-Token": turnToken });
+    const res = await this.send("POST", this.runPath(session, runId, TOOL_RESULTS), body, { [TURN_TOKEN]: turnToken });
     res.resume();
   }
 
   /** Answers an approval request of a running turn (202), with the turn's token. */
   async postApproval(session: string, runId: string, turnToken: string, body: ApprovalAnswer): Promise<void> {
-    const res = await this.send("POST", this.runPath(session, runId, "/approvals"), body, { "X-Harness-Turn-Token": turnToken });
+    const res = await this.send("POST", this.runPath(session, runId, APPROVALS), body, { [TURN_TOKEN]: turnToken });
     res.resume();
   }
 
   /** Answers a user-input request of a running turn (202), with the turn's token. */
   async postUserInput(session: string, runId: string, turnToken: string, body: UserInputAnswer): Promise<void> {
-    const res = await this.send("POST", this.runPath(session, runId, "/user-input"), body, { "X-Harness-Turn-Token": turnToken });
+    const res = await this.send("POST", this.runPath(session, runId, USER_INPUT), body, { [TURN_TOKEN]: turnToken });
     res.resume();
   }
 
   /** Interrupts a running turn (202); its stream then ends with an aborted result. */
   async interrupt(session: string, runId: string, turnToken: string): Promise<void> {
-    const res = await this.send("POST", this.runPath(session, runId, "/interrupt"), {}, { "X-Harness-Turn-Token": turnToken });
+    const res = await this.send("POST", this.runPath(session, runId, INTERRUPT), {}, { [TURN_TOKEN]: turnToken });
     res.resume();
   }
 
-  private sessionPath(session: string, suffix: string): string {
-    return `/v1/namespaces/${encodeURIComponent(this.config.namespace)}/agentsessions/${encodeURIComponent(session)}${suffix}`;
+  private sessionPath(session: string, route: string): string {
+    return SESSION_PATH.replace("{namespace}", encodeURIComponent(this.config.namespace)).replace("{name}", encodeURIComponent(session)) + route;
   }
 
-  private runPath(session: string, runId: string, suffix: string): string {
-    return this.sessionPath(session, `/turns/${encodeURIComponent(runId)}${suffix}`);
+  private runPath(session: string, runId: string, route: string): string {
+    return this.sessionPath(session, route.replace("{runId}", encodeURIComponent(runId)));
   }
 
   private async send(
@@ -92,14 +106,14 @@ export class DispatcherClient {
     });
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) return res;
-    throw new DispatcherError(await errorBody(res, status), status, retryAfterSeconds(res.headers["retry-after"]));
+    throw new DispatcherError(await errorBody(res, status), status, retryAfterSeconds(res.headers[RETRY_AFTER.toLowerCase()]));
   }
 }
 
 // Retry-After in delta-seconds, the only form the dispatcher sends; an
 // HTTP-date (a proxy's) counts as absent.
-function retryAfterSeconds(header: string | undefined): number | undefined {
-  if (header === undefined || !/^\d{1,9}$/.test(header.trim())) return undefined;
+function retryAfterSeconds(header: string | string[] | undefined): number | undefined {
+  if (typeof header !== "string" || !/^\d{1,9}$/.test(header.trim())) return undefined;
   return Number(header.trim());
 }
 

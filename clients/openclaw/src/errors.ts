@@ -17,6 +17,7 @@
 import { AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { DispatcherError, type WireError } from "./dispatcher-error.js";
+import type { ErrorCode } from "./wire.js";
 
 type Row = {
   /** The refusal may carry scope "harness" (when the dispatcher scoped it too). */
@@ -27,8 +28,11 @@ type Row = {
 
 const RESET = "Reset the session (/reset) to start a new one.";
 
-/** Every code the dispatcher answers with (internal/contract/wire/codes.go), one row each. */
-export const ERROR_TABLE: Readonly<Record<string, Row>> = {
+/**
+ * Every code the dispatcher answers with (internal/contract/wire/codes.go),
+ * one row each: a code the generated ErrorCode gains fails the build here.
+ */
+export const ERROR_TABLE: Readonly<Record<ErrorCode, Row>> = {
   // The turn's error codes (docs/dispatcher-api.md "Errors"): selection and
   // session outcomes.
   HarnessNotRegistered: { harnessScope: false, userMessage: "The cluster has no agent harness of the runtime this session asks for." },
@@ -79,7 +83,7 @@ export const ERROR_TABLE: Readonly<Record<string, Row>> = {
  * closed: no scope.
  */
 export function preflightError(err: WireError): AgentHarnessPreflightError {
-  const row = ERROR_TABLE[err.code];
+  const row: Row | undefined = (ERROR_TABLE as Readonly<Record<string, Row>>)[err.code];
   const options: ConstructorParameters<typeof AgentHarnessPreflightError>[1] = {
     userMessage: row?.userMessage ?? `The dispatcher refused the turn (${err.code}).`,
     cause: new DispatcherError(err),

@@ -8,7 +8,7 @@ import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harn
 
 import type { WireError } from "./dispatcher-error.js";
 import type { SseEvent } from "./sse.js";
-import type * as wire from "./wire.js";
+import type * as wire from "./wire-shapes.js";
 
 export type AttemptCallbacks = Pick<
   AgentHarnessAttemptParamsV2,

@@ -13,7 +13,7 @@ import {
   runAgentHarnessGatewayQuestion,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import type * as wire from "./wire.js";
+import type * as wire from "./wire-shapes.js";
 
 export type NativeRequestInput = Pick<
   AgentHarnessAttemptParamsV2,

@@ -9,14 +9,15 @@
 // decides (docs/dispatcher-api.md "Selection: the pin and route facts").
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-/** wire.ModelProvider. */
-export type ModelProvider = {
-  api?: string;
-  baseUrl?: string;
-  requestTransportOverrides?: string;
-  endpointOverrides?: "none" | "present";
-  runtimePolicy?: { compatibleIds: string[] };
-  preparedAuth?: { source: "profile" | "direct" | "harness" | "none"; mode?: string; requirement?: string };
+import type * as wire from "./wire.js";
+
+/**
+ * wire.ModelProvider as this plugin fills it in: the dispatcher requires a
+ * prepared auth's source, and a declared policy always lists its ids.
+ */
+export type ModelProvider = Omit<wire.ModelProvider, "runtimePolicy" | "preparedAuth"> & {
+  runtimePolicy?: Required<wire.RouteRuntimePolicy>;
+  preparedAuth?: wire.PreparedAuth & Required<Pick<wire.PreparedAuth, "source">>;
 };
 
 export type RouteInput = Pick<AgentHarnessAttemptParamsV2, "provider" | "modelId" | "model" | "runtimePlan">;

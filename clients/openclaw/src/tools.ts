@@ -13,7 +13,7 @@ import {
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import type { HostTool } from "./turn-request.js";
-import type { ToolCall, ToolResultRequest } from "./wire.js";
+import type { ToolCall, ToolResultRequest } from "./wire-shapes.js";
 
 type SurfaceOptions = Parameters<NonNullable<AgentHarnessAttemptParamsV2["hostCapabilities"]["createToolSurface"]>>[0];
 

@@ -11,8 +11,9 @@
 // (run-id.ts): OpenClaw re-uses its runId for every attempt of a run.
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { type ModelProvider, routeFacts, type SupportOnlyFacts } from "./route-facts.js";
+import { routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 import { dispatcherRunId } from "./run-id.js";
+import type * as wire from "./wire.js";
 
 export type AttemptInput = Pick<
   AgentHarnessAttemptParamsV2,
@@ -39,41 +40,44 @@ export type AttemptInput = Pick<
   | "expectedRuntimeArtifact"
 >;
 
-/** A host tool offered in the turn (wire.HostTool). */
-export type HostTool = { name: string; description?: string; parameters?: unknown };
+/** A host tool offered in the turn. */
+export type HostTool = wire.HostTool;
 
-/** The gateway's own turns since the dispatcher's last one (wire.GatewayTranscript). */
-export type GatewayTranscript = { afterRunId: string; messages: Array<{ role: "user" | "assistant"; text: string }> };
+/** The gateway's own turns since the dispatcher's last one: it always names where they start. */
+export type GatewayTranscript = Required<wire.GatewayTranscript>;
 
 /** What the plugin adds to the attempt: the tools it offers, the gateway's turns. */
 export type TurnAdditions = { tools?: HostTool[]; gatewayTranscript?: GatewayTranscript; supportFacts?: SupportOnlyFacts };
 
-type ToolPolicyLayer = { name: string; allow?: string[]; deny?: string[] };
+type ToolPolicyLayer = wire.ToolPolicyLayer;
 
-export type TurnRequest = {
-  runId: string;
-  sessionId: string;
-  sessionKey?: string;
-  agentId?: string;
-  provider: string;
-  modelId: string;
-  modelProvider?: ModelProvider;
-  toolPolicy?: { alsoAllow?: string[]; layers?: ToolPolicyLayer[] };
-  toolsAllow?: string[];
-  disableTools?: boolean;
-  pluginHarnessToolPolicyRestricted?: boolean;
-  prompt: string;
-  images?: Array<{ url: string }>;
-  tools?: HostTool[];
-  extraSystemPrompt?: string;
-  thinkLevel?: string;
-  timeoutMs?: number;
-  trigger?: string;
-  approvalMode?: "never" | "untrusted";
-  gatewayTranscript?: GatewayTranscript;
-  captureRuntimeArtifact?: boolean;
-  expectedRuntimeArtifact?: { id: string; fingerprint: string };
-};
+/**
+ * The part of wire.TurnRequest this plugin sends: the session's identity,
+ * route and prompt always, images by URL, and only the approval modes it
+ * chooses (approvalModeOf).
+ */
+export type TurnRequest = Pick<
+  wire.TurnRequest,
+  | "sessionKey"
+  | "agentId"
+  | "modelProvider"
+  | "toolPolicy"
+  | "toolsAllow"
+  | "disableTools"
+  | "pluginHarnessToolPolicyRestricted"
+  | "tools"
+  | "extraSystemPrompt"
+  | "thinkLevel"
+  | "timeoutMs"
+  | "trigger"
+  | "gatewayTranscript"
+  | "captureRuntimeArtifact"
+  | "expectedRuntimeArtifact"
+> &
+  Required<Pick<wire.TurnRequest, "runId" | "sessionId" | "provider" | "modelId" | "prompt">> & {
+    images?: Array<Required<Pick<wire.Image, "url">>>;
+    approvalMode?: Extract<wire.ApprovalMode, "never" | "untrusted">;
+  };
 
 // The dispatcher's bounds: timeoutMs 0 – 24 h (400 beyond), trigger ≤ 64 bytes.
 const MAX_TIMEOUT_MS = 86_400_000;

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { attemptMessages, type MessageParams } from "../src/attempt-messages.js";
-import type * as wire from "../src/wire.js";
+import type * as wire from "../src/wire-shapes.js";
 
 const params = {
   prompt: "What is the weather in Paris?\n\n[attachment note]", transcriptPrompt: "What is the weather in Paris?",

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { type AskUser, approvalAnswer, type NativeRequestInput, userInputAnswer } from "../src/native-requests.js";
-import type { ApprovalRequest } from "../src/wire.js";
+import type { ApprovalRequest } from "../src/wire-shapes.js";
 import { fakeHost, type FakeHost } from "./host.js";
 
 const NOW = Date.parse("2026-12-02T02:29:00Z");

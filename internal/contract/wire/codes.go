@@ -10,86 +10,158 @@ type ErrorCode string
 // Selection produces HarnessNotRegistered, HarnessUnsupported,
 // VersionBelowFloor, ToolPolicyUnenforceable, OverrideDenied,
 // HarnessUnavailable and SessionMismatch; the others belong to the
-// dispatcher.
+// dispatcher. Each comment after the name is the code's "When" in the
+// docs' table (make generate-wire), in table order.
 const (
-	// CodeHarnessNotRegistered: an explicit id with no visible AgentHarness.
+	// CodeHarnessNotRegistered: an explicit runtime id with no AgentHarness
+	// visible to the session's namespace.
 	CodeHarnessNotRegistered ErrorCode = "HarnessNotRegistered"
-	// CodeHarnessUnsupported: the harness's support facts reject the route.
+	// CodeHarnessUnsupported: the harness's support facts reject the route (no
+	// scope: another model or route may be supported); also an AgentHarness
+	// whose adapter this dispatcher cannot drive, or a turn input the adapter
+	// refuses (stream `error`, `replaySafe: true`).
 	CodeHarnessUnsupported ErrorCode = "HarnessUnsupported"
-	// CodeVersionBelowFloor: the server is older than the version floor.
+	// CodeVersionBelowFloor: the harness (at selection) or its server (at the
+	// handshake) is older than the version floor.
 	CodeVersionBelowFloor ErrorCode = "VersionBelowFloor"
-	// CodeToolPolicyUnenforceable: a restricted turn on a harness that cannot enforce it.
+	// CodeToolPolicyUnenforceable: a restricted turn on a harness that cannot
+	// enforce it; at selection (HTTP, scope `harness`) or when the adapter
+	// proves it before the thread starts (stream `error`, `replaySafe: true`; no
+	// scope when it depends on the model, e.g. a Codex catalog model).
 	CodeToolPolicyUnenforceable ErrorCode = "ToolPolicyUnenforceable"
-	// CodeOverrideDenied: an override or pin contradicts a Deny policy.
+	// CodeOverrideDenied: the session's override, or its pin while route facts
+	// are pending, contradicts a `Deny` RuntimePolicy; the message names the
+	// remedy (drop or change `spec.runtimeOverride`; reset the session, which
+	// clears the pin, or send the route facts).
 	CodeOverrideDenied ErrorCode = "OverrideDenied"
-	// CodeArtifactMismatch: the expected runtime artifact differs or is unattested.
+	// CodeArtifactMismatch: `expectedRuntimeArtifact` names another harness, or
+	// the chosen server is external, not attested, or runs another artifact.
 	CodeArtifactMismatch ErrorCode = "ArtifactMismatch"
-	// CodeNativeThreadLost: the bound server is gone; reset the session.
+	// CodeNativeThreadLost: the server that held the session's native thread is
+	// gone, or no longer has the thread (a replaced native home, or a rollout it
+	// cannot read: empty or cut short); bump `spec.resetGeneration` to start a
+	// new thread. Not for a thread no turn ever ended on with a result
+	// (`status.nativeBinding.threadState: Provisional`, e.g. its first turn died
+	// with its server): there is no conversation to lose, and the next turn
+	// starts a new thread by itself.
 	CodeNativeThreadLost ErrorCode = "NativeThreadLost"
-	// CodeSessionMismatch: the attempt contradicts its AgentSession.
+	// CodeSessionMismatch: the attempt contradicts its AgentSession (checked
+	// first; also on every reconnect).
 	CodeSessionMismatch ErrorCode = "SessionMismatch"
-	// CodeEmbeddedRuntimeSelected: the decision is `openclaw`; run it on the gateway.
+	// CodeEmbeddedRuntimeSelected: the decision is the embedded `openclaw`
+	// runtime (scope `harness`): run the turn on the gateway's own runtime.
 	CodeEmbeddedRuntimeSelected ErrorCode = "EmbeddedRuntimeSelected"
-	// CodeRunIDConflict: a runId reused with a different body.
+	// CodeRunIDConflict: a `runId` reused with a different body.
 	CodeRunIDConflict ErrorCode = "RunIdConflict"
-	// CodeTranscriptLimitExceeded: the session's transcript is full.
+	// CodeTranscriptLimitExceeded: the session's transcript mirror reached its
+	// limit (64 MiB): the turn whose records no longer fit is interrupted and
+	// ends with stream `error`, `replaySafe: false`; every later turn of the
+	// session is refused before it starts (nothing runs, nothing is journaled,
+	// the runId stays free) until the session is reset — bumping
+	// `spec.resetGeneration` starts a new native thread and a new transcript.
 	CodeTranscriptLimitExceeded ErrorCode = "TranscriptLimitExceeded"
-	// CodeRunPayloadPruned: the runId is known and ended, but retention
-	// pruned its events and result; it is never run again.
+	// CodeRunPayloadPruned: the `runId` is known and its turn ended, but
+	// retention pruned its events and result
+	// ([retention](#journal-retention-and-limits)); it is never run again. Any
+	// request naming it — the turn repeated with any body, a reconnect, `GET`,
+	// tool-results, interrupt — gets this.
 	CodeRunPayloadPruned ErrorCode = "RunPayloadPruned"
-	// CodeRetentionLimitReached: the session's namespace holds as many runs
-	// as the journal keeps for one namespace; new runIds wait until old ones
-	// age out.
+	// CodeRetentionLimitReached: the session's namespace holds as many runs as
+	// the journal keeps for one namespace: a turn with a new `runId` is refused
+	// before anything runs (nothing is journaled); `Retry-After` says when its
+	// oldest run ages out, when known
+	// ([retention](#journal-retention-and-limits)).
 	CodeRetentionLimitReached ErrorCode = "RetentionLimitReached"
-	// CodeHarnessUnavailable: registered but not ready now.
+	// CodeHarnessUnavailable: the harness is registered but not ready; no
+	// app-server pod is ready; the session's bound pod is not ready or is being
+	// recreated; the server could not be reached; in a stream: the turn could
+	// not start (`replaySafe: true`), or its server went away mid-turn and
+	// stayed away for 30 s (`replaySafe: false`, no scope), or the dispatcher
+	// restarted mid-turn (outcome unknown, `replaySafe: false`).
 	CodeHarnessUnavailable ErrorCode = "HarnessUnavailable"
-	// CodeHarnessAtCapacity: every ready server is full.
+	// CodeHarnessAtCapacity: every ready server of the harness is full.
 	CodeHarnessAtCapacity ErrorCode = "HarnessAtCapacity"
-	// CodeAuthFailed: the model provider refused the harness's credential
-	// (HTTP 401); the same turn fails again until the credential is fixed.
+	// CodeAuthFailed: the model provider refused the harness's credential (HTTP
+	// 401): stream `error` naming the AgentHarness and the credential to renew
+	// (`spec.appServer.credentials`, or the external server's login); the same
+	// turn fails again until then. Not the caller's bearer token (that is `401
+	// Unauthorized`); also, before any model request, a turn without
+	// `authProfile` on an app-server that is not logged in (the harness's
+	// `LoggedIn=False`).
 	CodeAuthFailed ErrorCode = "AuthFailed"
-	// CodeAuthProfileNotIsolated: the turn's auth profile would sit in an
-	// app-server that also serves other namespaces' sessions.
+	// CodeAuthProfileNotIsolated: the turn's `authProfile` would sit in an
+	// app-server that serves other namespaces' sessions ([Auth profiles of a
+	// turn](#auth-profiles-of-a-turn)).
 	CodeAuthProfileNotIsolated ErrorCode = "AuthProfileNotIsolated"
-	// CodeAuthProfileUnsupported: the harness cannot authenticate this
-	// session's model requests with the turn's auth profile.
+	// CodeAuthProfileUnsupported: the harness cannot carry the profile's key
+	// (its Codex model provider is built in).
 	CodeAuthProfileUnsupported ErrorCode = "AuthProfileUnsupported"
 )
 
 // The dispatcher API's own codes: requests the API refuses before (or
-// besides) a turn.
+// besides) a turn. Documented like the turn's codes.
 const (
-	CodeBadRequest        ErrorCode = "BadRequest"
-	CodeUnauthorized      ErrorCode = "Unauthorized"
-	CodeForbidden         ErrorCode = "Forbidden"
-	CodeTurnTokenInvalid  ErrorCode = "TurnTokenInvalid"
-	CodeSessionNotFound   ErrorCode = "SessionNotFound"
-	CodeRunNotFound       ErrorCode = "RunNotFound"
-	CodeNotFound          ErrorCode = "NotFound"
-	CodeMethodNotAllowed  ErrorCode = "MethodNotAllowed"
+	// CodeBadRequest: a body that is not valid (named field), a bad
+	// `Last-Event-ID`, a reconnect without `runId`, an empty `callId`, an
+	// invalid session name or runId.
+	CodeBadRequest ErrorCode = "BadRequest"
+	// CodeUnauthorized: no bearer token, or the API server did not accept it.
+	CodeUnauthorized ErrorCode = "Unauthorized"
+	// CodeForbidden: the SubjectAccessReview denied the verb; a turn's MCP
+	// server outside the harness's allow-list, at a refused address, or with a
+	// header Secret the caller may not read ([MCP
+	// servers](#mcp-servers-of-a-turn)).
+	CodeForbidden ErrorCode = "Forbidden"
+	// CodeTurnTokenInvalid: `X-Harness-Turn-Token` missing or not this turn's.
+	CodeTurnTokenInvalid ErrorCode = "TurnTokenInvalid"
+	// CodeSessionNotFound: no such AgentSession (or it is being deleted).
+	CodeSessionNotFound ErrorCode = "SessionNotFound"
+	// CodeRunNotFound: the runId is not in the journal (GET, tool-results,
+	// interrupt, a `Last-Event-ID` reconnect).
+	CodeRunNotFound ErrorCode = "RunNotFound"
+	// CodeNotFound: no such endpoint.
+	CodeNotFound ErrorCode = "NotFound"
+	// CodeMethodNotAllowed: another method is served there (`Allow` lists it).
+	CodeMethodNotAllowed ErrorCode = "MethodNotAllowed"
+	// CodeNoPendingToolCall: no host tool call with that id is waiting.
 	CodeNoPendingToolCall ErrorCode = "NoPendingToolCall"
-	CodeTurnNotRunning    ErrorCode = "TurnNotRunning"
-	CodeRequestTooLarge   ErrorCode = "RequestTooLarge"
-	CodeInternalError     ErrorCode = "InternalError"
-	CodeAuthUnavailable   ErrorCode = "AuthUnavailable"
-	// CodeNoPendingRequest: the run has no approval or user-input request
-	// with that requestId (never asked, or the turn ended).
+	// CodeTurnNotRunning: interrupt of a run that is not running.
+	CodeTurnNotRunning ErrorCode = "TurnNotRunning"
+	// CodeNoPendingRequest: the run has no approval or user-input request with
+	// that `requestId` (never asked, or the turn ended).
 	CodeNoPendingRequest ErrorCode = "NoPendingRequest"
-	// CodeRequestAlreadyResolved: the request was answered (or timed out)
-	// before this answer; the first resolution stands.
+	// CodeRequestAlreadyResolved: the request was answered, timed out or
+	// cancelled before this answer; the first resolution stands.
 	CodeRequestAlreadyResolved ErrorCode = "RequestAlreadyResolved"
-	// CodeRateLimited: too many requests with tokens the dispatcher has not
-	// verified yet came from the caller's address (each would cost a
-	// TokenReview); retry after Retry-After.
+	// CodeRequestTooLarge: the body exceeds 1 MiB.
+	CodeRequestTooLarge ErrorCode = "RequestTooLarge"
+	// CodeInternalError: anything else (a failed read of the API server, the
+	// journal).
+	CodeInternalError ErrorCode = "InternalError"
+	// CodeAuthUnavailable: the token could not be checked with the API server,
+	// or the API server could not evaluate the caller's rights: a binding of the
+	// caller's to a role that does not exist, as every binding is on a
+	// kube-apiserver that just restarted before its RBAC roles are loaded, or
+	// any refusal that grants nothing while the API server's `/readyz` fails
+	// (the message names the evaluation error or the failing check; nothing is
+	// cached, so the same token passes once the role exists or the server is
+	// ready).
+	CodeAuthUnavailable ErrorCode = "AuthUnavailable"
+	// CodeRateLimited: too many requests whose token is not cached as valid came
+	// from the caller's address (each would cost a TokenReview); `Retry-After`
+	// says when to retry. A gateway whose token is cached as valid is never
+	// limited.
 	CodeRateLimited ErrorCode = "RateLimited"
-	// CodeNoNativeThread: the session has no native thread bound on a live
-	// server, so there is nothing to read (the MCP inventory); reads never
-	// start one.
-	CodeNoNativeThread ErrorCode = "NoNativeThread"
-	// CodeStoreUnavailable: the dispatcher's store could not take a write
-	// the request needed (its volume is full); nothing ran, and the same
-	// request may pass after Retry-After.
+	// CodeStoreUnavailable: the dispatcher's store could not take a write the
+	// request needed: its volume is full (the journal's PVC) or its quota used
+	// up. A turn refused so was not started; post the same request again after
+	// `Retry-After` (a `runId` never runs twice). The dispatcher's `/readyz`
+	// fails below `--journal-min-free-bytes` before this happens, so a Service
+	// stops routing to it first.
 	CodeStoreUnavailable ErrorCode = "StoreUnavailable"
+	// CodeNoNativeThread: `GET …/mcp-inventory` of a session without a bound
+	// native thread on a live server (nothing is started to answer it).
+	CodeNoNativeThread ErrorCode = "NoNativeThread"
 )
 
 // errorCodes is the one table of HTTP status and retryability per code:

@@ -10,6 +10,10 @@ type Scope string
 // scope ends the whole chain.
 const ScopeHarness Scope = "harness"
 
+// ScopeNone is an error without scope: it ends the whole fallback chain. The
+// field is always present, so a client sees "" and "harness".
+const ScopeNone Scope = ""
+
 // Error is the error shape (docs/dispatcher-api.md, "Errors"): the body of
 // every error answer of the dispatcher API, the payload of the `error` event, a
 // decision's (or route's) fail-closed error, and the typed error selection, the

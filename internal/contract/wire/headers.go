@@ -18,4 +18,8 @@ const (
 	// Authorization (TokenReview and SubjectAccessReview): the header grants
 	// nothing by itself, it is only a second place for the same token.
 	ProxyAuthorizationHeader = "X-Harness-Authorization"
+	// LastEventIDHeader resumes a turn's stream after the event with this id.
+	LastEventIDHeader = "Last-Event-ID"
+	// RetryAfterHeader is the seconds to wait, on every 503 and some 429s.
+	RetryAfterHeader = "Retry-After"
 )

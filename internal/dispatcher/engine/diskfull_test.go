@@ -13,12 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/sessionfinalizer"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 	"github.com/openclaw/harness-operator/internal/testutil/tmpfs"
-	"github.com/openclaw/harness-operator/test/stubmodel"
 )
 
 var _ = Describe("A turn whose journal's disk runs full", func() {
@@ -90,8 +91,8 @@ var _ = Describe("A turn whose journal's disk runs full", func() {
 		// the disk that is still full.
 		deleted := getSession(ns, "disk-full")
 		deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		fin := &FinalizerReconciler{Client: k8sClient, Store: full, Engine: fullEng}
-		Expect(fin.deleteJournal(ctx, deleted)).To(Succeed())
+		fin := &sessionfinalizer.Reconciler{Client: k8sClient, Store: full, Engine: fullEng}
+		Expect(fin.CleanUp(ctx, deleted)).To(Succeed())
 		_, err = full.FindRun(session, "run-df1")
 		Expect(err).To(MatchError(journal.ErrNotFound))
 		_, err = os.Stat(filepath.Join(dir, "by-uid", ns, string(s.UID)))

@@ -16,8 +16,10 @@
 //     Engine.Decide is the side-effect-free decision; Engine.Recover is the
 //     start-up recovery; Engine.Drain and Engine.Close end the turns at
 //     shutdown (interrupting the native turns once the grace is over).
-//   - FinalizerReconciler owns the AgentSession finalizer; GarbageCollector
-//     removes the state of sessions that went without it.
+//   - InterruptSession, AcquireLease, ReleaseLease and ForgetSession
+//     (deletion.go) serve the AgentSession finalizer, which lives in
+//     internal/dispatcher/sessionfinalizer; GarbageCollector removes the
+//     state of sessions that went without it.
 //   - Identity (identity.go): a session is its UID — SessionKey keys the
 //     journal, the lock, the running turn and the turn token; the working
 //     directory on the app-server is <root>/<namespace>/<uid>; a native
@@ -45,7 +47,7 @@
 //   - runningTurn (run.go, drive.go, relay.go): one journaled turn while it
 //     runs — its journal writes, its native turn (start, reattach), its
 //     status writes. Only its own goroutine touches it.
-//   - GarbageCollector (gc.go), FinalizerReconciler (finalizer.go): no state.
+//   - GarbageCollector (gc.go): no state.
 //
 // Other files: start.go (Start, Turn, Follow), capacity.go (a session's
 // place on a pod: maxSessionsPerReplica as store reservations), native.go (a

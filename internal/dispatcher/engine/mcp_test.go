@@ -13,7 +13,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/internal/testutil/mcpserver"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 var _ = Describe("MCP servers of a turn", Ordered, func() {

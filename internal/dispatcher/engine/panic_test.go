@@ -14,7 +14,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // panickingStore is the journal, except that the first `partial` event a

@@ -133,7 +133,7 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 		return nil, nil, err
 	}
 	if SessionKey(sess) != session || !sess.DeletionTimestamp.IsZero() {
-		// Its journal is being deleted (FinalizerReconciler): nothing may
+		// Its journal is being deleted (internal/dispatcher/sessionfinalizer): nothing may
 		// start on it any more.
 		return nil, nil, fmt.Errorf("%w: %s/%s is being deleted", ErrSessionNotFound, ns, name)
 	}

@@ -24,10 +24,11 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/controllers/agentharness"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/sessionfinalizer"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // The suite runs the engine in-process against a real kube-apiserver and
@@ -36,7 +37,7 @@ import (
 // answering from one stub model. A manager runs the real agentharness
 // controller — each harness's status comes from its real /readyz probe and
 // initialize handshake (a harness that must not be Ready points at a dead
-// port) — and the dispatcher's FinalizerReconciler. The engine reads through
+// port) — and the dispatcher's AgentSession finalizer (sessionfinalizer). The engine reads through
 // a direct client (the dispatcher reads an informer cache; the engine is
 // written against client.Reader either way).
 
@@ -153,7 +154,7 @@ var _ = BeforeSuite(func() {
 			AppServerPort: appPort, HarnessNamespaces: testutil.SuiteNamespaces(nsPrefix), ExternalDial: testutil.LoopbackExternalDial}).SetupWithManager(m); err != nil {
 			return err
 		}
-		return (&FinalizerReconciler{Client: m.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(m)
+		return (&sessionfinalizer.Reconciler{Client: m.GetClient(), Store: jrnl, Engine: eng}).SetupWithManager(m)
 	})
 	Expect(err).NotTo(HaveOccurred())
 })

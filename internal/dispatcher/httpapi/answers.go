@@ -45,7 +45,7 @@ func (h *Handler) interrupt(w http.ResponseWriter, r *http.Request) {
 	if _, _, ok := h.authorizeRun(w, r); !ok {
 		return
 	}
-	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
+	ns, name, runID := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("runId")
 	session, ok := h.sessionKey(w, r)
 	if !ok || !h.checkTurnToken(w, r, session, runID) {
 		return

@@ -32,9 +32,9 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 	"github.com/openclaw/harness-operator/internal/testutil"
+	"github.com/openclaw/harness-operator/internal/testutil/appserverdouble"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/appserverdouble"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // The dispatcher benchmarks (BenchmarkDispatcherOverhead,
@@ -50,7 +50,7 @@ import (
 // Handler behind a TLS server) and its sessions.
 const (
 	benchNS      = "latency"
-	doubleNS     = "double" // the harness there is test/appserverdouble
+	doubleNS     = "double" // the harness there is internal/testutil/appserverdouble
 	benchWSToken = "httpapi-latency-token-3f9a"
 	benchModel   = "openai/stub-model"
 	benchAud     = "harness-dispatcher"

@@ -29,7 +29,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, runID string)
 		h.writeError(w, err, h.retryAfter)
 		return
 	}
-	res, d, err := h.eng.Complete(r.Context(), r.PathValue("ns"), r.PathValue("name"), runID, req, caller.requester())
+	res, d, err := h.eng.Complete(r.Context(), r.PathValue("namespace"), r.PathValue("name"), runID, req, caller.requester())
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
 		return

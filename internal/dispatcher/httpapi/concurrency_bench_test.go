@@ -53,7 +53,7 @@ func perBlock(c int, real bool) int {
 // One run has the dispatcher benchmarks' setup (startBenchEnv: envtest's
 // kube-apiserver and etcd, the real agentharness controller, a real `codex
 // app-server` with the stub model as the harness of namespace benchNS, a
-// gateway ServiceAccount) plus test/appserverdouble as the harness of
+// gateway ServiceAccount) plus internal/testutil/appserverdouble as the harness of
 // doubleNS (startDouble), one file journal in a temporary directory, and
 // one arm (newArm): one engine.Engine reading through the informer cache
 // (Secrets from the API server) and writing status to the API server, and

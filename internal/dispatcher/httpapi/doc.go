@@ -2,21 +2,16 @@
 // (internal/dispatcher/engine) and its journal (internal/dispatcher/store/journal):
 // docs/dispatcher-api.md describes it.
 //
-// Handler serves, under /v1/namespaces/{ns}/agentsessions/{name}:
-//
-//	POST …/decide                      the decision for a turn body (no side effects)
-//	POST …/turns                       run a turn; events as text/event-stream
-//	GET  …/turns/{runId}               a run's state, or its final result or error
-//	POST …/turns/{runId}/tool-results  answer a host tool call (turn token required)
-//	POST …/turns/{runId}/interrupt     interrupt a running turn (turn token required)
-//	GET  …/transcript                  the session's transcript mirror (JSONL)
+// Handler serves the routes of the wire contract (internal/contract/wire,
+// routes.go), each under wire.SessionPath; docs/dispatcher-api.md lists
+// them with their bodies.
 //
 // Every request carries a bearer token. An Authorizer authenticates it
 // (KubeAuthorizer: TokenReview) and checks the permission
-// (SubjectAccessReview): verb `create` on agentsessions/turns of group
+// (SubjectAccessReview) on agentsessions/turns of group
 // harness.openclaw.dev in the session's namespace (resource name: the
-// session) for decide, turns, tool-results and interrupt; verb `get` on the
-// same for the two reads. The Handler caches verdicts briefly
+// session): verb `create` for the POSTs (a delegated turn's: delegate.go),
+// `get` for the reads. The Handler caches verdicts briefly
 // (Config.AuthCacheTTL) keyed by the token's SHA-256 and the attributes; raw
 // tokens are never stored or logged.
 //

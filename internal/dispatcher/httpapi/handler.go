@@ -128,19 +128,20 @@ func NewHandler(cfg Config) (*Handler, error) {
 			return nil, err
 		}
 	}
-	const base = "/v1/namespaces/{ns}/agentsessions/{name}"
+	// The routes are the wire contract's (the plugin's types are generated from it).
+	base := wire.SessionPath
 	m := http.NewServeMux()
-	m.HandleFunc("POST "+base+"/decide", h.decide)
-	m.HandleFunc("POST "+base+"/turns", h.turn)
-	m.HandleFunc("GET "+base+"/turns/{runId}", h.getTurn)
-	m.HandleFunc("POST "+base+"/turns/{runId}/tool-results", h.toolResult)
-	m.HandleFunc("POST "+base+"/turns/{runId}/interrupt", h.interrupt)
-	m.HandleFunc("POST "+base+"/turns/{runId}/approvals", h.approval)
-	m.HandleFunc("POST "+base+"/turns/{runId}/user-input", h.userInput)
-	m.HandleFunc("POST "+base+"/turns/{runId}/finalize", h.finalize)
-	m.HandleFunc("POST "+base+"/completions", h.completion)
-	m.HandleFunc("GET "+base+"/transcript", h.transcript)
-	m.HandleFunc("GET "+base+"/mcp-inventory", h.mcpInventory)
+	m.HandleFunc("POST "+base+wire.RouteDecide, h.decide)
+	m.HandleFunc("POST "+base+wire.RouteTurns, h.turn)
+	m.HandleFunc("GET "+base+wire.RouteTurn, h.getTurn)
+	m.HandleFunc("POST "+base+wire.RouteToolResults, h.toolResult)
+	m.HandleFunc("POST "+base+wire.RouteInterrupt, h.interrupt)
+	m.HandleFunc("POST "+base+wire.RouteApprovals, h.approval)
+	m.HandleFunc("POST "+base+wire.RouteUserInput, h.userInput)
+	m.HandleFunc("POST "+base+wire.RouteFinalize, h.finalize)
+	m.HandleFunc("POST "+base+wire.RouteCompletions, h.completion)
+	m.HandleFunc("GET "+base+wire.RouteTranscript, h.transcript)
+	m.HandleFunc("GET "+base+wire.RouteMCPInventory, h.mcpInventory)
 	m.HandleFunc("/", h.notFound)
 	h.mux = m
 	return h, nil
@@ -175,7 +176,7 @@ func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
 // session reads the request's AgentSession; a missing one is answered 404
 // SessionNotFound.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) (*v1alpha1.AgentSession, bool) {
-	ns, name := r.PathValue("ns"), r.PathValue("name")
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	s := &v1alpha1.AgentSession{}
 	if err := h.sessions.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -199,5 +200,5 @@ func (h *Handler) sessionKey(w http.ResponseWriter, r *http.Request) (string, bo
 }
 
 func attrs(r *http.Request, verb string) Attributes {
-	return Attributes{Verb: verb, Namespace: r.PathValue("ns"), Name: r.PathValue("name"), Subresource: SubresourceTurns}
+	return Attributes{Verb: verb, Namespace: r.PathValue("namespace"), Name: r.PathValue("name"), Subresource: SubresourceTurns}
 }

@@ -14,7 +14,7 @@ func (h *Handler) mcpInventory(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.session(w, r); !ok {
 		return
 	}
-	inv, err := h.eng.MCPInventory(r.Context(), r.PathValue("ns"), r.PathValue("name"))
+	inv, err := h.eng.MCPInventory(r.Context(), r.PathValue("namespace"), r.PathValue("name"))
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
 		return

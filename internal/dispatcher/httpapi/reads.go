@@ -30,7 +30,7 @@ type TurnState struct {
 }
 
 func (h *Handler) lookupRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
-	ns, name, runID := r.PathValue("ns"), r.PathValue("name"), r.PathValue("runId")
+	ns, name, runID := r.PathValue("namespace"), r.PathValue("name"), r.PathValue("runId")
 	session, ok := h.sessionKey(w, r)
 	if !ok {
 		return nil, false

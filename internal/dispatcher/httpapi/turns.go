@@ -28,7 +28,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := h.eng.Decide(r.Context(), r.PathValue("ns"), r.PathValue("name"), req)
+	d, err := h.eng.Decide(r.Context(), r.PathValue("namespace"), r.PathValue("name"), req)
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
 		return
@@ -64,13 +64,13 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 			err = engine.DelegateMayFollow(run, caller.requester())
 		}
 	} else if delegate {
-		run, err = h.eng.StartDelegated(r.Context(), r.PathValue("ns"), r.PathValue("name"), req, caller.requester())
+		run, err = h.eng.StartDelegated(r.Context(), r.PathValue("namespace"), r.PathValue("name"), req, caller.requester())
 	} else {
 		// Start returns once the run is journaled (or refused); the turn
 		// runs on the engine's context, not this request's: the client may
 		// leave and reconnect. While it waits for the session it is
 		// dropped with this request: nothing ran, its runId stays free.
-		run, err = h.eng.Start(r.Context(), r.PathValue("ns"), r.PathValue("name"), req, caller.requester())
+		run, err = h.eng.Start(r.Context(), r.PathValue("namespace"), r.PathValue("name"), req, caller.requester())
 	}
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
@@ -107,7 +107,7 @@ func (h *Handler) reconnect(r *http.Request, session string, req *wire.TurnReque
 	run, err := h.ownRun(session, req.RunID, digest)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, wire.Errorf(wire.CodeRunNotFound, "",
-			"run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("ns"), r.PathValue("name"))
+			"run %q of AgentSession %s/%s is not in the journal; a reconnect does not run a turn again", req.RunID, r.PathValue("namespace"), r.PathValue("name"))
 	}
 	return run, err
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // testToken is a capability token for test listeners only.

@@ -3,7 +3,7 @@
 // The binary comes from the CODEX_BIN environment variable (`make test` sets
 // it from hack/setup-codex.sh). Every server gets its own directory with an
 // isolated CODEX_HOME whose config.toml points Codex at a loopback stub model
-// (test/stubmodel) and turns off every feature that would reach out to the
+// (internal/testutil/stubmodel) and turns off every feature that would reach out to the
 // network on its own (docs/codex-app-server.md). Servers speak JSON-RPC over
 // stdio or listen for WebSocket clients, and they are killed when the test
 // ends.

@@ -273,14 +273,14 @@ func TestManagerRBAC(t *testing.T) {
 }
 
 // TestDispatcherRBAC checks the dispatcher gets exactly
-// config/rbac/dispatcher_role.yaml (Secrets only per harness namespace),
+// config/rbac/dispatcher/role.yaml (generated from the markers; Secrets only per harness namespace),
 // a leader-election Role and the turn-token Role of
 // config/rbac/dispatcher_turn_token_role.yaml in the release namespace and,
 // with its self-managed TLS certificate (dispatcher.tls.secretName empty), the
 // Role of config/rbac/dispatcher_tls_role.yaml there; with the PostgreSQL
 // store, get on its connection-string Secret there, by name.
 func TestDispatcherRBAC(t *testing.T) {
-	crs, _ := configRBAC(t, "dispatcher_role.yaml")
+	crs, _ := configRBAC(t, "dispatcher/role.yaml")
 	_, tlsRoles := configRBAC(t, "dispatcher_tls_role.yaml")
 	_, turnTokenRoles := configRBAC(t, "dispatcher_turn_token_role.yaml")
 	leaderElection := []grant{

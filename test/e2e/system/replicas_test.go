@@ -24,7 +24,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/pgtest"
-	"github.com/openclaw/harness-operator/test/turnload"
+	"github.com/openclaw/harness-operator/internal/testutil/turnload"
 )
 
 // replicaSpecs are the many-dispatchers fault campaign (docs/reliability.md)
@@ -32,7 +32,7 @@ import (
 // release moves to PostgreSQL (a real server on this machine, on the
 // bridge's gateway where the Pods reach it) and three dispatcher Pods; 20
 // sessions run turns without pause against the Pods' own addresses (the
-// gateways of test/turnload, round robin; this machine reaches the pod
+// gateways of internal/testutil/turnload, round robin; this machine reaches the pod
 // network through the bridge) while every Pod is evicted in turn — the PDB
 // lets one go at a time, the next once its replacement is Ready — and then
 // one Pod's dispatcher is SIGKILLed.

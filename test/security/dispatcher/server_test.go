@@ -21,7 +21,7 @@ import (
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/testutil"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 var addressOrPath = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+|://|(^|\s)/[a-z]`)

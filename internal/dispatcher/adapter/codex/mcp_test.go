@@ -12,7 +12,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/internal/testutil/mcpserver"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 const mcpHeaderValue = "header-value-from-a-secret"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // A deleted session leaves nothing on the app-server: its threads are

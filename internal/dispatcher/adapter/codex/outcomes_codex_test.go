@@ -8,7 +8,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 // applyPatch is an exec_command call of Codex's apply_patch: Codex

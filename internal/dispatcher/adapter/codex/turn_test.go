@@ -12,7 +12,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
-	"github.com/openclaw/harness-operator/test/stubmodel"
+	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
 var weatherSchema = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)
