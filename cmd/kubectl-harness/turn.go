@@ -76,9 +76,9 @@ Route facts: for provider openai the turn carries OpenAI's official Platform
 Responses route (api openai-responses, https://api.openai.com/v1, no request
 overrides, codex compatible), the route an OpenClaw gateway prepares for a
 default openai provider; other providers get none. With route facts the
-session's pin is not consulted: policy (or auto) decides and the harness must
-support the route. --route-facts none sends none: the attempt is pending and a
-pinned session stays on its harness.
+harness that runs (a locked session's pin included) must support the route.
+--route-facts none sends none: the attempt is pending and a locked, pinned
+session stays on its harness unchecked.
 
 Exit codes: 0 the turn completed (terminal ok), 3 a fail-closed decision, an
 error event or a terminal other than ok (aborted, timeout, failed), 2 bad input

@@ -14,11 +14,11 @@ import (
 // with no authored request behaviour, on which OpenClaw's OpenAI route
 // contract declares `codex` compatible (the seed: "an exact official HTTPS
 // Platform Responses or ChatGPT Responses route with no authored request
-// override"). With route facts the session's pin is not consulted: policy (or
-// auto) decides and the harness must support the route
-// (docs/dispatcher-api.md, "Selection: the pin and route facts").
-// `--route-facts none` sends no facts: the attempt is pending, and a pinned
-// session stays on its harness.
+// override"). With route facts the harness that runs — a locked session's
+// pin included — must support the route (docs/dispatcher-api.md, "Selection:
+// the pin and route facts"). `--route-facts none` sends no facts: the
+// attempt is pending, and a locked, pinned session stays on its harness
+// unchecked.
 
 // Values of --route-facts.
 const (

@@ -192,7 +192,8 @@ func reconcilePolicy(s *scope) {
 }
 
 // reconcileReadiness: Ready is False (OverrideDenied) when the session's
-// runtimeOverride or its ownership pin contradicts an enforcing Deny policy —
+// runtimeOverride or its ownership pin (which counts only while its model
+// selection is locked) contradicts an enforcing Deny policy —
 // turns would fail closed — and True otherwise. The pin is judged by the
 // selection engine itself (under an enforced auto, a pin is accepted only when
 // auto would select that harness), so the visible harnesses matter.

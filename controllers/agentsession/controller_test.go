@@ -269,8 +269,11 @@ var _ = Describe("AgentSession controller", func() {
 		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
 		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched " + ready))
 
-		By("a dispatcher pin to another harness contradicts the Deny policy too")
+		By("a dispatcher pin to another harness contradicts the Deny policy too, once the session's model selection is locked (an unlocked session's pin takes no part: TestSelect)")
 		dispatcherApply(denied, map[string]any{"agentHarnessId": "other-harness"})
+		cur = getSession(denied)
+		cur.Spec.ModelSelectionLocked = v1alpha1.ModelSelectionLocked
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
 		Eventually(policyOf(denied)).Should(Equal("codex/provider [" + id + "] PolicyResolved=True/PolicyMatched Ready=False/OverrideDenied"))
 		c = meta.FindStatusCondition(getSession(denied).Status.Conditions, v1alpha1.SessionConditionReady)
 		Expect(c.Message).To(ContainSubstring("other-harness"))

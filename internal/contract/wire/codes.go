@@ -29,10 +29,10 @@ const (
 	// proves it before the thread starts (stream `error`, `replaySafe: true`; no
 	// scope when it depends on the model, e.g. a Codex catalog model).
 	CodeToolPolicyUnenforceable ErrorCode = "ToolPolicyUnenforceable"
-	// CodeOverrideDenied: the session's override, or its pin while route facts
-	// are pending, contradicts a `Deny` RuntimePolicy; the message names the
-	// remedy (drop or change `spec.runtimeOverride`; reset the session, which
-	// clears the pin, or send the route facts).
+	// CodeOverrideDenied: the session's override, or the pin of a session whose
+	// model selection is locked, contradicts a `Deny` RuntimePolicy; the message
+	// names the remedy (drop or change `spec.runtimeOverride`; reset the
+	// session, which clears the pin, or unlock its model selection).
 	CodeOverrideDenied ErrorCode = "OverrideDenied"
 	// CodeArtifactMismatch: `expectedRuntimeArtifact` names another harness, or
 	// the chosen server is external, not attested, or runs another artifact.

@@ -109,8 +109,8 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 			"AgentHarness %s/%s uses adapter %q, which this dispatcher cannot drive.", h.Namespace, h.Name, h.Spec.Adapter)
 	}
 	binding := sess.Status.NativeBinding
-	// A binding of another harness (the decision moved the session: its pin
-	// is not consulted once route facts exist) is no thread to resume here.
+	// A binding of another harness (the decision moved the session: an
+	// unlocked session's pin takes no part) is no thread to resume here.
 	p.rebind = binding == nil || binding.Generation != sess.Spec.ResetGeneration ||
 		(binding.HarnessName != "" && (binding.HarnessNamespace != h.Namespace || binding.HarnessName != h.Name))
 	if terr := trustedBinding(sess); terr != nil {

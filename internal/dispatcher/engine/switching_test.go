@@ -15,9 +15,9 @@ import (
 
 // A session switches runtime between turns: Codex, then the gateway's
 // embedded runtime, then Codex again, as the namespace's RuntimePolicy
-// changes. Every attempt carries route facts, so the session's pin
-// (status.agentHarnessId, written by the first Codex turn) is not consulted
-// and the policy decides (docs/dispatcher-api.md, "Selection: the pin and
+// changes. The session's model selection is not locked, so its pin
+// (status.agentHarnessId, written by the first Codex turn) takes no part and
+// the policy decides (docs/dispatcher-api.md, "Selection: the pin and
 // route facts"). The session's provider is
 // `codex`, so the suite's openai-only Deny policy does not govern it.
 var _ = Describe("A session that switches runtime between turns", Ordered, func() {

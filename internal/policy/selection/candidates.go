@@ -132,8 +132,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		case modeExplicit, modePin:
 			res := rs[ri].target
 			if mode == modePin {
-				// A pin is consulted only while route facts are pending, and
-				// then keeps ownership without a support check.
+				// While route facts are pending a locked session's pin keeps
+				// ownership without a support check (with facts the pin is
+				// checked as an explicit harness: modeExplicit).
 				res = support{}
 			}
 			switch {

@@ -9,14 +9,20 @@
 //
 //  1. The session is authoritative: an attempt that contradicts it is a
 //     SessionMismatch, decided before anything else.
-//  2. Runtime id. Without route facts (pending): session pin > session
-//     override > policy > auto, the pin used without a support check. With
-//     route facts the pin is not consulted: override > policy > auto.
-//     Policy is ResolvePolicy (OpenClaw's order: model entries > catalog row
-//     > provider/* entries > provider-wide; oldest policy wins a conflict, a
-//     Deny policy enforces). A pin (while pending) or override that
-//     contradicts a Deny policy is OverrideDenied. A pin made stale by a
-//     reset (SessionPin) counts as none.
+//  2. Runtime id: pin > session override > policy > auto. The pin is the
+//     session's persisted harness (SessionPin) only while the session is
+//     model-locked, as OpenClaw hands it to selection
+//     (resolveSessionPinnedHarnessId); an unlocked session's pin takes no
+//     part. Without a session, the attempt's agentHarnessId is the pin
+//     (OpenClaw sends one only for a locked session). While route facts are
+//     pending the pinned harness is used without a support check; with
+//     route facts it must support every route, as an explicit harness
+//     does. A pin of `auto` is no pin and sets the override aside (OpenClaw's
+//     pin ?? override). Policy is ResolvePolicy (OpenClaw's order: model
+//     entries > catalog row > provider/* entries > provider-wide; oldest
+//     policy wins a conflict, a Deny policy enforces). A pin or override
+//     that contradicts a Deny policy is OverrideDenied. A pin made stale by
+//     a reset counts as none.
 //  3. The id decides the mode: `openclaw` is forced_openclaw; a CLI backend
 //     alias for the provider passes through to openclaw; `auto` asks every
 //     admitted harness (for provider openai: implicit codex on the official

@@ -191,6 +191,12 @@ func pinned(id string) sopt {
 	return func(s *v1alpha1.AgentSession) { s.Status.AgentHarnessID = id }
 }
 
+// locked locks the session's model selection: only then does its pin take
+// part in selection.
+func locked() sopt {
+	return func(s *v1alpha1.AgentSession) { s.Spec.ModelSelectionLocked = v1alpha1.ModelSelectionLocked }
+}
+
 // boundAt gives the session a native binding written in reset generation gen.
 func boundAt(gen int64) sopt {
 	return func(s *v1alpha1.AgentSession) {

@@ -87,7 +87,7 @@ type engine struct {
 	agentID  string
 	provider string
 	model    string
-	pin      string // the ownership pin; empty once a reset made it stale
+	pin      string // the ownership pin of a locked session; empty once a reset made it stale
 	override string
 	pending  bool // the attempt carries no route facts (modelProvider/modelProviders)
 	// judgingPin makes a pending route count as the default official route
@@ -130,7 +130,9 @@ func (e *engine) facts() {
 	if sess != nil {
 		e.agentID = sess.Spec.AgentID
 		e.provider, e.model = SplitModel("", sess.Spec.Model)
-		e.pin = SessionPin(sess)
+		if sess.Spec.ModelSelectionLocked == v1alpha1.ModelSelectionLocked {
+			e.pin = SessionPin(sess)
+		}
 		e.override = string(sess.Spec.RuntimeOverride)
 	} else {
 		e.agentID = a.AgentID
@@ -138,12 +140,17 @@ func (e *engine) facts() {
 		e.pin = a.AgentHarnessID
 		e.override = a.AgentHarnessRuntimeOverride
 	}
-	// A pin names a plugin harness; `auto` or `openclaw` there pins nothing.
-	// An override of `auto` (or `default`) overrides nothing.
-	if e.pin = NormalizeRuntimeID(e.pin); e.pin == string(v1alpha1.RuntimeAuto) || e.pin == string(v1alpha1.RuntimeOpenClaw) {
-		e.pin = ""
+	// OpenClaw's requested runtime is pin ?? override: a pin of `auto`
+	// leaves the configured policy in charge and sets the override aside; a
+	// pin of `openclaw` forces the embedded runtime. An override of `auto`
+	// (or `default`) overrides nothing.
+	if e.pin != "" {
+		if e.pin = NormalizeRuntimeID(e.pin); e.pin == string(v1alpha1.RuntimeAuto) {
+			e.pin, e.override = "", ""
+		}
 	}
-	if e.override = NormalizeRuntimeID(e.override); e.override == string(v1alpha1.RuntimeAuto) {
+	e.override = NormalizeRuntimeID(e.override)
+	if e.override == string(v1alpha1.RuntimeAuto) {
 		e.override = ""
 	}
 
@@ -270,10 +277,11 @@ func (e *engine) decide() wire.Decision {
 
 	// Precedence (docs/design/contract-rules.md, rule 1; the seed: "A persisted
 	// session agentHarnessId keeps ownership of its native transcript while
-	// route/auth preparation is still pending"): the pin counts only while
-	// route facts are pending; with route facts it is not consulted.
+	// route/auth preparation is still pending"): a locked session's pin is
+	// the requested runtime, unchecked while route facts are pending and
+	// checked against them once they exist (mode below).
 	switch {
-	case e.pending && e.pin != "":
+	case e.pin != "":
 		d.RequestedRuntime, d.RuntimeSource = e.pin, v1alpha1.RuntimeSourceSession
 	case e.override != "":
 		d.RequestedRuntime, d.RuntimeSource = e.override, v1alpha1.RuntimeSourceOverride
@@ -313,7 +321,7 @@ func (e *engine) decide() wire.Decision {
 		return d
 	}
 	mode := modeExplicit
-	if d.RuntimeSource == v1alpha1.RuntimeSourceSession {
+	if d.RuntimeSource == v1alpha1.RuntimeSourceSession && e.pending {
 		mode = modePin
 	}
 	return e.finish(d, mode, target)
@@ -329,20 +337,20 @@ func (e *engine) autoMode() int {
 }
 
 // enforce checks the pin and the override against a Deny policy's runtime and
-// returns the OverrideDenied error with the source it is about. The pin is
-// checked only while route facts are pending (with route facts it is not
-// consulted). Under an enforced `auto` a pin is accepted only when auto would
-// select the pinned harness itself on the route the pin was made for (the
-// default official route while facts are pending): the pin then records
+// returns the OverrideDenied error with the source it is about (the
+// operator's addition: OpenClaw lets a locked session's pin beat policy).
+// Under an enforced `auto` a pin is accepted only when auto would select the
+// pinned harness itself on the attempt's routes (while facts are pending, on
+// the default official route the pin was made for): the pin then records
 // auto's own choice. Any override other than `auto` contradicts it. Both are
 // checked: a session that carries a contradicting override fails even when
 // its pin agrees.
 func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Error) {
 	model := modelLabel(e.provider, e.model)
-	if e.pending && e.pin != "" && e.pin != pol.Runtime {
+	if e.pin != "" && e.pin != pol.Runtime {
 		contradicts := true
 		if pol.Runtime == string(v1alpha1.RuntimeAuto) {
-			e.judgingPin = true
+			e.judgingPin = e.pending
 			_, outs := e.evaluate(e.autoMode(), -1)
 			e.judgingPin = false
 			h, _, err := combine(outs)
@@ -350,9 +358,8 @@ func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Er
 		}
 		if contradicts {
 			return v1alpha1.RuntimeSourceSession, wire.Errorf(wire.CodeOverrideDenied, "",
-				"Session is pinned to agent harness %q, but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. "+
-					"Reset the session (bump spec.resetGeneration; it clears the pin and the native thread), "+
-					"or send the attempt with its prepared route facts (modelProvider), which the pin does not govern.",
+				"Session is pinned to agent harness %q (its model selection is locked), but RuntimePolicy %q (sessionOverrides: Deny) requires runtime %q for %s. "+
+					"Reset the session (bump spec.resetGeneration; it clears the pin and the native thread), or unlock its model selection.",
 				e.pin, pol.Policy, pol.Runtime, model)
 		}
 	}
