@@ -201,6 +201,9 @@ func printText(w io.Writer, d wire.Decision, session *v1alpha1.AgentSession, nam
 	if len(d.MatchedPolicies) > 0 {
 		line("Policies", strings.Join(d.MatchedPolicies, ", "))
 	}
+	if d.Pin != nil {
+		line("Pin", d.Pin.HarnessID+" ("+pinUse[d.Pin.Use]+")")
+	}
 	if d.ToolPolicy != nil {
 		tp := "unrestricted"
 		if d.ToolPolicy.Restricted {
@@ -245,6 +248,15 @@ func printText(w io.Writer, d wire.Decision, session *v1alpha1.AgentSession, nam
 			yesNo(c.Supported), c.Priority, reason)
 	}
 	return cw.Flush()
+}
+
+// pinUse says in words how a decision used the ownership pin.
+var pinUse = map[wire.PinUseKind]string{
+	wire.PinUnchecked: "took part, unchecked: the session's model selection is locked and the attempt's route facts are pending",
+	wire.PinChecked:   "took part, checked against the attempt's route facts: the session's model selection is locked",
+	wire.PinUnlocked:  "took no part: the session's model selection is not locked",
+	wire.PinStale:     "took no part: a reset made it stale",
+	wire.PinAuto:      "a pin of auto: policy decides and the session's override is set aside",
 }
 
 func yesNo(b bool) string {

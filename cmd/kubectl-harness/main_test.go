@@ -114,6 +114,25 @@ func TestExplainGolden(t *testing.T) {
 			wantExit: 3,
 		},
 		{
+			name:     "locked-pin-without-route-facts-is-used-unchecked",
+			args:     []string{"explain", "--offline", "-f", testdata + "/harness-only.yaml", "-f", testdata + "/sessions-pinned.yaml", "--attempt", "-"},
+			stdin:    `{"agentId":"main","sessionId":"locked-1"}`,
+			wantExit: 0,
+		},
+		{
+			name: "locked-pin-is-checked-against-route-facts",
+			args: []string{"explain", "--offline", "-f", testdata + "/harness-only.yaml", "-f", testdata + "/sessions-pinned.yaml", "--attempt", "-"},
+			stdin: `{"agentId":"main","sessionId":"locked-1","modelProvider":{"api":"openai-responses",` +
+				`"baseUrl":"https://proxy.example/v1","requestTransportOverrides":"none","runtimePolicy":{"compatibleIds":["openclaw"]}}}`,
+			wantExit: 3,
+		},
+		{
+			name:     "unlocked-pin-takes-no-part",
+			args:     []string{"explain", "--offline", "-f", testdata + "/harness-only.yaml", "-f", testdata + "/sessions-pinned.yaml", "--attempt", "-"},
+			stdin:    `{"agentId":"main","sessionId":"unlocked-1"}`,
+			wantExit: 0,
+		},
+		{
 			name:     "unknown-attempt-field-is-named",
 			args:     []string{"explain", "--offline", "-f", samples, "--attempt", attempts + "/unknown-field.json"},
 			wantExit: 2,

@@ -179,6 +179,15 @@ export type ErrorCode =
  */
 export type Scope = "harness" | "";
 /**
+ * PinUseKind is how an ownership pin took part in a decision. Only a locked
+ * session's pin takes part (OpenClaw's resolveSessionPinnedHarnessId); a
+ * what-if attempt's pin counts as a locked session's.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "PinUseKind".
+ */
+export type PinUseKind = "Unchecked" | "Checked" | "Unlocked" | "Stale" | "Auto";
+/**
  * HarnessCapabilityName names one operation a gateway may ask a harness for.
  *
  * This interface was referenced by `DispatcherWire`'s JSON-Schema
@@ -965,6 +974,12 @@ export interface Decision {
    */
   matchedPolicies?: string[];
   /**
+   * Pin says whether and how an ownership pin took part: the session's
+   * status.agentHarnessId, or a what-if attempt's agentHarnessId. Absent
+   * when there is none.
+   */
+  pin?: PinUse;
+  /**
    * Error is set when the attempt fails closed or contradicts its session.
    */
   error?: Error;
@@ -1066,6 +1081,22 @@ export interface ToolPolicyDecision {
    * Reasons explain each rule that restricted the turn.
    */
   reasons?: string[];
+}
+/**
+ * PinUse is how an ownership pin took part in a decision.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "PinUse".
+ */
+export interface PinUse {
+  /**
+   * HarnessID is the pinned runtime id, as the session or attempt gave it.
+   */
+  harnessId: string;
+  /**
+   * Use is how it took part.
+   */
+  use: PinUseKind;
 }
 /**
  * HarnessCapability is one capability of a harness and whether it is offered.
@@ -1266,6 +1297,12 @@ export interface SelectedEvent {
    * agent and model: the deciding policy first, then the others oldest first.
    */
   matchedPolicies?: string[];
+  /**
+   * Pin says whether and how an ownership pin took part: the session's
+   * status.agentHarnessId, or a what-if attempt's agentHarnessId. Absent
+   * when there is none.
+   */
+  pin?: PinUse;
   /**
    * Error is set when the attempt fails closed or contradicts its session.
    */

@@ -38,6 +38,10 @@ type Decision struct {
 	// MatchedPolicies are the RuntimePolicies with an entry for the attempt's
 	// agent and model: the deciding policy first, then the others oldest first.
 	MatchedPolicies []string `json:"matchedPolicies,omitempty"`
+	// Pin says whether and how an ownership pin took part: the session's
+	// status.agentHarnessId, or a what-if attempt's agentHarnessId. Absent
+	// when there is none.
+	Pin *PinUse `json:"pin,omitempty"`
 	// Error is set when the attempt fails closed or contradicts its session.
 	Error *Error `json:"error,omitempty"`
 	// Capabilities are what the selected harness offers (its
@@ -53,6 +57,36 @@ type Decision struct {
 	// attempt. Empty when no harness was selected.
 	AuthBootstrap v1alpha1.AuthBootstrap `json:"authBootstrap,omitempty"`
 }
+
+// PinUse is how an ownership pin took part in a decision.
+type PinUse struct {
+	// HarnessID is the pinned runtime id, as the session or attempt gave it.
+	HarnessID string `json:"harnessId"`
+	// Use is how it took part.
+	Use PinUseKind `json:"use"`
+}
+
+// PinUseKind is how an ownership pin took part in a decision. Only a locked
+// session's pin takes part (OpenClaw's resolveSessionPinnedHarnessId); a
+// what-if attempt's pin counts as a locked session's.
+type PinUseKind string
+
+const (
+	// PinUnchecked: the pin was the requested runtime and the attempt's route
+	// facts were pending: the pinned harness runs without a support check.
+	PinUnchecked PinUseKind = "Unchecked"
+	// PinChecked: the pin was the requested runtime and was checked against
+	// every route of the attempt.
+	PinChecked PinUseKind = "Checked"
+	// PinUnlocked: the session's model selection is not locked: the pin took
+	// no part.
+	PinUnlocked PinUseKind = "Unlocked"
+	// PinStale: a reset made the pin stale: it took no part.
+	PinStale PinUseKind = "Stale"
+	// PinAuto: a pin of `auto` leaves policy in charge and sets the session
+	// override aside.
+	PinAuto PinUseKind = "Auto"
+)
 
 // HarnessRef names an AgentHarness object.
 type HarnessRef struct {

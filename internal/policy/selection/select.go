@@ -88,6 +88,7 @@ type engine struct {
 	provider string
 	model    string
 	pin      string // the ownership pin of a locked session; empty once a reset made it stale
+	pinUse   *wire.PinUse
 	override string
 	pending  bool // the attempt carries no route facts (modelProvider/modelProviders)
 	// judgingPin makes a pending route count as the default official route
@@ -130,8 +131,14 @@ func (e *engine) facts() {
 	if sess != nil {
 		e.agentID = sess.Spec.AgentID
 		e.provider, e.model = SplitModel("", sess.Spec.Model)
-		if sess.Spec.ModelSelectionLocked == v1alpha1.ModelSelectionLocked {
-			e.pin = SessionPin(sess)
+		switch raw := strings.TrimSpace(sess.Status.AgentHarnessID); {
+		case raw == "":
+		case sess.Spec.ModelSelectionLocked != v1alpha1.ModelSelectionLocked:
+			e.pinUse = &wire.PinUse{HarnessID: raw, Use: wire.PinUnlocked}
+		case SessionPin(sess) == "":
+			e.pinUse = &wire.PinUse{HarnessID: raw, Use: wire.PinStale}
+		default:
+			e.pin = raw
 		}
 		e.override = string(sess.Spec.RuntimeOverride)
 	} else {
@@ -145,8 +152,12 @@ func (e *engine) facts() {
 	// pin of `openclaw` forces the embedded runtime. An override of `auto`
 	// (or `default`) overrides nothing.
 	if e.pin != "" {
+		raw := strings.TrimSpace(e.pin)
 		if e.pin = NormalizeRuntimeID(e.pin); e.pin == string(v1alpha1.RuntimeAuto) {
 			e.pin, e.override = "", ""
+			e.pinUse = &wire.PinUse{HarnessID: raw, Use: wire.PinAuto}
+		} else {
+			e.pinUse = &wire.PinUse{HarnessID: raw, Use: wire.PinChecked} // Unchecked below, when pending
 		}
 	}
 	e.override = NormalizeRuntimeID(e.override)
@@ -203,6 +214,9 @@ func (e *engine) facts() {
 	if len(e.routes) == 0 {
 		e.pending = true
 		e.routes = append(e.routes, route{same: -1})
+		if e.pinUse != nil && e.pinUse.Use == wire.PinChecked {
+			e.pinUse.Use = wire.PinUnchecked
+		}
 	}
 }
 
@@ -268,7 +282,7 @@ func (e *engine) lookup(id string) int {
 
 func (e *engine) decide() wire.Decision {
 	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
-	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies}
+	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies, Pin: e.pinUse}
 	if pol.Provider != "" {
 		// A `provider/*` entry matched an unknown provider: the turn is for
 		// the entry's provider, as in OpenClaw.

@@ -1812,3 +1812,38 @@ func TestValidateAgainstSession(t *testing.T) {
 		t.Errorf("Error() = %q", err.Error())
 	}
 }
+
+// TestPinUse checks the decision's account of the ownership pin, which
+// explain prints: whether it took part (only a locked session's pin does, as
+// OpenClaw's resolveSessionPinnedHarnessId) and whether it was checked
+// against route facts.
+func TestPinUse(t *testing.T) {
+	codex := []*v1alpha1.AgentHarness{harness("codex")}
+	for _, tc := range []struct {
+		name string
+		sess *v1alpha1.AgentSession
+		a    *wire.Attempt
+		want *wire.PinUse
+	}{
+		{"no pin", session(openaiGPT, locked()), &wire.Attempt{}, nil},
+		{"locked, route facts pending: used unchecked", session(openaiGPT, locked(), pinned("codex")), &wire.Attempt{},
+			&wire.PinUse{HarnessID: "codex", Use: wire.PinUnchecked}},
+		{"locked, route facts: checked against them", session(openaiGPT, locked(), pinned("codex")), attempt("", "", withRoute(codexRoute())),
+			&wire.PinUse{HarnessID: "codex", Use: wire.PinChecked}},
+		{"unlocked: no part", session(openaiGPT, pinned("codex")), &wire.Attempt{},
+			&wire.PinUse{HarnessID: "codex", Use: wire.PinUnlocked}},
+		{"made stale by a reset: no part", session(openaiGPT, locked(), pinned("codex"), boundAt(0), resetTo(1)), &wire.Attempt{},
+			&wire.PinUse{HarnessID: "codex", Use: wire.PinStale}},
+		{"a pin of auto", session(openaiGPT, locked(), pinned("auto")), &wire.Attempt{},
+			&wire.PinUse{HarnessID: "auto", Use: wire.PinAuto}},
+		{"a what-if pin counts as a locked session's", nil, attempt("openai", gpt, whatIfPin("codex"), withRoute(codexRoute())),
+			&wire.PinUse{HarnessID: "codex", Use: wire.PinChecked}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Select(Snapshot{Harnesses: codex, Session: tc.sess}, tc.a)
+			if !reflect.DeepEqual(d.Pin, tc.want) {
+				t.Fatalf("pin = %+v, want %+v (decision %+v)", d.Pin, tc.want, d)
+			}
+		})
+	}
+}
