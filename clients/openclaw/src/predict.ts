@@ -110,7 +110,10 @@ function implicitCodex(views: HarnessView[], provider: string, route: RouteFacts
 function auto(views: HarnessView[], provider: string, route: RouteFacts | undefined, run: Answer, openclaw: Fallback): AgentHarnessSupport {
   const byPriority = views.filter((v) => v.counts).sort((a, b) => b.priority - a.priority);
   for (const v of byPriority) {
-    if (autoAdmits(v, provider).ok && supports(v, provider, route).ok) return run(v, "auto_plugin");
+    // support.go claimsWithoutFacts: without route facts a route-bound harness
+    // is not claimed for a provider that is not native to it.
+    const claims = route !== undefined || v.support?.routePolicy === "Any" || includesFold(v.support?.nativeProviders, provider);
+    if (autoAdmits(v, provider).ok && supports(v, provider, route).ok && claims) return run(v, "auto_plugin");
   }
   return openclaw("auto_openclaw: no admitted harness supports it");
 }

@@ -15,6 +15,11 @@ const explicitOnly: AgentHarness = {
   metadata: { name: "gemini", namespace: "agents" },
   spec: { adapter: "other", autoSelection: { mode: "ExplicitOnly" }, support: { providers: ["google"], routePolicy: "Any" } },
 };
+// A harness for provider acme whose routes must list it (routePolicy MustListHarness).
+const routeBound: AgentHarness = {
+  metadata: { name: "acme-pool", namespace: "agents", creationTimestamp: "2026-01-03T00:00:00Z" },
+  spec: { adapter: "other", support: { providers: ["acme"], routePolicy: "MustListHarness" } },
+};
 // An older harness with the id codex that serves only provider codex: it is the one that counts.
 const olderCodex: AgentHarness = {
   metadata: { name: "codex-old", namespace: "agents", creationTimestamp: "2025-06-01T00:00:00Z" },
@@ -74,6 +79,15 @@ const rows: Array<[string, RegistryView, Question, Want]> = [
   ["candidates.go evaluate (modeAuto): another provider asks every admitted harness, the first that supports it runs",
     fresh([codex, claude]), { provider: "anthropic", modelId: "claude-sonnet-4" },
     run(50, /on agent harness "claude" \(auto_plugin\)/)],
+  ["support.go claimsWithoutFacts: without route facts auto does not claim a route-bound harness for a provider not native to it",
+    fresh([routeBound]), { provider: "acme", modelId: "m1" },
+    embedded(/auto_openclaw: no admitted harness supports it/)],
+  ["support.go claimsWithoutFacts: a provider native to the harness is claimed without route facts",
+    fresh([codex]), { provider: "codex", modelId: "gpt-5.5" },
+    run(100, /on agent harness "codex" \(auto_plugin\)/)],
+  ["support.go claimsWithoutFacts: route facts that list the route-bound harness select it",
+    fresh([routeBound]), { provider: "acme", modelId: "m1", route: { api: "acme-api", baseUrl: "https://acme.example/v1", requestTransportOverrides: "none", runtimePolicy: { compatibleIds: ["acme-pool"] } } },
+    run(0, /on agent harness "acme-pool" \(auto_plugin\)/)],
   ["candidates.go evaluate (modeAuto): no harness supports the provider is auto_openclaw",
     fresh([codex, claude]), { provider: "mistral", modelId: "large" },
     embedded(/auto_openclaw: no admitted harness supports it/)],

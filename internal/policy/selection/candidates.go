@@ -54,7 +54,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			continue
 		}
 		if mode == modeAuto || mode == modeImplicit {
-			if ok, why := v.autoAdmits(e.provider); !ok {
+			if ok, why := v.autoAdmits(e.supportProvider); !ok {
 				c.Reason = why
 				continue
 			}
@@ -64,7 +64,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		}
 		c.Supported = true
 		allFallback := true
-		byProvider := v.supportsProvider(e.provider)
+		byProvider := v.supportsProvider(e.supportProvider)
 		for ri := range e.routes {
 			if e.routes[ri].same >= 0 {
 				// Answered as its earlier twin, which came first: it adds
@@ -74,7 +74,10 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			}
 			res := byProvider
 			if res.ok() {
-				res = v.supportsRoute(e.provider, &e.routes[ri], hi)
+				res = v.supportsRoute(e.supportProvider, &e.routes[ri], hi)
+			}
+			if res.ok() && mode == modeAuto && e.routes[ri].mp == nil && !v.claimsWithoutFacts(e.supportProvider) {
+				res = support{why: refusalRouteIndeterminate}
 			}
 			if hi == target {
 				rs[ri].target = res

@@ -387,7 +387,7 @@ func (set *policySet) conflictsOf(p *v1alpha1.RuntimePolicy) []PolicyConflict {
 	for _, s := range probes {
 		key := s.policyKey()
 		modelScoped := s.model != ""
-		pLevel, pRuntime := bestEntry(p, key, modelScoped)
+		pLevel, pRuntime, _ := bestEntry(p, key, modelScoped)
 		if pLevel == levelNone {
 			continue
 		}
@@ -396,7 +396,7 @@ func (set *policySet) conflictsOf(p *v1alpha1.RuntimePolicy) []PolicyConflict {
 			deny = &stand{p, pLevel, pRuntime}
 		}
 		for _, q := range rivals {
-			level, rt := bestEntry(q, key, modelScoped)
+			level, rt, _ := bestEntry(q, key, modelScoped)
 			if level == levelNone {
 				continue
 			}

@@ -73,16 +73,22 @@ type PolicyKey struct {
 	// Model is the model id without the provider prefix.
 	Model string
 
-	// wildcard is, for an unknown provider, the one provider the key's
-	// `provider/*` entries name (ResolvePolicy sets it).
-	wildcard string
+	// agentWildcard and defaultsWildcard are, for an unknown provider, the
+	// one provider that the agent's own `provider/*` entries, and the
+	// top-level ones, name (ResolvePolicy sets them; empty when none or
+	// several do).
+	agentWildcard, defaultsWildcard string
 }
 
-// wildcardMatches reports whether a `provider/*` entry of provider applies.
-func (k PolicyKey) wildcardMatches(provider string) bool {
+// wildcardMatches reports whether a `provider/*` entry of provider applies;
+// agent says whether the entry is the agent's own.
+func (k PolicyKey) wildcardMatches(provider string, agent bool) bool {
 	want := k.Provider
 	if want == "" {
-		want = k.wildcard
+		want = k.defaultsWildcard
+		if agent {
+			want = k.agentWildcard
+		}
 	}
 	return want != "" && strings.EqualFold(provider, want)
 }
@@ -101,9 +107,10 @@ type PolicyResolution struct {
 	// MatchedPolicies are the policies with an entry for the key, the deciding
 	// policy first, then the others oldest first.
 	MatchedPolicies []string
-	// Provider is the provider taken from the deciding `provider/*` entry when
-	// the key's provider was empty (OpenClaw matches such an entry for an
-	// empty caller provider and reports the entry's provider); else empty.
+	// Provider is the provider of the deciding `provider/model` or
+	// `provider/*` entry when the key's provider was empty (OpenClaw matches
+	// such entries for an empty caller provider and reports the entry's
+	// provider as matchedProvider); else empty.
 	Provider string
 }
 
@@ -161,36 +168,50 @@ func runtimeSourceOf(src v1alpha1.PolicySource) v1alpha1.RuntimeSource {
 // `provider/*` > provider-wide > auto. Two policies at the same level: the
 // older wins (creationTimestamp, then name). A Deny policy that governs the key
 // enforces: the oldest such policy decides, whatever the level of the other
-// entries. With an unknown provider, a model id that matches `provider/model`
-// entries (or catalog rows) of two providers yields no model-scoped policy at
-// all; a `provider/*` entry matches an unknown provider when the wildcard
-// entries for the key name one provider only (Provider then reports it);
-// provider-wide entries never match an unknown provider. ResolvePolicy is pure
-// and does not modify policies.
+// entries.
+//
+// With an unknown provider (a bare model id), as OpenClaw's
+// resolveModelRuntimePolicy: the agent's own model entries are searched
+// first, then the top-level ones, each on its own. In each, a model id that
+// matches entries of two providers — a bare entry beside a
+// `provider/model` one counts as a provider of its own — is ambiguous: then
+// no policy applies at all (auto; nothing is refused, no `provider/*` entry
+// is tried), and the top-level entries do not rescue an ambiguous agent.
+// An agent's entry therefore beats a conflicting top-level one. Catalog rows
+// and provider-wide entries never match an unknown provider. A `provider/*`
+// entry matches when the wildcard entries of its kind (the agent's, or the
+// top-level ones) name one provider only. Provider reports the deciding
+// prefixed entry's provider. ResolvePolicy is pure and does not modify
+// policies.
 func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyResolution {
-	modelScoped := key.Model != "" && (key.Provider != "" || !ambiguousModel(policies, key))
+	modelScoped := key.Model != ""
 	if key.Provider == "" {
-		key.wildcard = wildcardProvider(policies, key)
+		if key.Model != "" && ambiguousModel(policies, key) {
+			return PolicyResolution{Runtime: string(v1alpha1.RuntimeAuto), Source: v1alpha1.PolicySourceDefault}
+		}
+		key.agentWildcard = wildcardProvider(policies, key, true)
+		key.defaultsWildcard = wildcardProvider(policies, key, false)
 	}
 
 	winner, deny := -1, -1
 	winnerLevel, winnerRuntime, denyRuntime := levelNone, "", ""
+	winnerProvider, denyProvider := "", ""
 	denyLevel := levelNone
 	matched := 0
 	for i, p := range policies {
 		if p == nil {
 			continue
 		}
-		level, rt := bestEntry(p, key, modelScoped)
+		level, rt, provider := bestEntry(p, key, modelScoped)
 		if level == levelNone {
 			continue
 		}
 		matched++
 		if level < winnerLevel || (level == winnerLevel && older(p, policies[winner])) {
-			winner, winnerLevel, winnerRuntime = i, level, rt
+			winner, winnerLevel, winnerRuntime, winnerProvider = i, level, rt, provider
 		}
 		if p.Spec.SessionOverrides == v1alpha1.SessionOverridesDeny && (deny < 0 || older(p, policies[deny])) {
-			deny, denyLevel, denyRuntime = i, level, rt
+			deny, denyLevel, denyRuntime, denyProvider = i, level, rt, provider
 		}
 	}
 	res := PolicyResolution{Runtime: string(v1alpha1.RuntimeAuto), Source: v1alpha1.PolicySourceDefault}
@@ -198,20 +219,20 @@ func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyReso
 		return res
 	}
 	if deny >= 0 {
-		winner, winnerLevel, winnerRuntime = deny, denyLevel, denyRuntime
+		winner, winnerLevel, winnerRuntime, winnerProvider = deny, denyLevel, denyRuntime, denyProvider
 		res.Enforced = true
 	}
 	res.Runtime = winnerRuntime
 	res.Source = levelSource(winnerLevel)
 	res.Policy = policies[winner].Name
-	if key.Provider == "" && (winnerLevel == levelAgentWildcard || winnerLevel == levelProviderWildcard) {
-		res.Provider = key.wildcard
+	if key.Provider == "" {
+		res.Provider = winnerProvider
 	}
 
 	others := make([]*v1alpha1.RuntimePolicy, 0, matched-1)
 	for i, p := range policies {
 		if p != nil && i != winner {
-			if level, _ := bestEntry(p, key, modelScoped); level != levelNone {
+			if level, _, _ := bestEntry(p, key, modelScoped); level != levelNone {
 				others = append(others, p)
 			}
 		}
@@ -236,13 +257,18 @@ func comparePolicyAge(a, b *v1alpha1.RuntimePolicy) int {
 }
 
 // bestEntry returns the highest-precedence entry of one policy for key
-// (levelNone when none applies) and its normalized runtime. Within one policy
-// and level the first entry in list order counts.
-func bestEntry(p *v1alpha1.RuntimePolicy, key PolicyKey, modelScoped bool) (int, string) {
-	level, rt := levelNone, ""
-	consider := func(l int, runtime v1alpha1.RuntimeID) {
+// (levelNone when none applies), its normalized runtime and, for an unknown
+// provider, the provider its ref names (empty for a bare ref). Within one
+// policy and level the first entry in list order counts.
+func bestEntry(p *v1alpha1.RuntimePolicy, key PolicyKey, modelScoped bool) (int, string, string) {
+	level, rt, prov := levelNone, "", ""
+	consider := func(l int, runtime v1alpha1.RuntimeID, ref string) {
 		if l < level {
 			level, rt = l, NormalizeRuntimeID(string(runtime))
+			prov = ""
+			if p, _, ok := strings.Cut(ref, "/"); ok && key.Provider == "" {
+				prov = NormalizeProvider(p)
+			}
 		}
 	}
 	for i := range p.Spec.Agents {
@@ -252,30 +278,32 @@ func bestEntry(p *v1alpha1.RuntimePolicy, key PolicyKey, modelScoped bool) (int,
 		}
 		for j := range a.Models {
 			if l := refLevel(a.Models[j].Ref, key, modelScoped, levelAgentExact); l != levelNone {
-				consider(l, a.Models[j].Runtime)
+				consider(l, a.Models[j].Runtime, a.Models[j].Ref)
 			}
 		}
 	}
 	for i := range p.Spec.Models {
 		if l := refLevel(p.Spec.Models[i].Ref, key, modelScoped, levelModelExact); l != levelNone {
-			consider(l, p.Spec.Models[i].Runtime)
+			consider(l, p.Spec.Models[i].Runtime, p.Spec.Models[i].Ref)
 		}
 	}
 	for i := range p.Spec.Providers {
 		pr := &p.Spec.Providers[i]
 		providerMatches := key.Provider != "" && strings.EqualFold(string(pr.Provider), key.Provider)
-		if modelScoped && (providerMatches || key.Provider == "") {
+		// Catalog rows and provider-wide entries apply to their provider
+		// only: never to an unknown one.
+		if modelScoped && providerMatches {
 			for j := range pr.Models {
 				if strings.EqualFold(pr.Models[j].ID, key.Model) {
-					consider(levelCatalog, pr.Models[j].Runtime)
+					consider(levelCatalog, pr.Models[j].Runtime, "")
 				}
 			}
 		}
 		if providerMatches && pr.Runtime != "" {
-			consider(levelProvider, pr.Runtime)
+			consider(levelProvider, pr.Runtime, "")
 		}
 	}
-	return level, rt
+	return level, rt, prov
 }
 
 // refLevel returns the level of a model ref for key, relative to base (the
@@ -291,7 +319,7 @@ func refLevel(ref string, key PolicyKey, modelScoped bool, base int) int {
 		return levelNone
 	}
 	if model == "*" {
-		if !key.wildcardMatches(provider) {
+		if !key.wildcardMatches(provider, base == levelAgentExact) {
 			return levelNone
 		}
 		if base == levelAgentExact {
@@ -307,11 +335,11 @@ func refLevel(ref string, key PolicyKey, modelScoped bool, base int) int {
 }
 
 // wildcardProvider is, for an unknown provider, the one provider that the
-// `provider/*` entries applying to the key name (the agent's and the
-// top-level ones), or empty when none or several do: OpenClaw takes the
-// provider from a lone match and treats matches of two providers as
-// ambiguous (no wildcard policy).
-func wildcardProvider(policies []*v1alpha1.RuntimePolicy, key PolicyKey) string {
+// `provider/*` entries of one kind name (the agent's own when agent, else
+// the top-level ones), or empty when none or several do: OpenClaw searches
+// the agent's entries, then the defaults, takes the provider from a lone
+// match and skips a kind whose matches name two providers.
+func wildcardProvider(policies []*v1alpha1.RuntimePolicy, key PolicyKey, agent bool) string {
 	found := ""
 	consider := func(ref string) bool {
 		provider, model, ok := strings.Cut(ref, "/")
@@ -326,18 +354,27 @@ func wildcardProvider(policies []*v1alpha1.RuntimePolicy, key PolicyKey) string 
 		found = provider
 		return true
 	}
-	if !eachModelRef(policies, key.AgentID, consider) {
+	if !eachModelRef(policies, key.AgentID, agent, consider) {
 		return ""
 	}
 	return found
 }
 
-// eachModelRef calls fn with every model entry's ref that applies to the
-// agent, in policy order (the agent's entries, then the top-level ones),
-// until fn returns false; it reports whether fn never did.
-func eachModelRef(policies []*v1alpha1.RuntimePolicy, agentID string, fn func(ref string) bool) bool {
+// eachModelRef calls fn with every model entry's ref of one kind that
+// applies to the agent — the agent's own entries when agent, else the
+// top-level ones — in policy order, until fn returns false; it reports
+// whether fn never did.
+func eachModelRef(policies []*v1alpha1.RuntimePolicy, agentID string, agent bool, fn func(ref string) bool) bool {
 	for _, p := range policies {
 		if p == nil {
+			continue
+		}
+		if !agent {
+			for _, m := range p.Spec.Models {
+				if !fn(m.Ref) {
+					return false
+				}
+			}
 			continue
 		}
 		for i := range p.Spec.Agents {
@@ -350,46 +387,36 @@ func eachModelRef(policies []*v1alpha1.RuntimePolicy, agentID string, fn func(re
 				}
 			}
 		}
-		for _, m := range p.Spec.Models {
-			if !fn(m.Ref) {
-				return false
-			}
-		}
 	}
 	return true
 }
 
-// ambiguousModel reports whether, with an unknown provider, the model id
-// matches `provider/model` entries or catalog rows of two or more providers.
+// ambiguousModel reports whether, with an unknown provider, the model id is
+// ambiguous where OpenClaw looks for it: in the agent's own model entries,
+// or — when none of those match — in the top-level ones. A kind is ambiguous
+// when its entries for the model id name two providers, a bare entry
+// counting as a provider of its own (empty).
 func ambiguousModel(policies []*v1alpha1.RuntimePolicy, key PolicyKey) bool {
-	first := ""
-	seen := func(provider string) bool {
-		if first == "" {
-			first = provider
-			return false
-		}
-		return !strings.EqualFold(first, provider)
-	}
-	sameModel := func(ref string) bool {
-		provider, model, ok := strings.Cut(ref, "/")
-		if ok && strings.EqualFold(model, key.Model) && seen(provider) {
-			return false // a second provider: stop
-		}
-		return true
-	}
-	if !eachModelRef(policies, key.AgentID, sameModel) {
-		return true
-	}
-	for _, p := range policies {
-		if p == nil {
-			continue
-		}
-		for _, pr := range p.Spec.Providers {
-			for _, m := range pr.Models {
-				if strings.EqualFold(m.ID, key.Model) && seen(string(pr.Provider)) {
-					return true
-				}
+	for _, agent := range []bool{true, false} {
+		first, matched, ambiguous := "", false, false
+		eachModelRef(policies, key.AgentID, agent, func(ref string) bool {
+			provider, model, ok := strings.Cut(ref, "/")
+			if !ok {
+				provider, model = "", ref
 			}
+			if model == "*" || !strings.EqualFold(model, key.Model) {
+				return true
+			}
+			provider = NormalizeProvider(provider)
+			if matched && provider != first {
+				ambiguous = true
+				return false
+			}
+			first, matched = provider, true
+			return true
+		})
+		if matched {
+			return ambiguous
 		}
 	}
 	return false

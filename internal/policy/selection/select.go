@@ -86,7 +86,12 @@ type engine struct {
 	snap     *Snapshot
 	agentID  string
 	provider string
-	model    string
+	// supportProvider is the provider harnesses are asked about: the
+	// session's, the attempt's, or the one a policy entry named — never one
+	// split off a what-if attempt's model id (OpenClaw's harness support
+	// reads the caller's provider; only policy infers one from the model id).
+	supportProvider string
+	model           string
 	pin      string // the ownership pin of a locked session; empty once a reset made it stale
 	pinUse   *wire.PinUse
 	override string
@@ -131,6 +136,7 @@ func (e *engine) facts() {
 	if sess != nil {
 		e.agentID = sess.Spec.AgentID
 		e.provider, e.model = SplitModel("", sess.Spec.Model)
+		e.supportProvider = e.provider
 		switch raw := strings.TrimSpace(sess.Status.AgentHarnessID); {
 		case raw == "":
 		case sess.Spec.ModelSelectionLocked != v1alpha1.ModelSelectionLocked:
@@ -144,6 +150,9 @@ func (e *engine) facts() {
 	} else {
 		e.agentID = a.AgentID
 		e.provider, e.model = SplitModel(a.Provider, a.ModelID)
+		if NormalizeProvider(a.Provider) != "" {
+			e.supportProvider = e.provider
+		}
 		e.pin = a.AgentHarnessID
 		e.override = a.AgentHarnessRuntimeOverride
 	}
@@ -284,9 +293,10 @@ func (e *engine) decide() wire.Decision {
 	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
 	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies, Pin: e.pinUse}
 	if pol.Provider != "" {
-		// A `provider/*` entry matched an unknown provider: the turn is for
-		// the entry's provider, as in OpenClaw.
-		e.provider = pol.Provider
+		// A `provider/model` or `provider/*` entry matched an unknown
+		// provider: the turn is for the entry's provider (OpenClaw's
+		// matchedProvider; the operator asks harnesses about it too).
+		e.provider, e.supportProvider = pol.Provider, pol.Provider
 	}
 
 	// Precedence (docs/design/contract-rules.md, rule 1; the seed: "A persisted

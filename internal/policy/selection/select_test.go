@@ -500,10 +500,96 @@ func precedenceCases() []selectCase {
 			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
-			name:    "issue: catalog rows of two providers make a bare model id ambiguous too",
+			name:    "OpenClaw resolveModelRuntimePolicy: catalog rows are never consulted for an unknown provider",
 			ps:      []*v1alpha1.RuntimePolicy{policy("p1", 0, prov("openai", "", row{gpt, "codex"}), prov("azure", "", row{gpt, "openclaw"}))},
 			a:       attempt("", gpt),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+		},
+		{
+			name:    "OpenClaw model-runtime-policy test (prefers an agent-specific model entry over a conflicting defaults entry): the agent's entry decides",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("other/m1", "openclaw"), agent("main", "acme/m1", "h1"))},
+			a:       attempt("", "m1"),
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			check: wantCand("h1", true, ""), // h1 supports provider acme only: the turn took the entry's provider
+		},
+		{
+			name:    "OpenClaw model-runtime-policy test (fails closed for duplicate provider-prefixed bare-model policies): no policy at all, no fall-through to provider/*",
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("acme/m1", "h1"), model("other/m1", "openclaw"), model("acme/*", "h1"))},
+			a:       attempt("", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
+				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
+					t.Errorf("requested %q matched %v, want auto and no policy", d.RequestedRuntime, d.MatchedPolicies)
+				}
+			},
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: a bare entry beside a provider-prefixed one is ambiguous for an unknown provider",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("m1", "openclaw"), model("acme/m1", "h1"))},
+			a:       attempt("", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
+				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
+					t.Errorf("requested %q matched %v, want auto and no policy", d.RequestedRuntime, d.MatchedPolicies)
+				}
+			},
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: an ambiguous agent is not rescued by the top-level entries",
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "acme/m1", "h1"), agent("main", "other/m1", "openclaw"), model("acme/m1", "openclaw"))},
+			a:       attempt("", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
+				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
+					t.Errorf("requested %q matched %v, want auto and no policy", d.RequestedRuntime, d.MatchedPolicies)
+				}
+			},
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: provider/* entries are searched per kind: the agent's beats a top-level one of another provider",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, agent("main", "acme/*", "h1"), model("other/*", "openclaw"))},
+			a:       attempt("", "m1"),
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			check: wantCand("h1", true, ""), // h1 supports provider acme only: the turn took the entry's provider
+		},
+		{
+			name:    "OpenClaw model-runtime-policy test (matches a provider-prefixed agent model entry when the caller provider is empty): reports the entry's provider",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("acme/m1[1m]", "h1"))},
+			a:       attempt("", "m1[1m]"),
+			runtime: "h1", reason: wire.ReasonForcedPlugin, source: v1alpha1.RuntimeSourceModel,
+			check: wantCand("h1", true, ""), // h1 supports provider acme only: the turn took the entry's provider
+		},
+		{
+			name:    "OpenClaw resolveModelRuntimePolicy: a lone catalog row is not consulted for an unknown provider either",
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, prov("acme", "", row{"m1", "openclaw"}))},
+			a:       attempt("", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
+				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
+					t.Errorf("requested %q matched %v, want auto and no policy", d.RequestedRuntime, d.MatchedPolicies)
+				}
+			},
+		},
+		{
+			name:    "OpenClaw model-runtime-policy test (still rejects provider-prefixed entries whose provider disagrees with a non-empty caller provider)",
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("openrouter/m1", "openclaw"))},
+			a:       attempt("acme", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: func(t *testing.T, d wire.Decision) {
+				if d.RequestedRuntime != "auto" || len(d.MatchedPolicies) != 0 {
+					t.Errorf("requested %q matched %v, want auto and no policy", d.RequestedRuntime, d.MatchedPolicies)
+				}
+			},
+		},
+		{
+			name:    "OpenClaw model-runtime-policy test (honors provider wildcard agent model entries without a concrete model id)",
+			ps:      []*v1alpha1.RuntimePolicy{policy("p", 0, model("acme/*", "openclaw"))},
+			a:       attempt("acme", ""),
+			runtime: "openclaw", reason: wire.ReasonForcedOpenClaw, source: v1alpha1.RuntimeSourceModel,
 		},
 		{
 			name: "seed: Model-scoped runtime policy takes precedence (over another policy's provider entry)",
@@ -890,6 +976,39 @@ func autoCases() []selectCase {
 			hs:      []*v1alpha1.AgentHarness{harness("acme", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"other"}, RoutePolicy: v1alpha1.RoutePolicyAny}))},
 			a:       attempt("", "acme/m1"),
 			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+		},
+		{
+			name:    "seed: Provider/model prefixes alone never select a harness: a what-if model id's prefix is no provider harnesses are asked about",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			a:       attempt("", "acme/m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: wantCand("h1", false, reasonProvider),
+		},
+		{
+			name:    "OpenClaw selection test (does not select Codex from a non-OpenAI model name): a model name never selects",
+			hs:      []*v1alpha1.AgentHarness{acme("h1", 5)},
+			a:       attempt("custom", "acme-m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: wantCand("h1", false, reasonProvider),
+		},
+		{
+			name:    "OpenClaw selection test (does not infer native support for an indeterminate route): without route facts auto does not select a route-bound harness by the provider's name",
+			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness}))},
+			a:       attempt("acme", "m1"),
+			runtime: "openclaw", reason: wire.ReasonAutoOpenClaw, source: v1alpha1.RuntimeSourceImplicit,
+			check: wantCand("h1", false, reasonRouteIndeterminate),
+		},
+		{
+			name:    "OpenClaw selection test (auto-selects plugin support by default): a provider native to the harness is claimed without route facts",
+			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness, NativeProviders: []v1alpha1.ProviderID{"acme"}}))},
+			a:       attempt("acme", "m1"),
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
+		},
+		{
+			name:    "a route-bound harness is selected once the route facts list it",
+			hs:      []*v1alpha1.AgentHarness{harness("h1", written(v1alpha1.HarnessSupport{Providers: []v1alpha1.ProviderID{"acme"}, RoutePolicy: v1alpha1.RoutePolicyMustListHarness}))},
+			a:       attempt("acme", "m1", withRoute(rt("acme-api", "https://acme.example/v1", compat("h1")))),
+			runtime: "h1", reason: wire.ReasonAutoPlugin, source: v1alpha1.RuntimeSourceImplicit,
 		},
 		{
 			name: "seed: in auto mode embedded fallback applies only when no registered plugin harness supports the provider/model",

@@ -31,6 +31,7 @@ const (
 	reasonAuthUnknown        = "unknown prepared auth requirement"
 	reasonPinUnchecked       = "support not checked: session pin without route facts"
 	reasonNoRouteFacts       = "no route facts: the openai/* prefix alone never selects implicit codex"
+	reasonRouteIndeterminate = "no route facts: its route policy needs the route declared, and the provider is not native to it"
 )
 
 // hview is one visible AgentHarness with its effective declarations. It holds
@@ -163,6 +164,7 @@ const (
 	refusalAuthSubscription
 	refusalAuthAPIKey
 	refusalAuthUnknown
+	refusalRouteIndeterminate
 	refusalCount
 )
 
@@ -175,6 +177,7 @@ var refusalText = [refusalCount]string{
 	refusalAuthSubscription:   reasonAuthSubscription,
 	refusalAuthAPIKey:         reasonAuthAPIKey,
 	refusalAuthUnknown:        reasonAuthUnknown,
+	refusalRouteIndeterminate: reasonRouteIndeterminate,
 }
 
 // support is a harness's answer for one route.
@@ -251,6 +254,17 @@ func (v *hview) supportsRoute(provider string, rt *route, hi int) support {
 		}
 	}
 	return support{}
+}
+
+// claimsWithoutFacts reports whether auto may select the harness for an
+// attempt without route facts: its route policy accepts any route, or the
+// provider is native to it. Otherwise the route is indeterminate and the
+// harness does not claim it, as Codex's own support answer in OpenClaw
+// ("does not infer native support for an indeterminate OpenAI route"): a
+// provider's name alone never selects a route-bound harness.
+func (v *hview) claimsWithoutFacts(provider string) bool {
+	s := v.support
+	return s != nil && (s.RoutePolicy == v1alpha1.RoutePolicyAny || containsProvider(s.NativeProviders, provider))
 }
 
 // containsProvider and containsFold compare exactly first: declarations are
