@@ -96,7 +96,7 @@ func reexec(args []string) int {
 	cmd := exec.Command(self, append([]string{"-inside", "--"}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	return runForwarding(cmd)
+	return runForwarding(cmd, false)
 }
 
 // runInside sets the new namespace up, proves it isolated, runs args and
@@ -135,7 +135,7 @@ func run(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = environ(os.Environ())
-	code := runForwarding(cmd)
+	code := runForwarding(cmd, true)
 	if left := sweep(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "isolated: stopped %d process(es) the command left behind: %s\n", len(left), strings.Join(left, " "))
 	}
@@ -143,8 +143,9 @@ func run(args []string) int {
 }
 
 // runForwarding runs cmd, passing SIGINT and SIGTERM on, and returns its
-// exit code (128+signal when a signal ended it).
-func runForwarding(cmd *exec.Cmd) int {
+// exit code (128+signal when a signal ended it). As a subreaper it reaps
+// the orphans that exit meanwhile.
+func runForwarding(cmd *exec.Cmd, subreaper bool) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -156,6 +157,12 @@ func runForwarding(cmd *exec.Cmd) int {
 			_ = cmd.Process.Signal(s)
 		}
 	}()
+	if subreaper {
+		// Orphans that exit while the command runs are this process's to
+		// reap, as init would.
+		stop := reapOrphans(cmd.Process.Pid)
+		defer stop()
+	}
 	err := cmd.Wait()
 	if cmd.ProcessState == nil {
 		fail(1, err.Error())

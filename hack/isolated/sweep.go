@@ -33,16 +33,43 @@ func becomeSubreaper() error {
 // SIGTERM before SIGKILL.
 const sweepGrace = 10 * time.Second
 
+// reapOrphans reaps, until stop is called, the children that exited other
+// than the command's own process (which its exec.Cmd waits for): orphans
+// handed to this subreaper. It waits for each by pid, never for any child.
+func reapOrphans(command int) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			for _, p := range descendants(os.Getpid()) {
+				if p.zombie && p.parent == os.Getpid() && p.pid != command {
+					var ws syscall.WaitStatus
+					_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 // sweep stops every descendant still running — SIGTERM, then SIGKILL after
-// sweepGrace — reaps them, and returns what it stopped ("name[pid]").
-// Call it only after COMMAND has been waited for: it reaps any child.
+// sweepGrace — reaps them and the orphans that had exited, and returns what
+// it stopped ("name[pid]"). Call it only after COMMAND has been waited for:
+// it reaps any child.
 func sweep() []string {
-	left := descendants(os.Getpid())
-	if len(left) == 0 {
-		return nil
-	}
 	var names []string
-	for _, p := range left {
+	for _, p := range descendants(os.Getpid()) {
+		if p.zombie {
+			continue // exited: reaped below, nothing left running
+		}
 		names = append(names, fmt.Sprintf("%s[%d]", p.name, p.pid))
 		_ = syscall.Kill(p.pid, syscall.SIGTERM)
 	}
@@ -75,8 +102,9 @@ func reapExited() {
 }
 
 type proc struct {
-	pid  int
-	name string
+	pid, parent int
+	name        string
+	zombie      bool
 }
 
 // descendants lists the processes below root, from /proc; zombies too, so
@@ -104,7 +132,7 @@ func descendants(root int) []proc {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		children[ppid] = append(children[ppid], proc{pid: pid, name: s[open+1 : closing]})
+		children[ppid] = append(children[ppid], proc{pid: pid, parent: ppid, name: s[open+1 : closing], zombie: fields[0] == "Z"})
 	}
 	var out []proc
 	queue := []int{root}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // sweepHelperEnv makes the test binary the helper of TestSweepStopsWhatTheCommandLeftBehind.
@@ -30,12 +31,28 @@ func sweepHelper() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	out, err := exec.Command("sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!").Output()
+	// A process left running, and an orphan that exits at once: a zombie
+	// of this subreaper, which the sweep reaps without reporting it.
+	out, err := exec.Command("sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; setsid sh -c 'echo $$' </dev/null 2>&1 &").Output()
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("left %s", out)
+	var left, exited int
+	if _, err := fmt.Sscanf(string(out), "%d\n%d\n", &left, &exited); err != nil {
+		fmt.Println("error: output", string(out), err)
+		os.Exit(1)
+	}
+	// Until the orphan is a zombie of this process and the other runs sleep
+	// (setsid execs it).
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		st, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/stat", exited))
+		comm, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/comm", left))
+		if err1 == nil && err2 == nil && strings.Contains(string(st), ") Z ") && strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+	}
+	fmt.Printf("left %d\nexited %d\n", left, exited)
 	fmt.Printf("stopped %s\n", strings.Join(sweep(), " "))
 }
 
@@ -50,10 +67,13 @@ func TestSweepStopsWhatTheCommandLeftBehind(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v: %s", err, out)
 	}
-	var left int
+	var left, exited int
 	var stopped string
-	if _, err := fmt.Sscanf(string(out), "left %d\nstopped %s\n", &left, &stopped); err != nil {
+	if _, err := fmt.Sscanf(string(out), "left %d\nexited %d\nstopped %s\n", &left, &exited, &stopped); err != nil {
 		t.Fatalf("helper output %q: %v", out, err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", exited)); err == nil {
+		t.Errorf("the orphan that exited (pid %d) was not reaped", exited)
 	}
 	if alive := syscall.Kill(left, 0) == nil; alive {
 		_ = syscall.Kill(left, syscall.SIGKILL)
