@@ -92,10 +92,10 @@ type engine struct {
 	// reads the caller's provider; only policy infers one from the model id).
 	supportProvider string
 	model           string
-	pin      string // the ownership pin of a locked session; empty once a reset made it stale
-	pinUse   *wire.PinUse
-	override string
-	pending  bool // the attempt carries no route facts (modelProvider/modelProviders)
+	pin             string // the ownership pin of a locked session; empty once a reset made it stale
+	pinUse          *wire.PinUse
+	override        string
+	pending         bool // the attempt carries no route facts (modelProvider/modelProviders)
 	// judgingPin makes a pending route count as the default official route
 	// for implicit codex while enforce asks whether auto could have chosen
 	// the pinned harness (the pin records a choice made with route facts).

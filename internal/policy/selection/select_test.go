@@ -133,9 +133,15 @@ func wantScope(code wire.ErrorCode) wire.Scope {
 	return ""
 }
 
-func TestSelect(t *testing.T) {
-	cases := slices.Concat(normalizationCases(), precedenceCases(), denyCases(), autoCases(),
+// selectCases is the decision table: TestSelect checks it, and
+// TestDecisionTable exports it for the OpenClaw plugin's prediction.
+func selectCases() []selectCase {
+	return slices.Concat(normalizationCases(), precedenceCases(), denyCases(), autoCases(),
 		implicitCases(), explicitCases(), supportCases(), retrySetCases(), toolPolicyCases(), sessionCases())
+}
+
+func TestSelect(t *testing.T) {
+	cases := selectCases()
 	if len(cases) < 100 {
 		t.Fatalf("only %d cases", len(cases))
 	}
