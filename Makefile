@@ -39,8 +39,9 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: generate-wire
-generate-wire: ## Generate the dispatcher API's JSON Schema (internal/contract/wire/wire.schema.json), the error-code tables of docs/dispatcher-api.md and the OpenClaw plugin's src/wire.ts from internal/contract/wire.
+generate-wire: ## Generate the dispatcher API's JSON Schema (internal/contract/wire/wire.schema.json), the error-code tables of docs/dispatcher-api.md and the OpenClaw plugin's src/wire.ts from internal/contract/wire, and the selection decision table the plugin's tests read (clients/openclaw/test/fixtures/decisions.json).
 	go run ./hack/wiregen
+	go test -count=1 ./internal/policy/selection -run '^TestDecisionTable$$' -update
 	tools="$(OPENCLAW_TOOLS)" && cd clients/openclaw && PATH="$$tools/bin:$$PATH" sh scripts/link-tools.sh && PATH="$$tools/bin:$$PATH" node scripts/wire-ts.mjs
 
 .PHONY: manifests

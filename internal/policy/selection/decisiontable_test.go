@@ -27,7 +27,8 @@ var update = flag.Bool("update", false, "rewrite the decision table the OpenClaw
 // decisionTablePath is the committed table, relative to this package.
 const decisionTablePath = "../../../clients/openclaw/test/fixtures/decisions.json"
 
-const regenerate = "go test ./internal/policy/selection -run TestDecisionTable -update"
+// regenerate is the command that rewrites it (the Makefile runs this test with -update).
+const regenerate = "make generate-wire"
 
 type decisionTable struct {
 	Source     string           `json:"source"`
