@@ -1,14 +1,15 @@
-package sessionfinalizer
+package engine
 
 import (
 	"path/filepath"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
-	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
@@ -59,13 +60,13 @@ var _ = Describe("The dispatcher's AgentSession finalizer", func() {
 			defer GinkgoRecover()
 			queued <- eng.Turn(ctx, ns, "fin-busy", textReq("run-fb2", "finbusy-2 queued"), nil)
 		}()
-		Eventually(func() float64 { return turnsWaiting(ns) }).Should(Equal(1.0))
+		Eventually(func() float64 { return promtestutil.ToFloat64(turnsWaiting.WithLabelValues(ns)) }).Should(Equal(1.0))
 
 		Expect(k8sClient.Delete(ctx, s)).To(Succeed())
 		var turnErr error
 		Eventually(done, 20*time.Second).Should(Receive(&turnErr))
 		Expect(turnErr).NotTo(HaveOccurred())
-		Eventually(queued, 20*time.Second).Should(Receive(MatchError(engine.ErrSessionNotFound)), "nothing starts on a session being deleted")
+		Eventually(queued, 20*time.Second).Should(Receive(MatchError(ErrSessionNotFound)), "nothing starts on a session being deleted")
 		Expect(stub.RequestsContaining("finbusy-2")).To(BeEmpty())
 		Expect(resultOf(c.events()).Terminal.Kind).To(Equal(wire.TerminalAborted))
 		Eventually(gone(ns, "fin-busy")).Should(BeTrue())
