@@ -277,6 +277,8 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 
 .PHONY: test-e2e
 test-e2e: root go-modules generate ## The fault campaign on processes (E2E_FAULT_INJECTIONS of each fault), then side by side: the OpenClaw plugin's tests and the real-OpenClaw test on make run's system; the PostgreSQL store's suites; the binaries, the images, chart tests and the end-to-end suite (the chart's images as Pods on a local cluster with a real node); then proves down restores the machine (needs root; hack/test-e2e.sh).
+	@# Everything the lanes use is set up here, before they start side by side;
+	@# each lane's target then finds it in the cache.
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \
 	assets="$(ENVTEST_ASSETS)"; tools="$(OPENCLAW_TOOLS)"; pg="$$($(STEP) setup-postgres hack/setup-postgres.sh)"; \
 	[[ -n "$$helm" && -n "$$codex" && -n "$$below" && -n "$$assets" && -n "$$tools" && -n "$$pg" ]] || { echo "setting up e2e dependencies failed (see above)"; exit 1; }; \
