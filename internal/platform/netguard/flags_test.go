@@ -27,6 +27,17 @@ func TestFlagsPolicy(t *testing.T) {
 		{name: "development loopback", args: []string{"--allow-insecure-loopback-external"}, refused: map[string]Rule{
 			"127.0.0.1": "", "10.0.0.1": RuleCluster,
 		}},
+		{name: "an exception beside the metadata range is admitted", args: []string{"--external-allowed-cidrs=169.255.0.0/16,fe00::/9"}, refused: map[string]Rule{
+			"169.255.0.1": "", "169.254.169.254": RuleMetadata,
+		}},
+		{name: "an exception for the metadata address", args: []string{"--external-allowed-cidrs=10.0.0.1/32,169.254.169.254/32"},
+			wantErr: "--external-allowed-cidrs: 169.254.169.254/32 reaches into 169.254.0.0/16: metadata and link-local addresses are always refused"},
+		{name: "an exception for IPv6 link-local", args: []string{"--external-allowed-cidrs=fe80::/64"},
+			wantErr: "--external-allowed-cidrs: fe80::/64 reaches into fe80::/10"},
+		{name: "an exception for everything", args: []string{"--external-allowed-cidrs=0.0.0.0/0"},
+			wantErr: "--external-allowed-cidrs: 0.0.0.0/0 reaches into 169.254.0.0/16"},
+		{name: "an exception for the IPv6 metadata address", args: []string{"--external-allowed-cidrs=fd00:ec2::/64"},
+			wantErr: "--external-allowed-cidrs: fd00:ec2::/64 reaches into fd00:ec2::254/128"},
 		{name: "not a CIDR", args: []string{"--external-refused-cidrs=10.0.0.0/8,ten"}, wantErr: `--external-refused-cidrs: "ten" is not a CIDR`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

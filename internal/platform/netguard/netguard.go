@@ -3,6 +3,13 @@
 // through the operator: link-local and cloud metadata addresses, loopback,
 // and the cluster's own service and pod ranges.
 //
+// Metadata and link-local addresses are refused whatever the operator
+// allows: they hand out node credentials and never serve an app-server.
+// IPv6 addresses that carry an IPv4 address (NAT64's 64:ff9b::/96, 6to4's
+// 2002::/16) reach that IPv4 address through a translator or relay, so the
+// rules are applied to the embedded address too; the local-use NAT64 prefix
+// (64:ff9b:1::/48) places it where the site chose, so it is refused whole.
+//
 // The check runs in a net.Dialer's Control hook, on the address the dial is
 // about to connect to, after name resolution: a name that resolves (or
 // re-resolves, DNS rebinding) to a refused address is refused, whatever it
@@ -33,9 +40,30 @@ const (
 	RuleLoopback Rule = "loopback"
 	// RuleCluster: a configured cluster-internal range (Policy.ClusterCIDRs).
 	RuleCluster Rule = "cluster"
+	// RuleTranslated: an IPv6 prefix that reaches IPv4 addresses through a
+	// translator at a place the prefix does not tell (local-use NAT64,
+	// 64:ff9b:1::/48).
+	RuleTranslated Rule = "translated"
 )
 
 var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")}
+
+// NeverAllowed are the ranges no Policy.Allow entry may reach into: the
+// metadata addresses and the link-local ranges (unicast and multicast).
+var NeverAllowed = []netip.Prefix{
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("224.0.0.0/24"),
+	netip.MustParsePrefix("ff02::/16"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
+// Prefixes of IPv6 addresses that lead to an IPv4 address.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052: the IPv4 address is the last 32 bits
+	nat64LocalUse  = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215: the site picks the embedding
+	sixToFour      = netip.MustParsePrefix("2002::/16")      // RFC 3056: the IPv4 address is bits 16 to 47
+)
 
 // Policy says which resolved addresses a dial may reach. The zero Policy
 // refuses metadata, link-local and loopback addresses.
@@ -64,11 +92,19 @@ func (e *RefusedError) Error() string {
 }
 
 // Refuses returns the rule that refuses addr, or "" when addr may be dialed.
+// An IPv6 address that embeds an IPv4 address is refused when either is.
+// Allow never admits a metadata or link-local address.
 func (p Policy) Refuses(addr netip.Addr) Rule {
 	addr = addr.Unmap()
+	if v4, ok := embeddedIPv4(addr); ok {
+		if rule := p.Refuses(v4); rule != "" {
+			return rule
+		}
+	}
 	rule := p.rule(addr)
-	if rule == "" {
-		return ""
+	switch rule {
+	case "", RuleMetadata, RuleLinkLocal:
+		return rule
 	}
 	for _, a := range p.Allow {
 		if a.Contains(addr) {
@@ -76,6 +112,21 @@ func (p Policy) Refuses(addr netip.Addr) Rule {
 		}
 	}
 	return rule
+}
+
+// embeddedIPv4 is the IPv4 address a NAT64 (well-known prefix) or 6to4
+// address leads to.
+func embeddedIPv4(addr netip.Addr) (netip.Addr, bool) {
+	b := addr.As16()
+	switch {
+	case !addr.Is6():
+		return netip.Addr{}, false
+	case nat64WellKnown.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(addr):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
 }
 
 func (p Policy) rule(addr netip.Addr) Rule {
@@ -89,6 +140,9 @@ func (p Policy) rule(addr netip.Addr) Rule {
 	}
 	if (addr.IsLoopback() || addr.IsUnspecified()) && !p.AllowLoopback {
 		return RuleLoopback
+	}
+	if nat64LocalUse.Contains(addr) {
+		return RuleTranslated
 	}
 	for _, c := range p.ClusterCIDRs {
 		if c.Contains(addr) {

@@ -18,6 +18,8 @@ func TestPolicyRefuses(t *testing.T) {
 	strict := netguard.Policy{ClusterCIDRs: cluster}
 	dev := netguard.Policy{ClusterCIDRs: cluster, AllowLoopback: true}
 	allowed := netguard.Policy{ClusterCIDRs: cluster, Allow: []netip.Prefix{netip.MustParsePrefix("10.96.0.10/32"), netip.MustParsePrefix("169.254.169.254/32")}}
+	// A Policy built in code, not from the flags (which refuse such entries).
+	linkLocalAllowed := netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}
 	for _, tc := range []struct {
 		name   string
 		policy netguard.Policy
@@ -43,7 +45,19 @@ func TestPolicyRefuses(t *testing.T) {
 		{"an address outside the configured ranges is dialed", strict, "10.95.255.255", ""},
 		{"an allowed exception in a cluster range is dialed", allowed, "10.96.0.10", ""},
 		{"the exception is only that address", allowed, "10.96.0.11", netguard.RuleCluster},
-		{"the operator may allow even the metadata address", allowed, "169.254.169.254", ""},
+		{"an exception cannot admit the metadata address", allowed, "169.254.169.254", netguard.RuleMetadata},
+		{"an exception cannot admit link-local", linkLocalAllowed, "169.254.1.1", netguard.RuleLinkLocal},
+		{"an exception cannot admit IPv6 link-local", linkLocalAllowed, "fe80::1", netguard.RuleLinkLocal},
+		{"NAT64 of a public address is dialed", strict, "64:ff9b::203.0.113.10", ""},
+		{"NAT64 of the metadata address is refused", strict, "64:ff9b::169.254.169.254", netguard.RuleMetadata},
+		{"NAT64 of a cluster address is refused", strict, "64:ff9b::10.96.0.1", netguard.RuleCluster},
+		{"NAT64 of loopback is refused", strict, "64:ff9b::127.0.0.1", netguard.RuleLoopback},
+		{"NAT64 of an excepted cluster address is dialed", allowed, "64:ff9b::10.96.0.10", ""},
+		{"NAT64 of the metadata address stays refused under an exception", linkLocalAllowed, "64:ff9b::a9fe:a9fe", netguard.RuleMetadata},
+		{"local-use NAT64 is refused", strict, "64:ff9b:1::a9fe:a9fe", netguard.RuleTranslated},
+		{"6to4 of a public address is dialed", strict, "2002:cb00:710a::1", ""},
+		{"6to4 of the metadata address is refused", strict, "2002:a9fe:a9fe::1", netguard.RuleMetadata},
+		{"6to4 of a cluster address is refused", strict, "2002:0a60:0001::1", netguard.RuleCluster},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.policy.Refuses(netip.MustParseAddr(tc.addr)); got != tc.want {
