@@ -164,6 +164,73 @@ func TestHandWrittenRBAC(t *testing.T) {
 	}
 }
 
+// TestManagerWritesWorkloadsOnlyThroughHarnessNamespaceRoles: the markers
+// give the manager's generated ClusterRole no write on a kind that runs Pods
+// (a Pod mounts any Secret of its namespace) and no rule on Secrets; those
+// writes are in the Role of the placeholder namespace "harness-namespaces",
+// which the chart renders in each harness namespace (control: that Role
+// holds what the AgentHarness controller writes).
+func TestManagerWritesWorkloadsOnlyThroughHarnessNamespaceRoles(t *testing.T) {
+	data, err := os.ReadFile("rbac/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretMounting := []string{"statefulsets", "services", "networkpolicies", "poddisruptionbudgets", "pods",
+		"deployments", "daemonsets", "jobs", "cronjobs", "replicasets", "replicationcontrollers", "secrets"}
+	writes := []string{"create", "update", "patch", "delete", "deletecollection"}
+	var clusterRoles int
+	var harnessRole *rbacv1.Role
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta struct {
+			Kind     string
+			Metadata struct{ Namespace string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("rbac/role.yaml: %v", err)
+		}
+		switch {
+		case meta.Kind == "ClusterRole":
+			clusterRoles++
+			var cr rbacv1.ClusterRole
+			if err := yaml.UnmarshalStrict([]byte(doc), &cr); err != nil {
+				t.Fatalf("rbac/role.yaml: %v", err)
+			}
+			for _, r := range cr.Rules {
+				for _, res := range r.Resources {
+					if res == "secrets" {
+						t.Errorf("ClusterRole %s has a rule on secrets: %v", cr.Name, r.Verbs)
+					}
+					for _, v := range r.Verbs {
+						if slices.Contains(secretMounting, res) && slices.Contains(writes, v) {
+							t.Errorf("ClusterRole %s grants %s on %s in every namespace", cr.Name, v, res)
+						}
+					}
+				}
+			}
+		case meta.Kind == "Role" && meta.Metadata.Namespace == "harness-namespaces":
+			harnessRole = &rbacv1.Role{}
+			if err := yaml.UnmarshalStrict([]byte(doc), harnessRole); err != nil {
+				t.Fatalf("rbac/role.yaml: %v", err)
+			}
+		}
+	}
+	if clusterRoles != 1 {
+		t.Fatalf("rbac/role.yaml has %d ClusterRoles, want the manager's one", clusterRoles)
+	}
+	if harnessRole == nil {
+		t.Fatal("rbac/role.yaml has no Role in the placeholder namespace harness-namespaces")
+	}
+	for _, res := range []string{"statefulsets", "services", "networkpolicies", "poddisruptionbudgets", "secrets"} {
+		for _, v := range []string{"create", "patch", "delete"} {
+			if !slices.ContainsFunc(harnessRole.Rules, func(r rbacv1.PolicyRule) bool {
+				return slices.Contains(r.Resources, res) && slices.Contains(r.Verbs, v)
+			}) {
+				t.Errorf("the harness namespaces' Role does not grant %s on %s", v, res)
+			}
+		}
+	}
+}
+
 func mustGetwd(t *testing.T) string {
 	t.Helper()
 	wd, err := os.Getwd()

@@ -122,12 +122,21 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentharnesses/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services;pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+
+// The controller writes a harness's objects only in the harness namespaces
+// (phases: a harness elsewhere gets none). A workload can mount any Secret
+// of its namespace, so writing one anywhere would be reading every Secret:
+// these verbs go to a Role that the chart renders in each of
+// harnessNamespaces. "harness-namespaces" stands for each of them.
+// +kubebuilder:rbac:groups=apps,namespace=harness-namespaces,resources=statefulsets,verbs=create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=harness-namespaces,resources=services;secrets,verbs=create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=harness-namespaces,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,namespace=harness-namespaces,resources=networkpolicies,verbs=create;patch;delete
+// +kubebuilder:rbac:groups=policy,namespace=harness-namespaces,resources=poddisruptionbudgets,verbs=create;patch;delete
 
 // scope is what one reconcile knows about one harness.
 type scope struct {

@@ -185,10 +185,17 @@ func configRBAC(t *testing.T, file string) ([]rbacv1.ClusterRole, []rbacv1.Role)
 // cannot be limited by name).
 var webhookConfigNames = []string{webhook.ValidatingConfigurationName, webhook.MutatingConfigurationName}
 
+// harnessNamespacesPlaceholder is the namespace of the generated Role that
+// the chart renders in each of harnessNamespaces (the manager's RBAC markers
+// name it so; config/rbac/role.yaml).
+const harnessNamespacesPlaceholder = "harness-namespaces"
+
 // referenceGrants turns config/rbac rules into what the chart must grant:
 // cluster-wide rules stay cluster-wide, except Secrets, which move to the
-// harness namespaces (none when the list is empty); namespaced Roles apply in
-// the release namespace; webhook configurations are narrowed to their names.
+// harness namespaces (none when the list is empty); a Role of the
+// placeholder namespace applies in each harness namespace, every other Role
+// in the release namespace; webhook configurations are narrowed to their
+// names.
 func referenceGrants(crs []rbacv1.ClusterRole, roles []rbacv1.Role, harnessNamespaces []string) []grant {
 	var out []grant
 	for _, cr := range crs {
@@ -207,7 +214,13 @@ func referenceGrants(crs []rbacv1.ClusterRole, roles []rbacv1.Role, harnessNames
 		}
 	}
 	for _, r := range roles {
-		out = append(out, expand(r.Rules, releaseNamespace)...)
+		if r.Namespace != harnessNamespacesPlaceholder {
+			out = append(out, expand(r.Rules, releaseNamespace)...)
+			continue
+		}
+		for _, ns := range harnessNamespaces {
+			out = append(out, expand(r.Rules, ns)...)
+		}
 	}
 	return out
 }
@@ -268,6 +281,62 @@ func TestManagerRBAC(t *testing.T) {
 			want := referenceGrants(crs, ns, c.harnessNamespaces)
 			got := r.grantsOf(t, fullname+"-manager")
 			checkExact(t, "the manager", got, want, nil)
+		})
+	}
+}
+
+// secretMounting are the kinds whose objects run Pods (and so can mount any
+// Secret of their namespace) or route to them: a right to write one is as
+// good as reading the namespace's Secrets.
+var secretMounting = []string{"statefulsets", "services", "networkpolicies", "poddisruptionbudgets", "pods",
+	"deployments", "daemonsets", "jobs", "cronjobs", "replicasets", "replicationcontrollers"}
+
+// TestManagerWritesWorkloadsOnlyInHarnessNamespaces: no ClusterRole bound to
+// the manager lets it create, update, patch or delete a kind that can mount
+// a Secret, so it cannot start a Pod that reads another namespace's Secrets;
+// it may write them only in the harness namespaces. Control: there, the
+// manager's Role grants what its controller writes for a managed harness.
+func TestManagerWritesWorkloadsOnlyInHarnessNamespaces(t *testing.T) {
+	writes := []string{"create", "update", "patch", "delete", "deletecollection"}
+	for _, valueSet := range valueSets {
+		c := struct {
+			valueSet          string
+			harnessNamespaces []string
+		}{valueSet, nil}
+		if valueSet == "harness-namespaces" {
+			c.harnessNamespaces = []string{"team-a", "team-b"}
+		}
+		t.Run(c.valueSet, func(t *testing.T) {
+			r := renderRBAC(t, objectsOf(t, c.valueSet))
+			for _, b := range r.clusterRoleBindings {
+				if !boundTo(b.Subjects, fullname+"-manager") {
+					continue
+				}
+				for _, g := range expand(r.clusterRoles[b.RoleRef.Name].Rules, "") {
+					if slices.Contains(secretMounting, g.resource) && slices.Contains(writes, g.verb) {
+						t.Errorf("ClusterRole %s (bound by %s) grants the manager %s in every namespace", b.RoleRef.Name, b.Name, g)
+					}
+				}
+			}
+			got := r.grantsOf(t, fullname+"-manager")
+			for _, g := range got {
+				if slices.Contains(secretMounting, g.resource) && slices.Contains(writes, g.verb) &&
+					!slices.Contains(c.harnessNamespaces, g.namespace) {
+					t.Errorf("the manager is granted %s outside harnessNamespaces %v", g, c.harnessNamespaces)
+				}
+			}
+			for _, ns := range c.harnessNamespaces {
+				for _, w := range []struct{ group, resource string }{
+					{"apps", "statefulsets"}, {"", "services"}, {"networking.k8s.io", "networkpolicies"}, {"policy", "poddisruptionbudgets"},
+				} {
+					for _, verb := range []string{"create", "patch", "delete"} {
+						want := grant{group: w.group, resource: w.resource, verb: verb, namespace: ns}
+						if !slices.ContainsFunc(got, func(g grant) bool { return g.namespace == ns && covers(g, want) }) {
+							t.Errorf("the manager is not granted %s by a Role there", want)
+						}
+					}
+				}
+			}
 		})
 	}
 }
