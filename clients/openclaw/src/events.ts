@@ -8,6 +8,7 @@ import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harn
 
 import type { WireError } from "./dispatcher-error.js";
 import type { SseEvent } from "./sse.js";
+import { visibleDeep } from "./visible-text.js";
 import type * as wire from "./wire-shapes.js";
 
 export type AttemptCallbacks = Pick<
@@ -174,7 +175,9 @@ export class TurnProjection {
     if (typeof this.cb.onAgentEvent !== "function") return;
     const stream = event === "user_input_request" ? "user_input" : "approval";
     const phase = event === "request_resolved" ? "resolved" : "requested";
-    await this.cb.onAgentEvent({ stream, data: { ...r, phase } });
+    // OpenClaw's approval and question views show these facts: the model's
+    // strings go escaped, like in the prompts (visible-text.ts).
+    await this.cb.onAgentEvent({ stream, data: { ...(visibleDeep(r) as Record<string, unknown>), phase } });
   }
 }
 

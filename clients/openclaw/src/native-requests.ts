@@ -7,12 +7,18 @@
 // reply path. Each answer is the body the caller posts with the turn token.
 // Whatever fails or is not answered in time is a denial or no answer: a
 // native action never runs because the plugin could not ask.
+//
+// Every string the runtime sends is the model's, and OpenClaw shows it to
+// people: it is handed over escaped (visible-text.ts), so that a control
+// character or a bidi override cannot hide or rewrite what a person approves.
+// A permissions approval shows the grant it gives, in full.
 import {
   type AgentHarnessAttemptParamsV2,
   type AgentHarnessUserInputQuestion,
   runAgentHarnessGatewayQuestion,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import { visible, visibleJson } from "./visible-text.js";
 import type * as wire from "./wire-shapes.js";
 
 export type NativeRequestInput = Pick<
@@ -33,7 +39,15 @@ export async function approvalAnswer(p: NativeRequestInput, r: wire.ApprovalRequ
   const wait = waitFor(r.expiresAt, now, p.abortSignal);
   let decision: wire.ApprovalDecision;
   try {
-    decision = r.kind === "command" || r.kind === "file_change" ? await policyDecision(p, r, wait.signal) : await askDecision(p, r, offered, wait);
+    if (r.kind === "command" || r.kind === "file_change") {
+      decision = await policyDecision(p, r, wait.signal);
+      // A command that also asks for permissions grants them when approved.
+      // OpenClaw's exec policy and prompt show the command, not the grant:
+      // a person is asked about the grant too, and the narrower answer holds.
+      if (decision !== "deny" && r.permissions !== undefined) decision = narrower(decision, await askDecision(p, r, offered, wait));
+    } else {
+      decision = await askDecision(p, r, offered, wait);
+    }
   } catch {
     decision = "deny";
   }
@@ -43,15 +57,24 @@ export async function approvalAnswer(p: NativeRequestInput, r: wire.ApprovalRequ
   return { requestId: r.requestId, decision };
 }
 
+function narrower(a: wire.ApprovalDecision, b: wire.ApprovalDecision): wire.ApprovalDecision {
+  if (a === "deny" || b === "deny") return "deny";
+  return a === "approve_once" || b === "approve_once" ? "approve_once" : a;
+}
+
 async function policyDecision(p: NativeRequestInput, r: wire.ApprovalRequest, signal: AbortSignal): Promise<wire.ApprovalDecision> {
   const command = r.kind === "command";
-  const params = command ? { command: r.command ?? "" } : { paths: r.changedPaths ?? [] };
+  // OpenClaw's policy, its hooks and its prompt all read these params: the
+  // escaped text is what a person sees and what the policy decides on.
+  // Escaping adds no separator (no "/", no ";", no line break), so a command
+  // keeps its words and a path its segments.
+  const params = command ? { command: visible(r.command ?? "", { keepLineBreaks: true }) } : { paths: (r.changedPaths ?? []).map((path) => visible(path)) };
   const outcome = await p.hostCapabilities.runBeforeToolCall({
-    toolName: r.tool ?? (command ? "exec" : "apply_patch"),
+    toolName: visible(r.tool ?? (command ? "exec" : "apply_patch")),
     params,
     signal,
     ...(r.callId !== undefined ? { toolCallId: r.callId } : {}),
-    ...(r.cwd !== undefined ? { nativeOperation: { cwd: r.cwd } } : {}),
+    ...(r.cwd !== undefined ? { nativeOperation: { cwd: visible(r.cwd) } } : {}),
   });
   if (outcome.blocked) return "deny";
   // A hook that rewrote the action cannot be honoured: the runtime runs the
@@ -67,12 +90,17 @@ async function askDecision(
   wait: { signal: AbortSignal; timeoutMs: number },
 ): Promise<wire.ApprovalDecision> {
   const caps = p.hostCapabilities;
+  const description = approvalDescription(r);
+  // A grant nobody can see is not asked about: the runtime would get
+  // whatever it asked for.
+  if (description === undefined) return "deny";
   const asked = await caps.requestApproval({
     signal: wait.signal,
-    title: `Allow the cluster's agent harness a ${r.kind ?? "native"} request?`,
-    description: r.reason ?? r.command ?? `${r.tool ?? "a native tool"} asks for approval`,
+    title: `Allow the cluster's agent harness a ${visible(r.kind ?? "native")} request?`,
+    description,
+    detail: description,
     severity: "warning",
-    toolName: r.tool ?? r.kind ?? "native",
+    toolName: visible(r.tool ?? r.kind ?? "native"),
     ...(r.callId !== undefined ? { toolCallId: r.callId } : {}),
     allowedDecisions: offered.includes("approve_for_turn") ? ["allow-once", "allow-always", "deny"] : ["allow-once", "deny"],
     timeoutMs: wait.timeoutMs,
@@ -84,6 +112,24 @@ async function askDecision(
   if (decision === "allow-once") return "approve_once";
   if (decision === "allow-always") return "approve_for_turn";
   return "deny";
+}
+
+// What the person reads before deciding, escaped. A request that grants
+// permissions names the grant first (a channel that shortens the text cuts
+// the model's reason, not the grant). A grant that is not an object, or a
+// permissions request without one, has no description: nobody can see
+// what approving it would give.
+function approvalDescription(r: wire.ApprovalRequest): string | undefined {
+  const grant: unknown = r.permissions;
+  if (grant !== undefined || r.kind === "permissions") {
+    if (grant === undefined || grant === null || typeof grant !== "object" || Array.isArray(grant)) return undefined;
+    const command = r.command !== undefined ? ` Command: ${visible(r.command, { keepLineBreaks: true })}` : "";
+    const reason = r.reason !== undefined && r.reason !== "" ? ` The runtime's reason: ${visible(r.reason)}` : "";
+    return `Grants exactly: ${visibleJson(grant)}.${command}${reason}`;
+  }
+  if (r.reason !== undefined) return visible(r.reason);
+  if (r.command !== undefined) return visible(r.command, { keepLineBreaks: true });
+  return `${visible(r.tool ?? "a native tool")} asks for approval`;
 }
 
 /** The answer to a user_input_request; undefined when it names no request. No answer is `answers: {}`. */
@@ -123,31 +169,53 @@ function delivery(p: NativeRequestInput): Parameters<AskUser>[0]["delivery"] {
   return out;
 }
 
+// The question as OpenClaw shows it: every text escaped. The id is not
+// shown; it names the answer and goes back as it came.
 function sdkQuestion(q: wire.UserInputQuestion): AgentHarnessUserInputQuestion {
-  const out: AgentHarnessUserInputQuestion = { id: q.id, header: q.header ?? "", question: q.question ?? "" };
+  const out: AgentHarnessUserInputQuestion = { id: q.id, header: visible(q.header ?? ""), question: visible(q.question ?? "") };
   if (q.options !== undefined && q.options.length > 0) {
-    out.options = q.options.map((o) => (o.description !== undefined ? { label: o.label, description: o.description } : { label: o.label }));
+    out.options = q.options.map((o) => (o.description !== undefined ? { label: visible(o.label), description: visible(o.description) } : { label: visible(o.label) }));
   }
   if (q.allowOther === true) out.isOther = true;
   if (q.secret === true) out.isSecret = true;
   return out;
 }
 
-// OpenClaw answers each question with strings: an option's label is a
-// choice, anything else free text, which the dispatcher accepts only where
-// the question allows it (allowOther, or no options).
+// OpenClaw answers each question with strings: an option's label as it was
+// shown is a choice (sent back as the runtime's own label), anything else
+// free text, which the dispatcher accepts only where the question allows it
+// (allowOther, or no options). Two labels that show the same are neither:
+// which one the person meant is unknown.
 function wireAnswers(questions: readonly wire.UserInputQuestion[], given: Record<string, string[]>): wire.UserInputAnswer["answers"] {
   const out: wire.UserInputAnswer["answers"] = {};
   for (const q of questions) {
     const strs = given[q.id];
     if (strs === undefined) continue;
-    const labels = new Set((q.options ?? []).map((o) => o.label));
-    const choices = strs.filter((s) => labels.has(s));
-    const free = strs.filter((s) => !labels.has(s) && s !== "");
+    const labels = shownLabels(q);
+    const choices: string[] = [];
+    const free: string[] = [];
+    for (const str of strs) {
+      if (labels.has(str)) {
+        const label = labels.get(str);
+        if (label !== undefined) choices.push(label);
+      } else if (str !== "") {
+        free.push(str);
+      }
+    }
     const value: { choices?: string[]; text?: string } = {};
     if (choices.length > 0) value.choices = choices;
     if (free.length > 0 && (q.allowOther === true || labels.size === 0)) value.text = free.join("\n");
     if (value.choices !== undefined || value.text !== undefined) out[q.id] = value;
+  }
+  return out;
+}
+
+// Each option's label as shown → the runtime's label; undefined where two show the same.
+function shownLabels(q: wire.UserInputQuestion): Map<string, string | undefined> {
+  const out = new Map<string, string | undefined>();
+  for (const o of q.options ?? []) {
+    const shown = visible(o.label);
+    out.set(shown, out.has(shown) ? undefined : o.label);
   }
   return out;
 }

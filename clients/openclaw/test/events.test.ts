@@ -184,3 +184,17 @@ test("a stream error event ends the turn as a claimed failure", async () => {
   await p.apply(ev(2, "error", { code: "HarnessUnavailable", message: "gone", scope: "", retryable: true, replaySafe: false }));
   assert.deepEqual(p.end, { kind: "error", error: { code: "HarnessUnavailable", message: "gone", scope: "", retryable: true, replaySafe: false } });
 });
+
+test("the approval and question facts OpenClaw shows as agent events are escaped", async () => {
+  const { calls, cb } = recorder();
+  const returned = await applyAll(new TurnProjection(cb), [
+    ev(5, "approval_request", { requestId: "call_3", kind: "permissions", reason: "x\u001b[2K\rfine", permissions: { "net\u202e": ["a\r"] } }),
+    ev(6, "user_input_request", { requestId: "call_8", questions: [{ id: "q", question: "ok?", options: [{ label: "plain" }] }] }),
+  ]);
+  assert.deepEqual(calls.map(([, e]) => (e as { data: unknown }).data), [
+    { requestId: "call_3", kind: "permissions", reason: "x\\x1b[2K\\rfine", permissions: { "net\\u202e": ["a\\r"] }, phase: "requested" },
+    { requestId: "call_8", questions: [{ id: "q", question: "ok?", options: [{ label: "plain" }] }], phase: "requested" },
+  ]);
+  // What is answered is what the runtime asked, unchanged.
+  assert.deepEqual(returned[0], { kind: "approval", request: { requestId: "call_3", kind: "permissions", reason: "x\u001b[2K\rfine", permissions: { "net\u202e": ["a\r"] } } });
+});
