@@ -490,15 +490,15 @@ kill_leftovers() {
 # teardown stops everything and puts the machine back. It relies on nothing
 # being alive, so it completes after a SIGKILLed `up` or test run too. The
 # network and iptables are only touched when `up` recorded the machine state
-# (so `down` on a machine this cluster never ran on changes nothing there).
+# (so `down` on a machine this cluster never ran on changes nothing there),
+# and only in the network namespace the record was made in (network_teardown).
 teardown() {
   node_stop
   stop_all
   kill_leftovers
   node_cleanup
   if [[ -d "${MACHINE_DIR}" ]]; then
-    network_down
-    iptables_cleanup
+    network_teardown
     machine_restore
   fi
   netns_down

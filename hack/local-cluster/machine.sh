@@ -26,10 +26,16 @@ NODE_SYSCTLS=(
 )
 
 # Directories created outside the state directory by code paths that cannot be
-# pointed elsewhere: shim sockets (containerd's socket root is compiled in),
-# the CNI result cache (go-cni), kubelet's /var/log/containers symlinks and its
-# device-plugin socket (/var/lib/kubelet/device-plugins, a constant).
-NODE_PATHS=(/run/containerd /var/lib/cni /var/log/containers /var/lib/kubelet)
+# pointed elsewhere, each parent before its children: shim sockets
+# (containerd's socket root is compiled in), the CNI result cache (go-cni),
+# kubelet's /var/log/containers symlinks and its device-plugin socket
+# (/var/lib/kubelet/device-plugins, a constant).
+NODE_PATHS=(/run/containerd /run/containerd/s /var/lib/cni /var/lib/cni/results /var/log/containers
+  /var/lib/kubelet /var/lib/kubelet/device-plugins)
+# Files of fixed names the node makes in them: kubelet's device-plugin socket
+# and checkpoint. (Our entries of the other directories have names of their
+# own, which node_files_cleanup removes.)
+NODE_FILES=(/var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint)
 
 # node_sysctls prints the recorded sysctls plus each existing interface's
 # ipv4 forwarding and route_localnet (writing ip_forward rewrites them all).
@@ -56,22 +62,43 @@ machine_record() {
     printf '%s=%s\n' "${k}" "${v}"
   done < <(node_sysctls) >"${MACHINE_DIR}.tmp/sysctls"
   nft list tables >"${MACHINE_DIR}.tmp/nft-tables"
-  for k in "${NODE_PATHS[@]}"; do [[ -e "${k}" ]] || echo "${k}"; done >"${MACHINE_DIR}.tmp/absent-paths"
+  for k in "${NODE_PATHS[@]}" "${NODE_FILES[@]}"; do [[ -e "${k}" ]] || echo "${k}"; done >"${MACHINE_DIR}.tmp/absent-paths"
+  # The network namespace the record was made in (the cluster's): the
+  # network half of the record is restored only there.
+  stat -L -c %i /proc/self/ns/net >"${MACHINE_DIR}.tmp/netns"
   mv "${MACHINE_DIR}.tmp" "${MACHINE_DIR}"
+}
+
+# machine_netns_here: this process runs in the network namespace the record
+# was made in. Elsewhere (the namespace is gone, e.g. its pin was unmounted or
+# the machine rebooted) the bridge, routes, chains, nftables tables and
+# network sysctls went with the namespace, and what this process sees are
+# the host's: they are not ours to change. A record without the namespace
+# counts as elsewhere.
+machine_netns_here() {
+  [[ -f "${MACHINE_DIR}/netns" && "$(cat "${MACHINE_DIR}/netns")" == "$(stat -L -c %i /proc/self/ns/net)" ]]
 }
 
 # machine_restore puts back what machine_record saw: sysctls (ip_forward first,
 # since writing it resets every interface's forwarding), nftables tables that
-# did not exist and are empty now, directories that did not exist.
+# did not exist and are empty now, files and directories that did not exist.
+# The network sysctls and nftables tables only in the record's namespace
+# (machine_netns_here).
 machine_restore() {
   rm -rf "${MACHINE_DIR}.tmp"
   [[ -d "${MACHINE_DIR}" ]] || return 0
-  local line k v
+  local line k v net=0
+  if machine_netns_here; then
+    net=1
+  else
+    log "not in the cluster's network namespace: the host's network sysctls and nftables tables are left alone"
+  fi
   if [[ -f "${MACHINE_DIR}/sysctls" ]]; then
     line="$(grep '^net.ipv4.ip_forward=' "${MACHINE_DIR}/sysctls" || true)"
-    [[ -z "${line}" ]] || sysctl -qw "${line}" >/dev/null
+    [[ -z "${line}" ]] || ((net == 0)) || sysctl -qw "${line}" >/dev/null
     while IFS= read -r line; do
       k="${line%%=*}" v="${line#*=}"
+      [[ "${k}" == net.* ]] && ((net == 0)) && continue
       [[ "$(sysctl -n "${k}" 2>/dev/null)" == "${v}" ]] && continue
       # An interface that is gone has no sysctls left to restore.
       [[ -e "/proc/sys/${k//.//}" ]] || continue
@@ -79,7 +106,7 @@ machine_restore() {
       sysctl -qw "${k}=${v}" >/dev/null || log "warning: cannot restore ${k}=${v}"
     done <"${MACHINE_DIR}/sysctls"
   fi
-  if [[ -f "${MACHINE_DIR}/nft-tables" ]] && command -v nft >/dev/null; then
+  if ((net)) && [[ -f "${MACHINE_DIR}/nft-tables" ]] && command -v nft >/dev/null; then
     local fam name
     while read -r _ fam name; do
       grep -qxF "table ${fam} ${name}" "${MACHINE_DIR}/nft-tables" && continue
@@ -93,11 +120,31 @@ machine_restore() {
     done < <(nft list tables 2>/dev/null)
   fi
   if [[ -f "${MACHINE_DIR}/absent-paths" ]]; then
-    while IFS= read -r k; do
-      [[ -n "${k}" && -e "${k}" ]] || continue
-      log "removing ${k} (created by the node)"
-      rm -rf -- "${k}"
-    done <"${MACHINE_DIR}/absent-paths"
+    remove_node_paths <"${MACHINE_DIR}/absent-paths"
   fi
   rm -rf "${MACHINE_DIR}"
+}
+
+# remove_node_paths removes the paths it reads (those of NODE_PATHS and
+# NODE_FILES that did not exist before `up`), children first: a file of
+# NODE_FILES, a directory only when empty. node_files_cleanup has removed our
+# entries of the directories before; whatever is left in one was made by
+# something else meanwhile, so the directory stays, and we say so.
+remove_node_paths() {
+  local k left
+  while IFS= read -r k; do
+    [[ -n "${k}" ]] || continue
+    if [[ -L "${k}" || -f "${k}" || -S "${k}" ]]; then
+      if [[ " ${NODE_FILES[*]} " == *" ${k} "* ]]; then
+        rm -f -- "${k}"
+      else
+        log "warning: ${k} is no directory of the node's; left alone"
+      fi
+    elif [[ -d "${k}" ]]; then
+      if ! rmdir -- "${k}" 2>/dev/null; then
+        left="$(ls -A -- "${k}" 2>/dev/null | awk 'NR <= 3' | tr '\n' ' ')"
+        log "warning: ${k} did not exist before up and now holds what the node did not make (${left% }); left alone"
+      fi
+    fi
+  done < <(tac)
 }

@@ -1,9 +1,11 @@
 # shellcheck shell=bash
-# network.sh (sourced by hack/local-cluster.sh) owns the real node's network on
-# the host: the bridge the CNI plugin attaches Pods to (with the gateway
-# address the API server listens on), the route that keeps the service range
-# on that bridge, the firewall rule that keeps Pods' traffic on the machine,
-# and the removal of every iptables chain the node's components create.
+# network.sh (sourced by hack/local-cluster.sh) owns the real node's network in
+# the cluster's network namespace: the bridge the CNI plugin attaches Pods to
+# (with the gateway address the API server listens on), the route that keeps
+# the service range on that bridge, the firewall rule that keeps Pods' traffic
+# on the machine, and the removal of every iptables chain the node's
+# components create. Everything here runs only in that namespace, where every
+# chain, route and link is the cluster's.
 
 FIREWALL_CHAIN=HARNESS-POD-EGRESS
 # Chains of kube-proxy and kubelet (KUBE-*), of CNI plugins (CNI-*) and ours.
@@ -42,6 +44,20 @@ firewall_up() {
   iptables -w -t mangle -I FORWARD 1 -j "${FIREWALL_CHAIN}"
 }
 
+# network_teardown undoes network_up and what the node's components added,
+# only in the namespace `up` recorded (machine_netns_here). Anywhere else this
+# process sees the host's network, where a KUBE-* chain, a bridge of the same
+# name or a route to the same range belongs to someone else: it is left alone.
+# The namespace's own go with it.
+network_teardown() {
+  if ! machine_netns_here; then
+    log "not in the cluster's network namespace (it is gone, and its bridge, routes and chains with it): the host's network is left alone"
+    return 0
+  fi
+  network_down
+  iptables_cleanup
+}
+
 # network_down removes the service route, the bridge and every veth left on it
 # (a veth whose Pod network namespace is gone has already vanished).
 network_down() {
@@ -71,7 +87,8 @@ owned_chains_present() {
 # iptables_cleanup removes from every backend (nft and legacy, IPv4 and IPv6)
 # each chain named like ours and each rule that jumps to one, by rewriting only
 # the tables that hold them. Only tables that exist are read: naming a legacy
-# table that does not exist would create it.
+# table that does not exist would create it. Only network_teardown calls it,
+# in the cluster's namespace: every such chain there is the cluster's.
 iptables_cleanup() {
   local tool table tables dump
   for tool in iptables ip6tables iptables-legacy ip6tables-legacy; do

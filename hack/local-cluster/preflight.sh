@@ -58,15 +58,20 @@ preflight_iptables() {
   nft list tables >/dev/null 2>&1 || preflight_fail "nft cannot list tables ($(nft list tables 2>&1 | awk 'NR == 1'))"
 }
 
-# preflight_network: the bridge name, the pod range and the service range are
-# ours alone, and no listener holds a port the cluster binds.
+# preflight_network: in the namespace the cluster runs in, the bridge name, the
+# pod range and the service range are ours alone, and no listener holds a port
+# the cluster binds. A route overlaps a range when it lies inside it (root) or
+# contains it (match: e.g. 10.0.0.0/8, or a default route); either would
+# compete with the cluster's own routes for its addresses.
 preflight_network() {
   ip link show "${BRIDGE}" >/dev/null 2>&1 &&
     preflight_fail "network interface ${BRIDGE} exists (a previous cluster: hack/local-cluster.sh down; otherwise set LOCAL_CLUSTER_BRIDGE)"
   local cidr used
   for cidr in "${POD_CIDR}" "${SERVICE_CIDR}"; do
-    used="$(ip -4 -o route show table all root "${cidr}" 2>/dev/null; ip -4 -o addr show to "${cidr}" 2>/dev/null)"
-    [[ -z "${used}" ]] || preflight_fail "${cidr} is already in use on this machine: ${used%%$'\n'*}"
+    used="$(ip -4 -o route show table all root "${cidr}" 2>/dev/null
+      ip -4 -o route show table all match "${cidr}" 2>/dev/null
+      ip -4 -o addr show to "${cidr}" 2>/dev/null)"
+    [[ -z "${used}" ]] || preflight_fail "${cidr} overlaps what this network namespace already has: ${used%%$'\n'*}"
   done
   local p owner
   for p in "$@"; do

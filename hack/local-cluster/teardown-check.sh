@@ -4,7 +4,8 @@
 # after a killed test run): snapshot; up; a Pod running on the real node (so
 # there are containers, mounts, a veth, a network namespace and the sysctls the
 # CNI plugin sets); SIGKILL every cluster process at once; down; snapshot;
-# diff. Exits 1 and prints the diff when the snapshots differ.
+# diff. Exits 1 and prints the diff when the snapshots differ. It runs
+# down-test.sh first.
 #
 # Usage: hack/local-cluster/teardown-check.sh [--graceful]
 #   --graceful  skip the SIGKILL: check a plain up/down cycle
@@ -59,6 +60,10 @@ YAML
 
 main() {
   [[ ${EUID} -eq 0 ]] || die "run as root"
+  # First the cases a real cycle cannot show: down in a namespace that is not
+  # the cluster's, a foreign file in a directory the node made, an
+  # overlapping route (no cluster needed).
+  "${HACK_DIR}/local-cluster/down-test.sh"
   if [[ -n "$(cluster_pids)" ]]; then
     die "a cluster is running in ${STATE_DIR}; run hack/local-cluster.sh down first"
   fi
