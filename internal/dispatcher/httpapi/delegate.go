@@ -55,3 +55,37 @@ func (h *Handler) authorizeRun(w http.ResponseWriter, r *http.Request) (v Verdic
 	v, ok = h.authorize(w, r, attrs(r, verb))
 	return v, delegate, ok
 }
+
+// delegateRefusal says which field of req a delegate may not set, or nil.
+// The seed gives a delegate work admission and embedded execution only: a
+// prompt (with images), a narrower tool policy, timeouts. Whatever would
+// change the owner's session beyond that turn, or let the model reach more
+// than the owner chose, stays the owner's:
+//   - gatewayTranscript writes history into the owner's thread and
+//     transcript mirror (a delegate could forge assistant messages);
+//   - mcpServers and tools give the model servers and host tools the owner
+//     did not offer;
+//   - approvalMode other than never lets the model ask to leave Codex's
+//     sandbox, and the delegate would answer those approvals;
+//   - authProfile rebinds the session's model credential.
+//
+// The refusal is 403 Forbidden naming the field, before anything runs.
+func delegateRefusal(req *wire.TurnRequest) error {
+	var field string
+	switch {
+	case req.GatewayTranscript != nil:
+		field = "gatewayTranscript"
+	case len(req.MCPServers) > 0:
+		field = "mcpServers"
+	case len(req.Tools) > 0:
+		field = "tools"
+	case req.ApprovalMode != "" && req.ApprovalMode != wire.ApprovalModeNever:
+		field = "approvalMode"
+	case req.AuthProfile != nil:
+		field = "authProfile"
+	default:
+		return nil
+	}
+	return wire.Errorf(wire.CodeForbidden, "",
+		"a delegate (%s: true) may not set %s: a delegated turn carries the prompt, images, a narrower tool policy and timeouts; the rest stays the session owner's", DelegateHeader, field)
+}

@@ -47,6 +47,12 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if delegate {
+		if err := delegateRefusal(req); err != nil {
+			h.writeError(w, err, h.retryAfter)
+			return
+		}
+	}
 	afterSeq, reconnect, ok := h.lastEventID(w, r, req)
 	if !ok {
 		return
