@@ -289,14 +289,30 @@ alive() {
   [[ "${stat%% *}" != Z ]]
 }
 
+# close_inherited_fds closes every descriptor of this shell but 0, 1 and 2.
+close_inherited_fds() {
+  local fd
+  for fd in /proc/"${BASHPID}"/fd/*; do
+    fd="${fd##*/}"
+    if ((fd > 2)); then exec {fd}>&- 2>/dev/null || true; fi
+  done
+}
+
 # start NAME BIN ARGS...: run detached (own session, so a terminal's Ctrl-C or
-# the caller's exit does not reach it), output to logs/NAME.log.
+# the caller's exit does not reach it), output to logs/NAME.log. It keeps no
+# descriptor of the caller's but the standard ones: with
+# `flock LOCK hack/local-cluster.sh up`, the components would otherwise hold
+# the lock until `down` stops them, and every later `flock LOCK ...` would
+# wait for a lock that the cluster, not a command, holds.
 start() {
   local name="$1" bin="$2"
   shift 2
   [[ -x "${bin}" ]] || die "${name}: ${bin} is missing (run: hack/local-cluster.sh build)"
   : >"${LOG_DIR}/${name}.log"
-  setsid "${bin}" "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1 &
+  (
+    close_inherited_fds
+    exec setsid "${bin}" "$@" </dev/null >>"${LOG_DIR}/${name}.log" 2>&1
+  ) &
   local pid=$!
   echo "${pid}" >"${PID_DIR}/${name}.pid"
   echo "${bin}" >"${PID_DIR}/${name}.bin"
@@ -622,4 +638,5 @@ main() {
   esac
 }
 
-main "$@"
+# Sourced (hack/local-cluster/down-test.sh), it only defines.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then main "$@"; fi

@@ -19,6 +19,10 @@
 #   containing-route-refused  preflight refuses a route that contains the
 #                             service range (10.0.0.0/8).
 #   empty-namespace-passes    (control) preflight passes in a fresh namespace.
+#   caller-lock-released      a component started under
+#                             `flock LOCK hack/local-cluster.sh up` does not
+#                             keep LOCK once the command ends; (control) the
+#                             command holds it while it runs.
 #
 # Usage: hack/local-cluster/down-test.sh (as root; iproute2, iptables, nft)
 # hack/local-cluster/teardown-check.sh runs it first.
@@ -150,6 +154,37 @@ in_netns containing-route-refused '
 in_netns empty-namespace-passes '
   check preflight_network
 '
+
+# The lock of the command that starts a component, as with
+# `flock LOCK hack/local-cluster.sh up`.
+lock_case() {
+  local dir="${work}/caller-lock-released" pid
+  mkdir -p "${dir}/logs" "${dir}/pids"
+  (
+    # shellcheck source=../local-cluster.sh
+    LOCAL_CLUSTER_DIR="${dir}" source "${HACK_DIR}/local-cluster.sh"
+    LOG_DIR="${dir}/logs" PID_DIR="${dir}/pids"
+    exec 7>"${dir}/lock"
+    flock 7
+    start sleeper /bin/sleep 300
+    # Control: while the command runs, it holds the lock.
+    if flock -n "${dir}/lock" true; then echo "  FAILED: the lock was free while its holder ran" >&2; exit 1; fi
+  ) || return 1
+  pid="$(cat "${dir}/pids/sleeper.pid")"
+  if flock -n "${dir}/lock" true; then
+    kill "${pid}"
+    return 0
+  fi
+  echo "  FAILED: the started component (pid ${pid}) holds its caller's lock: fd $(ls -l "/proc/${pid}/fd" | awk -v f="${dir}/lock" '$NF == f { print $(NF - 2) }')" >&2
+  kill "${pid}"
+  return 1
+}
+if lock_case; then
+  echo "down-test: PASS caller-lock-released" >&2
+else
+  echo "down-test: FAIL caller-lock-released" >&2
+  failed+=(caller-lock-released)
+fi
 
 if ((${#failed[@]})); then
   echo "down-test: FAIL: ${failed[*]}" >&2
