@@ -7,7 +7,7 @@ import { request } from "node:https";
 import type { IncomingMessage } from "node:http";
 
 import { type PluginConfig, readCA, readToken } from "./config.js";
-import { DispatcherError, type WireError } from "./dispatcher-error.js";
+import { DispatcherError, TransportError, type WireError } from "./dispatcher-error.js";
 import { httpsOptions } from "./https-options.js";
 import { readSse, type SseEvent } from "./sse.js";
 import type * as wire from "./wire.js";
@@ -100,13 +100,22 @@ export class DispatcherClient {
     }, readCA(this.config));
     if (signal !== undefined) options.signal = signal;
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      // Whether the request may have reached the dispatcher: once the TLS
+      // connection is open its bytes may be on their way (a pooled socket
+      // is open already).
+      let open = false;
       const req = request(options, resolve);
-      req.on("error", reject);
+      req.on("socket", (socket) => {
+        if (!socket.connecting) open = true;
+        else socket.once("secureConnect", () => (open = true));
+      });
+      req.on("error", (err) => reject(new TransportError(`${method} ${path}: ${err.message}`, open, { cause: err })));
       req.end(payload);
     });
     const status = res.statusCode ?? 0;
     if (status >= 200 && status < 300) return res;
-    throw new DispatcherError(await errorBody(res, status), status, retryAfterSeconds(res.headers[RETRY_AFTER.toLowerCase()]));
+    const answer = await errorBody(res, status);
+    throw new DispatcherError(answer.wire, status, retryAfterSeconds(res.headers[RETRY_AFTER.toLowerCase()]), answer.dispatcher);
   }
 }
 
@@ -117,7 +126,7 @@ function retryAfterSeconds(header: string | string[] | undefined): number | unde
   return Number(header.trim());
 }
 
-async function errorBody(res: IncomingMessage, status: number): Promise<WireError> {
+async function errorBody(res: IncomingMessage, status: number): Promise<{ wire: WireError; dispatcher: boolean }> {
   let text = "";
   for await (const chunk of res) {
     text += String(chunk);
@@ -129,10 +138,10 @@ async function errorBody(res: IncomingMessage, status: number): Promise<WireErro
   try {
     const parsed = JSON.parse(text) as Partial<WireError>;
     if (typeof parsed.code === "string") {
-      return { code: parsed.code, message: parsed.message ?? "", scope: parsed.scope ?? "", retryable: parsed.retryable === true };
+      return { wire: { code: parsed.code, message: parsed.message ?? "", scope: parsed.scope ?? "", retryable: parsed.retryable === true }, dispatcher: true };
     }
   } catch {
     // Not the dispatcher's JSON error: a proxy in between, or a wrong URL.
   }
-  return { code: `HTTP${status}`, message: `HTTP ${status} without the dispatcher's error body`, scope: "", retryable: false };
+  return { wire: { code: `HTTP${status}`, message: `HTTP ${status} without the dispatcher's error body`, scope: "", retryable: false }, dispatcher: false };
 }

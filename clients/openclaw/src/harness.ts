@@ -8,7 +8,7 @@ import { DispatcherClient, type TurnStream } from "./client.js";
 import { ClusterRegistry } from "./cluster-registry.js";
 import { DEFAULT_RETRY, type PluginConfig } from "./config.js";
 import { sessionContextReset } from "./context-reset.js";
-import { DispatcherError } from "./dispatcher-error.js";
+import { DispatcherError, outcomeUnknown, type WireError } from "./dispatcher-error.js";
 import { preflightError } from "./errors.js";
 import { TurnProjection } from "./events.js";
 import { KubeClient } from "./kube.js";
@@ -92,7 +92,10 @@ async function runAttempt(
 ): Promise<AgentHarnessAttemptResult> {
   const session = sessionName(params.sessionId);
   const attempt = await Attempt.prepare(params, deps);
-  let stream = await startTurn(attempt, params, client, session, retry);
+  const started = await startTurn(attempt, params, client, session, retry);
+  let stream = started.stream;
+  // Why the dispatcher's answer is missing, while the turn may have run.
+  let lost = started.lost;
   const body = attempt.body;
   const projection = new TurnProjection(params);
   const onAbort = (): void => {
@@ -125,13 +128,20 @@ async function runAttempt(
         // A resumption the dispatcher refuses for now (503 AuthUnavailable,
         // 429 RateLimited) is waited out like a start; it replays, never re-runs.
         stream = await startWithRetries(() => client.startTurn(session, body, opts), { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs });
-      } catch {
-        break;
+        lost = undefined;
+      } catch (err) {
+        // Lost again: another reconnect. Refused: the turn ends here.
+        if (!outcomeUnknown(err)) break;
+        lost = err as Error;
+        stream = unanswered(stream.runId);
       }
     }
   } finally {
     params.abortSignal?.removeEventListener("abort", onAbort);
     await answers.close();
+  }
+  if (projection.end === undefined && lost !== undefined && params.abortSignal?.aborted !== true) {
+    projection.end = { kind: "error", error: lostAnswer(lost) };
   }
   const result = attemptResult(projection, {
     params,
@@ -143,24 +153,47 @@ async function runAttempt(
 }
 
 // The turn's stream once the dispatcher claimed it, after the refusals
-// start-retry.ts waits out; a refusal that stands is OpenClaw's preflight error.
+// start-retry.ts waits out; a refusal that stands is OpenClaw's preflight
+// error. A post whose outcome is unknown (no answer once the connection was
+// open, a proxy's 5xx) may have started the turn: it is treated as claimed,
+// never as a preflight error, which would let OpenClaw's fallback run the
+// turn a second time elsewhere. Its stream is empty, so the caller posts the
+// same body again: the dispatcher replays the run if it journaled it, and
+// runs it once if not.
 async function startTurn(
   attempt: Attempt,
   params: AgentHarnessAttemptParamsV2,
   client: DispatcherClient,
   session: string,
   retry: Omit<RetryOptions, "signal" | "timeoutMs">,
-): Promise<TurnStream> {
+): Promise<{ stream: TurnStream; lost?: Error }> {
   const startOpts = params.abortSignal ? { signal: params.abortSignal } : {};
   const retryOpts = { ...retry, signal: params.abortSignal, timeoutMs: params.timeoutMs };
   try {
-    return await attempt.start((body) => startWithRetries(() => client.startTurn(session, body, startOpts), retryOpts));
+    return { stream: await attempt.start((body) => startWithRetries(() => client.startTurn(session, body, startOpts), retryOpts)) };
   } catch (err) {
-    // Nothing was journaled: the turn was not claimed.
+    if (outcomeUnknown(err)) return { stream: unanswered(""), lost: err as Error };
+    // A definitive refusal: nothing was journaled, the turn was not claimed.
     throw preflightError(
       err instanceof DispatcherError
         ? err.wire
         : { code: "DispatcherUnreachable", message: (err as Error).message, scope: "", retryable: true },
     );
   }
+}
+
+// A post that got no stream: nothing to read, so the caller reconnects.
+function unanswered(runId: string): TurnStream {
+  return { runId, events: (async function* () {})() };
+}
+
+// The claimed failure of a turn whose answer never came: it may have run.
+function lostAnswer(err: Error): WireError {
+  return {
+    code: "DispatcherUnreachable",
+    message: `the dispatcher's answer to the turn was lost, so it may have run: ${err.message}`,
+    scope: "",
+    retryable: false,
+    replaySafe: false,
+  };
 }

@@ -133,6 +133,63 @@ test("an unreachable dispatcher fails the attempt before anything ran, without s
   }
 });
 
+test("a start whose answer was lost after the dispatcher read it is a claimed failure, posted again with the same body, never a preflight error", async () => {
+  // The dispatcher reads the POST and the connection drops before any answer:
+  // the turn may have started, so OpenClaw must not run it anywhere else.
+  const lb = await startLoopback((_req, res) => res.socket?.destroy());
+  try {
+    const result = await createHarness(lb.config).runAttempt(params());
+    assert.ok("terminal" in result);
+    assert.equal(result.terminal.kind, "failed");
+    assert.match(String((result.terminal as { error?: Error }).error?.message), /DispatcherUnreachable: the dispatcher's answer to the turn was lost, so it may have run/);
+    assert.deepEqual(result.replayMetadata, { hadPotentialSideEffects: true, replaySafe: false });
+    assert.equal(lb.requests.length, 4, "the first post and three reconnects");
+    assert.ok(lb.requests.every((r) => r.body === lb.requests[0]?.body), "the same body and runId: the dispatcher replays, never runs it twice");
+  } finally {
+    await lb.close();
+  }
+});
+
+test("a proxy's server error instead of the dispatcher's answer is a claimed failure too", async () => {
+  const lb = await startLoopback((_req, res) => {
+    res.writeHead(502, { "Content-Type": "text/html" });
+    res.end("<html>bad gateway</html>");
+  });
+  try {
+    const result = await createHarness(lb.config).runAttempt(params());
+    assert.ok("terminal" in result);
+    assert.equal(result.terminal.kind, "failed");
+    assert.match(String((result.terminal as { error?: Error }).error?.message), /may have run: .*HTTP 502 without the dispatcher.s error body/);
+    assert.equal(result.replayMetadata.replaySafe, false);
+  } finally {
+    await lb.close();
+  }
+});
+
+test("a start whose answer was lost runs once the same body is answered", async () => {
+  let n = 0;
+  const lb = await startLoopback((_req, res) => {
+    if (n++ === 0) {
+      res.socket?.destroy();
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+    write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt" });
+    write(res, 2, "result", { assistantTexts: ["sunny"], terminal: { kind: "ok" } });
+    res.end();
+  });
+  try {
+    const result = await createHarness(lb.config).runAttempt(params());
+    assert.ok("terminal" in result);
+    assert.deepEqual(result.terminal, { kind: "ok" });
+    assert.equal(lb.requests.length, 2);
+    assert.equal(lb.requests[1]?.body, lb.requests[0]?.body);
+    assert.equal(lb.requests[1]?.headers["last-event-id"], undefined, "no event was read: the dispatcher replays from the start");
+  } finally {
+    await lb.close();
+  }
+});
+
 test("supports answers from the registry, synchronously", () => {
   const harness = createHarness({ dispatcherUrl: "https://127.0.0.1:1", tokenFile: "/nonexistent", namespace: "agents", routes: [{ provider: "openai", supported: true }] });
   assert.deepEqual(harness.supports({ provider: "openai", modelId: "gpt-5.5", requestedRuntime: HARNESS_ID } as Parameters<typeof harness.supports>[0]), { supported: true, priority: 100 });
