@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,8 +19,73 @@ const MaxMCPTimeout = MaxToolTimeout
 // characters.
 var mcpNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// headerNameRE is an HTTP header field name (RFC 9110 token).
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+// mcpHeaderNameRE is what an MCP header name may be: letters and digits
+// in words joined by single hyphens. The other characters RFC 9110 allows
+// in a name are left out: CGI-style servers and some proxies read '_' as
+// '-', so X_Forwarded_For would reach them as X-Forwarded-For.
+var mcpHeaderNameRE = regexp.MustCompile(`^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$`)
+
+// maxMCPHeaderName bounds the length of an MCP header name.
+const maxMCPHeaderName = 128
+
+// refusedMCPHeaders are header names (lowercase) a turn may not set on its
+// MCP server's requests, each with the reason: they would change where a
+// request goes or how it is framed, not what it says to the server.
+var refusedMCPHeaders = map[string]string{
+	"host":                   "it selects the server behind the address",
+	"connection":             "it is hop-by-hop",
+	"keep-alive":             "it is hop-by-hop",
+	"te":                     "it is hop-by-hop",
+	"trailer":                "it is hop-by-hop",
+	"transfer-encoding":      "it frames the request",
+	"upgrade":                "it is hop-by-hop",
+	"content-length":         "it frames the request",
+	"content-type":           "the MCP client sets it",
+	"content-encoding":       "the MCP client sets it",
+	"accept":                 "the MCP client sets it",
+	"expect":                 "it changes how the request is sent",
+	"http2-settings":         "it is hop-by-hop",
+	"max-forwards":           "proxies act on it",
+	"via":                    "proxies act on it",
+	"forwarded":              "proxies and servers route by it",
+	"x-real-ip":              "proxies and servers route by it",
+	"x-host":                 "proxies and servers route by it",
+	"x-original-host":        "proxies and servers route by it",
+	"x-original-url":         "servers route by it instead of the path",
+	"x-rewrite-url":          "servers route by it instead of the path",
+	"x-http-method-override": "servers take it for the request's method",
+	"x-http-method":          "servers take it for the request's method",
+	"x-method-override":      "servers take it for the request's method",
+	"last-event-id":          "the MCP client sets it",
+}
+
+// refusedMCPHeaderPrefixes are families of header names a turn may not set,
+// with the reason.
+var refusedMCPHeaderPrefixes = []struct{ prefix, why string }{
+	{"proxy-", "proxies act on it"},
+	{"x-forwarded-", "proxies and servers route by it"},
+	{"mcp-", "the MCP client sets it (session, protocol version)"},
+	{"sec-", "it is reserved for clients"},
+}
+
+// validMCPHeaderName refuses a header name that is not an ordinary request
+// header (mcpHeaderNameRE) or one that changes routing or framing.
+func validMCPHeaderName(name string) error {
+	if len(name) > maxMCPHeaderName || !mcpHeaderNameRE.MatchString(name) {
+		return fmt.Errorf("must be an HTTP header name of at most %d letters, digits and single '-' between them", maxMCPHeaderName)
+	}
+	lower := strings.ToLower(name)
+	why, refused := refusedMCPHeaders[lower]
+	for _, p := range refusedMCPHeaderPrefixes {
+		if !refused && strings.HasPrefix(lower, p.prefix) {
+			why, refused = p.why, true
+		}
+	}
+	if refused {
+		return fmt.Errorf("%q may not be set by a turn: %s", name, why)
+	}
+	return nil
+}
 
 // MCPTurnFields are a turn request's MCP fields (embedded in TurnRequest, so
 // the JSON stays flat).
@@ -120,8 +184,8 @@ func (s *MCPServer) validate(field string) error {
 	names := map[string]bool{}
 	for j, h := range s.Headers {
 		hf := ".headers[" + strconv.Itoa(j) + "]"
-		if !headerNameRE.MatchString(h.Name) {
-			return bad(hf+".name", "must be an HTTP header name")
+		if err := validMCPHeaderName(h.Name); err != nil {
+			return bad(hf+".name", err.Error())
 		}
 		if names[strings.ToLower(h.Name)] {
 			return bad(hf+".name", fmt.Sprintf("duplicate header %q", h.Name))
@@ -146,32 +210,6 @@ func (s *MCPServer) validate(field string) error {
 		return err
 	}
 	return validTimeout(field+".toolTimeoutMs", s.ToolTimeoutMs, MaxMCPTimeout)
-}
-
-// ValidMCPURL checks the shape of an MCP server URL: absolute http(s), a
-// host, no user information (it would be journaled with the request), no
-// fragment, and no dot segments (which would let a URL match an allowed
-// prefix and reach another path).
-func ValidMCPURL(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return fmt.Errorf("is not a URL")
-	case u.Scheme != "https" && u.Scheme != "http":
-		return fmt.Errorf("must be an https URL")
-	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("must name a host")
-	case u.User != nil:
-		return fmt.Errorf("must not carry user information; send credentials as headers from a Secret")
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Errorf("must not have a fragment")
-	}
-	for _, seg := range strings.Split(u.Path, "/") {
-		if seg == "." || seg == ".." {
-			return fmt.Errorf("must not contain . or .. path segments")
-		}
-	}
-	return nil
 }
 
 // MCPInventory is the MCP tool catalog of a session's bound native thread

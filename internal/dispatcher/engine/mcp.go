@@ -27,7 +27,10 @@ const mcpResolveTimeout = 5 * time.Second
 // harness's pod, not the dispatcher, connects to them, so every check
 // happens here, before anything is journaled:
 //
-//  1. the URL starts with one of the harness's spec.mcp.allowedURLPrefixes;
+//  1. the URL is under one of the harness's spec.mcp.allowedURLPrefixes
+//     (wire.MCPURLHasPrefix): both are in the canonical form Codex's URL
+//     parser gives them (the request's validation refused any other), and
+//     the URL continues the prefix at a path-segment boundary;
 //  2. its host resolves, now, only to addresses the dispatcher's external
 //     dial policy (Options.ExternalDial: --external-refused-cidrs,
 //     --external-allowed-cidrs) allows: no metadata, link-local, loopback or
@@ -63,9 +66,9 @@ func (e *Engine) admitMCP(ctx context.Context, sess *v1alpha1.AgentSession, req 
 	out := make([]adapter.MCPServer, 0, len(req.MCPServers))
 	for i, s := range req.MCPServers {
 		field := "mcpServers[" + strconv.Itoa(i) + "]"
-		if !hasAnyPrefix(s.URL, allowed) {
-			return refuse(wire.CodeForbidden, "%s.url %q matches none of AgentHarness %s spec.mcp.allowedURLPrefixes %q",
-				field, s.URL, harness, allowed)
+		if !underAnyPrefix(s.URL, allowed) {
+			return refuse(wire.CodeForbidden, "%s.url %q matches none of AgentHarness %s spec.mcp.allowedURLPrefixes %q%s",
+				field, s.URL, harness, allowed, invalidPrefixes(allowed))
 		}
 		if msg := e.checkMCPAddress(ctx, s.URL); msg != "" {
 			return refuse(wire.CodeForbidden, "%s.url: %s", field, msg)
@@ -90,14 +93,32 @@ func (e *Engine) admitMCP(ctx context.Context, sess *v1alpha1.AgentSession, req 
 	return nil
 }
 
-// hasAnyPrefix reports whether s starts with one of prefixes.
-func hasAnyPrefix(s string, prefixes []string) bool {
+// underAnyPrefix reports whether the MCP URL raw is under one of prefixes
+// (wire.MCPURLHasPrefix; a prefix that is not in canonical form admits
+// nothing).
+func underAnyPrefix(raw string, prefixes []string) bool {
 	for _, p := range prefixes {
-		if p != "" && strings.HasPrefix(s, p) {
+		if wire.MCPURLHasPrefix(raw, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// invalidPrefixes says which of prefixes admit nothing and why, for the
+// refusal's message ("" when all are valid): the harness's owner learns
+// why a URL that seems to match was refused.
+func invalidPrefixes(prefixes []string) string {
+	var out []string
+	for _, p := range prefixes {
+		if err := wire.ValidMCPURLPrefix(p); err != nil {
+			out = append(out, fmt.Sprintf("%q %v", p, err))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (these prefixes admit nothing: " + strings.Join(out, "; ") + ")"
 }
 
 // checkMCPAddress resolves the URL's host and returns why it is refused,

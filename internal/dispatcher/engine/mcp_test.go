@@ -25,6 +25,7 @@ var _ = Describe("MCP servers of a turn", Ordered, func() {
 	var (
 		ns    string
 		mcp   *mcpserver.Server
+		front *mcpFront
 		alice = store.Requester{User: "alice", UID: "alice-uid", Groups: []string{"system:authenticated"}}
 	)
 	BeforeAll(func() {
@@ -35,9 +36,11 @@ var _ = Describe("MCP servers of a turn", Ordered, func() {
 		mcp = mcpserver.Start(suiteT, mcpserver.Tool{Name: "lookup", Description: "Look a word up", Reply: "lookup-result-42",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`),
 			Annotations: json.RawMessage(`{"readOnlyHint":true}`)})
+		front = startMCPFront(mcp.URL, "/allowed", "/tools")
 		h := registerCodex(ns, codexSrv.URL, true)
 		updateHarness(h, true, func(h *v1alpha1.AgentHarness) {
-			h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{mcp.URL, "https://169.254.169.254/"}}
+			h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{mcp.URL, "https://169.254.169.254/",
+				front.URL + "/allowed/", front.URL + "/tools"}}
 		})
 		createSecrets(ns, "token", headerValue, readable, unreadable)
 		grantSecretGet(ns, "mcp-token-reader", alice.User, readable)
@@ -173,5 +176,60 @@ var _ = Describe("MCP servers of a turn", Ordered, func() {
 		Entry("whose header Secret the requester may not read", "secret-denied",
 			func(r *wire.TurnRequest) { r.MCPServers[0].Headers[0].ValueFrom.SecretKeyRef.Name = unreadable },
 			"mcpServers[0].headers[0].valueFrom.secretKeyRef", `user "alice" may not get secrets "other-token"`),
+	)
+
+	// Codex's URL parser (WHATWG) and the servers behind an address read a
+	// URL and headers their own way: each attack below would have Codex
+	// request another path or another virtual host than the harness's owner
+	// allowed. The front records what Codex really requested: nothing
+	// outside the allowed paths or with another Host, while the control on
+	// an allowed URL reaches the MCP server through it.
+	DescribeTable("keeps Codex on the paths and the host the harness allowed",
+		func(session string, attack func(*wire.TurnRequest), wantField string) {
+			newSession(ns, session, testModel)
+			marker := "mcp-strayed-" + session
+			before := front.received()
+			req := mcpReq("run-"+session, marker, readable, func(s *wire.MCPServer) { s.URL = front.URL + "/allowed/mcp" })
+			attack(req)
+			started, err := eng.Start(ctx, ns, session, req, alice)
+			if err == nil {
+				// Admitted (a regression): let the turn run, so that the
+				// check below shows where Codex went.
+				_ = Follow(ctx, started, (&collector{}).sink)
+			}
+			Expect(front.strayedSince(before)).To(BeEmpty(), "Codex requested a path or host the harness did not allow")
+			Expect(err).To(HaveOccurred(), "the turn was admitted")
+			var fe *wire.FieldError
+			var we *wire.Error
+			switch {
+			case errors.As(err, &fe):
+				Expect(fe.Field).To(Equal(wantField))
+			case errors.As(err, &we):
+				Expect(we.Code).To(Equal(wire.CodeForbidden))
+				Expect(we.Retryable).To(BeFalse())
+				Expect(we.Message).To(HavePrefix(wantField + " "))
+			default:
+				Fail("err = " + err.Error() + ", want a refusal naming " + wantField)
+			}
+			_, ferr := jrnl.FindRun(keyOf(ns, session), req.RunID)
+			Expect(errors.Is(ferr, store.ErrNotFound)).To(BeTrue(), "the refused run was journaled: %v", ferr)
+			Expect(stub.RequestsContaining(marker)).To(BeEmpty())
+
+			control := front.received()
+			evs := run(session, mcpReq("run-"+session+"-control", marker+" control", readable,
+				func(s *wire.MCPServer) { s.URL = front.URL + "/allowed/mcp" }))
+			Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK), "control")
+			Expect(front.insideSince(control)).NotTo(BeEmpty(), "control: Codex reached the MCP server through the front")
+			Expect(front.strayedSince(control)).To(BeEmpty(), "control")
+		},
+		Entry("a backslash, which Codex reads as '/'", "backslash",
+			func(r *wire.TurnRequest) { r.MCPServers[0].URL = front.URL + `/allowed/..\secret` },
+			"mcpServers[0].url"),
+		Entry("a prefix without a trailing '/' continued by more than a whole segment", "segment",
+			func(r *wire.TurnRequest) { r.MCPServers[0].URL = front.URL + "/tools-admin/mcp" },
+			"mcpServers[0].url"),
+		Entry("a Host header, which selects another virtual host behind the address", "host-header",
+			func(r *wire.TurnRequest) { r.MCPServers[0].Headers[0].Name = "Host" },
+			"mcpServers[0].headers[0].name"),
 	)
 })
