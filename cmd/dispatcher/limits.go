@@ -36,6 +36,8 @@ type limitOptions struct {
 	authNegativeTTL time.Duration
 	unverifiedRate  float64
 	unverifiedBurst int
+	refusedRate     float64
+	refusedBurst    int
 }
 
 func bindLimitFlags(fs *flag.FlagSet, o *limitOptions) {
@@ -43,10 +45,12 @@ func bindLimitFlags(fs *flag.FlagSet, o *limitOptions) {
 	fs.DurationVar(&o.readTimeout, "read-timeout", defaultReadTimeout, "Time a client has to send a whole request, headers (at most 10s of it) and body; the answer, a turn stream included, is not limited by it.")
 	fs.IntVar(&o.maxConnections, "max-connections", defaultMaxConnections, "Most connections the API holds open at once; a connection over it is closed as soon as it is accepted.")
 	fs.BoolVar(&o.requireAudience, "require-token-audience", false, "Accept only bearer tokens issued for --token-audience, not tokens for the API server's own audiences (needs --token-audience).")
-	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", httpapi.DefaultAuthTTL, "How long the verdict of a valid token is cached (per route and session).")
+	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", httpapi.DefaultAuthTTL, "How long a token's authentication (one TokenReview) and each of its verdicts (per route and session: one SubjectAccessReview) are cached.")
 	fs.DurationVar(&o.authNegativeTTL, "auth-negative-cache-ttl", httpapi.DefaultNegativeAuthTTL, "How long a token the API server rejected is remembered as rejected (at most --auth-cache-ttl).")
 	fs.Float64Var(&o.unverifiedRate, "auth-unverified-rate", httpapi.DefaultUnverifiedRate, "Requests per second and source address whose token is not cached as valid (each costs a TokenReview); over it: 429 RateLimited. Requests with a cached valid token are never limited. Negative: no limit.")
 	fs.IntVar(&o.unverifiedBurst, "auth-unverified-burst", httpapi.DefaultUnverifiedBurst, "Burst of --auth-unverified-rate.")
+	fs.Float64Var(&o.refusedRate, "auth-refused-rate", httpapi.DefaultRefusedRate, "Refused SubjectAccessReviews per second and user: a user whose requests the API server refused more often gets 429 RateLimited for requests whose verdict is not cached, instead of another review. Granted reviews take nothing from it. Negative: no limit.")
+	fs.IntVar(&o.refusedBurst, "auth-refused-burst", httpapi.DefaultRefusedBurst, "Burst of --auth-refused-rate.")
 }
 
 // withDefaults fills what options built in code (tests) left zero.
@@ -69,6 +73,8 @@ func (o limitOptions) validate(tokenAudience string) error {
 		return fmt.Errorf("--idle-timeout and --read-timeout must not be negative, got %s and %s", o.idleTimeout, o.readTimeout)
 	case o.maxConnections < 0:
 		return fmt.Errorf("--max-connections must be at least 1, got %d", o.maxConnections)
+	case o.unverifiedBurst < 0, o.refusedBurst < 0:
+		return fmt.Errorf("--auth-unverified-burst and --auth-refused-burst must not be negative, got %d and %d", o.unverifiedBurst, o.refusedBurst)
 	case o.requireAudience && tokenAudience == "":
 		return errors.New("--require-token-audience needs --token-audience")
 	}

@@ -18,6 +18,7 @@ func TestLimitFlagsThatCannotWorkAreRefused(t *testing.T) {
 		{"audience required but none", limitOptions{requireAudience: true}, "", "--require-token-audience needs --token-audience"},
 		{"negative read timeout", limitOptions{readTimeout: -1}, "", "--read-timeout"},
 		{"negative connection cap", limitOptions{maxConnections: -1}, "", "--max-connections"},
+		{"negative refused burst", limitOptions{refusedBurst: -1}, "", "--auth-refused-burst"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.validate(tc.audience)

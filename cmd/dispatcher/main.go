@@ -330,6 +330,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		NegativeAuthCacheTTL: opts.limits.authNegativeTTL,
 		UnverifiedRate:       opts.limits.unverifiedRate,
 		UnverifiedBurst:      opts.limits.unverifiedBurst,
+		RefusedRate:          opts.limits.refusedRate,
+		RefusedBurst:         opts.limits.refusedBurst,
 	})
 	if err != nil {
 		return fmt.Errorf("create the API handler: %w", err)

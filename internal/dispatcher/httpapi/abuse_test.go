@@ -56,12 +56,12 @@ func callFor(h *Handler, attrs Attributes, source, token string, hdr ...string) 
 // verdict (the old cache was wiped whole when full).
 func TestABusyGatewayKeepsItsVerdictThroughAFloodOfBadTokens(t *testing.T) {
 	fake := &tokenAuthorizer{good: "gateway"}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
 		cache: newAuthCache(time.Minute, time.Minute, time.Now)}
 	if w := call(h, "10.0.0.1:1", "gateway"); w.Code != http.StatusOK {
 		t.Fatalf("control: the gateway's token: %d %s", w.Code, w.Body)
 	}
-	for i := range verdictCacheSize + negativeCacheSize + 100 {
+	for i := range identityCacheSize + negativeCacheSize + 100 {
 		if w := call(h, "10.0.0.2:1", fmt.Sprintf("bad-%d", i)); w.Code != http.StatusUnauthorized {
 			t.Fatalf("bad token %d: %d", i, w.Code)
 		}
@@ -78,7 +78,7 @@ func TestABusyGatewayKeepsItsVerdictThroughAFloodOfBadTokens(t *testing.T) {
 // the same address, and another address, still pass.
 func TestUnverifiedTokensAreRateLimitedBySourceAddress(t *testing.T) {
 	fake := &tokenAuthorizer{good: "gateway"}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(0.001, 3),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(0.001, 3),
 		cache: newAuthCache(time.Minute, time.Minute, time.Now)}
 	if w := call(h, "10.0.0.1:1", "gateway"); w.Code != http.StatusOK {
 		t.Fatalf("control: %d", w.Code)
@@ -113,7 +113,7 @@ func TestUnverifiedTokensAreRateLimitedBySourceAddress(t *testing.T) {
 func TestRejectedTokensAreRememberedBriefly(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fake := &tokenAuthorizer{good: "gateway"}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
 		cache: newAuthCache(time.Minute, 5*time.Second, func() time.Time { return now })}
 	call(h, "10.0.0.1:1", "bad")
 	call(h, "10.0.0.1:1", "bad")
@@ -131,7 +131,7 @@ func TestRejectedTokensAreRememberedBriefly(t *testing.T) {
 // (audiences, issuers, API server addresses) stays in the log.
 func TestUnauthorizedAnswersCarryNoAPIServerDetails(t *testing.T) {
 	fake := &tokenAuthorizer{reason: `[invalid bearer token, token audiences ["https://10.96.0.1:443"] is invalid for the target audiences ["harness-dispatcher"]]`}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
 		cache: newAuthCache(time.Minute, time.Minute, time.Now)}
 	w := call(h, "10.0.0.1:1", "bad")
 	if w.Code != http.StatusUnauthorized || strings.Contains(w.Body.String(), "10.96.0.1") || strings.Contains(w.Body.String(), "audience") {
@@ -171,7 +171,7 @@ func (a *gatedAuthorizer) Authorize(ctx context.Context, token string, _ Attribu
 // instead of each taking from the burst and being refused 429.
 func TestAGatewaysConcurrentFirstRequestsShareOneReviewAndAreNotRateLimited(t *testing.T) {
 	fake := &gatedAuthorizer{good: "gateway", release: make(chan struct{}), started: make(chan struct{})}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(0.001, 1),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(0.001, 1),
 		cache: newAuthCache(time.Minute, time.Minute, time.Now)}
 	const sessions = 10
 	codes := make(chan int, sessions)
@@ -201,5 +201,117 @@ func TestAGatewaysConcurrentFirstRequestsShareOneReviewAndAreNotRateLimited(t *t
 	}
 	if limited == 0 {
 		t.Fatal("made-up tokens were not rate limited")
+	}
+}
+
+// principals is a two-step Authorizer: each token authenticates as the
+// user it maps to, and a user is allowed everything or nothing. It counts
+// TokenReviews and SubjectAccessReviews apart.
+type principals struct {
+	mu                          sync.Mutex
+	users                       map[string]string // token → user
+	granted                     map[string]bool   // user → allowed
+	tokenReviews, accessReviews int
+}
+
+func (p *principals) Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
+	id, _ := p.authenticate(ctx, token)
+	return p.authorizeIdentity(ctx, token, id, attrs)
+}
+
+func (p *principals) authenticate(_ context.Context, token string) (Identity, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tokenReviews++
+	user, ok := p.users[token]
+	return Identity{Authenticated: ok, User: user}, nil
+}
+
+func (p *principals) authorizeIdentity(_ context.Context, _ string, id Identity, _ Attributes) (Verdict, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.accessReviews++
+	return Verdict{Authenticated: true, User: id.User, Allowed: p.granted[id.User]}, nil
+}
+
+func (p *principals) counts() (int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tokenReviews, p.accessReviews
+}
+
+func session(name string) Attributes { a := turnAttrs; a.Name = name; return a }
+
+// A principal without grants asking for 300 made-up session names costs
+// one TokenReview (its token is authenticated once per TTL) and at most
+// its refusal burst of SubjectAccessReviews; the rest is 429 RateLimited
+// with Retry-After. Meanwhile a gateway with grants opens 300 sessions
+// without one 429, and its cached verdict is still cached after the
+// attack (no review for it).
+func TestAPrincipalWithoutGrantsCannotAmplifyReviews(t *testing.T) {
+	const burst, names = 10, 300
+	fake := &principals{users: map[string]string{"gw": "gateway", "nobody": "nobody"}, granted: map[string]bool{"gateway": true}}
+	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+		principals: newPrincipalLimiter(0.001, burst),
+		cache:      newAuthCache(time.Minute, time.Minute, time.Now)}
+	if w := callFor(h, session("busy"), "10.0.0.1:1", "gw"); w.Code != http.StatusOK {
+		t.Fatalf("control: the gateway's session: %d %s", w.Code, w.Body)
+	}
+	_, accessBefore := fake.counts()
+	codes := map[int]int{}
+	for i := range names {
+		w := callFor(h, session(fmt.Sprintf("random-%d", i)), "10.0.0.2:1", "nobody")
+		codes[w.Code]++
+		if w.Code == http.StatusTooManyRequests && (w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), string(wire.CodeRateLimited))) {
+			t.Fatalf("a 429 without Retry-After or code: %v %s", w.Header(), w.Body)
+		}
+		if w := callFor(h, session(fmt.Sprintf("gateway-%d", i)), "10.0.0.1:1", "gw"); w.Code != http.StatusOK {
+			t.Fatalf("control: the gateway's session %d during the attack: %d %s", i, w.Code, w.Body)
+		}
+	}
+	tokenReviews, access := fake.counts()
+	attackReviews := access - accessBefore - names // the gateway's own sessions cost one each
+	if tokenReviews != 2 || attackReviews > burst || codes[http.StatusForbidden] != burst || codes[http.StatusTooManyRequests] != names-burst {
+		t.Fatalf("attack: answers %v, %d TokenReviews (want 2: one per token), %d SubjectAccessReviews for the attacker (want at most %d)",
+			codes, tokenReviews, attackReviews, burst)
+	}
+	if w := callFor(h, session("busy"), "10.0.0.1:1", "gw"); w.Code != http.StatusOK {
+		t.Fatalf("control after the attack: %d", w.Code)
+	}
+	if _, after := fake.counts(); after != access {
+		t.Fatalf("the gateway's cached verdict was reviewed again after the attack (%d reviews)", after-access)
+	}
+}
+
+// One principal's verdicts live in a partition of their own: a principal
+// with grants that names more sessions than a partition holds evicts only
+// its own verdicts, never a gateway's.
+func TestAnotherPrincipalsMissesNeverEvictAGatewaysVerdicts(t *testing.T) {
+	fake := &principals{users: map[string]string{"gw": "gateway", "other": "other"}, granted: map[string]bool{"gateway": true, "other": true}}
+	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+		principals: newPrincipalLimiter(-1, 0),
+		cache:      newAuthCache(time.Minute, time.Minute, time.Now)}
+	if w := callFor(h, session("busy"), "10.0.0.1:1", "gw"); w.Code != http.StatusOK {
+		t.Fatalf("control: %d", w.Code)
+	}
+	for i := range verdictsPerPrincipal + 100 {
+		if w := callFor(h, session(fmt.Sprintf("s-%d", i)), "10.0.0.2:1", "other"); w.Code != http.StatusOK {
+			t.Fatalf("other principal, session %d: %d", i, w.Code)
+		}
+	}
+	_, before := fake.counts()
+	if w := callFor(h, session("busy"), "10.0.0.1:1", "gw"); w.Code != http.StatusOK {
+		t.Fatalf("the gateway after the other's sessions: %d", w.Code)
+	}
+	if _, after := fake.counts(); after != before {
+		t.Fatal("the gateway's verdict was evicted by another principal's sessions and reviewed again")
+	}
+	// The control: the other principal's first sessions were evicted from
+	// its own partition, and are reviewed again.
+	if w := callFor(h, session("s-0"), "10.0.0.2:1", "other"); w.Code != http.StatusOK {
+		t.Fatalf("other principal again: %d", w.Code)
+	}
+	if _, again := fake.counts(); again != before+1 {
+		t.Fatalf("the other principal's oldest verdict: %d reviews, want 1 (evicted from its own partition)", again-before)
 	}
 }

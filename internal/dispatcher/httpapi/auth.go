@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -57,6 +60,39 @@ type Verdict struct {
 	Reason string
 }
 
+// Identity is whom a token authenticates as: a TokenReview's answer.
+type Identity struct {
+	// Authenticated is false for a token the API server does not accept.
+	Authenticated bool
+	User, UID     string
+	Groups        []string
+	Extra         map[string][]string
+	// Reason explains a failed authentication; it is only logged.
+	Reason string
+}
+
+// digest keys an identity's verdicts: every field a SubjectAccessReview
+// is asked with, so two tokens of one principal with different extra
+// fields never share a verdict.
+func (id Identity) digest() [32]byte {
+	h := sha256.New()
+	field := func(s string) { _, _ = h.Write([]byte(s)); _, _ = h.Write([]byte{0}) }
+	field(id.User)
+	field(id.UID)
+	for _, g := range id.Groups {
+		field("g:" + g)
+	}
+	for _, k := range slices.Sorted(maps.Keys(id.Extra)) {
+		field("x:" + k)
+		for _, v := range id.Extra[k] {
+			field(v)
+		}
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
 // requester is the verdict's identity as a run records it.
 func (v Verdict) requester() store.Requester {
 	return store.Requester{User: v.User, UID: v.UID, Groups: v.Groups}
@@ -72,6 +108,34 @@ type Authorizer interface {
 	Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error)
 }
 
+// identityAuthorizer is an Authorizer in two steps, which the Handler
+// caches apart: a token's authentication (one TokenReview per token and
+// TTL) and its identity's rights (one SubjectAccessReview per identity,
+// attributes and TTL). token is the request's, passed along for
+// Authorizers that need it again; KubeAuthorizer does not.
+type identityAuthorizer interface {
+	authenticate(ctx context.Context, token string) (Identity, error)
+	authorizeIdentity(ctx context.Context, token string, id Identity, attrs Attributes) (Verdict, error)
+}
+
+// wholeAuthorizer is a one-step Authorizer in two steps: it authenticates
+// nothing by itself (the identity is the token's hash) and answers
+// everything at the second step.
+type wholeAuthorizer struct{ Authorizer }
+
+func (w wholeAuthorizer) authenticate(_ context.Context, token string) (Identity, error) {
+	sum := sha256.Sum256([]byte(token))
+	return Identity{Authenticated: true, User: "token " + hex.EncodeToString(sum[:])}, nil
+}
+
+func (w wholeAuthorizer) authorizeIdentity(ctx context.Context, token string, _ Identity, attrs Attributes) (Verdict, error) {
+	return w.Authorize(ctx, token, attrs)
+}
+
+// DefaultReadyCheckInterval is how often, at most, KubeAuthorizer asks the
+// API server's /readyz (notReady).
+const DefaultReadyCheckInterval = time.Second
+
 // KubeAuthorizer authenticates with TokenReview and authorizes with
 // SubjectAccessReview.
 type KubeAuthorizer struct {
@@ -80,6 +144,12 @@ type KubeAuthorizer struct {
 	audience string
 	// onlyAudience: audience alone is accepted (RequireAudience).
 	onlyAudience bool
+	// readiness is the last answer of /readyz, reused for readyEvery.
+	readiness  sync.Mutex
+	readyAt    time.Time
+	notReadyIs string
+	readyEvery time.Duration
+	now        func() time.Time
 }
 
 // NewKubeAuthorizer returns an Authorizer backed by the API server of c. A
@@ -87,7 +157,7 @@ type KubeAuthorizer struct {
 // or, when audience is not empty, for audience (a token requested for the
 // dispatcher).
 func NewKubeAuthorizer(c kubernetes.Interface, audience string) *KubeAuthorizer {
-	return &KubeAuthorizer{client: c, audience: audience}
+	return &KubeAuthorizer{client: c, audience: audience, readyEvery: DefaultReadyCheckInterval, now: time.Now}
 }
 
 // RequireAudience makes a accept only tokens issued for its audience, not
@@ -102,8 +172,18 @@ func (a *KubeAuthorizer) RequireAudience() error {
 	return nil
 }
 
-// Authorize implements Authorizer.
+// Authorize implements Authorizer: a TokenReview, then a
+// SubjectAccessReview for the identity it returned.
 func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
+	id, err := a.authenticate(ctx, token)
+	if err != nil || !id.Authenticated {
+		return Verdict{Reason: id.Reason}, err
+	}
+	return a.authorizeIdentity(ctx, token, id, attrs)
+}
+
+// authenticate asks the API server whom token authenticates as.
+func (a *KubeAuthorizer) authenticate(ctx context.Context, token string) (Identity, error) {
 	audiences := [][]string{nil}
 	switch {
 	case a.onlyAudience:
@@ -122,7 +202,7 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 			Spec: authnv1.TokenReviewSpec{Token: token, Audiences: aud},
 		}, metav1.CreateOptions{})
 		if err != nil {
-			return Verdict{}, fmt.Errorf("TokenReview: %w", err)
+			return Identity{}, fmt.Errorf("TokenReview: %w", err)
 		}
 		if tr.Status.Authenticated {
 			user, ok = tr.Status.User, true
@@ -133,15 +213,28 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 		}
 	}
 	if !ok {
-		return Verdict{Reason: reason}, nil
+		return Identity{Reason: reason}, nil
 	}
+	id := Identity{Authenticated: true, User: user.Username, UID: user.UID, Groups: user.Groups}
+	if len(user.Extra) > 0 {
+		id.Extra = map[string][]string{}
+		for k, v := range user.Extra {
+			id.Extra[k] = v
+		}
+	}
+	return id, nil
+}
+
+// authorizeIdentity asks the API server whether id may do attrs.
+func (a *KubeAuthorizer) authorizeIdentity(ctx context.Context, _ string, id Identity, attrs Attributes) (Verdict, error) {
 	extra := map[string]authzv1.ExtraValue{}
-	for k, v := range user.Extra {
+	for k, v := range id.Extra {
 		extra[k] = authzv1.ExtraValue(v)
 	}
+	subjectAccessReviewsSent.Inc()
 	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
 		Spec: authzv1.SubjectAccessReviewSpec{
-			User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
+			User: id.User, UID: id.UID, Groups: id.Groups, Extra: extra,
 			ResourceAttributes: &authzv1.ResourceAttributes{
 				Namespace: attrs.Namespace, Verb: attrs.Verb, Group: APIGroup, Resource: Resource,
 				Subresource: attrs.Subresource, Name: attrs.Name,
@@ -152,12 +245,12 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 		return Verdict{}, fmt.Errorf("SubjectAccessReview: %w", err)
 	}
 	if detail := unevaluated(sar.Status); detail != "" {
-		return Verdict{}, &UnevaluatedError{User: user.Username, Detail: detail}
+		return Verdict{}, &UnevaluatedError{User: id.User, Detail: detail}
 	}
-	v := Verdict{Authenticated: true, User: user.Username, UID: user.UID, Groups: user.Groups, Allowed: sar.Status.Allowed && !sar.Status.Denied}
+	v := Verdict{Authenticated: true, User: id.User, UID: id.UID, Groups: id.Groups, Allowed: sar.Status.Allowed && !sar.Status.Denied}
 	if !v.Allowed && !sar.Status.Denied {
 		if why := a.notReady(ctx); why != "" {
-			return Verdict{}, &UnevaluatedError{User: user.Username, Detail: why}
+			return Verdict{}, &UnevaluatedError{User: id.User, Detail: why}
 		}
 	}
 	if !v.Allowed {
@@ -175,12 +268,22 @@ func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attr
 // informers have synced and the bootstrap roles exist, and everyone may
 // read it (the system:public-info-viewer role), so a refusal that grants
 // nothing is checked against it; an explicit deny needs no check. It costs
-// a request per refusal that is not cached yet, none per granted one.
+// at most one request per readyEvery, whatever the number of refusals (its
+// answer is reused meanwhile), and none per granted one.
 func (a *KubeAuthorizer) notReady(ctx context.Context) string {
-	if _, err := a.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
-		return "the API server is not ready (/readyz: " + firstLine(err.Error()) + ")"
+	a.readiness.Lock()
+	defer a.readiness.Unlock()
+	now := a.now()
+	if !a.readyAt.IsZero() && now.Sub(a.readyAt) < a.readyEvery {
+		return a.notReadyIs
 	}
-	return ""
+	a.notReadyIs = ""
+	readyzSent.Inc()
+	if _, err := a.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		a.notReadyIs = "the API server is not ready (/readyz: " + firstLine(err.Error()) + ")"
+	}
+	a.readyAt = now
+	return a.notReadyIs
 }
 
 // firstLine is s up to its first line break, at most 200 bytes.
@@ -257,65 +360,109 @@ func bearerIn(h string) string {
 // tokens.
 var errRateLimited = errors.New("rate limited")
 
+// errPrincipalLimited: the request's principal has spent its refusals.
+var errPrincipalLimited = errors.New("principal rate limited")
+
 // reviewTimeout bounds a review that requests share (it outlives the
 // request that started it).
 const reviewTimeout = 30 * time.Second
 
-// review asks the API server for token's verdict on attrs and caches it. A
-// token not known to be valid is rate limited per source address first,
-// and concurrent requests with the same such token share one limiter check
-// and one review (the first request's); once that settled the token, each
-// other request's own attributes are reviewed without the limit. So a
-// gateway sending many sessions' turns at once with a token the dispatcher
-// has not seen — after a dispatcher restart, after the gateway's token
-// rotated — counts once against its address's limit.
-func (h *Handler) review(r *http.Request, token string, attrs Attributes) (Verdict, error) {
-	if h.cache.knownValid(token) {
-		return h.authorizeAndCache(r.Context(), token, attrs)
-	}
-	sum := sha256.Sum256([]byte(token))
-	first := false
-	res, err, _ := h.reviews.Do(hex.EncodeToString(sum[:]), func() (any, error) {
-		first = true
-		if !h.limiter.allow(sourceHost(r)) {
-			return Verdict{}, errRateLimited
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reviewTimeout)
-		defer cancel()
-		return h.authorizeAndCache(ctx, token, attrs)
-	})
-	if first || err != nil {
-		v, _ := res.(Verdict)
-		return v, err
-	}
-	// The first request's review settled the token: its verdict for these
-	// attributes may be cached, or the token is known valid (or rejected).
-	if v, ok := h.cache.verdict(token, attrs); ok {
-		return v, nil
-	}
-	if !h.cache.knownValid(token) && !h.limiter.allow(sourceHost(r)) { // caches off
-		return Verdict{}, errRateLimited
-	}
-	return h.authorizeAndCache(r.Context(), token, attrs)
-}
-
-func (h *Handler) authorizeAndCache(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
-	v, err := h.auth.Authorize(ctx, token, attrs)
+// check is token's verdict on attrs: from the caches when they hold it,
+// else from the API server, in two steps (identity, then rights).
+func (h *Handler) check(r *http.Request, token string, attrs Attributes) (Verdict, error) {
+	id, err := h.identity(r, token)
 	if err != nil {
 		return Verdict{}, err
 	}
-	h.cache.put(token, attrs, v)
+	if !id.Authenticated {
+		authCacheLookups.WithLabelValues("rejected").Inc()
+		return Verdict{Reason: id.Reason}, nil
+	}
+	return h.rights(r.Context(), token, id, attrs)
+}
+
+// identity is whom token authenticates as. A token not cached costs a
+// TokenReview, so it is rate limited per source address first, and
+// concurrent requests with the same such token share one limiter check and
+// one review (the first request's). So a gateway sending many sessions'
+// turns at once with a token the dispatcher has not seen — after a
+// dispatcher restart, after the gateway's token rotated — counts once
+// against its address's limit, and a token costs one TokenReview per TTL
+// whatever sessions it names.
+func (h *Handler) identity(r *http.Request, token string) (Identity, error) {
+	if id, ok := h.cache.identity(token); ok {
+		return id, nil
+	}
+	sum := sha256.Sum256([]byte(token))
+	res, err, _ := h.reviews.Do(hex.EncodeToString(sum[:]), func() (any, error) {
+		if id, ok := h.cache.identity(token); ok { // settled by a review that just ended
+			return id, nil
+		}
+		if !h.limiter.allow(sourceHost(r)) {
+			return Identity{}, errRateLimited
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reviewTimeout)
+		defer cancel()
+		id, err := h.auth.authenticate(ctx, token)
+		if err != nil {
+			return Identity{}, err
+		}
+		h.cache.putIdentity(token, id, time.Time{})
+		return id, nil
+	})
+	id, _ := res.(Identity)
+	return id, err
+}
+
+// rights is id's verdict on attrs. One not cached costs a
+// SubjectAccessReview (and, for a refusal, maybe a /readyz): it waits for
+// one of the principal's lanes and needs a refusal left in its budget
+// (principalLimiter), so a principal without grants cannot make the API
+// server review every session name it makes up.
+func (h *Handler) rights(ctx context.Context, token string, id Identity, attrs Attributes) (Verdict, error) {
+	if v, ok := h.cache.verdict(id, attrs); ok {
+		authCacheLookups.WithLabelValues("hit").Inc()
+		return v, nil
+	}
+	authCacheLookups.WithLabelValues("miss").Inc()
+	p := h.principals.state(id.User)
+	release, err := p.enter(ctx)
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer release()
+	if v, ok := h.cache.verdict(id, attrs); ok { // answered while this request waited
+		return v, nil
+	}
+	if !h.principals.mayReview(p) {
+		return Verdict{}, errPrincipalLimited
+	}
+	v, err := h.auth.authorizeIdentity(ctx, token, id, attrs)
+	var noVerdict *UnevaluatedError
+	switch {
+	case errors.As(err, &noVerdict):
+		h.principals.refused(p) // reviewed all the same
+		return Verdict{}, err
+	case err != nil:
+		return Verdict{}, err
+	case !v.Authenticated: // a one-step Authorizer's rejection
+		h.cache.putIdentity(token, Identity{Reason: v.Reason}, time.Time{})
+		return v, nil
+	case !v.Allowed:
+		h.principals.refused(p)
+	}
+	h.cache.putVerdict(id, attrs, v)
 	return v, nil
 }
 
 // authorize answers 401/403/429/503 itself and returns false, or returns
 // the caller's verdict and true.
 //
-// A token's verdict comes from the caches when they hold it; a token that is
-// not known to be valid costs a TokenReview, so those requests (only those)
-// are rate limited per source address first: a flood of made-up tokens is
-// refused with 429 RateLimited before it reaches the API server, while a
-// gateway whose token is cached as valid is never throttled.
+// A token that is not cached as authenticated costs a TokenReview, so
+// those requests (only those) are rate limited per source address first: a
+// flood of made-up tokens is refused with 429 RateLimited before it reaches
+// the API server, while a gateway whose token is cached is never throttled
+// by it. A principal's refusals are limited apart (rights).
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attributes) (Verdict, bool) {
 	token := bearerToken(r)
 	if token == "" {
@@ -323,28 +470,29 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 			"a bearer token is required (Authorization: Bearer <Kubernetes token>, or %s: Bearer <Kubernetes token> through the API server's service proxy)", wire.ProxyAuthorizationHeader), h.retryAfter)
 		return Verdict{}, false
 	}
-	v, ok := h.cache.verdict(token, attrs)
-	if !ok {
-		var err error
-		v, err = h.review(r, token, attrs)
-		var noVerdict *UnevaluatedError
-		switch {
-		case errors.Is(err, errRateLimited):
-			authRateLimited.Inc()
-			h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
-				"too many requests with tokens the dispatcher has not verified yet from this address; retry later"), h.limiter.retryAfter())
-			return Verdict{}, false
-		case errors.As(err, &noVerdict):
-			h.log.Info("rights not evaluated", "namespace", attrs.Namespace, "session", attrs.Name, "error", err.Error())
-			h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
-				"the Kubernetes API server could not evaluate the caller's rights now (%s); retry", noVerdict.Detail), h.retryAfter)
-			return Verdict{}, false
-		case err != nil:
-			h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
-			h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
-				"the dispatcher could not check the token with the Kubernetes API server; retry"), h.retryAfter)
-			return Verdict{}, false
-		}
+	v, err := h.check(r, token, attrs)
+	var noVerdict *UnevaluatedError
+	switch {
+	case errors.Is(err, errRateLimited):
+		authRateLimited.Inc()
+		h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
+			"too many requests with tokens the dispatcher has not verified yet from this address; retry later"), h.limiter.retryAfter())
+		return Verdict{}, false
+	case errors.Is(err, errPrincipalLimited):
+		authPrincipalLimited.Inc()
+		h.writeError(w, wire.Errorf(wire.CodeRateLimited, "",
+			"too many requests refused for this user recently; retry later"), h.principals.retryAfter())
+		return Verdict{}, false
+	case errors.As(err, &noVerdict):
+		h.log.Info("rights not evaluated", "namespace", attrs.Namespace, "session", attrs.Name, "error", err.Error())
+		h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
+			"the Kubernetes API server could not evaluate the caller's rights now (%s); retry", noVerdict.Detail), h.retryAfter)
+		return Verdict{}, false
+	case err != nil:
+		h.log.Error(err, "authorization failed", "namespace", attrs.Namespace, "session", attrs.Name)
+		h.writeError(w, wire.Errorf(wire.CodeAuthUnavailable, "",
+			"the dispatcher could not check the token with the Kubernetes API server; retry"), h.retryAfter)
+		return Verdict{}, false
 	}
 	what := fmt.Sprintf("%s %s/%s %q in namespace %q (group %s)", attrs.Verb, Resource, attrs.Subresource, attrs.Name, attrs.Namespace, APIGroup)
 	switch {

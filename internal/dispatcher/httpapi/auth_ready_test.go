@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -58,6 +60,8 @@ func TestARefusalFromAnAPIServerThatIsNotReadyIsNoVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := NewKubeAuthorizer(cs, "")
+	now := time.Unix(1000, 0)
+	a.now = func() time.Time { return now }
 	attrs := Attributes{Verb: VerbCreate, Namespace: "ns", Name: "s", Subresource: SubresourceTurns}
 
 	_, err = a.Authorize(context.Background(), "token", attrs)
@@ -67,6 +71,7 @@ func TestARefusalFromAnAPIServerThatIsNotReadyIsNoVerdict(t *testing.T) {
 	}
 
 	srv.ready.Store(true)
+	now = now.Add(a.readyEvery) // the last answer of /readyz is stale
 	v, err := a.Authorize(context.Background(), "token", attrs)
 	if err != nil || !v.Authenticated || v.Allowed {
 		t.Fatalf("the same refusal by a ready server: %+v, %v; want a verdict that refuses", v, err)
@@ -84,5 +89,39 @@ func TestARefusalFromAnAPIServerThatIsNotReadyIsNoVerdict(t *testing.T) {
 	before = srv.probes.Load()
 	if v, err = a.Authorize(context.Background(), "token", attrs); err != nil || !v.Allowed || srv.probes.Load() != before {
 		t.Fatalf("a grant: %+v, %v, /readyz asked %d times; want it allowed without asking", v, err, srv.probes.Load()-before)
+	}
+}
+
+// Refusals that grant nothing, however many, ask /readyz at most once per
+// interval: a principal without grants naming many sessions cannot turn
+// each refusal into a request to the API server's /readyz. Once the
+// interval has passed, the next refusal asks again (the control).
+func TestReadyzIsAskedAtMostOncePerInterval(t *testing.T) {
+	srv := &scriptedAPIServer{}
+	srv.ready.Store(true)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewKubeAuthorizer(cs, "")
+	now := time.Unix(1000, 0)
+	a.now = func() time.Time { return now }
+	for i := range 50 {
+		attrs := Attributes{Verb: VerbCreate, Namespace: "ns", Name: fmt.Sprintf("random-%d", i), Subresource: SubresourceTurns}
+		if v, err := a.Authorize(context.Background(), "token", attrs); err != nil || v.Allowed {
+			t.Fatalf("refusal %d: %+v, %v", i, v, err)
+		}
+	}
+	if got := srv.probes.Load(); got != 1 {
+		t.Fatalf("50 refusals within %v asked /readyz %d times, want 1", a.readyEvery, got)
+	}
+	now = now.Add(a.readyEvery)
+	if _, err := a.Authorize(context.Background(), "token", Attributes{Verb: VerbCreate, Namespace: "ns", Name: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.probes.Load(); got != 2 {
+		t.Fatalf("control: a refusal after the interval asked /readyz %d times in all, want 2", got)
 	}
 }

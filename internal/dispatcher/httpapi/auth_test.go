@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -27,7 +28,7 @@ func (c *countingAuthorizer) Authorize(_ context.Context, _ string, _ Attributes
 func TestAuthorizeCachesVerdictsByTokenHashAndAttributes(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fake := &countingAuthorizer{verdict: Verdict{Authenticated: true, User: "u", Allowed: true}}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
 		cache: newAuthCache(10*time.Second, 10*time.Second, func() time.Time { return now })}
 	run := func(token string, a Attributes) int {
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
@@ -55,9 +56,16 @@ func TestAuthorizeCachesVerdictsByTokenHashAndAttributes(t *testing.T) {
 	if run("tok2", create) != http.StatusOK || fake.calls != 3 {
 		t.Fatalf("other token: %d reviews", fake.calls)
 	}
+	// A one-step Authorizer's principal is the token's hash, never the token.
 	for _, k := range h.cache.verdicts.Keys() {
-		if k.token != sha256.Sum256([]byte("tok")) && k.token != sha256.Sum256([]byte("tok2")) {
-			t.Fatalf("unexpected cache key %x", k.token)
+		tok, tok2 := sha256.Sum256([]byte("tok")), sha256.Sum256([]byte("tok2"))
+		if k != "token "+hex.EncodeToString(tok[:]) && k != "token "+hex.EncodeToString(tok2[:]) {
+			t.Fatalf("unexpected cache key %q", k)
+		}
+	}
+	for _, k := range h.cache.identities.Keys() {
+		if k != sha256.Sum256([]byte("tok")) && k != sha256.Sum256([]byte("tok2")) {
+			t.Fatalf("unexpected identity key %x", k)
 		}
 	}
 	now = now.Add(11 * time.Second)
@@ -133,7 +141,7 @@ func TestBearerTokenThroughTheServiceProxy(t *testing.T) {
 // with neither header is 401 naming both.
 func TestAuthorizeReviewsTheProxiedToken(t *testing.T) {
 	fake := &recordingAuthorizer{verdict: Verdict{}}
-	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+	h := &Handler{auth: wholeAuthorizer{fake}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
 		cache: newAuthCache(0, 0, time.Now)}
 	a := Attributes{Verb: VerbGet, Namespace: "ns", Name: "s", Subresource: SubresourceTurns}
 

@@ -1,50 +1,79 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Bounds of the verdict caches and of the rate limiter (Config's defaults).
+// Bounds of the caches and of the rate limits (Config's defaults).
 const (
 	// DefaultNegativeAuthTTL is how long a token the API server rejected is
 	// remembered as rejected.
 	DefaultNegativeAuthTTL = 5 * time.Second
 	// DefaultUnverifiedRate and DefaultUnverifiedBurst bound, per source
-	// address, the requests whose token is not cached as valid (each costs
-	// a TokenReview): a steady rate per second and a burst.
+	// address, the requests whose token is not cached as authenticated
+	// (each costs a TokenReview): a steady rate per second and a burst.
 	DefaultUnverifiedRate  = 5
 	DefaultUnverifiedBurst = 20
+	// DefaultRefusedRate and DefaultRefusedBurst bound, per principal (the
+	// authenticated user), the SubjectAccessReviews that refuse it: a
+	// principal without grants costs the API server at most the burst and
+	// then this rate, whatever it asks for.
+	DefaultRefusedRate  = 1
+	DefaultRefusedBurst = 10
+	// reviewLanes is how many uncached SubjectAccessReviews one principal
+	// has in flight at once. Its other requests wait for a lane, so the
+	// refusal budget is checked before each review and cannot be overdrawn
+	// by more than the lanes; a gateway's first turns of many sessions at
+	// once only queue.
+	reviewLanes = 4
 
-	verdictCacheSize  = 4096 // (token, attributes) pairs of valid tokens
-	validCacheSize    = 4096 // valid tokens
-	negativeCacheSize = 1024 // rejected tokens
-	sourceCacheSize   = 4096 // source addresses with a limiter
+	identityCacheSize    = 4096 // tokens the API server accepted
+	negativeCacheSize    = 1024 // tokens the API server rejected
+	principalCacheSize   = 1024 // principals with cached verdicts
+	verdictsPerPrincipal = 1024 // one principal's (identity, attributes) verdicts
+	sourceCacheSize      = 4096 // source addresses with a limiter
+	limitedPrincipals    = 4096 // principals with a refusal budget
 )
 
-// authCache keeps verdicts for a short time, keyed by the token's SHA-256
-// (raw tokens are never kept): a valid token's verdict per attributes, the
-// valid tokens themselves (the rate limit's exemption), and, apart, the
-// tokens the API server rejected. Each is a bounded LRU whose entries also
-// expire: a full cache evicts its least recently used entry, never the
-// others, so a flood of made-up tokens can neither grow the memory nor push
-// the busy gateways' verdicts out (it lands in the negative cache only).
+// authCache keeps what the API server said for a short time, keyed by the
+// token's SHA-256 (raw tokens are never kept), in three parts:
+//
+//   - identities: whom a token authenticates as (a TokenReview's answer),
+//     so a token costs one TokenReview per TTL whatever it asks for;
+//   - rejected: the tokens the API server refused, apart, so a flood of
+//     made-up tokens lands there only;
+//   - verdicts: each principal's SubjectAccessReview answers per identity
+//     and attributes, in a partition of its own: one principal's misses
+//     (random session names) evict only its own verdicts, never a
+//     gateway's.
+//
+// Each is a bounded LRU whose entries also expire.
 type authCache struct {
 	ttl, negativeTTL time.Duration
 	now              func() time.Time
 
-	verdicts *lru.Cache[authKey, authEntry]
-	valid    *lru.Cache[[32]byte, time.Time] // token → expiry
-	rejected *lru.Cache[[32]byte, authEntry]
+	identities *lru.Cache[[32]byte, identityEntry]
+	rejected   *lru.Cache[[32]byte, identityEntry]
+	mu         sync.Mutex // creates a principal's partition once
+	verdicts   *lru.Cache[string, *lru.Cache[verdictKey, authEntry]]
 }
 
-type authKey struct {
-	token [32]byte
-	attrs Attributes
+type identityEntry struct {
+	id      Identity
+	expires time.Time
+}
+
+type verdictKey struct {
+	identity [32]byte // Identity.digest
+	attrs    Attributes
 }
 
 type authEntry struct {
@@ -54,62 +83,86 @@ type authEntry struct {
 
 // newAuthCache returns the caches; a ttl ≤ 0 disables them all.
 func newAuthCache(ttl, negativeTTL time.Duration, now func() time.Time) *authCache {
-	verdicts, _ := lru.New[authKey, authEntry](verdictCacheSize) // sizes are positive: no error
-	valid, _ := lru.New[[32]byte, time.Time](validCacheSize)
-	rejected, _ := lru.New[[32]byte, authEntry](negativeCacheSize)
-	return &authCache{ttl: ttl, negativeTTL: min(negativeTTL, ttl), now: now, verdicts: verdicts, valid: valid, rejected: rejected}
+	identities, _ := lru.New[[32]byte, identityEntry](identityCacheSize) // sizes are positive: no error
+	rejected, _ := lru.New[[32]byte, identityEntry](negativeCacheSize)
+	verdicts, _ := lru.New[string, *lru.Cache[verdictKey, authEntry]](principalCacheSize)
+	return &authCache{ttl: ttl, negativeTTL: min(negativeTTL, ttl), now: now,
+		identities: identities, rejected: rejected, verdicts: verdicts}
 }
 
-// verdict is the cached verdict of token for attrs: a valid token's for
-// these attributes, or the rejection of a token the API server refused.
-func (c *authCache) verdict(token string, attrs Attributes) (Verdict, bool) {
+// identity is whom token authenticated as, or its rejection, while cached.
+func (c *authCache) identity(token string) (Identity, bool) {
 	if c.ttl <= 0 {
-		return Verdict{}, false
+		return Identity{}, false
 	}
 	h := sha256.Sum256([]byte(token))
 	now := c.now()
-	if e, ok := c.verdicts.Get(authKey{h, attrs}); ok && now.Before(e.expires) {
-		authCacheLookups.WithLabelValues("hit").Inc()
-		return e.v, true
+	if e, ok := c.identities.Get(h); ok && now.Before(e.expires) {
+		return e.id, true
 	}
 	if e, ok := c.rejected.Get(h); ok && now.Before(e.expires) {
-		authCacheLookups.WithLabelValues("rejected").Inc()
-		return e.v, true
+		return e.id, true
 	}
-	authCacheLookups.WithLabelValues("miss").Inc()
-	return Verdict{}, false
+	return Identity{}, false
 }
 
-// knownValid says whether token authenticated within the TTL (for any
-// attributes): a new session of a known gateway is not rate limited.
-func (c *authCache) knownValid(token string) bool {
-	if c.ttl <= 0 {
-		return false
-	}
-	exp, ok := c.valid.Get(sha256.Sum256([]byte(token)))
-	return ok && c.now().Before(exp)
-}
-
-func (c *authCache) put(token string, attrs Attributes, v Verdict) {
+// putIdentity remembers a TokenReview's answer: an accepted token for the
+// TTL (never past notAfter, when set: the token's own expiry), a rejected
+// one for the negative TTL.
+func (c *authCache) putIdentity(token string, id Identity, notAfter time.Time) {
 	if c.ttl <= 0 {
 		return
 	}
 	h := sha256.Sum256([]byte(token))
 	now := c.now()
-	if !v.Authenticated {
+	if !id.Authenticated {
+		c.identities.Remove(h)
 		if c.negativeTTL > 0 {
-			c.rejected.Add(h, authEntry{v: v, expires: now.Add(c.negativeTTL)})
+			c.rejected.Add(h, identityEntry{id: id, expires: now.Add(c.negativeTTL)})
 		}
 		return
 	}
-	c.valid.Add(h, now.Add(c.ttl))
-	c.verdicts.Add(authKey{h, attrs}, authEntry{v: v, expires: now.Add(c.ttl)})
+	expires := now.Add(c.ttl)
+	if !notAfter.IsZero() && notAfter.Before(expires) {
+		expires = notAfter
+	}
+	c.identities.Add(h, identityEntry{id: id, expires: expires})
+}
+
+// verdict is the cached verdict of id for attrs.
+func (c *authCache) verdict(id Identity, attrs Attributes) (Verdict, bool) {
+	if c.ttl <= 0 {
+		return Verdict{}, false
+	}
+	p, ok := c.verdicts.Get(id.User)
+	if !ok {
+		return Verdict{}, false
+	}
+	e, ok := p.Get(verdictKey{id.digest(), attrs})
+	if !ok || !c.now().Before(e.expires) {
+		return Verdict{}, false
+	}
+	return e.v, true
+}
+
+func (c *authCache) putVerdict(id Identity, attrs Attributes, v Verdict) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	p, ok := c.verdicts.Get(id.User)
+	if !ok {
+		p, _ = lru.New[verdictKey, authEntry](verdictsPerPrincipal)
+		c.verdicts.Add(id.User, p)
+	}
+	c.mu.Unlock()
+	p.Add(verdictKey{id.digest(), attrs}, authEntry{v: v, expires: c.now().Add(c.ttl)})
 }
 
 // sourceLimiter is a token bucket per source address, for the requests
-// whose token is not cached as valid. The addresses are a bounded LRU: an
-// address evicted by a flood of others starts with a full bucket again,
-// which bounds what one address gains (one burst) by that.
+// whose token is not cached as authenticated. The addresses are a bounded
+// LRU: an address evicted by a flood of others starts with a full bucket
+// again, which bounds what one address gains (one burst) by that.
 type sourceLimiter struct {
 	rate  rate.Limit
 	burst int
@@ -141,8 +194,98 @@ func (l *sourceLimiter) allow(source string) bool {
 // retryAfter is the Retry-After of a refusal: the time one request's
 // allowance takes to come back.
 func (l *sourceLimiter) retryAfter() time.Duration {
-	if l.rate <= 0 {
+	return perRequest(l.rate)
+}
+
+func perRequest(r rate.Limit) time.Duration {
+	if r <= 0 {
 		return time.Second
 	}
-	return time.Duration(float64(time.Second) / float64(l.rate))
+	return time.Duration(float64(time.Second) / float64(r))
+}
+
+// principalLimiter is each principal's budget of refusals: a
+// SubjectAccessReview that refuses it (or cannot be evaluated) takes one
+// from its bucket, a grant takes nothing, and a principal whose bucket is
+// empty gets no new review until it refills (429). So a principal with
+// grants is never slowed by its own traffic, and one without grants costs
+// the API server a burst and then a trickle. Principals are a bounded LRU
+// like the sources.
+type principalLimiter struct {
+	rate   rate.Limit
+	burst  int
+	mu     sync.Mutex // a principal's state is created once
+	byUser *lru.Cache[string, *principalState]
+}
+
+type principalState struct {
+	refusals *rate.Limiter
+	lanes    chan struct{} // reviewLanes
+}
+
+// newPrincipalLimiter returns a budget of perSecond refusals and burst per
+// principal; perSecond ≤ 0 disables the budget (the lanes stay).
+func newPrincipalLimiter(perSecond float64, burst int) *principalLimiter {
+	byUser, _ := lru.New[string, *principalState](limitedPrincipals)
+	return &principalLimiter{rate: rate.Limit(perSecond), burst: max(burst, 1), byUser: byUser}
+}
+
+func (l *principalLimiter) state(user string) *principalState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.byUser.Get(user)
+	if !ok {
+		p = &principalState{refusals: rate.NewLimiter(l.rate, l.burst), lanes: make(chan struct{}, reviewLanes)}
+		l.byUser.Add(user, p)
+	}
+	return p
+}
+
+// enter waits for one of the principal's review lanes.
+func (p *principalState) enter(ctx context.Context) (release func(), err error) {
+	select {
+	case p.lanes <- struct{}{}:
+		return func() { <-p.lanes }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// mayReview says whether the principal has a refusal left to spend.
+func (l *principalLimiter) mayReview(p *principalState) bool {
+	return l.rate <= 0 || p.refusals.Tokens() >= 1
+}
+
+// refused spends one of the principal's refusals.
+func (l *principalLimiter) refused(p *principalState) {
+	if l.rate > 0 {
+		p.refusals.Allow()
+	}
+}
+
+// retryAfter is the Retry-After of a principal over its budget.
+func (l *principalLimiter) retryAfter() time.Duration {
+	return perRequest(l.rate)
+}
+
+// What the callers' reviews cost the API server, and what the principal
+// budget refused (beside metrics.go's counters; no label names a token, a
+// user or an address).
+var (
+	subjectAccessReviewsSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_dispatcher_subjectaccessreviews_total",
+		Help: "SubjectAccessReviews the dispatcher sent to the Kubernetes API server for callers.",
+	})
+	readyzSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_dispatcher_apiserver_readyz_checks_total",
+		Help: "Requests to the API server's /readyz after a refusal that granted nothing (at most one per second).",
+	})
+	authPrincipalLimited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_dispatcher_auth_principal_limited_total",
+		Help: "Requests refused with 429 RateLimited because their user had spent its budget of refused reviews.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(subjectAccessReviewsSent, readyzSent, authPrincipalLimited)
 }

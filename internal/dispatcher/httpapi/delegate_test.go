@@ -46,7 +46,7 @@ func TestDelegateHeaderChangesTheVerbTheCallerNeeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			auth := &verbAuthorizer{allowed: map[string]bool{tc.allowed: true}}
-			h := &Handler{auth: auth, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+			h := &Handler{auth: wholeAuthorizer{auth}, principals: newPrincipalLimiter(-1, 0), retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
 				cache: newAuthCache(-1, -1, time.Now)}
 			r := httptest.NewRequest(http.MethodPost, "/v1/namespaces/team-a/agentsessions/s1/turns", nil)
 			r.SetPathValue("ns", "team-a")

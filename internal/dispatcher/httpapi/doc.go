@@ -11,9 +11,10 @@
 // (SubjectAccessReview) on agentsessions/turns of group
 // harness.openclaw.dev in the session's namespace (resource name: the
 // session): verb `create` for the POSTs (a delegated turn's: delegate.go),
-// `get` for the reads. The Handler caches verdicts briefly
-// (Config.AuthCacheTTL) keyed by the token's SHA-256 and the attributes; raw
-// tokens are never stored or logged.
+// `get` for the reads. The Handler caches a token's identity (keyed by its
+// SHA-256) and each identity's verdicts per attributes briefly
+// (Config.AuthCacheTTL), and bounds what a caller costs the API server
+// (authcache.go); raw tokens are never stored or logged.
 //
 // The token comes in Authorization, or, when the caller goes through the
 // Kubernetes API server's service proxy (as `kubectl harness` does without

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"strings"
@@ -52,6 +53,12 @@ type Config struct {
 	// limit.
 	UnverifiedRate  float64
 	UnverifiedBurst int
+	// RefusedRate and RefusedBurst limit, per principal, the
+	// SubjectAccessReviews that refuse it (DefaultRefusedRate per second,
+	// DefaultRefusedBurst); over them its requests that need a review are
+	// answered 429. A negative rate disables the limit.
+	RefusedRate  float64
+	RefusedBurst int
 	// RetryAfter is the Retry-After of 503 answers (DefaultRetryAfter).
 	RetryAfter time.Duration
 	// TurnTokens signs and checks turn tokens: in the dispatcher the key
@@ -73,13 +80,14 @@ type Handler struct {
 	eng        *engine.Engine
 	store      store.Store
 	sessions   client.Reader
-	auth       Authorizer
+	auth       identityAuthorizer
 	maxBody    int64
 	retryAfter time.Duration
 	tokens     *turntoken.Key
 	cache      *authCache
 	limiter    *sourceLimiter
-	// reviews joins concurrent first reviews of one token (review).
+	principals *principalLimiter
+	// reviews joins concurrent first TokenReviews of one token (identity).
 	reviews   singleflight.Group
 	log       logr.Logger
 	mux       *http.ServeMux
@@ -92,7 +100,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, errors.New("httpapi: Engine, Store, Sessions and Authorizer are required")
 	}
 	h := &Handler{
-		eng: cfg.Engine, store: cfg.Store, sessions: cfg.Sessions, auth: cfg.Authorizer,
+		eng: cfg.Engine, store: cfg.Store, sessions: cfg.Sessions,
 		maxBody: cfg.MaxBodyBytes, retryAfter: cfg.RetryAfter, tokens: cfg.TurnTokens, log: cfg.Logger,
 	}
 	if h.maxBody <= 0 {
@@ -122,6 +130,12 @@ func NewHandler(cfg Config) (*Handler, error) {
 		burst = DefaultUnverifiedBurst
 	}
 	h.limiter = newSourceLimiter(perSecond, burst)
+	h.principals = newPrincipalLimiter(cmp.Or(cfg.RefusedRate, DefaultRefusedRate), cmp.Or(max(cfg.RefusedBurst, 0), DefaultRefusedBurst))
+	if two, ok := cfg.Authorizer.(identityAuthorizer); ok {
+		h.auth = two
+	} else {
+		h.auth = wholeAuthorizer{cfg.Authorizer}
+	}
 	if h.tokens == nil {
 		var err error
 		if h.tokens, err = processTurnTokens(); err != nil {

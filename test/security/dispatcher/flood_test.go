@@ -216,9 +216,15 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// tokenReviews is the API server's count of TokenReview requests
-// (apiserver_request_total{resource="tokenreviews"}, all codes).
+// tokenReviews is the API server's count of TokenReview requests.
 func (s *suite) tokenReviews(t *testing.T) int {
+	t.Helper()
+	return s.apiRequests(t, "tokenreviews")
+}
+
+// apiRequests is the API server's count of requests for resource
+// (apiserver_request_total{resource=…}, all verbs and codes).
+func (s *suite) apiRequests(t *testing.T, resource string) int {
 	t.Helper()
 	raw, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	must(t, err)
@@ -227,7 +233,7 @@ func (s *suite) tokenReviews(t *testing.T) int {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="`+resource+`"`) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)

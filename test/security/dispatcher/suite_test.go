@@ -84,6 +84,7 @@ func TestDispatcherUnderAttack(t *testing.T) {
 	t.Run("metrics and probes", s.testMetricsAndProbes)
 	t.Run("slow clients", s.testSlowClients)
 	t.Run("a stream outlives the read timeout", s.testLongStream)
+	t.Run("review amplification by a token without grants", s.testReviewAmplification)
 	t.Run("idle connection flood", s.testConnectionFlood)
 	t.Run("random token flood", s.testTokenFlood)
 }
