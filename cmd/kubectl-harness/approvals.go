@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,12 +173,19 @@ func (a *answerer) readLine() (string, error) {
 
 // approval decides an approval request: by --approve, or by asking.
 func (a *answerer) approval(req wire.ApprovalRequest) wire.ApprovalDecision {
+	id := visible(req.RequestID)
+	if req.Kind == wire.ApprovalPermissions && len(req.Permissions) == 0 {
+		// Approving grants what the runtime asked for; unseen, that could
+		// be anything.
+		_, _ = fmt.Fprintf(a.prompt, "denying %s: the permissions request does not show what it grants\n", id)
+		return wire.Deny
+	}
 	switch a.mode {
 	case approveAlways:
-		_, _ = fmt.Fprintf(a.prompt, "approving %s once (--approve=always)\n", req.RequestID)
+		_, _ = fmt.Fprintf(a.prompt, "approving %s once (--approve=always)\n", id)
 		return wire.ApproveOnce
 	case approveNever:
-		_, _ = fmt.Fprintf(a.prompt, "denying %s (--approve=never)\n", req.RequestID)
+		_, _ = fmt.Fprintf(a.prompt, "denying %s (--approve=never)\n", id)
 		return wire.Deny
 	}
 	offered := req.Decisions
@@ -234,21 +242,40 @@ func parseDecision(line string, offered []wire.ApprovalDecision) (wire.ApprovalD
 	return "", false
 }
 
-// describeApproval is the one-line description of an approval request.
+// describeApproval is the one-line description of an approval request,
+// every field of it escaped (visible). A grant is shown in full: the reason
+// is the model's and need not say what approving gives.
 func describeApproval(req wire.ApprovalRequest) string {
 	var b strings.Builder
-	b.WriteString(strings.ReplaceAll(string(req.Kind), "_", " "))
+	b.WriteString(strings.ReplaceAll(visible(string(req.Kind)), "_", " "))
 	if req.Command != "" {
-		fmt.Fprintf(&b, " `%s`", req.Command)
+		fmt.Fprintf(&b, " `%s`", visible(req.Command))
 	}
 	if len(req.ChangedPaths) > 0 {
-		b.WriteString(" " + strings.Join(req.ChangedPaths, ", "))
+		paths := make([]string, len(req.ChangedPaths))
+		for i, p := range req.ChangedPaths {
+			paths[i] = visible(p)
+		}
+		b.WriteString(" " + strings.Join(paths, ", "))
+	}
+	if len(req.Permissions) > 0 {
+		b.WriteString(" granting " + visible(compactJSON(req.Permissions)))
 	}
 	if req.Cwd != "" {
-		b.WriteString(" in " + req.Cwd)
+		b.WriteString(" in " + visible(req.Cwd))
 	}
 	if req.Reason != "" {
-		b.WriteString(": " + req.Reason)
+		b.WriteString(": " + visible(req.Reason))
+	}
+	return b.String()
+}
+
+// compactJSON is raw without insignificant whitespace; raw as it is when it
+// is not JSON.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
 	}
 	return b.String()
 }
@@ -261,15 +288,16 @@ func (a *answerer) post(ctx context.Context, route, requestID string, body any) 
 	if err == nil && a.token == "" {
 		err = errors.New("no turn token (the stream had no selected event)")
 	}
+	id := visible(requestID)
 	if err != nil {
-		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %v\n", requestID, err)
+		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %v\n", id, err)
 		return
 	}
 	hdr := http.Header{}
 	hdr.Set(wire.TurnTokenHeader, a.token)
 	resp, err := a.dc.do(ctx, http.MethodPost, a.dc.sessionURL(a.namespace, a.session, route, a.runID), b, hdr)
 	if err != nil {
-		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %v\n", requestID, err)
+		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %v\n", id, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -280,7 +308,7 @@ func (a *answerer) post(ctx context.Context, route, requestID string, body any) 
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	ae := &wire.Error{}
 	if json.Unmarshal(msg, ae) != nil || ae.Code == "" {
-		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: dispatcher answered %s: %s\n", requestID, resp.Status, strings.TrimSpace(string(msg)))
+		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: dispatcher answered %s: %s\n", id, visible(resp.Status), visible(strings.TrimSpace(string(msg))))
 		return
 	}
 	switch ae.Code {
@@ -288,11 +316,11 @@ func (a *answerer) post(ctx context.Context, route, requestID string, body any) 
 		// Another client (or the deadline) answered first; that answer
 		// stands and the stream reports it.
 		a.settle(requestID)
-		_, _ = fmt.Fprintf(a.prompt, "%s was already resolved; the first answer stands (%s)\n", requestID, ae.Message)
+		_, _ = fmt.Fprintf(a.prompt, "%s was already resolved; the first answer stands (%s)\n", id, visible(ae.Message))
 	case wire.CodeNoPendingRequest:
 		a.settle(requestID)
-		_, _ = fmt.Fprintf(a.prompt, "%s is no longer pending (%s)\n", requestID, ae.Message)
+		_, _ = fmt.Fprintf(a.prompt, "%s is no longer pending (%s)\n", id, visible(ae.Message))
 	default:
-		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %s (HTTP %d)\n", requestID, ae.Error(), resp.StatusCode)
+		_, _ = fmt.Fprintf(a.prompt, "could not answer %s: %s (HTTP %d)\n", id, visible(ae.Error()), resp.StatusCode)
 	}
 }

@@ -21,7 +21,7 @@ func (p *turnPrinter) approvalRequest(ctx context.Context, data []byte) {
 	if json.Unmarshal(data, &req) != nil || !p.native.seen(req.RequestID, "approval") {
 		return
 	}
-	p.line("[approval] %s %s", req.RequestID, describeApproval(req))
+	p.line("[approval] %s %s", visible(req.RequestID), describeApproval(req))
 	p.spin.halt()
 	d := p.native.approval(req)
 	p.native.post(ctx, wire.RouteApprovals, req.RequestID, wire.ApprovalAnswer{RequestID: req.RequestID, Decision: d})
@@ -34,18 +34,15 @@ func (p *turnPrinter) userInputRequest(ctx context.Context, data []byte) {
 		return
 	}
 	for _, q := range req.Questions {
-		text := q.Question
-		if q.Header != "" {
-			text = q.Header + ": " + text
-		}
+		text := questionTitle(q)
 		if len(q.Options) > 0 {
 			labels := make([]string, len(q.Options))
 			for i, o := range q.Options {
-				labels[i] = o.Label
+				labels[i] = visible(o.Label)
 			}
 			text += " [" + strings.Join(labels, " | ") + "]"
 		}
-		p.line("[user input] %s %s", req.RequestID, text)
+		p.line("[user input] %s %s", visible(req.RequestID), text)
 	}
 	p.spin.halt()
 	answers := p.native.userInput(req)
@@ -76,7 +73,7 @@ func describeResolution(what string, r wire.RequestResolved) string {
 	case r.Resolution == wire.ResolvedTimedOut:
 		s += " (no answers)"
 	}
-	line := fmt.Sprintf("[%s] %s %s", what, r.RequestID, s)
+	line := fmt.Sprintf("[%s] %s %s", what, visible(r.RequestID), s)
 	if len(r.Answers) > 0 {
 		line += ": " + describeAnswers(r.Answers)
 	}
@@ -92,8 +89,11 @@ func describeAnswers(answers map[string]wire.UserInputValue) string {
 	parts := make([]string, 0, len(ids))
 	for _, id := range ids {
 		v := answers[id]
-		vals := append(slices.Clone(v.Choices), v.Text)
-		parts = append(parts, id+" = "+strings.Join(slices.DeleteFunc(vals, func(s string) bool { return s == "" }), ", "))
+		vals := slices.DeleteFunc(append(slices.Clone(v.Choices), v.Text), func(s string) bool { return s == "" })
+		for i := range vals {
+			vals[i] = visible(vals[i])
+		}
+		parts = append(parts, visible(id)+" = "+strings.Join(vals, ", "))
 	}
 	return strings.Join(parts, "; ")
 }

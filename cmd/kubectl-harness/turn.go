@@ -60,8 +60,9 @@ API server's audit log records who requested the token.
 
 Approvals and questions: with --approval-mode (untrusted, on-request) the
 runtime asks before native actions; each approval_request is shown (kind,
-command or changed paths, cwd, reason) and answered by --approve: ask prompts
-on the terminal (y once, t for this turn, n deny; the end of input denies),
+command or changed paths, the grant of a permissions request in full, cwd,
+reason) and answered by --approve: ask prompts on the terminal (y once, t
+for this turn, n deny; the end of input denies),
 always approves each request once, never denies. Without --approve the CLI asks
 when standard input is a terminal and otherwise denies: a script never
 approves an action nobody saw. A user_input_request (the runtime asks the user,
@@ -70,7 +71,9 @@ choice's number or, where the question takes one, free text; a secret answer
 is read without echo and never printed. With always or never the CLI answers
 it at once with no answers, so the turn goes on. Each request's resolution is
 shown; an answer refused because the request was resolved first (409) or is
-no longer pending (404) is reported and the turn goes on.
+no longer pending (404) is reported and the turn goes on. Text from the model
+or the runtime is never printed raw: control characters, escape sequences, bidi
+overrides and invisible characters are shown as escapes (\x1b, \r, \u202e).
 
 Route facts: for provider openai the turn carries OpenAI's official Platform
 Responses route (api openai-responses, https://api.openai.com/v1, no request
@@ -273,21 +276,21 @@ func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 		if json.Unmarshal(ev.Data, &d) == nil {
 			p.native.begin(d)
 			p.spin.halt()
-			_, _ = fmt.Fprintf(p.errOut, "run %s: runtime %s, harness %s (%s)\n", d.RunID, d.Runtime, orDash(d.HarnessID), d.Reason)
+			_, _ = fmt.Fprintf(p.errOut, "run %s: runtime %s, harness %s (%s)\n", visible(d.RunID), visible(d.Runtime), visible(orDash(d.HarnessID)), visible(string(d.Reason)))
 			p.spin.start()
 		}
 	case wire.EventPartial:
 		var pt wire.Partial
 		if json.Unmarshal(ev.Data, &pt) == nil && pt.Delta != "" {
 			p.spin.halt()
-			_, _ = io.WriteString(p.out, pt.Delta)
+			_, _ = io.WriteString(p.out, visibleText(pt.Delta))
 			p.atLineStart = strings.HasSuffix(pt.Delta, "\n")
 			p.texts = true
 		}
 	case wire.EventToolCall:
 		var tc wire.ToolCall
 		if json.Unmarshal(ev.Data, &tc) == nil {
-			p.line("[tool call] %s %s (the CLI offers no host tools)", tc.Tool, compact(tc.Arguments))
+			p.line("[tool call] %s %s (the CLI offers no host tools)", visible(tc.Tool), visible(compact(tc.Arguments)))
 		}
 	case wire.EventAgent:
 		var ae wire.AgentEvent
@@ -296,21 +299,22 @@ func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 		}
 		switch {
 		case ae.Stream == wire.StreamTool && ae.Phase == wire.PhaseStart:
-			p.line("[tool] %s started", orDash(ae.Tool))
+			p.line("[tool] %s started", visible(orDash(ae.Tool)))
 		case ae.Stream == wire.StreamError || ae.Stream == wire.StreamWarning:
-			p.line("[%s] %s", ae.Stream, ae.Text)
+			p.line("[%s] %s", ae.Stream, visible(ae.Text))
 		}
 	case wire.EventToolTerminal:
 		var tt wire.ToolTerminal
 		if json.Unmarshal(ev.Data, &tt) != nil {
 			break
 		}
+		tool := visible(tt.Tool)
 		if tt.Outcome == wire.OutcomeSuccess {
-			p.line("[tool] %s succeeded", tt.Tool)
+			p.line("[tool] %s succeeded", tool)
 		} else if tt.Failure != nil {
-			p.line("[tool] %s failed (%s): %s", tt.Tool, tt.Failure.Reason, tt.Failure.Message)
+			p.line("[tool] %s failed (%s): %s", tool, visible(tt.Failure.Reason), visible(tt.Failure.Message))
 		} else {
-			p.line("[tool] %s %s", tt.Tool, tt.Outcome)
+			p.line("[tool] %s %s", tool, visible(string(tt.Outcome)))
 		}
 	case wire.EventApprovalRequest:
 		p.approvalRequest(ctx, ev.Data)
@@ -329,7 +333,7 @@ func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 			// result's texts are the answer.
 			for _, t := range res.AssistantTexts {
 				p.lineBreak()
-				_, _ = io.WriteString(p.out, t)
+				_, _ = io.WriteString(p.out, visibleText(t))
 				p.atLineStart = strings.HasSuffix(t, "\n")
 			}
 		}
@@ -339,7 +343,7 @@ func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 			if res.Terminal.ErrorInfo != "" {
 				msg += " (" + res.Terminal.ErrorInfo + ")"
 			}
-			_, _ = fmt.Fprintf(p.errOut, "turn %s: %s\n", res.Terminal.Kind, msg)
+			_, _ = fmt.Fprintf(p.errOut, "turn %s: %s\n", visible(string(res.Terminal.Kind)), visible(msg))
 			return true, &exitError{code: exitFailClosed}
 		}
 		return true, nil
@@ -348,7 +352,7 @@ func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 		p.lineBreak()
 		ae := &wire.Error{}
 		if json.Unmarshal(ev.Data, ae) != nil || ae.Code == "" {
-			_, _ = fmt.Fprintf(p.errOut, "error: %s\n", ev.Data)
+			_, _ = fmt.Fprintf(p.errOut, "error: %s\n", visible(string(ev.Data)))
 		} else {
 			// A stream error says whether the turn may have had effects: a
 			// gateway must not run it again unless replaySafe is true.
@@ -356,7 +360,7 @@ func (p *turnPrinter) event(ctx context.Context, ev sse.Event) (bool, error) {
 			if ae.ReplaySafe != nil {
 				replay = fmt.Sprintf(", replaySafe %t", *ae.ReplaySafe)
 			}
-			_, _ = fmt.Fprintf(p.errOut, "error: %s (retryable %t%s)\n", ae.Error(), ae.Retryable, replay)
+			_, _ = fmt.Fprintf(p.errOut, "error: %s (retryable %t%s)\n", visible(ae.Error()), ae.Retryable, replay)
 		}
 		return true, &exitError{code: exitFailClosed}
 	}

@@ -269,3 +269,34 @@ func TestDispatcherURLMustBeHTTPS(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamShowsModelTextEscaped: the answer keeps its lines, but a
+// terminal control in it (ESC[8m would hide every later line, OSC 52 would
+// write the clipboard) is shown escaped, as are the model's tool calls,
+// runtime warnings and a failed tool's message; ordinary text is shown as
+// it is.
+func TestStreamShowsModelTextEscaped(t *testing.T) {
+	script := selected +
+		sseFrame("1", "partial", map[string]string{"itemId": "i", "delta": "Done.\nNext:\tnothing\x1b[8m\x1b]52;c;cm0gLXJmIH4=\x07\n"}) +
+		sseFrame("2", "tool_call", map[string]any{"callId": "c1", "tool": "lookup\u202e", "arguments": map[string]string{"q": "a\rb"}}) +
+		sseFrame("3", "agent_event", map[string]string{"stream": "warning", "text": "careful\x1b[2K\rall fine"}) +
+		sseFrame("4", "tool_terminal", map[string]any{"callId": "c2", "tool": "exec", "executionStarted": true, "outcome": "failure",
+			"failure": map[string]string{"reason": "native_failed", "message": "exit 1\x1b[1A"}}) +
+		sseFrame("5", "result", map[string]any{"runId": "run-1", "threadId": "th", "assistantTexts": []string{}, "terminal": map[string]any{"kind": "failed", "message": "boom\r"}, "usage": map[string]any{}})
+	out, errOut, _ := runStream(t, &sseServer{scripts: []string{script}})
+	wantOut := "Done.\nNext:\tnothing\\x1b[8m\\x1b]52;c;cm0gLXJmIH4=\\a\n" +
+		`[tool call] lookup\u202e {"q":"a\rb"} (the CLI offers no host tools)` + "\n" +
+		`[warning] careful\x1b[2K\rall fine` + "\n" +
+		`[tool] exec failed (native_failed): exit 1\x1b[1A` + "\n"
+	if out != wantOut {
+		t.Fatalf("stdout %q, want %q", out, wantOut)
+	}
+	if !strings.HasSuffix(errOut, "turn failed: boom\\r\n") {
+		t.Fatalf("stderr %q", errOut)
+	}
+	for _, raw := range []string{"\x1b", "\r", "\u202e"} {
+		if strings.Contains(out+errOut, raw) {
+			t.Fatalf("%q reached the terminal raw: stdout %q stderr %q", raw, out, errOut)
+		}
+	}
+}

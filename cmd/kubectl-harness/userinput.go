@@ -16,7 +16,7 @@ import (
 func (a *answerer) userInput(req wire.UserInputRequest) map[string]wire.UserInputValue {
 	answers := map[string]wire.UserInputValue{}
 	if a.mode != approveAsk {
-		_, _ = fmt.Fprintf(a.prompt, "answering %s with no answers (--approve=%s; questions are asked only with ask)\n", req.RequestID, a.mode)
+		_, _ = fmt.Fprintf(a.prompt, "answering %s with no answers (--approve=%s; questions are asked only with ask)\n", visible(req.RequestID), a.mode)
 		return answers
 	}
 	for _, q := range req.Questions {
@@ -33,15 +33,11 @@ func (a *answerer) userInput(req wire.UserInputRequest) map[string]wire.UserInpu
 // askQuestion asks one question until it gets a valid answer; false at the
 // end of input.
 func (a *answerer) askQuestion(q wire.UserInputQuestion) (wire.UserInputValue, bool) {
-	title := q.Question
-	if q.Header != "" {
-		title = q.Header + ": " + q.Question
-	}
-	_, _ = fmt.Fprintln(a.prompt, title)
+	_, _ = fmt.Fprintln(a.prompt, questionTitle(q))
 	for i, o := range q.Options {
-		line := fmt.Sprintf("  %d) %s", i+1, o.Label)
+		line := fmt.Sprintf("  %d) %s", i+1, visible(o.Label))
 		if o.Description != "" {
-			line += " - " + o.Description
+			line += " - " + visible(o.Description)
 		}
 		_, _ = fmt.Fprintln(a.prompt, line)
 	}
@@ -63,6 +59,14 @@ func (a *answerer) askQuestion(q wire.UserInputQuestion) (wire.UserInputValue, b
 		}
 		_, _ = fmt.Fprintln(a.prompt, problem)
 	}
+}
+
+// questionTitle is a question's header and text, escaped (visible).
+func questionTitle(q wire.UserInputQuestion) string {
+	if q.Header != "" {
+		return visible(q.Header) + ": " + visible(q.Question)
+	}
+	return visible(q.Question)
 }
 
 func answerHint(q wire.UserInputQuestion) string {

@@ -540,6 +540,16 @@ export interface ApprovalRequest {
    */
   reason?: string;
   /**
+   * Permissions is what approving grants beyond the action itself, as
+   * the runtime receives it: the whole permissions object of a
+   * permissions request (kept by the runtime for the rest of the turn),
+   * or the additional permissions a command asks for. A JSON object of
+   * at most 16 KiB (MaxApprovalPermissionsBytes). Show it in full: the
+   * reason is the model's and need not match it. A permissions request
+   * always has it.
+   */
+  permissions?: unknown;
+  /**
    * Decisions are the answers the gateway may give.
    */
   decisions: ApprovalDecision[];

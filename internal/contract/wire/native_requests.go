@@ -106,6 +106,14 @@ type ApprovalRequest struct {
 	ChangedPaths []string `json:"changedPaths,omitzero"`
 	// Reason is the runtime's explanation, when it gives one.
 	Reason string `json:"reason,omitempty"`
+	// Permissions is what approving grants beyond the action itself, as
+	// the runtime receives it: the whole permissions object of a
+	// permissions request (kept by the runtime for the rest of the turn),
+	// or the additional permissions a command asks for. A JSON object of
+	// at most 16 KiB (MaxApprovalPermissionsBytes). Show it in full: the
+	// reason is the model's and need not match it. A permissions request
+	// always has it.
+	Permissions json.RawMessage `json:"permissions,omitempty"`
 	// Decisions are the answers the gateway may give.
 	Decisions []ApprovalDecision `json:"decisions"`
 	// ExpiresAt is when the request is denied without an answer (the
@@ -114,6 +122,11 @@ type ApprovalRequest struct {
 	// Data is the runtime's raw request.
 	Data json.RawMessage `json:"data,omitempty"`
 }
+
+// MaxApprovalPermissionsBytes bounds an approval request's permissions
+// object. A runtime request with a larger one is denied without asking:
+// nobody can review a grant too large to show.
+const MaxApprovalPermissionsBytes = 16 << 10
 
 // ApprovalAnswer is the body of POST …/turns/{runId}/approvals.
 type ApprovalAnswer struct {

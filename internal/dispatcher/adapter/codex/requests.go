@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,7 @@ type nativeRequest struct {
 	decision   appserver.ApprovalDecision
 	answers    map[string][]string // nil: no answers
 	reported   bool                // a decline was reported (agent event, terminal)
+	refusal    string              // why it was denied without asking; empty: it was not
 }
 
 func newNativeRequests() nativeRequests {
@@ -137,6 +139,11 @@ type approvalParams struct {
 	Reason     *string `json:"reason"`
 	ServerName string  `json:"serverName"`
 	Message    string  `json:"message"`
+	// Permissions is a permissions request's grant: appserver accepts it
+	// by sending this object back as is.
+	Permissions json.RawMessage `json:"permissions"`
+	// AdditionalPermissions is what a command asks for beyond the sandbox.
+	AdditionalPermissions json.RawMessage `json:"additionalPermissions"`
 }
 
 // requestID names a request in the run: the item id (plus Codex's
@@ -164,17 +171,23 @@ func requestTool(method string) string {
 	return "permissions"
 }
 
-// approvalFacts describes an approval request for the client.
-func (t *Turn) approvalFacts(req appserver.ApprovalRequest) wire.ApprovalRequest {
+// approvalFacts describes an approval request for the client. refusal is
+// set when the request must be denied without asking: its grant cannot be
+// shown as it is.
+func (t *Turn) approvalFacts(req appserver.ApprovalRequest) (f wire.ApprovalRequest, refusal string) {
 	var p approvalParams
 	_ = json.Unmarshal(req.Params, &p)
-	f := wire.ApprovalRequest{RequestID: requestID(p), CallID: p.ItemID, Command: deref(p.Command),
+	f = wire.ApprovalRequest{RequestID: requestID(p), CallID: p.ItemID, Command: deref(p.Command),
 		Cwd: deref(p.Cwd), Reason: deref(p.Reason), Data: req.Params,
 		Decisions: []wire.ApprovalDecision{wire.ApproveOnce, wire.ApproveForTurn, wire.Deny}}
 	f.Tool = requestTool(req.Method)
+	var err error
 	switch req.Method {
 	case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
 		f.Kind = wire.ApprovalCommand
+		if f.Permissions, err = grantObject(p.AdditionalPermissions); err != nil {
+			refusal = "its additionalPermissions object " + err.Error()
+		}
 	case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
 		f.Kind = wire.ApprovalFileChange
 		if it, ok := t.startedItem(p.ItemID); ok {
@@ -189,12 +202,39 @@ func (t *Turn) approvalFacts(req appserver.ApprovalRequest) wire.ApprovalRequest
 		f.Reason = strings.TrimSpace(p.ServerName + ": " + p.Message)
 	default:
 		f.Kind = wire.ApprovalPermissions
+		// Approving sends this object back as the grant: the client must
+		// see all of it, so a request without one is not asked either.
+		f.Permissions, err = grantObject(p.Permissions)
+		switch {
+		case err != nil:
+			refusal = "its permissions object " + err.Error()
+		case f.Permissions == nil:
+			refusal = "it names no permissions object"
+		}
 	}
 	if approvalKey(f) == "" {
 		// Only commands and file changes are compared for approve_for_turn.
 		f.Decisions = []wire.ApprovalDecision{wire.ApproveOnce, wire.Deny}
 	}
-	return f
+	return f, refusal
+}
+
+// grantObject checks a grant before it is shown: absent (nil), or a JSON
+// object of at most wire.MaxApprovalPermissionsBytes, compacted. The error
+// says what is wrong with it, for the decline's message.
+func grantObject(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil || raw[0] != '{' {
+		return nil, errors.New("is not a JSON object")
+	}
+	if compact.Len() > wire.MaxApprovalPermissionsBytes {
+		return nil, fmt.Errorf("is %d bytes, more than the %d an approval request shows", compact.Len(), wire.MaxApprovalPermissionsBytes)
+	}
+	return compact.Bytes(), nil
 }
 
 // approvalKey identifies an action for approve_for_turn: the same command
@@ -232,7 +272,7 @@ func (t *Turn) claim(id, method string) (*nativeRequest, bool) {
 // delivery's answer, never a second question.
 func (t *Turn) onApproval(_ context.Context, req appserver.ApprovalRequest) appserver.ApprovalDecision {
 	<-t.promptSent
-	f := t.approvalFacts(req)
+	f, refusal := t.approvalFacts(req)
 	t.mu.Lock()
 	nr, first := t.claim(f.RequestID, req.Method)
 	if !first {
@@ -243,6 +283,10 @@ func (t *Turn) onApproval(_ context.Context, req appserver.ApprovalRequest) apps
 	defer close(nr.done)
 	key := approvalKey(f)
 	switch {
+	case refusal != "":
+		nr.refusal = refusal
+		defer t.mu.Unlock()
+		return t.resolveApproval(nr, f, wire.ResolvedDenied, false)
 	case key != "" && t.native.forTurn[key]:
 		defer t.mu.Unlock()
 		return t.resolveApproval(nr, f, wire.ResolvedApprovedForTurn, true)
@@ -326,6 +370,9 @@ func (t *Turn) declineReport(e appserver.ServerRequestHandled) (string, bool) {
 		return "", false
 	}
 	nr.reported = true
+	if nr.refusal != "" {
+		return fmt.Sprintf("%s request declined without asking: %s", e.Method, nr.refusal), true
+	}
 	switch nr.resolution {
 	case wire.ResolvedDenied:
 		return fmt.Sprintf("%s request denied by the gateway", e.Method), true
