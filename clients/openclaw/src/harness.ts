@@ -10,6 +10,7 @@ import { DEFAULT_RETRY, type PluginConfig } from "./config.js";
 import { sessionContextReset } from "./context-reset.js";
 import { DispatcherError, outcomeUnknown, type WireError } from "./dispatcher-error.js";
 import { preflightError } from "./errors.js";
+import { assertExecPolicyHeld } from "./exec-policy.js";
 import { TurnProjection } from "./events.js";
 import { KubeClient } from "./kube.js";
 import { PendingAnswers } from "./pending-answers.js";
@@ -58,6 +59,7 @@ export function createHarness(
       return registry.supports(ctx);
     }, log),
     runAttempt: async (params) => {
+      assertExecPolicyHeld(params);
       if (sessions !== undefined) await ensureSession(sessions, params);
       return runAttempt(params, client, attemptDeps, retry);
     },

@@ -1,7 +1,8 @@
 // What the runtime asks the gateway during a turn, answered the way
 // OpenClaw answers its own runtime: a command or file change goes through
-// the attempt's runBeforeToolCall (OpenClaw's exec policy, before-tool-call
-// hooks and approval prompts, bound by the host to this run); other native
+// the attempt's runBeforeToolCall (OpenClaw's before-tool-call hooks,
+// trusted tool policies and their approval prompts, bound by the host to
+// this run; its command allowlist is exec-policy.ts's concern); other native
 // requests through the attempt's requestApproval; a question through the
 // SDK's gateway-question helper, which presents it on OpenClaw's blocking
 // reply path. Each answer is the body the caller posts with the turn token.

@@ -11,6 +11,7 @@
 // (run-id.ts): OpenClaw re-uses its runId for every attempt of a run.
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import { nativeApprovalMode } from "./exec-policy.js";
 import { routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 import { dispatcherRunId } from "./run-id.js";
 import type * as wire from "./wire.js";
@@ -36,6 +37,8 @@ export type AttemptInput = Pick<
   | "pluginHarnessToolPolicyRestricted"
   | "conversationToolPolicy"
   | "execOverrides"
+  | "permissionMode"
+  | "config"
   | "captureRuntimeArtifact"
   | "expectedRuntimeArtifact"
 >;
@@ -104,7 +107,7 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   }
   if (p.extraSystemPrompt !== undefined && p.extraSystemPrompt !== "") body.extraSystemPrompt = p.extraSystemPrompt;
   if (add.tools !== undefined && add.tools.length > 0) body.tools = add.tools;
-  body.approvalMode = approvalModeOf(p.execOverrides);
+  body.approvalMode = approvalModeOf(p);
   if (add.gatewayTranscript !== undefined) body.gatewayTranscript = add.gatewayTranscript;
   // The seed's verified runtime artifacts: the dispatcher attests the
   // cluster's server and refuses a turn whose server runs another artifact
@@ -143,10 +146,12 @@ function toolPolicyFields(p: AttemptInput): ToolPolicyFields {
 }
 
 // Native actions are asked for ("untrusted") so that each goes through the
-// attempt's runBeforeToolCall, where OpenClaw's exec policy, hooks and
-// approvals decide (native-requests.ts). Only an attempt whose exec policy
-// never asks runs them unattended ("never").
-function approvalModeOf(exec: AttemptInput["execOverrides"]): NonNullable<TurnRequest["approvalMode"]> {
-  if (exec?.ask === "off" || exec?.mode === "full") return "never";
-  return "untrusted";
+// attempt's runBeforeToolCall, where OpenClaw's hooks and approvals decide
+// (native-requests.ts); "never" only when the attempt itself says commands
+// run unattended. An exec policy the cluster cannot hold was refused before
+// the body is built (Attempt.prepare); here it fails closed all the same.
+function approvalModeOf(p: AttemptInput): NonNullable<TurnRequest["approvalMode"]> {
+  const mode = nativeApprovalMode(p);
+  if ("refused" in mode) throw new Error(mode.refused);
+  return mode.approvalMode;
 }

@@ -108,10 +108,9 @@ test("the tool policy and the host's verdict reach the dispatcher as prepared", 
   }
 });
 
-test("native actions are asked for unless the attempt's exec policy never asks", () => {
+test("native actions are asked for unless the attempt's exec policy never asks, and a policy the cluster cannot hold builds no body", () => {
   const cases: Array<[string, unknown, string]> = [
     ["no exec overrides: OpenClaw's configured policy decides through runBeforeToolCall", undefined, "untrusted"],
-    ["ask always", { ask: "always" }, "untrusted"],
     ["ask on a miss", { ask: "on-miss" }, "untrusted"],
     ["ask off", { ask: "off" }, "never"],
     ["full exec mode", { mode: "full" }, "never"],
@@ -119,6 +118,8 @@ test("native actions are asked for unless the attempt's exec policy never asks",
   for (const [name, execOverrides, want] of cases) {
     assert.equal(turnRequest(attempt({ execOverrides })).approvalMode, want, name);
   }
+  assert.throws(() => turnRequest(attempt({ execOverrides: { ask: "always" } })), /ask always/);
+  assert.throws(() => turnRequest(attempt({ execOverrides: { mode: "allowlist" } })), /"allowlist"/);
 });
 
 test("the host tools, the extra system prompt and the gateway's turns are carried", () => {
