@@ -212,11 +212,17 @@ func (t *Turn) approvalFacts(req appserver.ApprovalRequest) (f wire.ApprovalRequ
 			refusal = "it names no permissions object"
 		}
 	}
-	if approvalKey(f) == "" {
-		// Only commands and file changes are compared for approve_for_turn.
+	if t.approvalKey(req, f) == "" {
 		f.Decisions = []wire.ApprovalDecision{wire.ApproveOnce, wire.Deny}
 	}
 	return f, refusal
+}
+
+// approvalKey is the turn's approvalKey of a request with facts f.
+func (t *Turn) approvalKey(req appserver.ApprovalRequest, f wire.ApprovalRequest) string {
+	escalationUnseen := t.in.ApprovalMode == wire.ApprovalModeUntrusted &&
+		appserver.SandboxMode(t.in.Sandbox) != appserver.SandboxDangerFullAccess
+	return approvalKey(req.Method, f, req.Params, escalationUnseen)
 }
 
 // grantObject checks a grant before it is shown: absent (nil), or a JSON
@@ -237,18 +243,60 @@ func grantObject(raw json.RawMessage) (json.RawMessage, error) {
 	return compact.Bytes(), nil
 }
 
-// approvalKey identifies an action for approve_for_turn: the same command
-// in the same directory, or a change of the same files. Empty: not
-// comparable.
-func approvalKey(f wire.ApprovalRequest) string {
+// requestIdentity are the fields of Codex's approval requests that name or
+// time a request but do not change what approving it grants; approvalKey
+// leaves out only these, so a field it does not know (a new escalation,
+// say) makes requests differ rather than match.
+var requestIdentity = []string{"threadId", "turnId", "itemId", "approvalId", "callId", "conversationId", "startedAtMs"}
+
+// approvalKey identifies an action for approve_for_turn: the whole request
+// but its ids, plus the facts the client saw (the changed paths of a file
+// change come from its item, not the request). A later request matches
+// only if every field that says what it may do — command, cwd, sandbox
+// escalation, additional permissions, network context, reason — is the
+// same. A file change is compared by its paths, not its content: the
+// client is shown the paths. Empty: not comparable (only commands and
+// file changes are).
+//
+// escalationUnseen says that a command's request does not show whether it
+// runs in the sandbox: in approval mode untrusted under a sandbox that
+// restricts, Codex 0.169.0 asks both for a sandboxed run and for one the
+// model asks to run outside the sandbox (sandbox_permissions
+// require_escalated), with the same request when the model gives no
+// justification (TestApproveForTurnDoesNotCoverAnEscalatedCommand). A
+// command is then not comparable: each run is asked for. In on-request
+// mode every command asked for is an escalation, and under
+// danger-full-access there is no sandbox to leave.
+func approvalKey(method string, f wire.ApprovalRequest, params json.RawMessage, escalationUnseen bool) string {
 	switch {
-	case f.Kind == wire.ApprovalCommand && f.Command != "":
-		return "command\x00" + f.Cwd + "\x00" + f.Command
+	case f.Kind == wire.ApprovalCommand && f.Command != "" && !escalationUnseen:
 	case f.Kind == wire.ApprovalFileChange && len(f.ChangedPaths) > 0:
-		paths := slices.Sorted(slices.Values(f.ChangedPaths))
-		return "file\x00" + strings.Join(paths, "\x00")
+	default:
+		return ""
 	}
-	return ""
+	var request map[string]any
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber() // numbers compare by their text, not as float64
+	if dec.Decode(&request) != nil || request == nil {
+		return ""
+	}
+	for _, k := range requestIdentity {
+		delete(request, k)
+	}
+	// json.Marshal sorts map keys: equal requests give equal keys.
+	key, err := json.Marshal(struct {
+		Method       string            `json:"method"`
+		Kind         wire.ApprovalKind `json:"kind"`
+		Command      string            `json:"command"`
+		Cwd          string            `json:"cwd"`
+		ChangedPaths []string          `json:"changedPaths"`
+		Permissions  json.RawMessage   `json:"permissions"`
+		Request      map[string]any    `json:"request"`
+	}{method, f.Kind, f.Command, f.Cwd, slices.Sorted(slices.Values(f.ChangedPaths)), f.Permissions, request})
+	if err != nil {
+		return ""
+	}
+	return string(key)
 }
 
 // claim returns the request id's shared state, and whether this delivery
@@ -281,7 +329,7 @@ func (t *Turn) onApproval(_ context.Context, req appserver.ApprovalRequest) apps
 		return nr.decision
 	}
 	defer close(nr.done)
-	key := approvalKey(f)
+	key := t.approvalKey(req, f)
 	switch {
 	case refusal != "":
 		nr.refusal = refusal

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
+	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/testutil/codextest"
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
@@ -162,6 +164,59 @@ func TestApproveForTurnCoversTheSameCommand(t *testing.T) {
 	if len(got) != 2 || got[0].Resolution != wire.ResolvedApprovedForTurn || got[0].AutoApproved ||
 		got[1].Resolution != wire.ResolvedApprovedForTurn || !got[1].AutoApproved || got[1].CallID == got[0].CallID {
 		t.Fatalf("resolutions %+v", got)
+	}
+}
+
+// escalatedCall makes Codex run `echo x >> marker` outside the sandbox
+// (exec_command with sandbox_permissions require_escalated), without a
+// justification.
+func escalatedCall(marker string) stubmodel.Reply {
+	return stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo x >> " + marker,
+		"sandbox_permissions": "require_escalated"})
+}
+
+// In approval mode untrusted under a sandbox that restricts, approving a
+// command for the turn does not cover the same command run outside the
+// sandbox: Codex asks for both with the same request, so the escalated run
+// is asked for again (and denied here), and approve_for_turn is not
+// offered for commands at all.
+func TestApproveForTurnDoesNotCoverAnEscalatedCommand(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, codextest.Options{})
+	// Outside the workspace and the temporary directories the sandbox lets
+	// a command write.
+	marker := filepath.Join("/var/tmp", filepath.Base(t.TempDir())+"-"+strconv.Itoa(os.Getpid())+"-escalate.txt")
+	t.Cleanup(func() { _ = os.Remove(marker) })
+	r.stub.When("ESCALATE", echoCall(marker), escalatedCall(marker), stubmodel.Text("done"))
+	var asked atomic.Int32
+	rec := &recorder{approve: func(_ context.Context, req wire.ApprovalRequest) (wire.ApprovalDecision, error) {
+		if asked.Add(1) == 1 {
+			return wire.ApproveForTurn, nil
+		}
+		return wire.Deny, nil
+	}}
+	in := r.input("ESCALATE")
+	in.Sandbox, in.ApprovalMode = string(appserver.SandboxWorkspaceWrite), wire.ApprovalModeUntrusted
+	res := run(t, r, in, rec)
+	if res.Terminal.Kind != wire.TerminalOK {
+		t.Fatalf("terminal %+v", res.Terminal)
+	}
+	reqs := rec.approvalRequests()
+	if asked.Load() != 2 || len(reqs) != 2 {
+		t.Fatalf("asked %d times (%d requests), want the escalated run asked for again", asked.Load(), len(reqs))
+	}
+	if reqs[0].Command != reqs[1].Command || reqs[0].Cwd != reqs[1].Cwd || reqs[0].Reason != reqs[1].Reason {
+		t.Fatalf("the requests differ, so this does not show what it should: %+v", reqs)
+	}
+	if slices.Contains(reqs[0].Decisions, wire.ApproveForTurn) {
+		t.Fatalf("approve_for_turn offered for a command whose sandboxing is not shown: %v", reqs[0].Decisions)
+	}
+	got := rec.resolutions()
+	if len(got) != 2 || got[1].AutoApproved || got[1].Resolution != wire.ResolvedDenied {
+		t.Fatalf("resolutions %+v", got)
+	}
+	if m := readFile(t, marker); m != "" {
+		t.Fatalf("marker %q: the command ran outside the sandbox", m)
 	}
 }
 
