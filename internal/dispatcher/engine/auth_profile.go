@@ -14,11 +14,12 @@ import (
 // harness "must resolve that profile ... before issuing model requests,
 // keep secrets scoped to the attempt". In order:
 //
-//  1. the harness serves no other namespace: the key goes into the
-//     app-server's memory (the thread's config), where the sessions of
-//     every namespace the harness admits run their turns and tools, so on
-//     a harness shared with other namespaces it would sit beside other
-//     tenants' sessions — AuthProfileNotIsolated, whoever asks;
+//  1. the harness serves no other namespace (credentialNotIsolated, the
+//     rule of MCP headers too): the key goes into the app-server's memory
+//     (the thread's config), where the sessions of every namespace the
+//     harness admits run their turns and tools, so on a harness shared with
+//     other namespaces it would sit beside other tenants' sessions —
+//     AuthProfileNotIsolated, whoever asks;
 //  2. the requester may get the Secret (a SubjectAccessReview; Forbidden
 //     names the field), which is in the session's namespace.
 //
@@ -34,12 +35,11 @@ func (e *Engine) admitAuthProfile(ctx context.Context, sess *v1alpha1.AgentSessi
 		recordRefused(labelsOf(sess.Namespace, p.decision), code)
 		return &refusal{err: terr, decision: &p.decision}
 	}
-	if why := sharedHarness(p.harness, sess.Namespace); why != "" {
+	if why := credentialNotIsolated(p.harness, sess.Namespace, "the profile's credential"); why != "" {
 		return refuse(wire.CodeAuthProfileNotIsolated,
-			"authProfile %q: AgentHarness %s/%s %s, so the profile's credential would sit in an app-server beside other "+
-				"namespaces' sessions; send the turn without authProfile (the harness's own credentials), or run it on a "+
+			"authProfile %q: %s; send the turn without authProfile (the harness's own credentials), or run it on a "+
 				"harness in namespace %q that admits only its own namespace (spec.allowedNamespaces.from: Same)",
-			ap.ID, p.harness.Namespace, p.harness.Name, why, sess.Namespace)
+			ap.ID, why, sess.Namespace)
 	}
 	key, code, msg := e.secretValue(ctx, sess.Namespace, ap.SecretKeyRef, by)
 	if msg != "" {
@@ -51,6 +51,25 @@ func (e *Engine) admitAuthProfile(ctx context.Context, sess *v1alpha1.AgentSessi
 	}
 	p.authProfile = &adapter.AuthProfile{ID: ap.ID, APIKey: key}
 	return nil
+}
+
+// credentialNotIsolated says why a credential a turn brings (what: the
+// profile's key, an MCP server's header values) may not go to harness h for
+// a session of namespace ns, or "" when it may. One rule for every such
+// credential: it sits in the app-server's memory (the thread's config),
+// where the sessions of every namespace the harness admits run their turns
+// and tools, so it goes only to a harness that serves ns alone. The harness
+// is read anew for every turn and a turn's credentials are not inherited by
+// the next, so a harness shared later refuses the next turn that brings
+// one; a turn without it moves the session to a thread without it (the
+// engine re-seeds a profile thread).
+func credentialNotIsolated(h *v1alpha1.AgentHarness, ns, what string) string {
+	why := sharedHarness(h, ns)
+	if why == "" {
+		return ""
+	}
+	return "AgentHarness " + h.Namespace + "/" + h.Name + " " + why + ", so " + what +
+		" would sit in an app-server beside other namespaces' sessions"
 }
 
 // sharedHarness says why harness h may run sessions of namespaces other

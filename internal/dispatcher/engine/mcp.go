@@ -31,16 +31,22 @@ const mcpResolveTimeout = 5 * time.Second
 //     (wire.MCPURLHasPrefix): both are in the canonical form Codex's URL
 //     parser gives them (the request's validation refused any other), and
 //     the URL continues the prefix at a path-segment boundary;
-//  2. its host resolves, now, only to addresses the dispatcher's external
+//  2. a server with headers only on a harness that serves the session's
+//     namespace alone: the values sit in the app-server's memory (the
+//     thread's config), beside the sessions of every namespace the harness
+//     admits — the rule of auth profiles (credentialNotIsolated). Every
+//     turn sends its own servers (a later turn does not inherit them), so
+//     each turn is checked against the harness as it is then;
+//  3. its host resolves, now, only to addresses the dispatcher's external
 //     dial policy (Options.ExternalDial: --external-refused-cidrs,
 //     --external-allowed-cidrs) allows: no metadata, link-local, loopback or
 //     cluster-internal address unless the operator allowed it. Codex
 //     resolves the name again when it connects: a name whose answer changes
 //     in between (DNS rebinding) is not caught here; the pod's egress
 //     NetworkPolicy is the layer that holds then (docs/security.md);
-//  3. plain http only when every address is loopback and the dispatcher
+//  4. plain http only when every address is loopback and the dispatcher
 //     runs with --allow-insecure-loopback-external (development);
-//  4. each header's Secret, in the session's namespace, only after a
+//  5. each header's Secret, in the session's namespace, only after a
 //     SubjectAccessReview says the requester may get it (access.Checker);
 //     the values go to the adapter's input, never to the journal, events,
 //     status or logs. A caller without a name (Engine.Turn, in-process) is
@@ -69,6 +75,13 @@ func (e *Engine) admitMCP(ctx context.Context, sess *v1alpha1.AgentSession, req 
 		if !underAnyPrefix(s.URL, allowed) {
 			return refuse(wire.CodeForbidden, "%s.url %q matches none of AgentHarness %s spec.mcp.allowedURLPrefixes %q%s",
 				field, s.URL, harness, allowed, invalidPrefixes(allowed))
+		}
+		if len(s.Headers) > 0 {
+			if why := credentialNotIsolated(p.harness, sess.Namespace, "the header values"); why != "" {
+				return refuse(wire.CodeForbidden, "%s.headers: %s; name the server without headers, or run the turn on a "+
+					"harness in namespace %q that admits only its own namespace (spec.allowedNamespaces.from: Same)",
+					field, why, sess.Namespace)
+			}
 		}
 		if msg := e.checkMCPAddress(ctx, s.URL); msg != "" {
 			return refuse(wire.CodeForbidden, "%s.url: %s", field, msg)

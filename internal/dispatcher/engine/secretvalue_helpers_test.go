@@ -2,11 +2,11 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -38,8 +38,10 @@ func grantSecretGet(ns, role, user, secret string) {
 }
 
 // expectSecretValueNowhere asserts that value is in none of the turn's
-// events, the session ns/name's status, the dispatcher's logs and the
-// journal's files.
+// events, the session ns/name's status, the dispatcher's logs, the
+// journal's files and the files under the suite's app-server's directory
+// (its Codex home and the sessions' working directories): the value lives
+// only in the app-server's memory.
 func expectSecretValueNowhere(value string, evs []event, ns, name string) {
 	for _, e := range evs {
 		Expect(string(e.Payload)).NotTo(ContainSubstring(value), "event %s", e.Type)
@@ -48,8 +50,17 @@ func expectSecretValueNowhere(value string, evs []event, ns, name string) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(string(status)).NotTo(ContainSubstring(value))
 	Expect(logs.all()).NotTo(ContainSubstring(value))
-	Expect(filepath.WalkDir(jrnlDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	Expect(filesHolding(jrnlDir, value)).To(BeEmpty(), "journal files hold the secret value")
+	Expect(codexSrv.Home).To(HavePrefix(codexSrv.Dir))
+	Expect(filesHolding(codexSrv.Dir, value)).To(BeEmpty(), "files of the app-server hold the secret value")
+}
+
+// filesHolding lists the files under dir whose content contains value.
+func filesHolding(dir, value string) []string {
+	GinkgoHelper()
+	var found []string
+	Expect(filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
 		b, err := os.ReadFile(p)
@@ -57,8 +68,9 @@ func expectSecretValueNowhere(value string, evs []event, ns, name string) {
 			return err
 		}
 		if strings.Contains(string(b), value) {
-			return errors.New("journal file " + p + " holds the secret value")
+			found = append(found, p)
 		}
 		return nil
 	})).To(Succeed())
+	return found
 }
