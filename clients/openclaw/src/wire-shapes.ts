@@ -23,12 +23,7 @@ export type Terminal = Received<wire.Terminal>;
 export type Usage = Received<wire.Usage>;
 export type LastToolError = Received<wire.ToolError>;
 export type TranscriptRecord = Received<wire.TranscriptRecord>;
-/**
- * An approval request. permissions is the exact grant a permissions
- * approval gives (the object the model asked for); read here until the
- * generated wire.ts carries it.
- */
-export type ApprovalRequest = Received<wire.ApprovalRequest> & { permissions?: Record<string, unknown> };
+export type ApprovalRequest = Received<wire.ApprovalRequest>;
 /** A question of a user-input request: its id is how the answer names it, a label how it names an option. */
 export type UserInputQuestion = Omit<Received<wire.UserInputQuestion>, "id" | "options"> &
   Pick<wire.UserInputQuestion, "id"> & { options?: Array<Received<wire.UserInputOption> & Pick<wire.UserInputOption, "label">> };
