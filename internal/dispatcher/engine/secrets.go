@@ -38,6 +38,14 @@ func (e *Engine) secretValue(ctx context.Context, ns string, ref *wire.SecretKey
 		if apierrors.IsNotFound(err) {
 			return "", wire.CodeBadRequest, fmt.Sprintf("Secret %q does not exist in namespace %q", ref.Name, ns)
 		}
+		if apierrors.IsForbidden(err) {
+			// The platform grants the dispatcher Secrets only in its harness
+			// namespaces (a Role per entry of the chart's harnessNamespaces):
+			// asking again changes nothing until the platform team does.
+			return "", wire.CodeForbidden, fmt.Sprintf("the dispatcher may not read Secrets in namespace %q: it reads Secrets "+
+				"only in the harness namespaces the platform granted it (the chart's harnessNamespaces), so Secret %q cannot be used here",
+				ns, ref.Name)
+		}
 		e.log.Error(err, "read a Secret a turn names", "namespace", ns, "secret", ref.Name)
 		return "", wire.CodeHarnessUnavailable, fmt.Sprintf("Secret %q could not be read; retry", ref.Name)
 	}
