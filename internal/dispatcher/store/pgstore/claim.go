@@ -145,7 +145,7 @@ func (s *Store) recorded(r runRow, digest [32]byte) (store.BeginOutcome, error) 
 func isStoreErr(err error) bool {
 	for _, target := range []error{store.ErrFenced, store.ErrRunConflict, store.ErrRunPayloadPruned,
 		store.ErrRetentionLimitReached, store.ErrAtCapacity, store.ErrSessionBusy, store.ErrTranscriptLimitExceeded,
-		store.ErrRunEnded, store.ErrNotFound, store.ErrInvalidRecord, store.ErrAlreadyPosted} {
+		store.ErrRunEnded, store.ErrNotFound, store.ErrInvalidRecord, store.ErrAlreadyPosted, ErrInboxFull} {
 		if errors.Is(err, target) {
 			return true
 		}

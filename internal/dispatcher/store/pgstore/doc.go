@@ -40,7 +40,10 @@
 //     waits only for a notification. A lost listening connection is
 //     re-established with backoff and then every waiter re-reads.
 //   - Inboxes: one row per message (table inbox, UNIQUE (run, kind, key),
-//     removed with the run or its pruned payload). Post holds the run's row
+//     removed with the run or its pruned payload), at most
+//     Options.MaxInboxMessages and MaxInboxBytes per run (ErrInboxFull).
+//     The transaction that ends a run erases its user-input answers'
+//     values, which may be secrets (the journal never writes them). Post holds the run's row
 //     in its transaction, as Append and Finish do, so it is ordered against
 //     the run's end and numbers a run's messages one after the other; it
 //     notifies "<run> inbox" on pgstore_run, which wakes the run's Inbox
@@ -48,9 +51,12 @@
 //     fenced: any dispatcher posts.
 //   - Sweep is Recover for no owner: per session, under the same locks, it
 //     ends the running runs of an expired or free lease and releases it.
-//   - Time is the Store's clock (Options.Clock), not the database's: the
-//     suite steps a fake clock. Replicas' clocks must agree to well within
-//     a lease's ttl.
+//   - Lease expiry is the database's clock (statement_timestamp(), in the
+//     statement that compares): a replica whose clock is off neither takes
+//     a live lease nor ends its runs. Only the time left is waited for on
+//     the Store's clock. Timestamps and retention are the Store's clock
+//     (Options.Clock); the suite steps a fake one and sets it as
+//     Options.LeaseClock too.
 //   - Acquires of one Store are granted in arrival order (a queue per
 //     session, whose head alone asks the database); Acquires of different
 //     Stores race.

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -10,9 +11,36 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 )
 
+// Limits of one run's inbox (Options.MaxInboxMessages, MaxInboxBytes). A
+// caller allowed to answer a run may post answers with keys the run never
+// asked for (the owner drops them; the dispatcher that posts cannot tell),
+// so without a bound one run could fill the database.
+const (
+	// DefaultMaxInboxMessages is the most messages a run's inbox takes:
+	// far more answers than a turn asks for.
+	DefaultMaxInboxMessages = 1024
+	// DefaultMaxInboxBytes is the most payload bytes a run's inbox takes:
+	// sixteen messages of the largest payload (store.MaxInboxPayloadBytes).
+	DefaultMaxInboxBytes = 16 * store.MaxInboxPayloadBytes
+)
+
+// ErrInboxFull is returned by Post when the message would take the run's
+// inbox over Options.MaxInboxMessages or MaxInboxBytes. Nothing was
+// recorded.
+var ErrInboxFull = errors.New("pgstore: the run's inbox is full")
+
+// eraseAnswers removes the values of the user-input answers posted to a
+// run's inbox; it runs in the transaction that ends the run. An answer may
+// be a secret a question asked for: the file journal keeps answers only in
+// memory and writes them to its events redacted, so after the run the
+// database holds no more than the journal's disk. Nothing reads an ended
+// run's inbox (Inbox yields nothing for it).
+const eraseAnswers = "UPDATE inbox SET payload = NULL WHERE run = $1 AND kind = '" + string(store.InboxUserInput) + "' AND payload IS NOT NULL"
+
 // Post records the message in one transaction that holds the run's row, as
-// Append and Finish do: a Post and the run's end are ordered, and Posts of
-// one run take their sequence numbers one after the other. It notifies
+// Append and Finish do: a Post and the run's end are ordered, Posts of one
+// run take their sequence numbers one after the other, and the inbox's
+// limits are checked against every message before it. It notifies
 // "<run> inbox" on the run's channel (Events readers of the run re-read
 // once, finding nothing new).
 func (s *Store) Post(session, runID string, m store.InboxMessage) (int64, error) {
@@ -49,6 +77,9 @@ func (s *Store) Post(session, runID string, m store.InboxMessage) (int64, error)
 		case !isNoRows(err):
 			return err
 		}
+		if err := s.inboxRoom(tx, id, session, runID, int64(len(m.Payload))); err != nil {
+			return err
+		}
 		err = tx.QueryRow(s.ctx, `INSERT INTO inbox (run, seq, kind, key, at, payload)
 			SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4, $5 FROM inbox WHERE run = $1 RETURNING seq`,
 			id, string(m.Kind), m.Key, s.now(), []byte(m.Payload)).Scan(&seq)
@@ -65,6 +96,24 @@ func (s *Store) Post(session, runID string, m store.InboxMessage) (int64, error)
 		return 0, s.dbErr("post to run", err)
 	}
 	return seq, nil
+}
+
+// inboxRoom fails with ErrInboxFull when the run's inbox cannot take a
+// message of size payload bytes. The caller holds the run's row, so no
+// other Post of the run counts at the same time.
+func (s *Store) inboxRoom(tx pgx.Tx, id int64, session, runID string, size int64) error {
+	var n, bytes int64
+	if err := tx.QueryRow(s.ctx, "SELECT count(*), coalesce(sum(octet_length(payload)), 0) FROM inbox WHERE run = $1", id).Scan(&n, &bytes); err != nil {
+		return err
+	}
+	if maxN := s.opts.MaxInboxMessages; maxN > 0 && n >= int64(maxN) {
+		return fmt.Errorf("%w: run %q of session %s holds %d messages, the limit (MaxInboxMessages)", ErrInboxFull, runID, session, n)
+	}
+	if maxB := s.opts.MaxInboxBytes; maxB > 0 && bytes+size > maxB {
+		return fmt.Errorf("%w: run %q of session %s holds %d payload bytes, %d more would pass the limit of %d (MaxInboxBytes)",
+			ErrInboxFull, runID, session, bytes, size, maxB)
+	}
+	return nil
 }
 
 // Inbox reads the run's messages from the database and, caught up with a

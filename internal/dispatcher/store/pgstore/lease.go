@@ -67,7 +67,9 @@ func validLease(lease store.Lease) error {
 
 // Acquire grants the session's lease to owner, waiting — first in this
 // Store's queue, then for a notification that the lease was freed or for
-// its expiry on the clock — while another grant holds it.
+// its expiry — while another grant holds it. Expiry is measured on the
+// database's clock (leaseNow); only the remaining time is waited for on the
+// Store's.
 func (s *Store) Acquire(ctx context.Context, session, owner string, ttl time.Duration) (store.Lease, error) {
 	if err := s.check(); err != nil {
 		return store.Lease{}, err
@@ -90,11 +92,10 @@ func (s *Store) Acquire(ctx context.Context, session, owner string, ttl time.Dur
 		return store.Lease{}, store.ErrClosed
 	}
 	for {
-		lease, expires, err := s.tryAcquire(ctx, session, owner, ttl)
+		lease, wait, err := s.tryAcquire(ctx, session, owner, ttl)
 		if err != nil || lease.Token != 0 {
 			return lease, err
 		}
-		wait := expires.Sub(s.opts.Clock.Now())
 		if wait <= 0 {
 			continue // expired since: ask again
 		}
@@ -114,28 +115,34 @@ func (s *Store) Acquire(ctx context.Context, session, owner string, ttl time.Dur
 }
 
 // tryAcquire grants the lease when it is free or expired, with a new token;
-// otherwise it returns when the current grant expires.
-func (s *Store) tryAcquire(ctx context.Context, session, owner string, ttl time.Duration) (store.Lease, time.Time, error) {
-	now := s.now()
-	expires := now.Add(ttl)
-	var token int64
+// otherwise it returns how long the current grant still lives. Both are
+// decided on the database's clock, so a replica whose own clock runs ahead
+// cannot take a grant that is still live.
+func (s *Store) tryAcquire(ctx context.Context, session, owner string, ttl time.Duration) (store.Lease, time.Duration, error) {
+	var (
+		token   int64
+		expires time.Time
+	)
 	err := s.pool.QueryRow(ctx, `INSERT INTO leases (session, owner, token, expires)
-		VALUES ($1, $2, nextval('lease_tokens'), $3)
+		VALUES ($1, $2, nextval('lease_tokens'), `+leaseNow(4)+` + $3::bigint * interval '1 microsecond')
 		ON CONFLICT (session) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, expires = EXCLUDED.expires
-		WHERE leases.expires <= $4
-		RETURNING token`, session, owner, expires, now).Scan(&token)
+		WHERE leases.expires <= `+leaseNow(4)+`
+		RETURNING token, expires`, session, owner, ttl.Microseconds(), s.leaseClock()).Scan(&token, &expires)
 	if err == nil {
-		return store.Lease{Session: session, Owner: owner, Token: token, Expires: expires}, time.Time{}, nil
+		return store.Lease{Session: session, Owner: owner, Token: token, Expires: expires.UTC()}, 0, nil
 	}
 	if !isNoRows(err) {
-		return store.Lease{}, time.Time{}, s.ctxErr(ctx, "acquire lease", err)
+		return store.Lease{}, 0, s.ctxErr(ctx, "acquire lease", err)
 	}
-	var held time.Time
-	err = s.pool.QueryRow(ctx, "SELECT expires FROM leases WHERE session = $1", session).Scan(&held)
-	if err != nil && !isNoRows(err) {
-		return store.Lease{}, time.Time{}, s.ctxErr(ctx, "acquire lease", err)
+	var now time.Time
+	err = s.pool.QueryRow(ctx, "SELECT expires, "+leaseNow(2)+" FROM leases WHERE session = $1", session, s.leaseClock()).Scan(&expires, &now)
+	switch {
+	case isNoRows(err):
+		return store.Lease{}, 0, nil // released since: ask again at once
+	case err != nil:
+		return store.Lease{}, 0, s.ctxErr(ctx, "acquire lease", err)
 	}
-	return store.Lease{}, held, nil // no row: released since, ask again at once
+	return store.Lease{}, expires.Sub(now), nil
 }
 
 // ctxErr maps a failed query of a call with a context: the context's error
@@ -158,15 +165,16 @@ func (s *Store) Renew(ctx context.Context, lease store.Lease, ttl time.Duration)
 	if ttl <= 0 {
 		return store.Lease{}, fmt.Errorf("%w: ttl %s is not positive", store.ErrInvalidLease, ttl)
 	}
-	expires := s.now().Add(ttl)
-	tag, err := s.pool.Exec(ctx, "UPDATE leases SET expires = $3 WHERE session = $1 AND token = $2", lease.Session, lease.Token, expires)
-	if err != nil {
+	var expires time.Time
+	err := s.pool.QueryRow(ctx, "UPDATE leases SET expires = "+leaseNow(4)+" + $3::bigint * interval '1 microsecond' WHERE session = $1 AND token = $2 RETURNING expires",
+		lease.Session, lease.Token, ttl.Microseconds(), s.leaseClock()).Scan(&expires)
+	switch {
+	case isNoRows(err):
+		return store.Lease{}, errFenced(lease.Session)
+	case err != nil:
 		return store.Lease{}, s.ctxErr(ctx, "renew lease", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return store.Lease{}, errFenced(lease.Session)
-	}
-	lease.Expires = expires
+	lease.Expires = expires.UTC()
 	return lease, nil
 }
 

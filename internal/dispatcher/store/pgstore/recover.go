@@ -40,8 +40,8 @@ func (s *Store) takeOver(ctx context.Context, owner, reason string) ([]store.Run
 	// not visited one transaction each; recoverSession checks again under
 	// the session's locks.
 	rows, err := s.pool.Query(ctx, `SELECT r.session FROM runs r LEFT JOIN leases l ON l.session = r.session
-		WHERE r.state = 'running' AND (l.session IS NULL OR l.owner = $1 OR l.expires <= $2)
-		UNION SELECT session FROM leases WHERE owner = $1 ORDER BY 1`, owner, s.now())
+		WHERE r.state = 'running' AND (l.session IS NULL OR l.owner = $1 OR l.expires <= `+leaseNow(2)+`)
+		UNION SELECT session FROM leases WHERE owner = $1 ORDER BY 1`, owner, s.leaseClock())
 	if err != nil {
 		return nil, s.ctxErr(ctx, "recover", err)
 	}
@@ -78,8 +78,8 @@ func (s *Store) recoverSession(ctx context.Context, session, owner, reason strin
 			token  int64
 			live   bool
 		)
-		err := tx.QueryRow(ctx, "SELECT owner, token, expires > $2 FROM leases WHERE session = $1 FOR UPDATE",
-			session, s.now()).Scan(&holder, &token, &live)
+		err := tx.QueryRow(ctx, "SELECT owner, token, expires > "+leaseNow(2)+" FROM leases WHERE session = $1 FOR UPDATE",
+			session, s.leaseClock()).Scan(&holder, &token, &live)
 		if err != nil && !isNoRows(err) {
 			return err
 		}
@@ -99,6 +99,9 @@ func (s *Store) recoverSession(ctx context.Context, session, owner, reason strin
 			ref := r.info.RunRef
 			ref.Recovered = r.writer != s.instance
 			ended = append(ended, ref)
+			if _, err := tx.Exec(ctx, eraseAnswers, r.id); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, "SELECT pg_notify('"+runChannel+"', $1::bigint::text || ' end')", r.id); err != nil {
 				return err
 			}

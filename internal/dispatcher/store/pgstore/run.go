@@ -222,6 +222,9 @@ func (r *run) Finish(state store.State, result json.RawMessage) error {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.Exec(r.s.ctx, eraseAnswers, r.id); err != nil {
+			return err
+		}
 		_, err = tx.Exec(r.s.ctx, "SELECT pg_notify('"+runChannel+"', $1::bigint::text || ' end')", r.id)
 		return err
 	})

@@ -45,8 +45,8 @@ func (s *Store) DeleteSession(session string) error {
 		var running, held bool
 		if err := tx.QueryRow(s.ctx, `SELECT
 			EXISTS (SELECT 1 FROM runs WHERE session = $1 AND state = 'running'),
-			EXISTS (SELECT 1 FROM leases WHERE session = $1 AND expires > $2 FOR UPDATE)`,
-			session, s.now()).Scan(&running, &held); err != nil {
+			EXISTS (SELECT 1 FROM leases WHERE session = $1 AND expires > `+leaseNow(2)+` FOR UPDATE)`,
+			session, s.leaseClock()).Scan(&running, &held); err != nil {
 			return err
 		}
 		if running || held {

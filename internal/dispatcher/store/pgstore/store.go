@@ -27,11 +27,21 @@ type Options struct {
 	MaxAge             time.Duration
 	MaxNamespaceRuns   int
 	MaxTranscriptBytes int64
-	// Clock is the store's clock for timestamps, lease expiry, the waits of
-	// Acquire and retention; nil means the real clock. Every dispatcher on
-	// one database compares its clock with the others' expiry times, so
-	// their clocks must agree (NTP) to well within a lease's ttl.
+	// Clock is the store's clock for timestamps, the waits of Acquire and
+	// retention; nil means the real clock. It does not decide whether a
+	// lease has expired: that is the database's clock, shared by every
+	// dispatcher on it.
 	Clock utilclock.WithTicker
+	// LeaseClock stands in for the database's clock in lease expiry: nil
+	// (every dispatcher) means the database's statement_timestamp(). Tests
+	// that step a fake clock set it to that clock.
+	LeaseClock utilclock.PassiveClock
+	// MaxInboxMessages bounds the messages of one run's inbox: zero means
+	// DefaultMaxInboxMessages, negative no limit.
+	MaxInboxMessages int
+	// MaxInboxBytes bounds the payload bytes of one run's inbox: zero
+	// means DefaultMaxInboxBytes, negative no limit.
+	MaxInboxBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -49,6 +59,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = utilclock.RealClock{}
+	}
+	if o.MaxInboxMessages == 0 {
+		o.MaxInboxMessages = DefaultMaxInboxMessages
+	}
+	if o.MaxInboxBytes == 0 {
+		o.MaxInboxBytes = DefaultMaxInboxBytes
 	}
 	return o
 }
@@ -148,6 +164,23 @@ func (s *Store) dbErr(what string, err error) error {
 // that what is returned equals what is stored.
 func (s *Store) now() time.Time {
 	return s.opts.Clock.Now().UTC().Truncate(time.Microsecond)
+}
+
+// leaseNow is the SQL time lease expiry is compared with: the database's
+// clock at the statement's start, or the time in parameter n when it is not
+// NULL (leaseClock). One clock for every dispatcher: a replica whose own
+// clock runs ahead neither takes a live lease nor ends its runs.
+func leaseNow(n int) string {
+	return fmt.Sprintf("coalesce($%d::timestamptz, statement_timestamp())", n)
+}
+
+// leaseClock is the parameter of leaseNow: nil (the database's clock)
+// unless Options.LeaseClock is set.
+func (s *Store) leaseClock() any {
+	if s.opts.LeaseClock == nil {
+		return nil
+	}
+	return s.opts.LeaseClock.Now().UTC().Truncate(time.Microsecond)
 }
 
 // tx runs fn in a transaction under the Store's context.
