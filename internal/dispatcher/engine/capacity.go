@@ -25,6 +25,9 @@ import (
 // harness's pods, and gives it back when it moves to another harness or is
 // deleted.
 
+// Calls (isolated completions and finalizations) are counted in the same
+// places while they run (callplaces.go).
+
 // serverKey names an app-server pod to the store.
 func serverKey(h *v1alpha1.AgentHarness, pod string) string { return h.Namespace + "/" + pod }
 
@@ -42,24 +45,16 @@ func (e *Engine) reserve(ctx context.Context, sess *v1alpha1.AgentSession, p *pr
 	if h.Spec.External != nil {
 		return nil
 	}
-	key, limit := serverKey(h, srv.Name), int(ptrOr(h.Spec.AppServer.MaxSessionsPerReplica, 32))
+	key, limit := podPlaces(h, srv)
 	if b := sess.Status.NativeBinding; b != nil && b.Pod == srv.Name && b.HarnessNamespace == h.Namespace {
 		limit, p.keepsPlace = math.MaxInt32, true // its place is its own
 	}
 	if terr := e.reserveTenant(ctx, sess, p); terr != nil {
 		return terr
 	}
-	err := e.store.Reserve(ctx, key, SessionKey(sess), limit)
-	var full *store.CapacityError
-	if err != nil {
+	if terr := podPlaceRefused(e.store.Reserve(ctx, key, SessionKey(sess), limit), h, srv); terr != nil {
 		e.unreserveTenant(p)
-	}
-	switch {
-	case errors.As(err, &full):
-		return wire.Errorf(wire.CodeHarnessAtCapacity, wire.ScopeHarness,
-			"app-server pod %s of AgentHarness %s/%s holds %d sessions (maxSessionsPerReplica %d)", srv.Name, h.Namespace, h.Name, full.Held, full.Limit)
-	case err != nil:
-		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "reserve a place on app-server pod %s: %v", srv.Name, err)
+		return terr
 	}
 	p.reserved = key
 	return nil
@@ -73,25 +68,64 @@ func (e *Engine) reserveTenant(ctx context.Context, sess *v1alpha1.AgentSession,
 	if sess.Namespace == h.Namespace {
 		return nil
 	}
-	key, limit := tenantKey(h.Namespace, h.Name, sess.Namespace), int(ptrOr(h.Spec.AppServer.MaxSessionsPerNamespace, 16))
-	b := sess.Status.NativeBinding
-	bound := b != nil && b.HarnessNamespace == h.Namespace && b.HarnessName == h.Name
+	key, limit := tenantPlaces(h, sess.Namespace)
+	bound := boundToHarness(sess.Status.NativeBinding, h)
 	if bound {
 		limit = math.MaxInt32
 	}
-	err := e.store.Reserve(ctx, key, SessionKey(sess), limit)
-	var full *store.CapacityError
-	switch {
-	case errors.As(err, &full):
-		return wire.Errorf(wire.CodeHarnessAtCapacity, wire.ScopeHarness,
-			"AgentHarness %s/%s holds %d sessions of namespace %s (maxSessionsPerNamespace %d)", h.Namespace, h.Name, full.Held, sess.Namespace, full.Limit)
-	case err != nil:
-		return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "reserve a place for namespace %s on AgentHarness %s/%s: %v", sess.Namespace, h.Namespace, h.Name, err)
+	if terr := tenantPlaceRefused(e.store.Reserve(ctx, key, SessionKey(sess), limit), h, sess.Namespace); terr != nil {
+		return terr
 	}
 	if !bound {
 		p.tenant = key
 	}
 	return nil
+}
+
+// podPlaces is the reservation key of the places on pod srv of h, and how
+// many it has.
+func podPlaces(h *v1alpha1.AgentHarness, srv Server) (string, int) {
+	return serverKey(h, srv.Name), int(ptrOr(h.Spec.AppServer.MaxSessionsPerReplica, 32))
+}
+
+// tenantPlaces is the reservation key of namespace's places on the shared
+// harness h, and how many it has.
+func tenantPlaces(h *v1alpha1.AgentHarness, namespace string) (string, int) {
+	return tenantKey(h.Namespace, h.Name, namespace), int(ptrOr(h.Spec.AppServer.MaxSessionsPerNamespace, 16))
+}
+
+// boundToHarness reports whether binding b is to one of h's servers.
+func boundToHarness(b *v1alpha1.NativeBinding, h *v1alpha1.AgentHarness) bool {
+	return b != nil && b.HarnessNamespace == h.Namespace && b.HarnessName == h.Name
+}
+
+// podPlaceRefused is the refusal of a turn or call whose Reserve of a place
+// on pod srv failed: HarnessAtCapacity when the pod is full. nil for nil.
+func podPlaceRefused(err error, h *v1alpha1.AgentHarness, srv Server) *wire.Error {
+	var full *store.CapacityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &full):
+		return wire.Errorf(wire.CodeHarnessAtCapacity, wire.ScopeHarness,
+			"app-server pod %s of AgentHarness %s/%s holds %d sessions and calls (maxSessionsPerReplica %d)", srv.Name, h.Namespace, h.Name, full.Held, full.Limit)
+	}
+	return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "reserve a place on app-server pod %s: %v", srv.Name, err)
+}
+
+// tenantPlaceRefused is the refusal of a turn or call whose Reserve of one
+// of namespace's places on h failed: HarnessAtCapacity when they are all
+// taken. nil for nil.
+func tenantPlaceRefused(err error, h *v1alpha1.AgentHarness, namespace string) *wire.Error {
+	var full *store.CapacityError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &full):
+		return wire.Errorf(wire.CodeHarnessAtCapacity, wire.ScopeHarness,
+			"AgentHarness %s/%s holds %d sessions and calls of namespace %s (maxSessionsPerNamespace %d)", h.Namespace, h.Name, full.Held, namespace, full.Limit)
+	}
+	return wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "reserve a place for namespace %s on AgentHarness %s/%s: %v", namespace, h.Namespace, h.Name, err)
 }
 
 // unreserveTenant gives back a namespace place this turn took.

@@ -18,12 +18,13 @@ import (
 
 // Isolated completion and settled-turn finalization: one prompt-only call
 // on the session's selected harness that touches none of the session's
-// state — no lease (it may run beside the session's turn, as a side
-// question does), no journal run, no native thread, no binding, no
-// transcript record. Selection and its refusals are the turn's (decide);
+// state — not the session's lease (it may run beside the session's turn,
+// as a side question does), no journal run, no native thread, no binding,
+// no transcript record. Selection and its refusals are the turn's (decide);
 // then the harness must offer the capability (AdapterCapabilities), and
 // the adapter proves isolation for the model or refuses
-// (codex.Complete).
+// (codex.Complete). The call is metered like a turn: one at a time per
+// session, in places of the harness's capacity (callplaces.go).
 
 // completionDir is the directory, under a namespace's part of the
 // workspace root, that holds the ephemeral threads' working directory. It
@@ -90,8 +91,8 @@ func decisionOf(p *prepared) *wire.Decision {
 
 // completeOn picks the server (the session's bound pod when it has one, so
 // the call lands where the session's load already is; else the
-// least-loaded ready pod), connects and runs the adapter's completion. It
-// reserves no place: the call holds no state on the server.
+// least-loaded ready pod), holds the call's places there until it ends
+// (holdCallPlaces), connects and runs the adapter's completion.
 func (e *Engine) completeOn(ctx context.Context, sess *v1alpha1.AgentSession, p *prepared, req *wire.CompletionRequest) (*wire.CompletionResult, error) {
 	h := p.harness
 	pods, err := e.serverPods(ctx, h)
@@ -102,6 +103,11 @@ func (e *Engine) completeOn(ctx context.Context, sess *v1alpha1.AgentSession, p 
 	if serr != nil {
 		return nil, serr
 	}
+	ctx, places, err := e.holdCallPlaces(ctx, sess, h, srv)
+	if err != nil {
+		return nil, err
+	}
+	defer places.giveBack()
 	sc, err := e.serverConn(ctx, h, srv)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "%v", err)

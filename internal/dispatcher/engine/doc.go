@@ -50,7 +50,9 @@
 //   - GarbageCollector (gc.go): no state.
 //
 // Other files: start.go (Start, Turn, Follow), capacity.go (a session's
-// place on a pod: maxSessionsPerReplica as store reservations), native.go (a
+// place on a pod: maxSessionsPerReplica as store reservations),
+// completion.go and callplaces.go (isolated completion and finalization,
+// metered like turns: a call lease per session and places), native.go (a
 // deleted session's
 // threads and directory on the app-servers), recover.go (start-up
 // recovery), reads.go (the session, server pods and token reads), records.go
