@@ -199,6 +199,7 @@ func sessionUIDs(ctx context.Context, c client.Reader) func(ns, name string) (st
 // ctx ends and running turns have finished (or --shutdown-grace passed).
 func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	log := ctrl.Log.WithName("dispatcher")
+	cfg = directConfig(cfg)
 	if opts.shutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/platform/proxyenv"
 )
 
 // Environment variables of the dispatcher discovery.
@@ -93,13 +94,22 @@ func (d *dispatcherFlags) dispatcher(ctx context.Context, kc *kubeClient, stderr
 	if err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tlsCfg
 	token, err := d.requestToken(ctx, kc, stderr)
 	if err != nil {
 		return nil, err
 	}
-	return &dispatcherClient{base: base, http: &http.Client{Transport: tr}, token: token}, nil
+	return &dispatcherClient{base: base, http: &http.Client{Transport: dispatcherTransport(tlsCfg)}, token: token}, nil
+}
+
+// dispatcherTransport is Go's default transport with tlsCfg and the
+// environment's proxy for a public dispatcher URL only: a dispatcher
+// Service, a pod or a port-forward on loopback is reached directly, so its
+// token never passes a proxy (proxyenv.Direct).
+func dispatcherTransport(tlsCfg *tls.Config) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsCfg
+	tr.Proxy = proxyenv.FromEnvironment(os.Getenv)
+	return tr
 }
 
 // dispatcherTLS trusts the system roots plus the PEM file, when given.

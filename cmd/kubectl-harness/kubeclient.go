@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/platform/proxyenv"
 )
 
 // kubeFlags are the kubeconfig flags of the commands that read the cluster.
@@ -43,6 +45,12 @@ func (k *kubeFlags) client() (*kubeClient, error) {
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	if cfg.Proxy == nil {
+		// The environment's proxy, as kubectl uses it, but never for an
+		// in-cluster or loopback API server (a cluster's proxy-url is the
+		// kubeconfig's own choice and stays).
+		cfg.Proxy = proxyenv.FromEnvironment(os.Getenv)
 	}
 	ns := k.namespace
 	if ns == "" {

@@ -109,6 +109,7 @@ func main() {
 
 // run starts the manager against the API server of cfg and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, opts options) error {
+	cfg = directConfig(cfg)
 	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err

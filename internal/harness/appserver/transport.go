@@ -20,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
+	"github.com/openclaw/harness-operator/internal/platform/proxyenv"
 )
 
 // Transport carries JSON-RPC messages, one JSON object per message.
@@ -167,7 +168,7 @@ const (
 )
 
 var defaultWSClient = &http.Client{
-	Transport: &http.Transport{Proxy: nil, ForceAttemptHTTP2: false},
+	Transport: &http.Transport{Proxy: proxyenv.Never, ForceAttemptHTTP2: false},
 	CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	},
@@ -206,7 +207,7 @@ func (o WebSocketOptions) Client() *http.Client {
 	case o.Dialer == nil && o.RootCAs == nil:
 		return defaultWSClient
 	}
-	t := &http.Transport{Proxy: nil, ForceAttemptHTTP2: false, DisableKeepAlives: true}
+	t := &http.Transport{Proxy: proxyenv.Never, ForceAttemptHTTP2: false, DisableKeepAlives: true}
 	if o.Dialer != nil {
 		t.DialContext = o.Dialer.DialContext
 	}
