@@ -2,6 +2,7 @@ package agentharness
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/harness/codexconfig"
 )
 
 // Codex's sandbox (spec.appServer.sandbox) needs user namespaces, which the
@@ -47,10 +49,21 @@ func seccompProfile(h *v1alpha1.AgentHarness) *corev1ac.SeccompProfileApplyConfi
 	return corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)
 }
 
+// sandboxArgs are the app-server's options for a harness that asks for the
+// sandbox: its tools write only their session's directory, not the /tmp
+// the pod's sessions share (codexconfig.WorkspaceWriteArgs).
+func sandboxArgs(h *v1alpha1.AgentHarness) []string {
+	if !sandboxRequested(h) {
+		return nil
+	}
+	return codexconfig.WorkspaceWriteArgs()
+}
+
 // sandboxCheck is the init container, and the volume of its working
 // directory: the app-server's image and binary run
-// `sandbox -c sandbox_mode="workspace-write" -- true` with the app-server's
-// security context and home, and none of its credentials.
+// `sandbox -c sandbox_mode="workspace-write" <sandboxArgs> -- true` with the
+// app-server's security context and home, and none of its credentials: the
+// sandbox the sessions' tools will get.
 func (w workload) sandboxCheck(binary string, pull corev1.PullPolicy, security *corev1ac.SecurityContextApplyConfiguration) (*corev1ac.ContainerApplyConfiguration, *corev1ac.VolumeApplyConfiguration) {
 	volume := corev1ac.Volume().WithName(sandboxCheckVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource())
 	return corev1ac.Container().
@@ -58,7 +71,7 @@ func (w workload) sandboxCheck(binary string, pull corev1.PullPolicy, security *
 		WithImage(w.harness.Spec.AppServer.Image).
 		WithImagePullPolicy(pull).
 		WithCommand(binary).
-		WithArgs("sandbox", "-c", `sandbox_mode="workspace-write"`, "--", "true").
+		WithArgs(slices.Concat([]string{"sandbox", "-c", `sandbox_mode="workspace-write"`}, sandboxArgs(w.harness), []string{"--", "true"})...).
 		// A writable directory, as a session's working directory is: in
 		// workspace-write bubblewrap keeps .git of the working directory
 		// read-only, which needs a mount point it can create (the root

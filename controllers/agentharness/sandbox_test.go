@@ -1,6 +1,8 @@
 package agentharness
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,7 +34,11 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 		check := spec.InitContainers[0]
 		Expect(check.Name).To(Equal(SandboxCheckContainer))
 		Expect(check.Command).To(Equal([]string{"codex"}))
-		Expect(check.Args).To(Equal([]string{"sandbox", "-c", `sandbox_mode="workspace-write"`, "--", "true"}))
+		// The check runs the sandbox the tools get: no /tmp, no $TMPDIR.
+		noTmp := []string{"-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true"}
+		Expect(check.Args).To(Equal(slices.Concat([]string{"sandbox", "-c", `sandbox_mode="workspace-write"`}, noTmp, []string{"--", "true"})))
+		Expect(strings.Join(spec.Containers[0].Args, " ")).To(ContainSubstring(strings.Join(noTmp, " ")),
+			"the app-server's tools may not write the /tmp its sessions share")
 		Expect(check.Image).To(Equal(h.Spec.AppServer.Image))
 		Expect(check.WorkingDir).To(Equal("/tmp/sandbox-check"), "a writable working directory, as a session's is")
 		Expect(check.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "sandbox-check", MountPath: "/tmp/sandbox-check"}))
@@ -69,6 +75,7 @@ var _ = Describe("Codex's sandbox on the server pods", func() {
 		plainSpec := waitStatefulSet(plain).Spec.Template.Spec
 		Expect(plainSpec.InitContainers).To(BeEmpty())
 		Expect(plainSpec.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		Expect(strings.Join(plainSpec.Containers[0].Args, " ")).NotTo(ContainSubstring("sandbox_workspace_write"))
 		Eventually(statusOf(plain)).Should(haveCondition(v1alpha1.HarnessConditionReady, "False/WorkloadNotReady"))
 		Expect(cond(getHarness(plain), v1alpha1.HarnessConditionSandboxReady)).To(BeEmpty())
 	})

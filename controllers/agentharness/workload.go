@@ -161,8 +161,9 @@ func (w workload) homeClaimTemplate() *corev1ac.PersistentVolumeClaimApplyConfig
 }
 
 // defaultCommand and defaultArgs run the WebSocket listener with signed
-// bearer token auth (wsauth.go, docs/codex-app-server.md), and keep the
-// credentials out of the tools' environment (secretEnvNames).
+// bearer token auth (wsauth.go, docs/codex-app-server.md), keep the
+// credentials out of the tools' environment (secretEnvNames) and, with
+// Codex's sandbox, the tools out of the shared /tmp (sandboxArgs).
 func (w workload) defaultCommand() []string { return []string{"codex"} }
 
 func (w workload) defaultArgs() []string {
@@ -170,6 +171,7 @@ func (w workload) defaultArgs() []string {
 		"app-server",
 		"--listen", "ws://0.0.0.0:" + strconv.Itoa(int(w.port)),
 	}, wsAuthArgs()...)
+	args = append(args, sandboxArgs(w.harness)...)
 	return append(args, codexconfig.ToolEnvironmentArgs(secretEnvNames(w.harness))...)
 }
 
