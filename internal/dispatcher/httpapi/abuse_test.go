@@ -315,3 +315,51 @@ func TestAnotherPrincipalsMissesNeverEvictAGatewaysVerdicts(t *testing.T) {
 		t.Fatalf("the other principal's oldest verdict: %d reviews, want 1 (evicted from its own partition)", again-before)
 	}
 }
+
+// slowRefusals refuses every review after a moment, so that concurrent
+// requests overlap in their lanes.
+type slowRefusals struct{ reviews atomic.Int64 }
+
+func (s *slowRefusals) Authorize(context.Context, string, Attributes) (Verdict, error) {
+	return Verdict{}, nil
+}
+
+func (s *slowRefusals) authenticate(context.Context, string) (Identity, error) {
+	return Identity{Authenticated: true, User: "nobody"}, nil
+}
+
+func (s *slowRefusals) authorizeIdentity(_ context.Context, _ string, id Identity, _ Attributes) (Verdict, error) {
+	s.reviews.Add(1)
+	time.Sleep(2 * time.Millisecond) // lets the concurrent requests overlap; the count does not depend on it
+	return Verdict{Authenticated: true, User: id.User}, nil
+}
+
+// Ten concurrent workers naming 300 sessions as a principal without grants
+// get exactly its burst of reviews: a review holds its refusal from before
+// it is sent, so concurrent reviews cannot overdraw the budget.
+func TestConcurrentRefusalsNeverOverdrawTheBudget(t *testing.T) {
+	const burst = 10
+	fake := &slowRefusals{}
+	h := &Handler{auth: fake, retryAfter: time.Second, limiter: newSourceLimiter(-1, 0),
+		principals: newPrincipalLimiter(0.001, burst), cache: newAuthCache(time.Minute, time.Minute, time.Now)}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	var limited atomic.Int64
+	for range 10 {
+		wg.Go(func() {
+			for i := range next {
+				if callFor(h, session(fmt.Sprintf("made-up-%d", i)), "10.0.0.2:1", "x").Code == http.StatusTooManyRequests {
+					limited.Add(1)
+				}
+			}
+		})
+	}
+	for i := range 300 {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if got := fake.reviews.Load(); got != burst || limited.Load() != 300-burst {
+		t.Fatalf("%d reviews and %d answers 429 for 300 concurrent made-up names, want %d and %d", got, limited.Load(), burst, 300-burst)
+	}
+}

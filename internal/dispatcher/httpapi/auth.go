@@ -434,22 +434,23 @@ func (h *Handler) rights(ctx context.Context, token string, id Identity, attrs A
 	if v, ok := h.cache.verdict(id, attrs); ok { // answered while this request waited
 		return v, nil
 	}
-	if !h.principals.mayReview(p) {
+	if !h.principals.take(p) {
 		return Verdict{}, errPrincipalLimited
 	}
 	v, err := h.auth.authorizeIdentity(ctx, token, id, attrs)
 	var noVerdict *UnevaluatedError
 	switch {
-	case errors.As(err, &noVerdict):
-		h.principals.refused(p) // reviewed all the same
+	case errors.As(err, &noVerdict): // reviewed all the same: spent
 		return Verdict{}, err
-	case err != nil:
+	case err != nil: // the API server was not reached
+		h.principals.granted(p)
 		return Verdict{}, err
 	case !v.Authenticated: // a one-step Authorizer's rejection
+		h.principals.granted(p)
 		h.cache.putIdentity(token, Identity{Reason: v.Reason}, time.Time{})
 		return v, nil
-	case !v.Allowed:
-		h.principals.refused(p)
+	case v.Allowed:
+		h.principals.granted(p)
 	}
 	h.cache.putVerdict(id, attrs, v)
 	return v, nil

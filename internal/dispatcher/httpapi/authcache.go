@@ -29,10 +29,9 @@ const (
 	DefaultRefusedRate  = 1
 	DefaultRefusedBurst = 10
 	// reviewLanes is how many uncached SubjectAccessReviews one principal
-	// has in flight at once. Its other requests wait for a lane, so the
-	// refusal budget is checked before each review and cannot be overdrawn
-	// by more than the lanes; a gateway's first turns of many sessions at
-	// once only queue.
+	// has in flight at once (each holds one of its refusals until it
+	// grants); its other requests wait for a lane, so a gateway's first
+	// turns of many sessions at once only queue.
 	reviewLanes = 4
 
 	identityCacheSize    = 4096 // tokens the API server accepted
@@ -204,30 +203,45 @@ func perRequest(r rate.Limit) time.Duration {
 	return time.Duration(float64(time.Second) / float64(r))
 }
 
-// principalLimiter is each principal's budget of refusals: a
-// SubjectAccessReview that refuses it (or cannot be evaluated) takes one
-// from its bucket, a grant takes nothing, and a principal whose bucket is
-// empty gets no new review until it refills (429). So a principal with
-// grants is never slowed by its own traffic, and one without grants costs
-// the API server a burst and then a trickle. Principals are a bounded LRU
-// like the sources.
+// principalLimiter is each principal's budget of refusals: a review takes
+// one from the principal's bucket before it is sent, and a grant gives it
+// back, so a refusal (or a review that could not be evaluated) is what
+// spends it. A principal whose bucket is empty gets no new review until it
+// refills (429). So a principal with grants is never slowed by its own
+// traffic, and one without grants costs the API server its burst and then
+// its rate, exactly. Its reviews run in at most reviewLanes lanes (never
+// more than its burst), so a gateway's many first turns at once queue
+// instead of emptying the bucket. Principals are a bounded LRU like the
+// sources.
 type principalLimiter struct {
-	rate   rate.Limit
+	rate   float64
 	burst  int
+	now    func() time.Time
 	mu     sync.Mutex // a principal's state is created once
 	byUser *lru.Cache[string, *principalState]
 }
 
 type principalState struct {
-	refusals *rate.Limiter
-	lanes    chan struct{} // reviewLanes
+	budget refusalBudget
+	lanes  chan struct{}
+}
+
+// refusalBudget is a token bucket that is taken from before a review and
+// refunded after a grant. golang.org/x/time/rate's Reservation.Cancel
+// refunds only part of a token once later reservations exist, which would
+// slowly drain a busy gateway's budget by its grants; this one refunds
+// exactly.
+type refusalBudget struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
 }
 
 // newPrincipalLimiter returns a budget of perSecond refusals and burst per
 // principal; perSecond ≤ 0 disables the budget (the lanes stay).
 func newPrincipalLimiter(perSecond float64, burst int) *principalLimiter {
 	byUser, _ := lru.New[string, *principalState](limitedPrincipals)
-	return &principalLimiter{rate: rate.Limit(perSecond), burst: max(burst, 1), byUser: byUser}
+	return &principalLimiter{rate: perSecond, burst: max(burst, 1), now: time.Now, byUser: byUser}
 }
 
 func (l *principalLimiter) state(user string) *principalState {
@@ -235,7 +249,8 @@ func (l *principalLimiter) state(user string) *principalState {
 	defer l.mu.Unlock()
 	p, ok := l.byUser.Get(user)
 	if !ok {
-		p = &principalState{refusals: rate.NewLimiter(l.rate, l.burst), lanes: make(chan struct{}, reviewLanes)}
+		p = &principalState{budget: refusalBudget{tokens: float64(l.burst), last: l.now()},
+			lanes: make(chan struct{}, min(reviewLanes, l.burst))}
 		l.byUser.Add(user, p)
 	}
 	return p
@@ -251,21 +266,39 @@ func (p *principalState) enter(ctx context.Context) (release func(), err error) 
 	}
 }
 
-// mayReview says whether the principal has a refusal left to spend.
-func (l *principalLimiter) mayReview(p *principalState) bool {
-	return l.rate <= 0 || p.refusals.Tokens() >= 1
+// take spends one of the principal's refusals ahead of a review, or says
+// there is none left.
+func (l *principalLimiter) take(p *principalState) bool {
+	if l.rate <= 0 {
+		return true
+	}
+	b := &p.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := l.now()
+	b.tokens = min(float64(l.burst), b.tokens+now.Sub(b.last).Seconds()*l.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
-// refused spends one of the principal's refusals.
-func (l *principalLimiter) refused(p *principalState) {
-	if l.rate > 0 {
-		p.refusals.Allow()
+// granted gives back what take spent for a review that granted.
+func (l *principalLimiter) granted(p *principalState) {
+	if l.rate <= 0 {
+		return
 	}
+	b := &p.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens = min(float64(l.burst), b.tokens+1)
 }
 
 // retryAfter is the Retry-After of a principal over its budget.
 func (l *principalLimiter) retryAfter() time.Duration {
-	return perRequest(l.rate)
+	return perRequest(rate.Limit(l.rate))
 }
 
 // What the callers' reviews cost the API server, and what the principal
