@@ -38,6 +38,7 @@ type limitOptions struct {
 	unverifiedBurst int
 	refusedRate     float64
 	refusedBurst    int
+	maxTokenLife    time.Duration
 }
 
 func bindLimitFlags(fs *flag.FlagSet, o *limitOptions) {
@@ -45,6 +46,7 @@ func bindLimitFlags(fs *flag.FlagSet, o *limitOptions) {
 	fs.DurationVar(&o.readTimeout, "read-timeout", defaultReadTimeout, "Time a client has to send a whole request, headers (at most 10s of it) and body; the answer, a turn stream included, is not limited by it.")
 	fs.IntVar(&o.maxConnections, "max-connections", defaultMaxConnections, "Most connections the API holds open at once; a connection over it is closed as soon as it is accepted.")
 	fs.BoolVar(&o.requireAudience, "require-token-audience", false, "Accept only bearer tokens issued for --token-audience, not tokens for the API server's own audiences (needs --token-audience).")
+	fs.DurationVar(&o.maxTokenLife, "max-token-lifetime", httpapi.DefaultMaxTokenLifetime, "Refuse (401) a token for --token-audience issued for longer than this (exp − iat of its claims), or whose lifetime cannot be read. A projected token volume lives 1h unless its expirationSeconds says more; kubectl harness requests 10m. 0: no bound.")
 	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", httpapi.DefaultAuthTTL, "How long a token's authentication (one TokenReview) and each of its verdicts (per route and session: one SubjectAccessReview) are cached.")
 	fs.DurationVar(&o.authNegativeTTL, "auth-negative-cache-ttl", httpapi.DefaultNegativeAuthTTL, "How long a token the API server rejected is remembered as rejected (at most --auth-cache-ttl).")
 	fs.Float64Var(&o.unverifiedRate, "auth-unverified-rate", httpapi.DefaultUnverifiedRate, "Requests per second and source address whose token is not cached as valid (each costs a TokenReview); over it: 429 RateLimited. Requests with a cached valid token are never limited. Negative: no limit.")
@@ -73,6 +75,8 @@ func (o limitOptions) validate(tokenAudience string) error {
 		return fmt.Errorf("--idle-timeout and --read-timeout must not be negative, got %s and %s", o.idleTimeout, o.readTimeout)
 	case o.maxConnections < 0:
 		return fmt.Errorf("--max-connections must be at least 1, got %d", o.maxConnections)
+	case o.maxTokenLife < 0:
+		return fmt.Errorf("--max-token-lifetime must not be negative (0 sets no bound), got %s", o.maxTokenLife)
 	case o.unverifiedBurst < 0, o.refusedBurst < 0:
 		return fmt.Errorf("--auth-unverified-burst and --auth-refused-burst must not be negative, got %d and %d", o.unverifiedBurst, o.refusedBurst)
 	case o.requireAudience && tokenAudience == "":

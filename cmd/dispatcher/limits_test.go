@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Limits that cannot work are refused at start, naming the flag.
@@ -19,6 +20,7 @@ func TestLimitFlagsThatCannotWorkAreRefused(t *testing.T) {
 		{"negative read timeout", limitOptions{readTimeout: -1}, "", "--read-timeout"},
 		{"negative connection cap", limitOptions{maxConnections: -1}, "", "--max-connections"},
 		{"negative refused burst", limitOptions{refusedBurst: -1}, "", "--auth-refused-burst"},
+		{"negative token lifetime", limitOptions{maxTokenLife: -time.Second}, "", "--max-token-lifetime"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.validate(tc.audience)

@@ -322,6 +322,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 			return err
 		}
 	}
+	if err := authorizer.SetMaxTokenLifetime(opts.limits.maxTokenLife); err != nil {
+		return err
+	}
 	handler, err := httpapi.NewHandler(httpapi.Config{
 		Engine: eng, Store: st.Store, Sessions: mgr.GetCache(),
 		Authorizer:           authorizer,

@@ -58,6 +58,9 @@ type Verdict struct {
 	// a failed authentication is the API server's and is only logged: a
 	// caller without a valid token learns nothing about the API server.
 	Reason string
+	// Refusal is the dispatcher's own reason to refuse a token the API
+	// server accepted (Identity.Refusal), which the 401 says.
+	Refusal string
 }
 
 // Identity is whom a token authenticates as: a TokenReview's answer.
@@ -69,6 +72,12 @@ type Identity struct {
 	Extra         map[string][]string
 	// Reason explains a failed authentication; it is only logged.
 	Reason string
+	// Refusal is the dispatcher's own reason to refuse a token the API
+	// server accepted (its lifetime): safe to tell the caller, it never
+	// quotes the token.
+	Refusal string
+	// Expires is the token's expiry (its exp claim); zero when it has none.
+	Expires time.Time
 }
 
 // digest keys an identity's verdicts: every field a SubjectAccessReview
@@ -144,6 +153,8 @@ type KubeAuthorizer struct {
 	audience string
 	// onlyAudience: audience alone is accepted (RequireAudience).
 	onlyAudience bool
+	// maxLifetime bounds exp − iat of tokens for audience (0: no bound).
+	maxLifetime time.Duration
 	// readiness is the last answer of /readyz, reused for readyEvery.
 	readiness  sync.Mutex
 	readyAt    time.Time
@@ -172,6 +183,19 @@ func (a *KubeAuthorizer) RequireAudience() error {
 	return nil
 }
 
+// SetMaxTokenLifetime makes a refuse the tokens for its audience that were
+// issued for longer than d (exp − iat, read from the token's claims once
+// the TokenReview accepted it), and those whose lifetime cannot be read (no
+// JWT, no exp or iat). 0 sets no bound. Tokens accepted for the API
+// server's own audiences are not bound by it.
+func (a *KubeAuthorizer) SetMaxTokenLifetime(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("httpapi: the maximum token lifetime must not be negative, got %s", d)
+	}
+	a.maxLifetime = d
+	return nil
+}
+
 // Authorize implements Authorizer: a TokenReview, then a
 // SubjectAccessReview for the identity it returned.
 func (a *KubeAuthorizer) Authorize(ctx context.Context, token string, attrs Attributes) (Verdict, error) {
@@ -192,9 +216,10 @@ func (a *KubeAuthorizer) authenticate(ctx context.Context, token string) (Identi
 		audiences = append(audiences, []string{a.audience})
 	}
 	var (
-		user   authnv1.UserInfo
-		ok     bool
-		reason string
+		user     authnv1.UserInfo
+		ok       bool
+		reason   string
+		accepted []string // the audiences the accepting review asked for and got
 	)
 	for _, aud := range audiences {
 		tokenReviewsSent.Inc()
@@ -205,7 +230,7 @@ func (a *KubeAuthorizer) authenticate(ctx context.Context, token string) (Identi
 			return Identity{}, fmt.Errorf("TokenReview: %w", err)
 		}
 		if tr.Status.Authenticated {
-			user, ok = tr.Status.User, true
+			user, ok, accepted = tr.Status.User, true, append(aud, tr.Status.Audiences...)
 			break
 		}
 		if tr.Status.Error != "" {
@@ -215,7 +240,17 @@ func (a *KubeAuthorizer) authenticate(ctx context.Context, token string) (Identi
 	if !ok {
 		return Identity{Reason: reason}, nil
 	}
+	claims, claimsErr := tokenClaims(token)
+	if a.maxLifetime > 0 && a.audience != "" &&
+		(slices.Contains(accepted, a.audience) || (claimsErr == nil && slices.Contains(claims.Audience, a.audience))) {
+		if why := lifetimeRefusal(claims, claimsErr, a.maxLifetime); why != "" {
+			return Identity{Reason: why, Refusal: why}, nil
+		}
+	}
 	id := Identity{Authenticated: true, User: user.Username, UID: user.UID, Groups: user.Groups}
+	if claimsErr == nil && claims.ExpiresAt != nil {
+		id.Expires = claims.ExpiresAt.Time
+	}
 	if len(user.Extra) > 0 {
 		id.Extra = map[string][]string{}
 		for k, v := range user.Extra {
@@ -376,7 +411,7 @@ func (h *Handler) check(r *http.Request, token string, attrs Attributes) (Verdic
 	}
 	if !id.Authenticated {
 		authCacheLookups.WithLabelValues("rejected").Inc()
-		return Verdict{Reason: id.Reason}, nil
+		return Verdict{Reason: id.Reason, Refusal: id.Refusal}, nil
 	}
 	return h.rights(r.Context(), token, id, attrs)
 }
@@ -407,7 +442,7 @@ func (h *Handler) identity(r *http.Request, token string) (Identity, error) {
 		if err != nil {
 			return Identity{}, err
 		}
-		h.cache.putIdentity(token, id, time.Time{})
+		h.cache.putIdentity(token, id, id.Expires)
 		return id, nil
 	})
 	id, _ := res.(Identity)
@@ -501,6 +536,10 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, attrs Attrib
 		// The API server's reason (which audiences, which issuer, …) is
 		// for the operator's log only.
 		h.log.V(1).Info("bearer token not accepted", "source", sourceHost(r), "reason", v.Reason)
+		if v.Refusal != "" {
+			h.writeError(w, wire.Errorf(wire.CodeUnauthorized, "", "%s", v.Refusal), h.retryAfter)
+			return Verdict{}, false
+		}
 		h.writeError(w, wire.Errorf(wire.CodeUnauthorized, "",
 			"the bearer token was not accepted by the Kubernetes API server (TokenReview)"), h.retryAfter)
 		return Verdict{}, false

@@ -101,7 +101,7 @@ func TestReadyzIsAskedAtMostOncePerInterval(t *testing.T) {
 	srv.ready.Store(true)
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL, QPS: -1}) // no client-side throttling of the 100 reviews
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -136,4 +137,26 @@ func (s *suite) testBodies(t *testing.T) {
 	wantError(t, "duplicate keys", s.call(t, http.MethodPost, s.url(s.ns, "demo", "/decide"), s.gateway, `{"prompt":"a","prompt":"b"}`, nil),
 		http.StatusBadRequest, wire.CodeBadRequest, "prompt", "duplicate field")
 	wantOK(t, "the same body once", s.call(t, http.MethodPost, s.url(s.ns, "demo", "/decide"), s.gateway, `{"prompt":"a"}`, nil))
+}
+
+// A token for the dispatcher's audience minted to live a year (the CLI role
+// may request any duration) is refused 401, naming its lifetime and the
+// flag, without quoting the token; the control, the same account's
+// 10-minute token (what kubectl harness requests), runs.
+func (s *suite) testTokenLifetime(t *testing.T) {
+	mint := func(seconds int64) string {
+		tr, err := s.cs.CoreV1().ServiceAccounts(s.ns).CreateToken(context.Background(), "gateway", &authnv1.TokenRequest{
+			Spec: authnv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: &seconds},
+		}, metav1.CreateOptions{})
+		must(t, err)
+		return tr.Status.Token
+	}
+	year := mint(365 * 24 * 3600)
+	r := s.decide(t, year, nil)
+	wantError(t, "a dispatcher-audience token valid for a year", r, http.StatusUnauthorized, wire.CodeUnauthorized,
+		"8760h0m0s", "--max-token-lifetime")
+	if strings.Contains(string(r.Body), year) || strings.Contains(string(r.Body), strings.Split(year, ".")[1]) {
+		t.Fatalf("the 401 quotes the token: %s", r.Body)
+	}
+	wantOK(t, "the same account's 10-minute token", s.decide(t, mint(600), nil))
 }

@@ -75,6 +75,7 @@ func TestDispatcherUnderAttack(t *testing.T) {
 	// The floods come last: the rate limit's budget of the loopback
 	// address is spent by them.
 	t.Run("tokens", s.testTokens)
+	t.Run("token lifetime", s.testTokenLifetime)
 	t.Run("rights the API server cannot evaluate", s.testUnevaluatedRights)
 	t.Run("proxy header", s.testProxyHeader)
 	t.Run("another run's turn token", s.testTurnTokens)
