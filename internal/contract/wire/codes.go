@@ -147,10 +147,11 @@ const (
 	// cached, so the same token passes once the role exists or the server is
 	// ready).
 	CodeAuthUnavailable ErrorCode = "AuthUnavailable"
-	// CodeRateLimited: too many requests whose token is not cached as valid came
-	// from the caller's address (each would cost a TokenReview); `Retry-After`
-	// says when to retry. A gateway whose token is cached as valid is never
-	// limited.
+	// CodeRateLimited: too many requests whose token is not cached came from
+	// the caller's address (each would cost a TokenReview), or the caller's
+	// user was refused too often (each new verdict would cost a
+	// SubjectAccessReview); `Retry-After` says when to retry. A gateway whose
+	// token and verdicts are cached, or whose reviews grant, is never limited.
 	CodeRateLimited ErrorCode = "RateLimited"
 	// CodeStoreUnavailable: the dispatcher's store could not take a write the
 	// request needed: its volume is full (the journal's PVC) or its quota used
