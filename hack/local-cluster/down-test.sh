@@ -19,6 +19,13 @@
 #   containing-route-refused  preflight refuses a route that contains the
 #                             service range (10.0.0.0/8).
 #   empty-namespace-passes    (control) preflight passes in a fresh namespace.
+#   old-record-paths-removed  a record that lists only the top directories
+#                             (an older script's) still has everything the
+#                             node made below them removed.
+#   other-node-refused        preflight refuses while kubelet's cgroup root
+#                             exists (another checkout's node runs: each would
+#                             record the other's sysctls as the machine's);
+#                             (control) it passes without it.
 #   caller-lock-released      a component started under
 #                             `flock LOCK hack/local-cluster.sh up` does not
 #                             keep LOCK once the command ends; (control) the
@@ -51,6 +58,8 @@ in_netns() {
     source "${HACK_DIR}/local-cluster/machine.sh"
     source "${HACK_DIR}/local-cluster/network.sh"
     source "${HACK_DIR}/local-cluster/preflight.sh"
+    source "${HACK_DIR}/local-cluster/node-config.sh"
+    source "${HACK_DIR}/local-cluster/node.sh"
     BRIDGE=harness0 POD_CIDR=10.244.0.0/24 GATEWAY_IP=10.244.0.1 SERVICE_CIDR=10.0.0.0/24
     ip link set lo up
     # record_elsewhere writes the record as `up` does, in a namespace of its
@@ -142,6 +151,24 @@ in_netns node-paths-removed "${node_paths}"'
   check_not test -e "${R}/var/lib/kubelet"
   check_not test -e "${R}/run/containerd"
   check test -d "${R}/var/lib"
+'
+
+in_netns old-record-paths-removed "${node_paths}"'
+  printf "%s\n" "${R}/run/containerd" "${R}/var/lib/kubelet" >"${MACHINE_DIR}/absent-paths"
+  machine_restore
+  check_not test -e "${R}/var/lib/kubelet"
+  check_not test -e "${R}/run/containerd"
+'
+
+in_netns other-node-refused '
+  # A cgroup root of the test'"'"'s own, never a real node'"'"'s.
+  CGROUP_ROOT="/harness-local-cluster-down-test-$$"
+  hier="$(awk '"'"'$3 == "cgroup" || $3 == "cgroup2" { print $2; exit }'"'"' /proc/mounts)"
+  mkdir -p "${STATE_DIR}"
+  check preflight
+  mkdir "${hier}${CGROUP_ROOT}"
+  trap '"'"'rmdir "${hier}${CGROUP_ROOT}"'"'"' EXIT
+  check_not preflight
 '
 
 in_netns containing-route-refused '

@@ -120,9 +120,27 @@ machine_restore() {
     done < <(nft list tables 2>/dev/null)
   fi
   if [[ -f "${MACHINE_DIR}/absent-paths" ]]; then
-    remove_node_paths <"${MACHINE_DIR}/absent-paths"
+    node_absent_paths <"${MACHINE_DIR}/absent-paths" | remove_node_paths
   fi
   rm -rf "${MACHINE_DIR}"
+}
+
+# node_absent_paths prints, in the order of NODE_PATHS and NODE_FILES, each of
+# them that the record it reads lists or that lies under one the record lists:
+# what is below a path that did not exist did not exist either (a record of
+# an older script lists only the top directories).
+node_absent_paths() {
+  local -a record
+  mapfile -t record
+  local n r
+  for n in "${NODE_PATHS[@]}" "${NODE_FILES[@]}"; do
+    for r in "${record[@]}"; do
+      if [[ -n "${r}" && ("${n}" == "${r}" || "${n}" == "${r}"/*) ]]; then
+        echo "${n}"
+        break
+      fi
+    done
+  done
 }
 
 # remove_node_paths removes the paths it reads (those of NODE_PATHS and

@@ -80,10 +80,23 @@ preflight_network() {
   done
 }
 
+# preflight_cgroup_root: kubelet's --cgroup-root is the same for every state
+# directory, so it exists only while a node of this script runs (here or from
+# another checkout) or was not torn down. A second node would share it, and
+# each would record the other's changes to the machine as the original state.
+preflight_cgroup_root() {
+  local d
+  for d in $(cgroup_roots); do
+    [[ ! -e "${d}" ]] ||
+      preflight_fail "${d} exists: another local cluster's node runs on this machine (another state directory), or one was not torn down (hack/local-cluster.sh down in its checkout)"
+  done
+}
+
 # preflight PORT...: all checks; the ports are every port the cluster listens on.
 preflight() {
   preflight_root
   preflight_cgroups
+  preflight_cgroup_root
   preflight_overlayfs
   preflight_iptables
   preflight_network "$@"
