@@ -12,6 +12,9 @@ import (
 // A nil Proxy would mean client-go's default, the environment's
 // (internal/platform/proxyenv says why the dispatcher uses none).
 func directConfig(cfg *rest.Config) *rest.Config {
+	if cfg == nil {
+		return nil // run refuses its options before it needs a client
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Proxy = proxyenv.Never
 	return cfg

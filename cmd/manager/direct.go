@@ -13,6 +13,9 @@ import (
 // default, the environment's (internal/platform/proxyenv says why the
 // manager uses none).
 func directConfig(cfg *rest.Config) *rest.Config {
+	if cfg == nil {
+		return nil // run refuses its options before it needs a client
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Proxy = proxyenv.Never
 	return cfg
