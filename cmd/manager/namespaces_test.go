@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,10 +25,11 @@ import (
 )
 
 // TestHarnessNamespacesNeedOnlyNamespacedSecretAccess runs the manager as a
-// user whose Secret access is granted by Roles in two namespaces only — what
-// the Helm chart grants when harnessNamespaces is set — and checks that it
-// becomes ready (its Secret cache lists nothing cluster-wide), serves a
-// harness in a harness namespace, and reports one elsewhere as not managed.
+// user whose Secret access and workload writes are granted by Roles in two
+// namespaces only — what the Helm chart grants when harnessNamespaces is
+// set — and checks that it becomes ready (its Secret cache lists nothing
+// cluster-wide), serves a harness in a harness namespace (token Secret and
+// StatefulSet), and reports one elsewhere as not managed.
 func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 	env, err := testutil.StartEnv()
 	if err != nil {
@@ -43,8 +45,8 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 		}
 	}
 
-	// The generated manager ClusterRole without Secrets, plus Secret Roles in
-	// the operator namespace and team-a.
+	// What the chart grants with harnessNamespaces [team-a]: the generated
+	// ClusterRole, and the generated Roles in the operator namespace and team-a.
 	restricted := restrictedManager(t, env, operatorNS, teamA)
 
 	probeAddr := freeAddr(t)
@@ -66,6 +68,15 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 			return false, err.Error()
 		}
 		return len(list.Items) == 1, fmt.Sprintf("secrets in team-a: %d", len(list.Items))
+	})
+	// team-a: the workload itself, written with the harness namespaces' Role
+	// alone (the ClusterRole only reads workloads).
+	waitFor(t, "StatefulSet in team-a", func() (bool, string) {
+		var list appsv1.StatefulSetList
+		if err := admin.List(ctx, &list, client.InNamespace(teamA)); err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == 1, fmt.Sprintf("statefulsets in team-a: %d", len(list.Items))
 	})
 	// team-b: not served, visibly.
 	waitFor(t, "team-b harness reported NamespaceNotManaged", func() (bool, string) {
@@ -90,39 +101,38 @@ func TestHarnessNamespacesNeedOnlyNamespacedSecretAccess(t *testing.T) {
 	}
 }
 
-// restrictedManager adds a user with the generated manager ClusterRole minus
-// Secrets, plus the Role of Secret rules in each of secretNamespaces only:
-// what the Helm chart grants the manager.
-func restrictedManager(t *testing.T, env *testutil.Env, secretNamespaces ...string) *envtest.AuthenticatedUser {
+// restrictedManager adds a user with exactly what the Helm chart grants the
+// manager: the generated ClusterRole bound cluster-wide, the generated Role
+// of the operator namespace bound there, and the generated Role of harness
+// namespaces (Secrets and the write verbs on workloads) bound in each of
+// harnessNamespaces only.
+func restrictedManager(t *testing.T, env *testutil.Env, operatorNS string, harnessNamespaces ...string) *envtest.AuthenticatedUser {
 	t.Helper()
 	admin := env.Client
-	user := "restricted-manager-" + strings.Join(secretNamespaces, "-")
-	role := generatedManagerRole(t)
-	var secretRule rbacv1.PolicyRule
-	for i, r := range role.Rules {
-		if slices.Contains(r.Resources, "secrets") {
-			secretRule = *r.DeepCopy()
-			secretRule.Resources = []string{"secrets"}
-			role.Rules[i].Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(s string) bool { return s == "secrets" })
-		}
-	}
-	if len(secretRule.Verbs) == 0 {
-		t.Fatal("config/rbac/role.yaml grants no Secret access; the test's premise is gone")
-	}
-	role.Name = user
-	mustCreate(t, admin, role)
+	user := "restricted-manager-" + strings.Join(append([]string{operatorNS}, harnessNamespaces...), "-")
+	clusterRole, roles := generatedManagerRoles(t)
+	clusterRole.Name = user
+	mustCreate(t, admin, clusterRole)
 	mustCreate(t, admin, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	})
-	for _, ns := range secretNamespaces {
-		mustCreate(t, admin, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: []rbacv1.PolicyRule{secretRule}})
+	bind := func(ns string, rules []rbacv1.PolicyRule) {
+		mustCreate(t, admin, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns}, Rules: rules})
 		mustCreate(t, admin, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 		})
+	}
+	operatorRules, harnessRules := roles[generatedOperatorNamespace], roles[generatedHarnessNamespaces]
+	if len(operatorRules) == 0 || len(harnessRules) == 0 {
+		t.Fatalf("config/rbac/role.yaml has no Role in %s or %s; the test's premise is gone", generatedOperatorNamespace, generatedHarnessNamespaces)
+	}
+	bind(operatorNS, operatorRules)
+	for _, ns := range harnessNamespaces {
+		bind(ns, harnessRules)
 	}
 	restricted, err := env.AddUser(envtest.User{Name: user})
 	if err != nil {
@@ -187,17 +197,46 @@ func TestParseNamespaces(t *testing.T) {
 	}
 }
 
-func generatedManagerRole(t *testing.T) *rbacv1.ClusterRole {
+// The namespaces of the generated Roles (config/rbac/role.yaml): the
+// operator's own, and a placeholder that stands for each harness namespace.
+const (
+	generatedOperatorNamespace = "harness-operator-system"
+	generatedHarnessNamespaces = "harness-namespaces"
+)
+
+// generatedManagerRoles reads config/rbac/role.yaml: the manager's
+// ClusterRole, and the rules of its Roles by namespace.
+func generatedManagerRoles(t *testing.T) (*rbacv1.ClusterRole, map[string][]rbacv1.PolicyRule) {
 	t.Helper()
 	raw, err := os.ReadFile("../../config/rbac/role.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(raw, role); err != nil {
-		t.Fatalf("parse config/rbac/role.yaml: %v", err)
+	var clusterRole *rbacv1.ClusterRole
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("parse config/rbac/role.yaml: %v", err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			clusterRole = &rbacv1.ClusterRole{}
+			if err := yaml.UnmarshalStrict([]byte(doc), clusterRole); err != nil {
+				t.Fatalf("parse config/rbac/role.yaml: %v", err)
+			}
+		case "Role":
+			var role rbacv1.Role
+			if err := yaml.UnmarshalStrict([]byte(doc), &role); err != nil {
+				t.Fatalf("parse config/rbac/role.yaml: %v", err)
+			}
+			roles[role.Namespace] = append(roles[role.Namespace], role.Rules...)
+		}
 	}
-	return role
+	if clusterRole == nil {
+		t.Fatal("config/rbac/role.yaml has no ClusterRole")
+	}
+	return clusterRole, roles
 }
 
 func managedHarness(namespace string) *v1alpha1.AgentHarness {
