@@ -102,6 +102,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/sessionfinalizer"
 	"github.com/openclaw/harness-operator/internal/harness/objects"
 	"github.com/openclaw/harness-operator/internal/platform/health"
+	"github.com/openclaw/harness-operator/internal/platform/kubedirect"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
 	harnessscheme "github.com/openclaw/harness-operator/internal/platform/scheme"
 )
@@ -199,7 +200,7 @@ func sessionUIDs(ctx context.Context, c client.Reader) func(ns, name string) (st
 // ctx ends and running turns have finished (or --shutdown-grace passed).
 func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	log := ctrl.Log.WithName("dispatcher")
-	cfg = directConfig(cfg)
+	cfg = kubedirect.Config(cfg) // every client it builds reaches the API server without a proxy
 	if opts.shutdownGrace < 0 {
 		return fmt.Errorf("--shutdown-grace must not be negative, got %s", opts.shutdownGrace)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/openclaw/harness-operator/controllers/runtimepolicy"
 	"github.com/openclaw/harness-operator/internal/manager/webhook"
 	"github.com/openclaw/harness-operator/internal/platform/health"
+	"github.com/openclaw/harness-operator/internal/platform/kubedirect"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
 	harnessscheme "github.com/openclaw/harness-operator/internal/platform/scheme"
 )
@@ -109,7 +110,7 @@ func main() {
 
 // run starts the manager against the API server of cfg and blocks until ctx ends.
 func run(ctx context.Context, cfg *rest.Config, opts options) error {
-	cfg = directConfig(cfg)
+	cfg = kubedirect.Config(cfg) // every client it builds reaches the API server without a proxy
 	scheme, err := harnessscheme.New()
 	if err != nil {
 		return err
