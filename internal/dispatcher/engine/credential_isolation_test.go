@@ -101,21 +101,21 @@ var _ = Describe("Credentials a turn brings to a shared harness", Ordered, func(
 
 	It("refuses a turn whose MCP server has headers once the harness admits other namespaces, and runs it again once the harness admits only its own", func() {
 		newSession(ns, "headers", testModel)
-		evs := runIn(ns, "headers", headerReq("run-headers-1", "isolation-headers-1", true))
+		evs := runIn(ns, "headers", headerReq("run-headers-1", "isolation-hdrturn-a", true))
 		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK), "control: an isolated harness")
 
 		share(v1alpha1.NamespacesFromAll)
 		DeferCleanup(share, v1alpha1.NamespacesFromSame)
-		we := refused(ns, "headers", headerReq("run-headers-2", "isolation-headers-2", true))
+		we := refused(ns, "headers", headerReq("run-headers-2", "isolation-hdrturn-b", true))
 		Expect(we.Code).To(Equal(wire.CodeForbidden))
 		Expect(we.Message).To(HavePrefix("mcpServers[0].headers: "))
 		Expect(we.Message).To(ContainSubstring("spec.allowedNamespaces.from: All"))
 
-		evs = runIn(ns, "headers", headerReq("run-headers-3", "isolation-headers-3", false))
+		evs = runIn(ns, "headers", headerReq("run-headers-3", "isolation-hdrturn-c", false))
 		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK), "control: the same server without headers")
 
 		share(v1alpha1.NamespacesFromSame)
-		evs = runIn(ns, "headers", headerReq("run-headers-4", "isolation-headers-4", true))
+		evs = runIn(ns, "headers", headerReq("run-headers-4", "isolation-hdrturn-d", true))
 		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK), "control: isolated again")
 		expectSecretValueNowhere(headerValue, evs, ns, "headers")
 	})
