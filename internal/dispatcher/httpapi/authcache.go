@@ -7,9 +7,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Bounds of the caches and of the rate limits (Config's defaults).
@@ -299,26 +297,4 @@ func (l *principalLimiter) granted(p *principalState) {
 // retryAfter is the Retry-After of a principal over its budget.
 func (l *principalLimiter) retryAfter() time.Duration {
 	return perRequest(rate.Limit(l.rate))
-}
-
-// What the callers' reviews cost the API server, and what the principal
-// budget refused (beside metrics.go's counters; no label names a token, a
-// user or an address).
-var (
-	subjectAccessReviewsSent = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "harness_dispatcher_subjectaccessreviews_total",
-		Help: "SubjectAccessReviews the dispatcher sent to the Kubernetes API server for callers.",
-	})
-	readyzSent = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "harness_dispatcher_apiserver_readyz_checks_total",
-		Help: "Requests to the API server's /readyz after a refusal that granted nothing (at most one per second).",
-	})
-	authPrincipalLimited = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "harness_dispatcher_auth_principal_limited_total",
-		Help: "Requests refused with 429 RateLimited because their user had spent its budget of refused reviews.",
-	})
-)
-
-func init() {
-	metrics.Registry.MustRegister(subjectAccessReviewsSent, readyzSent, authPrincipalLimited)
 }

@@ -21,8 +21,21 @@ var (
 		Name: "harness_dispatcher_auth_rate_limited_total",
 		Help: "Requests refused with 429 RateLimited: their token was not cached as valid and their source address exceeded its rate.",
 	})
+	subjectAccessReviewsSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_dispatcher_subjectaccessreviews_total",
+		Help: "SubjectAccessReviews the dispatcher sent to the Kubernetes API server for callers.",
+	})
+	readyzSent = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_dispatcher_apiserver_readyz_checks_total",
+		Help: "Requests to the API server's /readyz after a refusal that granted nothing (at most one per second).",
+	})
+	authPrincipalLimited = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "harness_dispatcher_auth_principal_limited_total",
+		Help: "Requests refused with 429 RateLimited because their user had spent its budget of refused reviews.",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(tokenReviewsSent, authCacheLookups, authRateLimited)
+	metrics.Registry.MustRegister(tokenReviewsSent, authCacheLookups, authRateLimited,
+		subjectAccessReviewsSent, readyzSent, authPrincipalLimited)
 }
