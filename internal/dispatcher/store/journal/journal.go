@@ -85,6 +85,9 @@ type Options struct {
 	ResolveLegacy func(namespace, name string) (uid string, exists bool, err error)
 
 	noSync bool // skip every fsync: tests and benchmarks only
+	// onSync, when set, is called with the path of every fsync the journal
+	// makes (a file or a directory): tests and benchmarks count them.
+	onSync func(path string)
 }
 
 func (o Options) withDefaults() Options {
@@ -285,12 +288,18 @@ func (j *Journal) sync(f *os.File) error {
 	if j.opts.noSync {
 		return nil
 	}
+	if j.opts.onSync != nil {
+		j.opts.onSync(f.Name())
+	}
 	return f.Sync()
 }
 
 func (j *Journal) syncDir(dir string) error {
 	if j.opts.noSync {
 		return nil
+	}
+	if j.opts.onSync != nil {
+		j.opts.onSync(dir)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
