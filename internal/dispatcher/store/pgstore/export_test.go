@@ -2,6 +2,8 @@
 
 package pgstore
 
+import "github.com/jackc/pgx/v5"
+
 // MigrationLock is the advisory lock key migrate takes, for the tests that
 // hold it themselves or watch who holds it and who waits for it.
 const MigrationLock = migrationLock
@@ -18,4 +20,11 @@ func MigrationNames() ([]string, error) {
 		names[i] = m.name
 	}
 	return names, nil
+}
+
+// WithTracer is opts with a tracer that sees every query and batch the
+// Store's connections send.
+func WithTracer(opts Options, tracer pgx.QueryTracer) Options {
+	opts.tracer = tracer
+	return opts
 }

@@ -42,6 +42,10 @@ type Options struct {
 	// MaxInboxBytes bounds the payload bytes of one run's inbox: zero
 	// means DefaultMaxInboxBytes, negative no limit.
 	MaxInboxBytes int64
+
+	// tracer, when set, sees every query and batch the Store's connections
+	// send: the benchmarks count round trips with it (export_test.go).
+	tracer pgx.QueryTracer
 }
 
 func (o Options) withDefaults() Options {
@@ -93,6 +97,9 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse the connection string: %w", err)
+	}
+	if opts.tracer != nil {
+		cfg.ConnConfig.Tracer = opts.tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
