@@ -87,6 +87,15 @@ var scaleSizes = []int{1000, 5000, 10000}
 //     (goal ≤ 1.2); change100-<process>-cpu-s: the CPU time kube-apiserver +
 //     etcd, the manager, the dispatcher and the benchmark itself (its watch)
 //     spent during the 100 % change, until its writes settled;
+//   - fanout-apiserver-cpu-ratio, fanout-operator-cpu-ratio: the CPU
+//     kube-apiserver + etcd, and the manager, spent per affected session in
+//     the 100 % change ÷ plain-apply-apiserver-cpu-ms, the API server's CPU
+//     per plain write of the same status part: the benchmark applies each
+//     session's manager part again (the manager's field manager, the same
+//     fields and size, only the conditions' lastTransitionTime moved) to up
+//     to 1,000 sessions, 8 in flight; fanout-merge-apiserver-cpu-ratio: the
+//     same write as a JSON merge patch (plain-merge-apiserver-cpu-ms) ÷ the
+//     apply;
 //   - manager-ready-rss-MiB: the manager's VmRSS once all are Ready and
 //     settled; manager-rss-MiB, manager-peak-MiB (VmRSS, VmHWM) and
 //     dispatcher-rss-MiB at the end, after the changes.
@@ -184,6 +193,18 @@ func runScale(b *testing.B, n int) scalePoint {
 	fail("manager memory", err)
 	p.DispatcherRSSMiB, _, err = memoryMiB(o.Dispatcher.Pid())
 	fail("dispatcher memory", err)
+
+	// The plain writes the fan-out is compared with come after the memory
+	// readings (the manager's cache decodes them too) and after the
+	// changes (the merge patch takes the fields' ownership from the
+	// manager until its next apply).
+	fail("settle", w.quiet(ctx, settleQuiet))
+	apply, err := measureManagerWriteCPU(ctx, c, w, pids, min(n, floorWrites), armApply)
+	fail("measure the API server's CPU per plain apply", err)
+	fail("settle", w.quiet(ctx, settleQuiet))
+	merge, err := measureManagerWriteCPU(ctx, c, w, pids, min(n, floorWrites), armMergePatch)
+	fail("measure the API server's CPU per plain merge patch", err)
+	p.PlainApplyCPUMs, p.PlainMergeCPUMs = ms(apply), ms(merge)
 	return p
 }
 

@@ -56,6 +56,12 @@ type scalePoint struct {
 	// "manager", "dispatcher", "benchmark") from the 100 % change's update
 	// until its writes settled: where the fan-out's time goes.
 	Change100CPUSeconds map[string]float64 `json:"change100CPUSeconds"`
+	// PlainApplyCPUMs, PlainMergeCPUMs: the API server's CPU per write of
+	// a session's manager part (policy, observedGeneration, two
+	// conditions) made by the benchmark, by server-side apply under the
+	// manager's field manager and by JSON merge patch.
+	PlainApplyCPUMs float64 `json:"plainApplyCPUMs"`
+	PlainMergeCPUMs float64 `json:"plainMergeCPUMs"`
 	// ManagerReadyRSSMiB: the manager's VmRSS once all are Ready and the
 	// writes settled. ManagerRSSMiB, DispatcherRSSMiB: VmRSS at the end,
 	// after the changes; ManagerPeakRSSMiB: the manager's VmHWM.
@@ -86,6 +92,12 @@ func (p *scalePoint) floors(perWrite time.Duration) {
 	p.Floor10Seconds = p.Floor100Seconds / 10
 }
 
+// perAffected is the CPU milliseconds a process spent per session in the
+// 100 % change.
+func (p *scalePoint) perAffected(process string) float64 {
+	return p.Change100CPUSeconds[process] * 1000 / float64(p.Sessions)
+}
+
 func (p scalePoint) report(b *testing.B) {
 	for _, m := range []struct {
 		value float64
@@ -101,6 +113,10 @@ func (p scalePoint) report(b *testing.B) {
 		{p.EventsPerAffectedSession, "events-per-affected"},
 		{p.Change100CPUSeconds["apiserver+etcd"], "change100-apiserver-cpu-s"}, {p.Change100CPUSeconds["manager"], "change100-manager-cpu-s"},
 		{p.Change100CPUSeconds["dispatcher"], "change100-dispatcher-cpu-s"}, {p.Change100CPUSeconds["benchmark"], "change100-benchmark-cpu-s"},
+		{p.PlainApplyCPUMs, "plain-apply-apiserver-cpu-ms"}, {p.PlainMergeCPUMs, "plain-merge-apiserver-cpu-ms"},
+		{p.perAffected("apiserver+etcd") / p.PlainApplyCPUMs, "fanout-apiserver-cpu-ratio"},
+		{p.perAffected("manager") / p.PlainApplyCPUMs, "fanout-operator-cpu-ratio"},
+		{p.PlainMergeCPUMs / p.PlainApplyCPUMs, "fanout-merge-apiserver-cpu-ratio"},
 		{p.ManagerReadyRSSMiB, "manager-ready-rss-MiB"}, {p.ManagerRSSMiB, "manager-rss-MiB"}, {p.ManagerPeakRSSMiB, "manager-peak-MiB"}, {p.DispatcherRSSMiB, "dispatcher-rss-MiB"},
 	} {
 		b.ReportMetric(m.value, m.unit)
