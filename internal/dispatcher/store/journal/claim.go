@@ -165,18 +165,15 @@ func (j *Journal) recoverSession(session, owner, reason string, running []store.
 		}
 	}
 	if rec.Held && (rec.Owner == owner || len(ended) > 0) {
-		err := j.withSession(session, func(s *sessionState) error {
+		err := j.withSession(session, func(*sessionState) error {
+			ls.mu.Lock()
+			defer ls.mu.Unlock()
 			if ls.deleted { // the session went with its lease (DeleteSession, under s.mu)
 				return nil
 			}
 			rec.Held, rec.Expires = false, j.now()
-			if err := j.writeLease(s, rec); err != nil {
-				return fmt.Errorf("release the lease of session %s: %w", session, err)
-			}
-			ls.mu.Lock()
 			ls.rec = rec
 			ls.broadcastLocked()
-			ls.mu.Unlock()
 			return nil
 		})
 		errs = append(errs, err)

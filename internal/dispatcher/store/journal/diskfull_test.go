@@ -127,8 +127,8 @@ func checkEndedFailed(t *testing.T, j *Journal, followed <-chan []Event, errPayl
 
 // A session whose turn failed on a full disk can be deleted while the disk
 // is still full (deleting is what frees the space): the run ended although
-// its end was not written, and the lease was released although lease.json
-// could not be rewritten.
+// its end was not written, and the lease, which lives in memory, is
+// released as on any disk.
 func TestASessionWhoseTurnFailedOnAFullDiskCanBeDeletedWhileItIsFull(t *testing.T) {
 	dir := tmpfs.Mount(t, 2<<20)
 	j := open(t, dir, Options{})
@@ -153,8 +153,8 @@ func TestASessionWhoseTurnFailedOnAFullDiskCanBeDeletedWhileItIsFull(t *testing.
 	if err := w.Finish(StateFailed, errPayload); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Finish on a full disk: %v, want ENOSPC", err)
 	}
-	if err := j.Release(ctx, lease); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("Release on a full disk: %v, want ENOSPC", err)
+	if err := j.Release(ctx, lease); err != nil {
+		t.Fatalf("Release on a full disk: %v, want it released (a lease writes nothing)", err)
 	}
 
 	if err := j.DeleteSession(sess); err != nil {

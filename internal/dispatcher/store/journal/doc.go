@@ -17,12 +17,14 @@
 //	        the caller's records, one compact JSON object a line, and reset markers
 //	        {"type":"reset","generation":N,"at":"…"}; a transcript that retention
 //	        pruned starts with {"type":"pruned","bytes":N,"at":"…"} (N: the bytes removed)
+//	<dir>/lease-epoch                          {"epoch":N}: the epoch of the lease tokens, one more per Open (lease.go)
 //	<dir>/by-uid/<namespace>/<uid>/lease.json
-//	        the session's lease: {"owner":"…","token":N,"expires":"…","held":true} (lease.go)
+//	        only while the journal is closed: the session's lease held at Close,
+//	        {"owner":"…","token":N,"expires":"…","held":true}; Open reads it back and removes it (lease.go)
 //	<dir>/by-uid/<namespace>/<uid>/reservations.json
 //	        the servers the session holds a capacity place on: {"servers":["…"]} (capacity.go)
-//	<file>.tmp  the replacement of a run file, transcript, lease or reservations
-//	        file being written (renamed over it; a leftover is removed by Open)
+//	<file>.tmp  the replacement of a run file, transcript, lease, lease epoch or
+//	        reservations file being written (renamed over it; a leftover is removed by Open)
 //
 // Sessions are keyed by the AgentSession's "namespace/uid" (SessionKey): the
 // UID is the session's identity, so a session deleted and created again under
@@ -39,7 +41,10 @@
 // Durability: the begin record is fsynced (file and directory) before Begin
 // returns BeginNew, so a run that may have executed is always known after a
 // crash; events are written with one write(2) each and fsynced by Finish;
-// transcripts are fsynced by SyncTranscript, once per turn. On Open a torn last
+// transcripts are fsynced by SyncTranscript, once per turn. Leases write
+// nothing while the journal is open. So a turn fsyncs four times: its begin
+// record and the runs directory, its end, its transcript (a session's first
+// write in a process also makes its directories durable once). On Open a torn last
 // line is dropped (the file is truncated to its last complete record), a run
 // file whose begin record never completed is removed (its Begin never
 // returned), and anything worse is copied aside as *.corrupt and reported by
@@ -56,8 +61,10 @@
 // forgotten and its runId free again.
 //
 // Leases and capacity (lease.go, claim.go, capacity.go, sessionfiles.go):
-// each session's lease and capacity reservations are small files in its
-// directory, loaded at Open and replaced whole at every change. Claim is
+// each session's lease lives in memory, its tokens above every earlier one
+// through an epoch persisted at Open; only a lease held at Close is written
+// down, for the next Open. Capacity reservations are a small file in the
+// session's directory, loaded at Open and replaced whole at every change. Claim is
 // Begin under a lease: the lease is checked, and a BeginNew handle is fenced
 // by it at every Append and Finish; Begin itself checks no lease (callers
 // that do not take leases, and tests). A grant and a fenced write of one

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,8 +152,9 @@ type Journal struct {
 	// memory (their tails, events.go): what tests check stays bounded.
 	tailBytes atomic.Int64
 
-	leases   leaseTable    // per-session leases (lease.go)
-	capacity capacityIndex // reservations per server (capacity.go)
+	leases     leaseTable    // per-session leases (lease.go)
+	leaseEpoch int64         // the epoch of this process's lease tokens (lease.go)
+	capacity   capacityIndex // reservations per server (capacity.go)
 }
 
 type runKey struct{ session, runID string }
@@ -270,11 +272,13 @@ func (j *Journal) Close() error {
 	for _, rs := range live {
 		rs.wmu.Lock()
 		if rs.f != nil {
+			// A running run's events are durable at Close, as at its end.
 			errs = append(errs, j.sync(rs.f), rs.f.Close())
 			rs.f = nil
 		}
 		rs.wmu.Unlock()
 	}
+	errs = append(errs, j.writeHeldLeases())
 	errs = append(errs, unlockFile(j.lock), j.lock.Close())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("journal: close %s: %w", j.dir, err)
@@ -361,6 +365,8 @@ func (j *Journal) ensureDirs(s *sessionState) error {
 	if err := os.MkdirAll(runs, dirMode); err != nil {
 		return fmt.Errorf("create session directory: %w", err)
 	}
+	// Never replay: a run file's entry is durable only with the entries of
+	// the directories above it (once per session and process).
 	nsDir := filepath.Dir(s.dir)
 	for _, d := range []string{s.dir, nsDir, filepath.Dir(nsDir)} {
 		if err := j.syncDir(d); err != nil {
@@ -377,7 +383,8 @@ func (j *Journal) ensureDirs(s *sessionState) error {
 func SessionKey(namespace, uid string) string { return namespace + "/" + uid }
 
 // Sessions lists the keys of the sessions that have a directory in the
-// journal, for garbage collection of sessions that no longer exist.
+// journal or a lease, for garbage collection of sessions that no longer
+// exist.
 func (j *Journal) Sessions() ([]string, error) {
 	root := filepath.Join(j.dir, sessionsDirName)
 	nsEntries, err := os.ReadDir(root)
@@ -397,6 +404,19 @@ func (j *Journal) Sessions() ([]string, error) {
 			if key := SessionKey(nsEntry.Name(), e.Name()); e.IsDir() && ValidateSession(key) == nil {
 				keys = append(keys, key)
 			}
+		}
+	}
+	// A lease lives in memory: a session may hold one and have no
+	// directory yet (no run, no transcript).
+	listed := map[string]bool{}
+	for _, key := range keys {
+		listed[key] = true
+	}
+	leased := j.leaseSessions()
+	slices.Sort(leased)
+	for _, key := range leased {
+		if !listed[key] {
+			keys = append(keys, key)
 		}
 	}
 	return keys, nil

@@ -1,30 +1,57 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 )
 
-// Per-session leases (store.Store's Acquire, Renew, Release). A session's
-// lease is kept in <session>/lease.json, replaced whole (write to .tmp,
-// fsync, rename, fsync the directory) at every grant, renewal and release:
+// Per-session leases (store.Store's Acquire, Renew, Release) are kept in
+// memory: a grant, a renewal and a release write nothing. That is safe
+// because one process owns the directory (Open's flock): every holder of a
+// lease lives in this process and dies with it, so a lease has nobody to
+// fence after a crash, and the runs it leaves running are ended by Recover
+// (their lease is not held). Two things outlive the process:
 //
-//	{"owner":"dispatcher-0","token":7,"expires":"…","held":true}
+//   - Tokens. A grant's token is (epoch << 32) + n: the epoch is persisted
+//     once per Open (leaseEpochFileName, fsynced before the Journal is
+//     returned) and is above every earlier one, so every token of this
+//     process is above every token a previous process of the directory gave
+//     out, whether it was closed or crashed; n counts the session's grants
+//     of this epoch from 1.
+//   - Held leases at Close. Close writes each held lease to the session's
+//     lease.json, and Open reads them back (and removes the files): a
+//     restart through Close keeps a lease held until it expires, as a shared
+//     store would. After a crash there is no lease.json and no lease is
+//     held.
 //
-// The token only grows, so it survives restarts; it starts again only for a
-// session that DeleteSession removed, and a deleted session's key is never
-// used again (keys carry the UID). One process owns the directory, but the
-// lease behaves as a shared store's would: a grant is decided and written
-// under the session's fence, exclusive of every fenced write, so no write
-// checked against a grant lands after the grant changed.
+// One process owns the directory, but the lease behaves as a shared store's
+// would: a grant is decided under the session's fence, exclusive of every
+// fenced write, so no write checked against a grant lands after the grant
+// changed.
 
-const leaseFileName = "lease.json"
+const (
+	leaseFileName = "lease.json"
+	// leaseEpochFileName is <dir>/lease-epoch: {"epoch":N}, the epoch of the
+	// lease tokens of the Journal that last opened the directory.
+	leaseEpochFileName = "lease-epoch"
+	// leaseEpochShift places the epoch above a session's grant count in a
+	// token; maxLeaseEpoch keeps tokens positive int64s.
+	leaseEpochShift = 32
+	maxLeaseEpoch   = 1<<(63-leaseEpochShift) - 1
+	leaseCountMask  = 1<<leaseEpochShift - 1
+)
 
 // leaseRecord is lease.json.
 type leaseRecord struct {
@@ -32,6 +59,11 @@ type leaseRecord struct {
 	Token   int64     `json:"token"`
 	Expires time.Time `json:"expires"`
 	Held    bool      `json:"held"`
+}
+
+// leaseEpochRecord is lease-epoch.
+type leaseEpochRecord struct {
+	Epoch int64 `json:"epoch"`
 }
 
 // leaseTable holds the lease state of every session that has one.
@@ -229,32 +261,36 @@ func (j *Journal) waitLease(ctx context.Context, changed <-chan struct{}, expiry
 	}
 }
 
-// grant gives the lease to owner if w is still first and the lease free,
-// writing the grant before it is visible.
+// grant gives the lease to owner if w is still first and the lease free.
 func (j *Journal) grant(ls *leaseState, w *leaseWaiter, owner string, ttl time.Duration) (store.Lease, bool, error) {
 	ls.fence.Lock()
 	defer ls.fence.Unlock()
 	var lease store.Lease
-	err := j.withSession(ls.session, func(s *sessionState) error {
+	// Under the session's lock, as DeleteSession decides: a grant is either
+	// before the deletion (which then refuses the held lease) or sees it.
+	err := j.withSession(ls.session, func(*sessionState) error {
 		ls.mu.Lock()
 		now := j.now()
 		if ls.deleted {
 			ls.mu.Unlock()
 			return errLeaseDeleted
 		}
+		if j.closed.Load() { // Close keeps only the grants made before it
+			ls.mu.Unlock()
+			return store.ErrClosed
+		}
 		if ls.queue[0] != w || (ls.rec.Held && now.Before(ls.rec.Expires)) {
 			ls.mu.Unlock()
 			return nil
 		}
-		rec := leaseRecord{Owner: owner, Token: ls.rec.Token + 1, Expires: now.Add(ttl), Held: true}
-		ls.mu.Unlock()
-		if err := j.writeLease(s, rec); err != nil {
+		token, err := j.nextLeaseToken(ls.rec.Token)
+		if err != nil {
+			ls.mu.Unlock()
 			return err
 		}
-		ls.mu.Lock()
-		ls.rec = rec
+		ls.rec = leaseRecord{Owner: owner, Token: token, Expires: now.Add(ttl), Held: true}
 		ls.mu.Unlock()
-		lease = store.Lease{Session: ls.session, Owner: owner, Token: rec.Token, Expires: rec.Expires}
+		lease = store.Lease{Session: ls.session, Owner: owner, Token: token, Expires: now.Add(ttl)}
 		return nil
 	})
 	if err != nil {
@@ -294,13 +330,8 @@ func (j *Journal) Release(_ context.Context, lease store.Lease) error {
 	return nil
 }
 
-// changeLease applies change to the session's grant if lease is it, writes
-// it, wakes the waiters and returns the new record. A release that cannot be
-// written (the file system is full) frees the lease in this process all the
-// same and returns the write's error: lease.json keeps the grant, which after
-// a restart only makes a successor wait for its expiry, while here the
-// session's next turn, or its deletion (DeleteSession refuses a held lease),
-// need not.
+// changeLease applies change to the session's grant if lease is it, wakes
+// the waiters and returns the new record.
 func (j *Journal) changeLease(lease store.Lease, change func(*leaseRecord, time.Time)) (leaseRecord, error) {
 	ls, err := j.leaseOf(lease.Session)
 	if err != nil {
@@ -309,27 +340,112 @@ func (j *Journal) changeLease(lease store.Lease, change func(*leaseRecord, time.
 	ls.fence.Lock()
 	defer ls.fence.Unlock()
 	var rec leaseRecord
-	err = j.withSession(ls.session, func(s *sessionState) error {
+	err = j.withSession(ls.session, func(*sessionState) error {
 		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		if j.closed.Load() { // Close keeps the lease as it was
+			return store.ErrClosed
+		}
 		if !ls.currentLocked(lease) {
-			err := fenced(lease, ls.rec, ls.deleted)
-			ls.mu.Unlock()
-			return err
+			return fenced(lease, ls.rec, ls.deleted)
 		}
+		change(&ls.rec, j.now())
 		rec = ls.rec
-		ls.mu.Unlock()
-		change(&rec, j.now())
-		werr := j.writeLease(s, rec)
-		if werr != nil && rec.Held {
-			return werr
-		}
-		ls.mu.Lock()
-		ls.rec = rec
 		ls.broadcastLocked()
-		ls.mu.Unlock()
-		return werr
+		return nil
 	})
 	return rec, err
+}
+
+// nextLeaseToken is the token of a session's grant after the one whose
+// token was prev: the next of this epoch, or this epoch's first.
+func (j *Journal) nextLeaseToken(prev int64) (int64, error) {
+	if prev>>leaseEpochShift < j.leaseEpoch {
+		return j.leaseEpoch<<leaseEpochShift + 1, nil
+	}
+	if prev&leaseCountMask == leaseCountMask {
+		// 4 294 967 295 grants of one session in one process: refuse
+		// rather than give a token out twice; a restart starts an epoch.
+		return 0, fmt.Errorf("the lease tokens of epoch %d are used up (restart the dispatcher)", j.leaseEpoch)
+	}
+	return prev + 1, nil
+}
+
+// openLeases runs inside Open, after loadSessionFiles: it persists a lease
+// epoch above the last one and above every token read back from lease.json,
+// and then removes those files, whose leases now live in memory. maxToken is
+// the greatest token read back.
+func (j *Journal) openLeases(maxToken int64, leaseFiles []string) error {
+	path := filepath.Join(j.dir, leaseEpochFileName)
+	removeTemp(path)
+	var last leaseEpochRecord
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read %s: %w", path, err)
+	default:
+		if err := json.Unmarshal(data, &last); err != nil || last.Epoch < 0 {
+			return fmt.Errorf("%s is damaged (%q): it holds the epoch of the sessions' lease tokens, which must grow; "+
+				`write {"epoch":N} with N above every epoch it held`, path, bytes.TrimSpace(data))
+		}
+	}
+	epoch := max(last.Epoch, maxToken>>leaseEpochShift) + 1
+	if epoch > maxLeaseEpoch {
+		return fmt.Errorf("%s: the lease token epochs are used up (%d)", path, last.Epoch)
+	}
+	data, err = json.Marshal(leaseEpochRecord{Epoch: epoch})
+	if err != nil {
+		return err
+	}
+	// Durable before any grant: a token of this epoch must never be given
+	// out again by a later process.
+	if err := j.writeFile(path+tmpExt, append(data, '\n')); err != nil {
+		removeTemp(path)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(path+tmpExt, path); err != nil {
+		removeTemp(path)
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	if err := j.syncDir(j.dir); err != nil {
+		return err
+	}
+	j.leaseEpoch = epoch
+	// Removed without an fsync: one that comes back after a crash holds a
+	// token below the epoch and a lease whose holder is gone, as any read
+	// back at Open.
+	for _, f := range leaseFiles {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// writeHeldLeases writes each held lease to its session's lease.json, for
+// the next Open; Close calls it once no grant can change any more.
+func (j *Journal) writeHeldLeases() error {
+	j.leases.mu.Lock()
+	states := slices.Collect(maps.Values(j.leases.sessions))
+	j.leases.mu.Unlock()
+	var errs []error
+	for _, ls := range states {
+		j.mu.Lock()
+		s := j.sessionLocked(ls.session)
+		j.mu.Unlock()
+		s.mu.Lock()
+		ls.mu.Lock()
+		rec, held := ls.rec, ls.rec.Held && !ls.deleted && !s.deleted
+		ls.mu.Unlock()
+		if held {
+			if err := j.writeLease(s, rec); err != nil {
+				errs = append(errs, fmt.Errorf("keep the held lease of session %s: %w", ls.session, err))
+			}
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 // writeLease replaces the session's lease.json; s.mu must be held.
@@ -339,6 +455,22 @@ func (j *Journal) writeLease(s *sessionState, rec leaseRecord) error {
 		return err
 	}
 	return j.replaceSessionFile(s, leaseFileName, append(data, '\n'))
+}
+
+// leaseSessions lists the sessions with a lease granted or read back.
+func (j *Journal) leaseSessions() []string {
+	t := &j.leases
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var keys []string
+	for session, ls := range t.sessions {
+		ls.mu.Lock()
+		if !ls.deleted && ls.rec.Token != 0 {
+			keys = append(keys, session)
+		}
+		ls.mu.Unlock()
+	}
+	return keys
 }
 
 // leaseBusyLocked reports whether the session's lease is held and has not

@@ -258,6 +258,9 @@ func (j *Journal) create(s *sessionState, rs *runState) error {
 		_ = os.Remove(rs.path)
 		return fmt.Errorf("write begin record: %w", err)
 	}
+	// A claimed run is never replayed: its begin record, and the file's
+	// entry in runs/, are on disk before BeginNew is returned, so a run
+	// that may have executed is known after a crash of the machine.
 	if err := j.sync(f); err != nil {
 		_ = f.Close()
 		_ = os.Remove(rs.path)
@@ -423,6 +426,8 @@ func (j *Journal) end(rs *runState, state State, result json.RawMessage, reason 
 	if err := rs.writeLine(line); err != nil {
 		return err
 	}
+	// The run's durable end: the end record and every event before it (a
+	// reader that reconnects after a crash reads what it was streamed).
 	syncErr := j.sync(rs.f)
 	closeErr := rs.f.Close()
 	rs.f = nil

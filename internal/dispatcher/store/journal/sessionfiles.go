@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 )
 
-// A session's lease (lease.go) and capacity reservations (capacity.go) are
-// small files in its directory, each replaced whole: written to <name>.tmp,
-// fsynced, renamed over <name>, and the directory fsynced. A crash leaves
-// the old file or the new one; Open removes a stale .tmp. They go with the
-// session's directory when DeleteSession removes it.
+// A session's capacity reservations (capacity.go), and its lease while the
+// journal is closed (lease.go), are small files in its directory, each
+// replaced whole: written to <name>.tmp, fsynced, renamed over <name>, and
+// the directory fsynced. A crash leaves the old file or the new one; Open
+// removes a stale .tmp. They go with the session's directory when
+// DeleteSession removes it.
 
 // replaceSessionFile replaces the session's file name with data; s.mu must
 // be held.
@@ -30,6 +31,8 @@ func (j *Journal) replaceSessionFile(s *sessionState, name string, data []byte) 
 		removeTemp(path)
 		return fmt.Errorf("replace %s: %w", name, err)
 	}
+	// Reservations are durable (a server's limit holds across restarts),
+	// and so is a lease kept at Close.
 	return j.syncDir(s.dir)
 }
 
@@ -45,13 +48,18 @@ func (j *Journal) removeSessionFile(s *sessionState, name string) error {
 	return j.syncDir(s.dir)
 }
 
-// loadSessionFiles reads every session's lease and reservations into memory;
-// it runs inside Open, before the Journal is shared.
+// loadSessionFiles reads every session's reservations and the leases Close
+// kept into memory, and starts the lease tokens' epoch (openLeases); it runs
+// inside Open, before the Journal is shared.
 func (j *Journal) loadSessionFiles() error {
 	sessions, err := j.Sessions()
 	if err != nil {
 		return err
 	}
+	var (
+		maxToken   int64
+		leaseFiles []string
+	)
 	for _, session := range sessions {
 		dir := filepath.Join(j.dir, sessionsDirName, filepath.FromSlash(session))
 		var rec leaseRecord
@@ -61,6 +69,8 @@ func (j *Journal) loadSessionFiles() error {
 		case ok:
 			ls, _ := j.leaseOf(session)
 			ls.rec = rec
+			maxToken = max(maxToken, rec.Token)
+			leaseFiles = append(leaseFiles, filepath.Join(dir, leaseFileName))
 		}
 		var res reservationsFile
 		switch ok, err := readSessionFile(dir, reservationsFileName, &res); {
@@ -72,7 +82,7 @@ func (j *Journal) loadSessionFiles() error {
 			}
 		}
 	}
-	return nil
+	return j.openLeases(maxToken, leaseFiles)
 }
 
 // readSessionFile decodes dir/name into v, removing a stale replacement;

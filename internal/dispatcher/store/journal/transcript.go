@@ -136,11 +136,13 @@ func (j *Journal) SyncTranscript(session string) error {
 		if err != nil {
 			return fmt.Errorf("journal: sync transcript of session %s: %w", session, err)
 		}
+		// SyncTranscript's promise: the turn's transcript records are on
+		// disk before the engine reports its result.
 		err = j.sync(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil && s.tdirPending {
+		if err == nil && s.tdirPending { // and a new file's entry with them
 			if err = j.syncDir(s.dir); err == nil {
 				s.tdirPending = false
 			}
