@@ -37,6 +37,10 @@ var ErrInboxFull = errors.New("pgstore: the run's inbox is full")
 // run's inbox (Inbox yields nothing for it).
 const eraseAnswers = "UPDATE inbox SET payload = NULL WHERE run = $1 AND kind = '" + string(store.InboxUserInput) + "' AND payload IS NOT NULL"
 
+// eraseAnswersOf is eraseAnswers for the run Finish's statement ends (its
+// CTE f).
+const eraseAnswersOf = "UPDATE inbox SET payload = NULL WHERE run = (SELECT id FROM f) AND kind = '" + string(store.InboxUserInput) + "' AND payload IS NOT NULL"
+
 // Post records the message in one transaction that holds the run's row, as
 // Append and Finish do: a Post and the run's end are ordered, Posts of one
 // run take their sequence numbers one after the other, and the inbox's

@@ -26,7 +26,7 @@ type run struct {
 	mu      sync.Mutex
 	info    store.RunInfo // as last seen
 	ended   bool
-	written int64 // the last sequence number this writer appended (lockWritable)
+	written int64 // the last sequence number this writer appended (refusal)
 
 	done      chan struct{}
 	doneOnce  sync.Once // closes done
@@ -96,59 +96,64 @@ func (r *run) Done() <-chan struct{} {
 	return r.done
 }
 
-// lockWritable locks the run's row and its session's lease for the
-// transaction and checks the write every Append and Finish makes: fenced
-// first (a stale holder learns it lost the session), then ended, then
-// whether the database still holds every event this writer appended. It
-// returns the run's row.
+// writable heads the one statement of an Append or a Finish: r locks the
+// run's row, l share-locks its session's lease row (in this order, as
+// Recover and Sweep take them), and ok has a row, the run's next sequence
+// number, when the write may go ahead. Parameters: $1 the run's id, $2 the
+// writer's token, $3 the last sequence number it appended. Holding both
+// rows, no takeover, release or recovery commits between the check and the
+// write; the statement's answer (writeCheck's columns) says why it did not
+// write. One statement is one round trip.
+const writable = `WITH r AS (SELECT session, run_id, state, last_seq FROM runs WHERE id = $1 FOR UPDATE),
+	l AS (SELECT token FROM leases WHERE session = (SELECT session FROM r) FOR SHARE),
+	ok AS (SELECT last_seq + 1 AS next_seq FROM r
+		WHERE state = 'running' AND coalesce((SELECT token FROM l), 0) = $2::bigint AND last_seq >= $3::bigint)`
+
+// writeCheck are the columns a writable statement answers with, before its
+// own: what the run and its lease were when the statement locked them.
+const writeCheck = `r.session, r.run_id, r.state, r.last_seq, coalesce((SELECT token FROM l), 0)`
+
+// refusal is why a writable statement did not write: fenced first (a stale
+// holder learns it lost the session), then ended, then whether the
+// database still holds every event this writer appended. nil when it
+// wrote.
 //
-// An Append returns before its event is flushed (appendTx), so a crash of
-// the server can lose a run's latest events — never others: the WAL is
+// An Append returns before its event is flushed (appendEvent), so a crash
+// of the server can lose a run's latest events — never others: the WAL is
 // flushed in order, and every other write waits for its flush. The run
 // then cannot go on without giving a sequence number a reader may have seen
 // to another event, so its writer is refused and the run stays running
 // until Sweep or Recover ends it failed, outcome unknown.
-func (r *run) lockWritable(tx pgx.Tx) (runRow, error) {
-	row, err := r.s.scanRun(tx.QueryRow(r.s.ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1 FOR UPDATE", r.id))
-	if isNoRows(err) {
-		return runRow{}, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
+func (r *run) refusal(session, runID, state string, lastSeq, current, written int64) error {
+	if state != string(store.StateRunning) {
+		r.Info() // reads the ended run's row and closes Done
 	}
-	if err != nil {
-		return runRow{}, err
-	}
-	var current int64 // 0 when the lease is free
-	err = tx.QueryRow(r.s.ctx, "SELECT token FROM leases WHERE session = $1 FOR SHARE", row.info.Session).Scan(&current)
-	if err != nil && !isNoRows(err) {
-		return runRow{}, err
-	}
-	if row.info.State != store.StateRunning {
-		r.end(row.info)
-	}
-	if current != r.token {
-		return runRow{}, errFenced(row.info.Session)
-	}
-	if row.info.State != store.StateRunning {
-		return runRow{}, fmt.Errorf("%w: run %q", store.ErrRunEnded, row.info.RunID)
-	}
-	r.mu.Lock()
-	written := r.written
-	r.mu.Unlock()
-	if row.info.LastSeq < written {
-		return runRow{}, fmt.Errorf("pgstore: run %q: the database holds its events up to %d, but this dispatcher appended up to %d: "+
+	switch {
+	case current != r.token:
+		return errFenced(session)
+	case state != string(store.StateRunning):
+		return fmt.Errorf("%w: run %q", store.ErrRunEnded, runID)
+	case lastSeq < written:
+		return fmt.Errorf("pgstore: run %q: the database holds its events up to %d, but this dispatcher appended up to %d: "+
 			"the server lost the latest ones (it crashed before flushing them); the run cannot go on without numbering an event twice",
-			row.info.RunID, row.info.LastSeq, written)
+			runID, lastSeq, written)
 	}
-	return row, nil
+	return nil
 }
 
-// appendTx is the transaction of an Append: its commit does not wait for
-// the WAL flush (synchronous_commit off for it alone), which would
+// appendEvent is an Append's statement. Its commit does not wait for the
+// WAL flush (synchronous_commit off for its transaction alone), which would
 // otherwise be one disk flush per event. Claims, leases, inboxes,
 // transcripts and Finish still wait for theirs, and Finish's flush takes
 // the run's earlier events with it: an ended run is durable whole, as the
 // journal's is after its end's fsync. Until then a crash of the server may
-// lose the latest events (lockWritable).
-var appendTx = pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}
+// lose the latest events (refusal).
+const appendEvent = writable + `,
+	e AS (INSERT INTO events (run, seq, type, at, payload) SELECT $1, next_seq, $4::text, $5::timestamptz, $6::bytea FROM ok),
+	u AS (UPDATE runs SET last_seq = ok.next_seq, bytes = bytes + $7::bigint FROM ok WHERE runs.id = $1),
+	n AS (SELECT pg_notify('` + runChannel + `', $1::bigint::text || ' event') FROM ok)
+	SELECT ` + writeCheck + `, (SELECT next_seq FROM ok), (SELECT count(*) FROM n),
+		set_config('synchronous_commit', 'off', true) FROM r`
 
 func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if !r.writer {
@@ -164,26 +169,34 @@ func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var seq int64
-	err = pgx.BeginTxFunc(r.s.ctx, r.s.pool, appendTx, func(tx pgx.Tx) error {
-		row, err := r.lockWritable(tx)
-		if err != nil {
-			return err
-		}
-		seq = row.info.LastSeq + 1
-		_, err = tx.Exec(r.s.ctx, `WITH e AS (INSERT INTO events (run, seq, type, at, payload) VALUES ($1, $2, $3, $4, $5)),
-			u AS (UPDATE runs SET last_seq = $2, bytes = bytes + $6 WHERE id = $1)
-			SELECT pg_notify('`+runChannel+`', $1::bigint::text || ' event')`,
-			r.id, seq, typ, r.s.now(), compact, int64(len(typ)+len(compact)+eventOverhead))
-		return err
-	})
+	r.mu.Lock()
+	written := r.written
+	r.mu.Unlock()
+	var (
+		session, runID, state string
+		lastSeq, current      int64
+		seq                   *int64
+		notified              int64
+		setting               string
+	)
+	err = r.s.pool.QueryRow(r.s.ctx, appendEvent, r.id, r.token, written, typ, r.s.now(), compact,
+		int64(len(typ)+len(compact)+eventOverhead)).Scan(&session, &runID, &state, &lastSeq, &current, &seq, &notified, &setting)
+	if isNoRows(err) {
+		return 0, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
+	}
 	if err != nil {
 		return 0, r.writeErr("append to run", err)
 	}
+	if seq == nil {
+		if err := r.refusal(session, runID, state, lastSeq, current, written); err != nil {
+			return 0, err
+		}
+		return 0, r.s.dbErr("append to run", fmt.Errorf("run %q: the write was refused for no reason it names", runID))
+	}
 	r.mu.Lock()
-	r.info.LastSeq, r.written = seq, max(r.written, seq)
+	r.info.LastSeq, r.written = *seq, max(r.written, *seq)
 	r.mu.Unlock()
-	return seq, nil
+	return *seq, nil
 }
 
 // eventOverhead is what retention counts for an event beside its type and
@@ -196,6 +209,17 @@ func (r *run) writeErr(what string, err error) error {
 	}
 	return r.s.dbErr(what, err)
 }
+
+// finishRun is Finish's statement: the run's end, its user-input answers'
+// values erased and the "end" notification, when writable lets it write.
+// Its commit waits for the WAL flush, which takes the run's earlier events
+// with it.
+const finishRun = writable + `,
+	f AS (UPDATE runs SET state = $4::text, finished_at = $5::timestamptz, result = $6::bytea, bytes = bytes + $7::bigint
+		FROM ok WHERE runs.id = $1 RETURNING runs.id),
+	a AS (` + eraseAnswersOf + `),
+	n AS (SELECT pg_notify('` + runChannel + `', id::text || ' end') FROM f)
+	SELECT ` + writeCheck + `, (SELECT count(*) FROM n) FROM r`
 
 func (r *run) Finish(state store.State, result json.RawMessage) error {
 	if !r.writer {
@@ -211,27 +235,37 @@ func (r *run) Finish(state store.State, result json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	var ended runRow
-	err = r.s.tx(func(tx pgx.Tx) error {
-		if _, err := r.lockWritable(tx); err != nil {
-			return err
-		}
-		var err error
-		ended, err = r.s.scanRun(tx.QueryRow(r.s.ctx, `UPDATE runs SET state = $2, finished_at = $3, result = $4, bytes = bytes + $5
-			WHERE id = $1 RETURNING `+runColumns, r.id, string(state), r.s.now(), compact, int64(len(compact))))
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(r.s.ctx, eraseAnswers, r.id); err != nil {
-			return err
-		}
-		_, err = tx.Exec(r.s.ctx, "SELECT pg_notify('"+runChannel+"', $1::bigint::text || ' end')", r.id)
-		return err
-	})
+	r.mu.Lock()
+	written := r.written
+	r.mu.Unlock()
+	var (
+		session, runID, was string
+		lastSeq, current    int64
+		ended               int64
+	)
+	at := r.s.now()
+	err = r.s.pool.QueryRow(r.s.ctx, finishRun, r.id, r.token, written, string(state), at, compact, int64(len(compact))).
+		Scan(&session, &runID, &was, &lastSeq, &current, &ended)
+	if isNoRows(err) {
+		return fmt.Errorf("%w: the run was deleted", store.ErrFenced)
+	}
 	if err != nil {
 		return r.writeErr("finish run", err)
 	}
-	r.end(ended.info)
+	if ended == 0 {
+		if err := r.refusal(session, runID, was, lastSeq, current, written); err != nil {
+			return err
+		}
+		return r.s.dbErr("finish run", fmt.Errorf("run %q: the write was refused for no reason it names", runID))
+	}
+	r.mu.Lock()
+	info := r.info
+	r.mu.Unlock()
+	info.State, info.FinishedAt, info.LastSeq, info.Result, info.Recovered = state, at, lastSeq, nil, false
+	if len(compact) > 0 {
+		info.Result = compact
+	}
+	r.end(info)
 	return nil
 }
 
