@@ -215,13 +215,11 @@ func (j *Journal) pruneTranscript(session string) (int64, error) {
 		removeTemp(path)
 		return 0, err
 	}
+	// The rename is made durable by the next SyncTranscript, before any
+	// record appended after the marker is: a crash before it brings back the
+	// old transcript, which the Prune in Open prunes again.
 	s.tsize, s.tfull, s.tdirPending = int64(len(marker)), false, true
-	freed := size - int64(len(marker))
-	if err := j.syncDir(s.dir); err != nil {
-		return freed, err
-	}
-	s.tdirPending = false
-	return freed, nil
+	return size - int64(len(marker)), nil
 }
 
 // sessionBusyLocked reports whether a run of session is running or being

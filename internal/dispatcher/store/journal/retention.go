@@ -79,23 +79,19 @@ func (j *Journal) forgetAged() (int, error) {
 		}
 	}
 	// Files go while j.mu is held: a Begin that reuses a forgotten runId must
-	// not create its file before the old one is removed.
-	dirs := map[string]bool{}
+	// not create its file before the old one is removed. No directory is
+	// fsynced: a removal lost in a crash brings back a run that aged out, and
+	// the Prune in Open forgets it again. A runId is only kept longer then,
+	// never forgotten early; a Begin that reuses it fsyncs its directory.
 	var errs []error
 	for _, rs := range ended[:cut] {
 		j.unindexRunLocked(rs.key)
 		if err := os.Remove(rs.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
-		dirs[filepath.Dir(rs.path)] = true
 	}
 	j.noteOldestLocked(ended[cut:])
 	j.mu.Unlock()
-	for d := range dirs {
-		if err := j.syncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
 	return cut, errors.Join(errs...)
 }
 

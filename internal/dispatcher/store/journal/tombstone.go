@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // A run's tombstone is what retention keeps of it when its payload goes (for
@@ -52,8 +51,12 @@ func tombstoneLines(rs *runState) ([]byte, error) {
 // tombstones and returns how many it reduced and how many bytes their files
 // held before. A run that is gone or was replaced meanwhile (aged out, its
 // session deleted) is skipped.
+//
+// The tombstones are fsynced before they are renamed over the run files, so
+// a run file holds the whole run or its tombstone, and its runId is kept
+// either way (never replay). The renames are not made durable: one lost in a
+// crash brings back a payload, which the Prune in Open prunes again.
 func (j *Journal) prunePayloads(victims []*runState) (n int, freed int64, err error) {
-	dirs := map[string]bool{}
 	var errs []error
 	for _, rs := range victims {
 		ok, err := j.pruneRun(rs)
@@ -66,13 +69,6 @@ func (j *Journal) prunePayloads(victims []*runState) (n int, freed int64, err er
 		if ok {
 			n++
 			freed += rs.size
-			dirs[filepath.Dir(rs.path)] = true
-		}
-	}
-	// One directory fsync makes the renames of a session durable.
-	for d := range dirs {
-		if err := j.syncDir(d); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	return n, freed, errors.Join(errs...)
