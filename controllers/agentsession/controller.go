@@ -62,6 +62,9 @@ type Reconciler struct {
 	// status one per condition transition; set by SetupWithManager.
 	recorder events.EventRecorder
 	status   conditions.StatusWriter
+	// own is what this manager last applied to each session, so that the
+	// echo of its write is not reconciled again; set by SetupWithManager.
+	own *ownWrites
 }
 
 // +kubebuilder:rbac:groups=harness.openclaw.dev,resources=agentsessions,verbs=get;list;watch
@@ -227,7 +230,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if managedEqual(cur, &s.desired) {
 		return nil
 	}
+	r.own.wrote(s.session.UID, &s.desired)
 	if err := r.status.Apply(ctx, s.session, &s.desired, cur.Conditions, s.desired.Conditions); err != nil {
+		r.own.forget(s.session.UID)
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("agent session policy status applied",
@@ -301,11 +306,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("index pinned AgentSessions: %w", err)
 	}
+	r.own = newOwnWrites()
 	r.recorder = mgr.GetEventRecorder(conditions.EventReporter("manager", controllerName))
 	r.status = conditions.StatusWriter{Client: r.Client, Recorder: r.recorder,
 		FieldManager: conditions.FieldManager("manager"), Quiet: quietFirst, Warning: warningCondition}
 	if err := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.AgentSession{}, builder.WithPredicates(managerInputsChanged)).
+		For(&v1alpha1.AgentSession{}, builder.WithPredicates(r.managerInputsChanged())).
 		Watches(&v1alpha1.RuntimePolicy{}, handler.EnqueueRequestsFromMapFunc(r.sessionsForPolicy),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.sessionsInNamespace),
@@ -323,20 +329,39 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // managerInputsChanged passes the updates of a session that can change the
 // manager's part of its status: its spec (generation), the dispatcher's pin
 // (status.agentHarnessId while its nativeBinding is of the current
-// resetGeneration: selection.SessionPin), and the manager's own fields (the echo of its
-// write, or someone else's edit of them). The dispatcher's other writes —
-// activeTurn and lastTurn twice a turn, counters, its finalizer — change
-// nothing the manager computes; reconciling each would re-read the
-// session's namespace, every harness and every policy for nothing.
-var managerInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	prev, okPrev := e.ObjectOld.(*v1alpha1.AgentSession)
-	next, okNext := e.ObjectNew.(*v1alpha1.AgentSession)
-	if !okPrev || !okNext {
-		return true
+// resetGeneration: selection.SessionPin), and someone else's edit of the
+// manager's own fields. The echo of the manager's own write — its fields
+// now hold exactly what it last applied (ownWrites) — is not passed. The
+// dispatcher's other writes — activeTurn and lastTurn twice a turn,
+// counters, its finalizer — change nothing the manager computes;
+// reconciling each would re-read the session's namespace, every harness
+// and every policy for nothing.
+func (r *Reconciler) managerInputsChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			prev, okPrev := e.ObjectOld.(*v1alpha1.AgentSession)
+			next, okNext := e.ObjectNew.(*v1alpha1.AgentSession)
+			if !okPrev || !okNext {
+				return true
+			}
+			if prev.Generation != next.Generation || selection.SessionPin(prev) != selection.SessionPin(next) {
+				return true
+			}
+			if managedEqual(&prev.Status, &next.Status) {
+				return false
+			}
+			if r.own.isEcho(next) {
+				echoesSkipped.Inc()
+				return false
+			}
+			return true
+		},
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			r.own.forget(e.Object.GetUID())
+			return true
+		},
 	}
-	return prev.Generation != next.Generation || selection.SessionPin(prev) != selection.SessionPin(next) ||
-		!managedEqual(&prev.Status, &next.Status)
-}}
+}
 
 // sessionsForPolicy maps a RuntimePolicy to the sessions it can affect: those
 // in the namespaces it selects now and those that list it (it selected their

@@ -45,6 +45,9 @@ type reconcileRecord struct {
 	read     map[string]string // the latest resourceVersion read of every object read, by objectRef
 	writes   []string
 	returned string // how it returned; "" while it runs
+	// wrote is the resourceVersion the API server gave the reconciled
+	// object for the reconcile's latest apply to it.
+	wrote string
 }
 
 // Reset forgets everything recorded so far.
@@ -69,6 +72,7 @@ type Reconcile struct {
 	// controller-runtime's record ("Reconcile successful", "error: …").
 	Returned string
 	read     map[string]string
+	wrote    string
 }
 
 // Read reports whether the reconcile read obj at obj's resourceVersion or a
@@ -96,7 +100,7 @@ func (c *Calls) Reconciles(key string) []Reconcile {
 			for k, rv := range r.read {
 				read[k] = rv
 			}
-			out = append(out, Reconcile{Writes: append([]string(nil), r.writes...), Returned: r.returned, read: read})
+			out = append(out, Reconcile{Writes: append([]string(nil), r.writes...), Returned: r.returned, read: read, wrote: r.wrote})
 		}
 	}
 	return out
@@ -120,7 +124,10 @@ func (c *Calls) ReconciledAt(obj client.Object, also ...client.Object) error {
 
 // Settled returns nil once the latest reconcile of obj since the last Reset
 // read obj at its current resourceVersion, returned, and wrote nothing: the
-// reconciler's fixpoint. The error says what is missing.
+// reconciler's fixpoint. For a reconciler that does not reconcile the echo
+// of its own write, a latest reconcile that returned and whose apply gave
+// obj its current resourceVersion is the fixpoint too. The error says what
+// is missing.
 func (c *Calls) Settled(obj client.Object) error {
 	key := Key(obj)
 	rs := c.Reconciles(key)
@@ -131,6 +138,8 @@ func (c *Calls) Settled(obj client.Object) error {
 	switch {
 	case last.Returned == "":
 		return fmt.Errorf("the latest reconcile of %s has not returned", key)
+	case last.wrote != "" && last.wrote == obj.GetResourceVersion():
+		return nil
 	case !last.Read(obj):
 		return fmt.Errorf("the latest reconcile of %s read it before its resourceVersion %s", key, obj.GetResourceVersion())
 	case len(last.Writes) > 0:
@@ -257,6 +266,27 @@ func (c *Calls) write(ctx context.Context, verb, what string) {
 	}
 }
 
+// appliedSelf records the resourceVersion an apply gave the reconciled object.
+func (c *Calls) appliedSelf(ctx context.Context, ac runtime.ApplyConfiguration) {
+	applied, ok := ac.(interface {
+		GetNamespace() string
+		GetName() string
+		GetResourceVersion() string
+	})
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := applied.GetName()
+	if applied.GetNamespace() != "" {
+		key = applied.GetNamespace() + "/" + key
+	}
+	if r := c.record(ctx); r != nil && r.key == key {
+		r.wrote = applied.GetResourceVersion()
+	}
+}
+
 func (c *Calls) returned(id types.UID, how string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -372,7 +402,11 @@ func CountingClient[T client.Object](c client.Client, n *Calls) client.Client {
 		},
 		SubResourceApply: func(ctx context.Context, cl client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 			n.write(ctx, "apply/"+sub, applyName(obj))
-			return cl.SubResource(sub).Apply(ctx, obj, opts...)
+			err := cl.SubResource(sub).Apply(ctx, obj, opts...)
+			if err == nil {
+				n.appliedSelf(ctx, obj)
+			}
+			return err
 		},
 	})
 }
