@@ -13,13 +13,11 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -163,14 +161,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	for _, ns := range harnessNamespaces {
 		secretNamespaces[ns] = cache.Config{}
 	}
-	cacheOpts := cache.Options{
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: secretNamespaces}},
-		// Nothing the manager runs reads managedFields (it applies what it
-		// writes from scratch), and every writer of an AgentSession adds an
-		// entry: without them the cache of 10,000 sessions is smaller
-		// (docs/benchmarks/operator-scale.md).
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
+	cacheOpts := cacheOptions(secretNamespaces)
 
 	shutdown := time.Duration(opts.gracefulShutdownSecs) * time.Second
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
@@ -183,8 +184,11 @@ func (v *policyValidator) unresolved(ctx context.Context, p *v1alpha1.RuntimePol
 // contradictingSessions names the AgentSessions (namespace/name) whose
 // runtimeOverride the Deny policy p would refuse.
 func (v *policyValidator) contradictingSessions(ctx context.Context, p *v1alpha1.RuntimePolicy, existing []*v1alpha1.RuntimePolicy, namespaces map[string]map[string]string) ([]string, error) {
+	// Only read: the list shares the cache's sessions instead of copying
+	// each (a policy update at 10,000 sessions copied them all, the
+	// manager's peak memory; docs/benchmarks/operator-scale.md).
 	var sessions v1alpha1.AgentSessionList
-	if err := v.reader.cached.List(ctx, &sessions); err != nil {
+	if err := v.reader.cached.List(ctx, &sessions, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list AgentSessions: %w", err)
 	}
 	var names []string
