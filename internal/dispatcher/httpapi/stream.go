@@ -15,11 +15,23 @@ import (
 // DefaultStreamWriteTimeout is the default of Config.StreamWriteTimeout.
 const DefaultStreamWriteTimeout = 30 * time.Second
 
+// publishedRun is a run that tells how far its events were published (the
+// file journal's runs): a stream flushes only once it has caught up with
+// it. A run without it is flushed after every event.
+type publishedRun interface {
+	Published() int64
+}
+
 // stream writes a run's journaled events after afterSeq as
-// text/event-stream, following a running run to its end. Each write to the
-// client must complete within h.writeWait: a client that stops reading is cut
-// off, and the handler ends (the turn goes on; a reconnect resumes it).
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, afterSeq int64) {
+// text/event-stream, following a running run to its end. Events come from
+// the store's iterator, so a client never sees an event the store has not
+// published. An event is flushed to the client as soon as no further event
+// is already waiting, so events appended together leave in one write and
+// none waits for a later one. Each write to the client must complete within
+// h.writeWait: a client that stops reading is cut off, and the handler ends
+// (the turn goes on; a reconnect resumes it). clock, when not nil, counts
+// the HTTP layer's time on a new turn's path to its result.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, afterSeq int64, clock *turnClock) {
 	info := run.Info()
 	runID := info.RunID
 	hdr := w.Header()
@@ -32,10 +44,16 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 	if err := out.flush(); err != nil {
 		return
 	}
+	clock.pause()
 	token := h.TurnToken(info.Session, runID)
+	published, _ := run.(publishedRun)
 	var buf bytes.Buffer
+	unflushed := false
 	for ev, err := range run.Events(r.Context(), afterSeq) {
 		if err != nil {
+			if unflushed {
+				_ = out.flush() // what was written stays true
+			}
 			if r.Context().Err() == nil && !errors.Is(err, store.ErrClosed) {
 				// The run can no longer be read (retention pruned it,
 				// its file is damaged): say so rather than just stop.
@@ -53,10 +71,24 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 		}
 		buf.Reset()
 		writeEvent(&buf, strconv.FormatInt(ev.Seq, 10), ev.Type, payload)
-		if err := out.writeFlush(buf.Bytes()); err != nil {
+		if _, err := out.write(buf.Bytes()); err != nil {
 			h.log.V(1).Info("turn stream ended: a write to the client failed", "run", runID, "event", ev.Seq, "error", err.Error())
 			return
 		}
+		if ev.Type == wire.EventResult {
+			clock.wroteResult(ev.At)
+		}
+		if published != nil && published.Published() > ev.Seq {
+			// The next event is ready: it goes out with this one.
+			unflushed = true
+			continue
+		}
+		if err := out.flush(); err != nil {
+			h.log.V(1).Info("turn stream ended: a write to the client failed", "run", runID, "event", ev.Seq, "error", err.Error())
+			return
+		}
+		unflushed = false
+		clock.flushed()
 	}
 	if info := run.Info(); info.State == store.StateFailed && len(info.Result) == 0 {
 		// A run found running after a restart: its outcome is unknown. No
@@ -65,6 +97,11 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 		buf.Reset()
 		writeEvent(&buf, "", wire.EventError, b)
 		_ = out.writeFlush(buf.Bytes())
+		clock.flushed()
+		return
+	}
+	if unflushed && out.flush() == nil {
+		clock.flushed()
 	}
 }
 

@@ -14,32 +14,42 @@ type deadlineWriter struct {
 	w    http.ResponseWriter
 	rc   *http.ResponseController
 	wait time.Duration
+	// armedNow says the last write set the deadline and nothing waited
+	// since: a flush right after it needs no new one.
+	armedNow bool
 }
 
-func (h *Handler) deadlineWriter(w http.ResponseWriter) deadlineWriter {
-	return deadlineWriter{w: w, rc: http.NewResponseController(w), wait: h.writeWait}
+func (h *Handler) deadlineWriter(w http.ResponseWriter) *deadlineWriter {
+	return &deadlineWriter{w: w, rc: http.NewResponseController(w), wait: h.writeWait}
 }
 
 // arm sets the deadline of the next write. A ResponseWriter that cannot have
 // one (not a network connection) is written without.
-func (d deadlineWriter) arm() error {
+func (d *deadlineWriter) arm() error {
 	if err := d.rc.SetWriteDeadline(time.Now().Add(d.wait)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	return nil
 }
 
-func (d deadlineWriter) write(p []byte) (int, error) {
+func (d *deadlineWriter) write(p []byte) (int, error) {
+	d.armedNow = false
 	if err := d.arm(); err != nil {
 		return 0, err
 	}
+	d.armedNow = true
 	return d.w.Write(p)
 }
 
-// flush sends what was written so far, the headers included.
-func (d deadlineWriter) flush() error {
-	if err := d.arm(); err != nil {
-		return err
+// flush sends what was written so far, the headers included. Called right
+// after a write, it keeps that write's deadline.
+func (d *deadlineWriter) flush() error {
+	armed := d.armedNow
+	d.armedNow = false
+	if !armed {
+		if err := d.arm(); err != nil {
+			return err
+		}
 	}
 	if err := d.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
@@ -47,8 +57,8 @@ func (d deadlineWriter) flush() error {
 	return nil
 }
 
-// writeFlush writes p and sends it: one event of a stream.
-func (d deadlineWriter) writeFlush(p []byte) error {
+// writeFlush writes p and sends it.
+func (d *deadlineWriter) writeFlush(p []byte) error {
 	if _, err := d.write(p); err != nil {
 		return err
 	}
@@ -59,7 +69,7 @@ func (d deadlineWriter) writeFlush(p []byte) error {
 // bytes.
 type lazyBody struct {
 	w       http.ResponseWriter
-	out     deadlineWriter
+	out     *deadlineWriter
 	started bool
 }
 

@@ -39,6 +39,7 @@ func (h *Handler) decide(w http.ResponseWriter, r *http.Request) {
 
 // turn runs (or resumes) a turn and streams its journaled events.
 func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
+	clock := startTurnClock()
 	caller, delegate, ok := h.authorizeRun(w, r)
 	if !ok {
 		return
@@ -69,20 +70,25 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) {
 		if err == nil && delegate {
 			err = engine.DelegateMayFollow(run, caller.requester())
 		}
+		clock = nil // a reconnect runs nothing: no turn's figure
 	} else if delegate {
+		clock.pause()
 		run, err = h.eng.StartDelegated(r.Context(), r.PathValue("namespace"), r.PathValue("name"), req, caller.requester())
+		clock.resume()
 	} else {
 		// Start returns once the run is journaled (or refused); the turn
 		// runs on the engine's context, not this request's: the client may
 		// leave and reconnect. While it waits for the session it is
 		// dropped with this request: nothing ran, its runId stays free.
+		clock.pause()
 		run, err = h.eng.Start(r.Context(), r.PathValue("namespace"), r.PathValue("name"), req, caller.requester())
+		clock.resume()
 	}
 	if err != nil {
 		h.writeError(w, err, h.retryAfter)
 		return
 	}
-	h.stream(w, r, run, afterSeq)
+	h.stream(w, r, run, afterSeq, clock)
 }
 
 // lastEventID reads a reconnect's Last-Event-ID; a reconnect must name the
