@@ -58,6 +58,7 @@ type Server struct {
 	host     string // the one address it listens on
 	port     int
 	password string // the superuser's, random per server
+	opts     options
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the server process has exited
 	waitErr  error         // its exit status, set before exited is closed
@@ -80,6 +81,15 @@ func StartDurable(tb testing.TB) *Server {
 	return startFor(tb, options{host: loopback, durable: true})
 }
 
+// StartCrashable is StartDurable for a test that crashes the server
+// (Crash, then Restart): the WAL writer waits 10 s between its rounds, so
+// what commits without waiting for its flush stays in the server's memory,
+// and a crash loses it, until a synchronous commit flushes the WAL.
+func StartCrashable(tb testing.TB) *Server {
+	tb.Helper()
+	return startFor(tb, options{host: loopback, durable: true, slowWALWriter: true})
+}
+
 // StartListening starts a server for one test on host instead of loopback,
 // admitting password logins from clientCIDR too: for clients in Pods, with
 // host the address they reach this machine at (the CNI bridge's gateway).
@@ -95,6 +105,8 @@ type options struct {
 	host       string // the one address it listens on
 	clientCIDR string // admitted besides loopback (empty: none)
 	durable    bool   // PostgreSQL's default durability (otherwise off)
+	// slowWALWriter sets wal_writer_delay to its longest, 10 s.
+	slowWALWriter bool
 }
 
 func startFor(tb testing.TB, o options) *Server {
@@ -138,7 +150,7 @@ func start(o options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{dir: dir, host: o.host, exited: make(chan struct{})}
+	s = &Server{dir: dir, host: o.host, opts: o, exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())
@@ -171,7 +183,7 @@ func start(o options) (s *Server, err error) {
 	if s.port, err = testutil.FreePort(); err != nil {
 		return nil, err
 	}
-	if err := s.run(o.durable); err != nil {
+	if err := s.run(); err != nil {
 		return nil, err
 	}
 	return s, s.waitReady()
@@ -234,8 +246,8 @@ func (s *Server) admit(cidr string) error {
 
 // run starts the server: one address, its socket in the temporary
 // directory, durability off unless durable (a test's data dies with it).
-func (s *Server) run(durable bool) error {
-	logFile, err := os.Create(s.path("postgres.log"))
+func (s *Server) run() error {
+	logFile, err := os.OpenFile(s.path("postgres.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -243,17 +255,22 @@ func (s *Server) run(durable bool) error {
 	args := []string{"-D", s.path("data"),
 		"-p", strconv.Itoa(s.port), "-c", "listen_addresses=" + s.host,
 		"-c", "unix_socket_directories=" + s.path("sock"), "-c", "max_connections=300"}
-	if !durable {
+	if !s.opts.durable {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
+	if s.opts.slowWALWriter {
+		args = append(args, "-c", "wal_writer_delay=10s")
+	}
+	s.exited = make(chan struct{})
 	s.cmd = unprivileged(exec.Command(s.path("pg", "bin", "postgres"), args...))
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
+	cmd, exited := s.cmd, s.exited
 	go func() {
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
+		s.waitErr = cmd.Wait()
+		close(exited)
 	}()
 	return nil
 }
@@ -284,6 +301,37 @@ func (s *Server) waitReady() error {
 func (s *Server) log() string {
 	b, _ := os.ReadFile(s.path("postgres.log"))
 	return strings.TrimSpace(string(b))
+}
+
+// Crash ends the server as a crash would: an immediate shutdown (SIGQUIT),
+// in which no process writes what is in the server's memory. Restart
+// starts it again on the same data, which recovers from its WAL.
+func (s *Server) Crash() error {
+	if err := s.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return fmt.Errorf("crash postgres: %w", err)
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(stopTimeout):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("postgres did not end within %s of SIGQUIT and was killed", stopTimeout)
+	}
+}
+
+// Restart starts the server again, after Crash, on the same data, address
+// and port, and waits until it has recovered and accepts connections.
+func (s *Server) Restart() error {
+	select {
+	case <-s.exited:
+	default:
+		return errors.New("restart postgres: it is still running (Crash it first)")
+	}
+	if err := s.run(); err != nil {
+		return err
+	}
+	return s.waitReady()
 }
 
 // Stop ends the server (a fast shutdown: sessions are ended, then a kill

@@ -161,3 +161,47 @@ func TestServerListensWhereToldAndAdmitsTheClientRange(t *testing.T) {
 		t.Fatal("the server also listens on 127.0.0.1")
 	}
 }
+
+// TestACrashLosesWhatNoCommitFlushed: after Crash and Restart the server
+// holds what was committed synchronously, and has lost what was committed
+// without waiting for its flush since: the tests of crashes rely on both.
+func TestACrashLosesWhatNoCommitFlushed(t *testing.T) {
+	s := StartCrashable(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.ConnString(superuser))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	for _, sql := range []string{
+		"CREATE TABLE t (v text)",
+		"INSERT INTO t VALUES ('flushed')",
+		"BEGIN; SET LOCAL synchronous_commit = off; INSERT INTO t VALUES ('not flushed'); COMMIT",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	_ = conn.Close(ctx)
+	if err := s.Crash(); err != nil {
+		t.Fatalf("Crash: %v", err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	conn, err = pgx.Connect(ctx, s.ConnString(superuser))
+	if err != nil {
+		t.Fatalf("connect after the restart: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	rows, err := conn.Query(ctx, "SELECT v FROM t ORDER BY v")
+	if err != nil {
+		t.Fatalf("read after the restart: %v", err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("read after the restart: %v", err)
+	}
+	if strings.Join(got, ",") != "flushed" {
+		t.Fatalf("rows after the crash: %q, want only the synchronously committed one", got)
+	}
+}

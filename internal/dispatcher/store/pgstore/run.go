@@ -244,6 +244,7 @@ func (r *run) Finish(state store.State, result json.RawMessage) error {
 		ended               int64
 	)
 	at := r.s.now()
+	mark := r.s.unflushed.mark()
 	err = r.s.pool.QueryRow(r.s.ctx, finishRun, r.id, r.token, written, string(state), at, compact, int64(len(compact))).
 		Scan(&session, &runID, &was, &lastSeq, &current, &ended)
 	if isNoRows(err) {
@@ -258,6 +259,8 @@ func (r *run) Finish(state store.State, result json.RawMessage) error {
 		}
 		return r.s.dbErr("finish run", fmt.Errorf("run %q: the write was refused for no reason it names", runID))
 	}
+	// Its flush carried the transcript appends that returned before it.
+	r.s.unflushed.flushedTo(mark)
 	r.mu.Lock()
 	info := r.info
 	r.mu.Unlock()

@@ -76,11 +76,12 @@ func (o Options) withDefaults() Options {
 // Store is the PostgreSQL implementation of store.Store. Many Stores, in
 // many dispatchers, share one database.
 type Store struct {
-	opts     Options
-	pool     *pgxpool.Pool
-	instance string // this Store's id: runs it writes carry it (RunRef.Recovered)
-	hub      *hub
-	queues   *queues
+	opts      Options
+	pool      *pgxpool.Pool
+	instance  string // this Store's id: runs it writes carry it (RunRef.Recovered)
+	hub       *hub
+	queues    *queues
+	unflushed *unflushed
 
 	ctx       context.Context // ends at Close: every query runs under it
 	cancel    context.CancelFunc
@@ -117,7 +118,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		opts: opts.withDefaults(), pool: pool, instance: hex.EncodeToString(id),
-		hub: newHub(), queues: newQueues(),
+		hub: newHub(), queues: newQueues(), unflushed: newUnflushed(),
 		ctx: sctx, cancel: cancel, closed: make(chan struct{}), listening: make(chan struct{}),
 	}
 	conn, err := s.listen(ctx, cfg.ConnConfig)

@@ -13,9 +13,34 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 )
 
+// appendLines is AppendTranscript's statement: it counts the lines into
+// the session's transcript row (creating it), unless that takes the
+// transcript past the limit, and inserts them after the row's previous
+// last line. One statement is one round trip; the row's lock (the upsert's)
+// numbers appends of a session one after the other. Its commit does not
+// wait for the WAL flush (synchronous_commit off for its transaction
+// alone): SyncTranscript flushes, unless a synchronous commit since has
+// (unflushed). $1 session, $2 bytes added, $3 lines added, $4 the limit (0:
+// none), $5 the lines. No row when the limit refused them.
+const appendLines = `WITH t AS (INSERT INTO transcripts AS t (session, size, next) VALUES ($1, $2::bigint, 1 + $3::bigint)
+		ON CONFLICT (session) DO UPDATE SET size = t.size + $2::bigint, next = t.next + $3::bigint
+		WHERE $4::bigint <= 0 OR t.size + $2::bigint <= $4::bigint
+		RETURNING t.next - $3::bigint AS first),
+	i AS (INSERT INTO transcript_lines (session, n, line)
+		SELECT $1, t.first + l.ord - 1, l.line FROM t, unnest($5::bytea[]) WITH ORDINALITY AS l (line, ord))
+	SELECT first, set_config('synchronous_commit', 'off', true) FROM t`
+
+// markFull is the refusal's write: the full mark, committed synchronously,
+// when the session's transcript cannot take $2 bytes under the limit $3.
+// No row when it can now (it was reset since): the append is tried again.
+// A transcript not written yet is created full only for records larger
+// than the limit on their own (appendLines takes them otherwise).
+const markFull = `INSERT INTO transcripts AS t (session, full_) VALUES ($1, true)
+	ON CONFLICT (session) DO UPDATE SET full_ = true WHERE t.size + $2::bigint > $3::bigint
+	RETURNING t.size`
+
 // AppendTranscript stores the records, compacted, as lines of the session's
-// transcript, all or nothing, under the transcript row's lock. Appends are
-// durable at commit: SyncTranscript has nothing left to do.
+// transcript, all or nothing. Appends are durable at SyncTranscript.
 func (s *Store) AppendTranscript(session string, records ...json.RawMessage) error {
 	if err := s.check(); err != nil {
 		return err
@@ -40,34 +65,33 @@ func (s *Store) AppendTranscript(session string, records ...json.RawMessage) err
 	if len(lines) == 0 {
 		return nil
 	}
-	var refused error
-	err := s.tx(func(tx pgx.Tx) error {
-		refused = nil
-		size, next, err := lockTranscript(tx, s, session)
-		if err != nil {
-			return err
+	limit := max(s.opts.MaxTranscriptBytes, 0)
+	for {
+		if limit == 0 || adding <= limit {
+			var (
+				first   int64
+				setting string
+			)
+			err := s.pool.QueryRow(s.ctx, appendLines, session, adding, int64(len(lines)), limit, lines).Scan(&first, &setting)
+			if err == nil {
+				s.unflushed.committed(session)
+				return nil
+			}
+			if !isNoRows(err) {
+				return s.dbErr("append transcript of session "+session, err)
+			}
 		}
-		if limit := s.opts.MaxTranscriptBytes; limit > 0 && size+adding > limit {
-			// Only the full mark is committed; the caller gets the refusal.
-			refused = &store.TranscriptLimitError{Session: session, Size: size, Adding: adding, Limit: limit}
-			_, err := tx.Exec(s.ctx, "UPDATE transcripts SET full_ = true WHERE session = $1", session)
-			return err
+		// Refused: only the full mark is committed; the caller gets the
+		// refusal.
+		var size int64
+		err := s.pool.QueryRow(s.ctx, markFull, session, adding, limit).Scan(&size)
+		switch {
+		case err == nil:
+			return &store.TranscriptLimitError{Session: session, Size: size, Adding: adding, Limit: limit}
+		case !isNoRows(err):
+			return s.dbErr("append transcript of session "+session, err)
 		}
-		ns := make([]int64, len(lines))
-		for i := range ns {
-			ns[i] = next + int64(i)
-		}
-		if _, err := tx.Exec(s.ctx, `INSERT INTO transcript_lines (session, n, line)
-			SELECT $1, n, line FROM unnest($2::bigint[], $3::bytea[]) AS l (n, line)`, session, ns, lines); err != nil {
-			return err
-		}
-		_, err = tx.Exec(s.ctx, "UPDATE transcripts SET size = size + $2, next = next + $3 WHERE session = $1", session, adding, len(lines))
-		return err
-	})
-	if err != nil {
-		return s.dbErr("append transcript of session "+session, err)
 	}
-	return refused
 }
 
 // lockTranscript creates the session's transcript row if needed and locks
@@ -131,12 +155,27 @@ func (s *Store) TranscriptFull(session string) (bool, error) {
 	return full, err
 }
 
-// SyncTranscript: appends are durable at their commit.
+// SyncTranscript flushes the WAL when an append of the session committed
+// without waiting for its flush and no synchronous commit has flushed it
+// since (the engine syncs after the run's end, whose flush usually has):
+// a write to the session's transcript row, committed synchronously, flushes
+// the WAL up to it.
 func (s *Store) SyncTranscript(session string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	return store.ValidateSession(session)
+	if err := store.ValidateSession(session); err != nil {
+		return err
+	}
+	if !s.unflushed.pending(session) {
+		return nil
+	}
+	mark := s.unflushed.mark()
+	if _, err := s.pool.Exec(s.ctx, "UPDATE transcripts SET size = size WHERE session = $1", session); err != nil {
+		return s.dbErr("sync transcript of session "+session, err)
+	}
+	s.unflushed.flushedTo(mark)
+	return nil
 }
 
 // ReadTranscript streams the lines of one query — one snapshot, what was
