@@ -65,6 +65,8 @@ type webhookOptions struct {
 	host   string
 	port   int
 	certs  webhook.CertOptions
+	// accessReviewTTL: how long an allowed review of a requester's rights is reused.
+	accessReviewTTL time.Duration
 }
 
 func main() {
@@ -94,6 +96,7 @@ func main() {
 	flag.DurationVar(&opts.webhook.certs.ServerCertValidity, "webhook-cert-validity", 365*24*time.Hour, "Validity of a self-managed serving certificate.")
 	flag.DurationVar(&opts.webhook.certs.Lookahead, "webhook-cert-lookahead", 90*24*time.Hour, "Replace a self-managed serving certificate this long before it expires.")
 	flag.DurationVar(&opts.webhook.certs.RotationCheckInterval, "webhook-cert-check-interval", 12*time.Hour, "How often self-managed certificates are checked for rotation.")
+	flag.DurationVar(&opts.webhook.accessReviewTTL, strings.TrimPrefix(webhook.AccessReviewCacheTTLFlag, "--"), webhook.DefaultAccessReviewCacheTTL, "How long AgentHarness admission reuses an allowed SubjectAccessReview of the same user and question (0 to 30s; 0 reuses none). A revoked right still admits for at most this long.")
 	flag.BoolVar(&opts.webhook.certs.SyncCertDirFromSecret, "webhook-cert-dir-from-secret", false, "Copy the certificate Secret into --webhook-cert-dir (for a manager running outside a cluster, where no kubelet mounts the Secret).")
 	zapOpts := zap.Options{Development: false} // JSON logs in production
 	zapOpts.BindFlags(flag.CommandLine)
@@ -209,7 +212,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	webhooksReady, err := webhook.Install(mgr, webhook.InstallOptions{
 		Mode: webhook.Mode(opts.webhook.mode), Certs: opts.webhook.certs, Issuer: opts.webhook.issuer, HarnessNamespaces: harnessNamespaces,
-		AllowInsecureLoopbackExternal: opts.externalDial.AllowInsecureLoopback,
+		AllowInsecureLoopbackExternal: opts.externalDial.AllowInsecureLoopback, AccessReviewCacheTTL: opts.webhook.accessReviewTTL,
 	})
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
-	"github.com/openclaw/harness-operator/internal/platform/access"
 	"github.com/openclaw/harness-operator/internal/policy/selection"
 	"github.com/openclaw/harness-operator/internal/policy/toolpolicy"
 )
@@ -83,8 +82,9 @@ type harnessValidator struct {
 	// namespaces are the only namespaces harnesses are admitted in (none: no
 	// namespace).
 	namespaces []string
-	// access reviews the requester's rights (requester.go).
-	access *access.Checker
+	// access reviews the requester's rights (requester.go), sharing
+	// identical reviews (reviews.go).
+	access reviewer
 	// allowInsecureLoopback admits ws:// external servers on loopback.
 	allowInsecureLoopback bool
 	// decide makes reading the other harnesses, deciding and remembering an

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -41,6 +42,10 @@ type InstallOptions struct {
 	// AllowInsecureLoopbackExternal admits plain ws:// external servers on a
 	// loopback host (AllowInsecureLoopbackExternalFlag, development only).
 	AllowInsecureLoopbackExternal bool
+	// AccessReviewCacheTTL is how long an allowed SubjectAccessReview of a
+	// requester is reused (AccessReviewCacheTTLFlag; reviews.go). 0 reuses
+	// none; identical reviews in flight are shared either way.
+	AccessReviewCacheTTL time.Duration
 }
 
 // Install sets up the admission webhooks and returns a readiness check that
@@ -50,6 +55,9 @@ type InstallOptions struct {
 // mode the manager applies the Certificate and the CA injection annotations
 // at start-up.
 func Install(mgr ctrl.Manager, o InstallOptions) (healthz.Checker, error) {
+	if o.AccessReviewCacheTTL < 0 || o.AccessReviewCacheTTL > MaxAccessReviewCacheTTL {
+		return nil, fmt.Errorf("%s must be between 0 and %s, got %s", AccessReviewCacheTTLFlag, MaxAccessReviewCacheTTL, o.AccessReviewCacheTTL)
+	}
 	if o.Mode == ModeDisabled {
 		return healthz.Ping, nil
 	}

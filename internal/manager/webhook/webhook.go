@@ -56,7 +56,8 @@ func Setup(mgr ctrl.Manager, o InstallOptions) error {
 	if err := c.follow(context.Background(), mgr.GetCache()); err != nil {
 		return err
 	}
-	hv := &harnessValidator{reader: c, namespaces: o.HarnessNamespaces, access: access.NewChecker(mgr.GetClient()),
+	hv := &harnessValidator{reader: c, namespaces: o.HarnessNamespaces,
+		access:                newSharedReviews(access.NewChecker(mgr.GetClient()), o.AccessReviewCacheTTL),
 		allowInsecureLoopback: o.AllowInsecureLoopbackExternal}
 	scheme := mgr.GetScheme()
 	srv := mgr.GetWebhookServer()
