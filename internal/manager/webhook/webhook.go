@@ -76,6 +76,19 @@ func Setup(mgr ctrl.Manager, o InstallOptions) error {
 	return nil
 }
 
+// SpecChangedCondition is the matchCondition every webhook carries: the API
+// server calls it for a create, and for an update only when spec changed.
+// Every check and every default of the three kinds reads spec alone (and
+// metadata that cannot change: name, namespace, creationTimestamp), so an
+// update of labels, annotations or finalizers — the dispatcher's finalizer
+// on each new session, the controllers' own — has nothing for the webhooks
+// to judge. The status subresource is not matched at all. An object without
+// spec is sent to the webhooks, as before.
+var SpecChangedCondition = admissionregistrationv1.MatchCondition{
+	Name:       "spec-changed",
+	Expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
+}
+
 // Configurations returns the webhook configurations for the three kinds;
 // clientConfig says how the API server reaches a path (a Service in a cluster,
 // a URL for a manager running outside it). The caBundle is left empty: the
@@ -100,7 +113,8 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 		validating.Webhooks = append(validating.Webhooks, admissionregistrationv1.ValidatingWebhook{
 			Name: "validate." + name, ClientConfig: cc, Rules: rules, FailurePolicy: fail, SideEffects: none,
 			AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
-			MatchPolicy: ptr.To(admissionregistrationv1.Equivalent),
+			MatchPolicy:     ptr.To(admissionregistrationv1.Equivalent),
+			MatchConditions: []admissionregistrationv1.MatchCondition{SpecChangedCondition},
 		})
 		cc, fail, none = common("mutate")
 		mutating.Webhooks = append(mutating.Webhooks, admissionregistrationv1.MutatingWebhook{
@@ -108,6 +122,7 @@ func Configurations(clientConfig func(path string) admissionregistrationv1.Webho
 			AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](5),
 			MatchPolicy:        ptr.To(admissionregistrationv1.Equivalent),
 			ReinvocationPolicy: ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			MatchConditions:    []admissionregistrationv1.MatchCondition{SpecChangedCondition},
 		})
 	}
 	return validating, mutating
