@@ -21,7 +21,7 @@ type namedChart struct {
 // a benchmark that did not run leaves its plots out.
 func loadCharts(dir string) ([]namedChart, error) {
 	var out []namedChart
-	for _, load := range []func(string) ([]namedChart, error){dispatcherCharts, scaleCharts} {
+	for _, load := range []func(string) ([]namedChart, error){processCharts, dispatcherCharts, scaleCharts} {
 		charts, err := load(dir)
 		if err != nil {
 			return nil, err

@@ -135,14 +135,23 @@ func parseResult(line string) (result, bool) {
 	return r, true
 }
 
-// find returns the result named name in any section.
+// find returns the result named name in any section: the figures of every
+// line of that name (a benchmark's `go test` line and its instruction count
+// from hack/bench-instructions.sh), the first line's where a unit repeats.
 func find(sections []section, name string) (result, bool) {
+	out, found := result{Name: name}, false
 	for _, s := range sections {
 		for _, r := range s.Results {
-			if r.Name == name {
-				return r, true
+			if r.Name != name {
+				continue
+			}
+			found = true
+			for _, m := range r.Metrics {
+				if _, ok := out.value(m.Unit); !ok {
+					out.Metrics = append(out.Metrics, m)
+				}
 			}
 		}
 	}
-	return result{}, false
+	return out, found
 }

@@ -40,11 +40,57 @@ func dispatcherCharts(dir string) ([]namedChart, error) {
 			},
 		}},
 		{file: "dispatcher-added.png", chart: chart{
-			Title: "Latency the dispatcher's API adds (HTTP − direct, paired turns)",
+			Title: "Latency the dispatcher's API adds (HTTP − direct percentiles, unpaired turns)",
 			X:     "concurrent sessions", Y: "ms added", LogX: true,
 			Series: []series{
 				{Label: "added p50", Points: xy(rows, c, func(r concurrencyRow) float64 { return r.AddedP50Ms })},
 				{Label: "added p99", Points: xy(rows, c, func(r concurrencyRow) float64 { return r.AddedP99Ms }), Dashed: true},
+			},
+		}},
+	}, nil
+}
+
+// processLevel is one closed loop of BenchmarkDispatcherProcess
+// (dispatcher-process.json): its concurrency or its cluster's size, and the
+// CPU per turn of the dispatcher's process and of the API server.
+type processLevel struct {
+	Concurrency  float64 `json:"concurrency"`
+	Harnesses    float64 `json:"harnesses"`
+	DispatcherMs float64 `json:"dispatcherCpuMsPerTurn"`
+	Others       struct {
+		APIServerMs float64 `json:"kubeAPIServerMs"`
+	} `json:"othersCpuMsPerTurn"`
+}
+
+type processSeries struct {
+	Levels []processLevel `json:"levels"`
+	Size   []processLevel `json:"size"`
+}
+
+func processCharts(dir string) ([]namedChart, error) {
+	var s processSeries
+	if ok, err := readSeries(dir, "dispatcher-process.json", &s); !ok || err != nil {
+		return nil, err
+	}
+	dispatcher := func(r processLevel) float64 { return r.DispatcherMs }
+	apiServer := func(r processLevel) float64 { return r.Others.APIServerMs }
+	c := func(r processLevel) float64 { return r.Concurrency }
+	h := func(r processLevel) float64 { return r.Harnesses }
+	return []namedChart{
+		{file: "dispatcher-cpu-concurrency.png", chart: chart{
+			Title: "CPU per turn vs. concurrent sessions (the dispatcher in its own process, zero-latency double)",
+			X:     "concurrent sessions", Y: "CPU ms per turn", LogX: true,
+			Series: []series{
+				{Label: "dispatcher", Points: xy(s.Levels, c, dispatcher)},
+				{Label: "kube-apiserver", Points: xy(s.Levels, c, apiServer)},
+			},
+		}},
+		{file: "dispatcher-cpu-size.png", chart: chart{
+			Title: "CPU per turn vs. AgentHarnesses in the cluster (as many RuntimePolicies; 64 and 10 concern the session)",
+			X:     "AgentHarnesses in the cluster", Y: "CPU ms per turn", LogX: true,
+			Series: []series{
+				{Label: "dispatcher", Points: xy(s.Size, h, dispatcher)},
+				{Label: "kube-apiserver", Points: xy(s.Size, h, apiServer)},
 			},
 		}},
 	}, nil
