@@ -252,3 +252,30 @@ func TestADamagedLeaseEpochFailsOpen(t *testing.T) {
 		t.Fatalf("Open with a damaged lease epoch: %v, want an error naming %s as damaged", err, leaseEpochFileName)
 	}
 }
+
+// A token is the epoch above the session's grant count: the first grant of
+// an epoch starts at 1, the next ones count up, and the count never wraps
+// into the next epoch (a token would then be given out twice).
+func TestNextLeaseToken(t *testing.T) {
+	j := &Journal{leaseEpoch: 3}
+	for _, tc := range []struct {
+		prev, want int64
+		fails      bool
+	}{
+		{prev: 0, want: 3<<leaseEpochShift + 1},
+		{prev: 2<<leaseEpochShift + 77, want: 3<<leaseEpochShift + 1},
+		{prev: 3<<leaseEpochShift + 1, want: 3<<leaseEpochShift + 2},
+		{prev: 3<<leaseEpochShift + leaseCountMask, fails: true},
+	} {
+		got, err := j.nextLeaseToken(tc.prev)
+		if tc.fails {
+			if err == nil || !strings.Contains(err.Error(), "used up") {
+				t.Errorf("nextLeaseToken(%d) = %d, %v; want the epoch's tokens used up", tc.prev, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("nextLeaseToken(%d) = %d, %v; want %d", tc.prev, got, err, tc.want)
+		}
+	}
+}
