@@ -340,14 +340,12 @@ func (v *harnessValidator) implicitCodexWarning(ctx context.Context, h *v1alpha1
 	if id == string(v1alpha1.RuntimeCodex) {
 		return nil, nil
 	}
-	policies, err := v.reader.listPolicies(ctx, v.reader.cached)
+	naming, err := v.reader.policiesNaming(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range policies {
-		if slices.Contains(selection.PolicyRuntimeIDs(p), id) {
-			return nil, nil
-		}
+	if len(naming) > 0 {
+		return nil, nil
 	}
 	return admission.Warnings{fmt.Sprintf("harness id %q: implicit Codex selection for OpenAI looks for the id %q, and no RuntimePolicy names %q yet, so only an explicit runtime selects this harness", id, v1alpha1.RuntimeCodex, id)}, nil
 }

@@ -185,6 +185,16 @@ var _ = Describe("AgentHarness admission", func() {
 			expectWarning(warnings, `implicit Codex selection for OpenAI looks for the id "codex"`)
 		})
 
+		It("does not warn about implicit Codex once a policy names the id, even one this server admitted a moment ago", func() {
+			id := "codex-named-" + rand.String(5)
+			mustCreate(providerPolicy("names-"+id, uniqueProvider(), v1alpha1.RuntimeID(id), ""))
+			warnings, err := create(externalHarness(ns, "named", id))
+			Expect(err).NotTo(HaveOccurred())
+			for _, w := range warnings {
+				Expect(w).NotTo(ContainSubstring("implicit Codex selection"), "a policy names %q", id)
+			}
+		})
+
 		It("warns that Exact cannot be kept by codex-app-server for every model (contract rule 6)", func() {
 			h := externalHarness(ns, "codex", "codex")
 			h.Spec.ConversationToolPolicySupport = v1alpha1.ToolPolicySupportExact

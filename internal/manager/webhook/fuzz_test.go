@@ -95,7 +95,8 @@ func newFuzzWorld(f *testing.F) *fuzzWorld {
 			v1alpha1.AcceptHarnessesLabel(fuzzHarnessNS): v1alpha1.AcceptHarnessesLabelValue, "tier": "gold"}}},
 		codex.DeepCopy(), deny.DeepCopy(), session.DeepCopy(),
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&v1alpha1.AgentHarness{}, harnessIDField, harnessIDs).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithIndex(&v1alpha1.AgentHarness{}, harnessIDField, harnessIDs).
+		WithIndex(&v1alpha1.RuntimePolicy{}, policyRuntimeIDField, policyRuntimeIDs).WithInterceptorFuncs(interceptor.Funcs{
 		// Every review allows: the requester's rights are the envtest
 		// suite's subject; here they must not hide what comes after.
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/policy/selection"
 	"github.com/openclaw/harness-operator/internal/policy/snapshot"
 )
 
@@ -79,6 +80,45 @@ func indexHarnessIDs(ctx context.Context, indexer client.FieldIndexer) error {
 		return fmt.Errorf("index AgentHarnesses by harness id: %w", err)
 	}
 	return nil
+}
+
+// policyRuntimeIDField indexes the cache's RuntimePolicies by the runtime
+// ids their entries name (selection.PolicyRuntimeIDs): the AgentHarness
+// validator asks whether any policy names a harness id, and with a thousand
+// policies listing, sorting and reading every one of them on each harness
+// create was its largest cost (docs/benchmarks/admission.md).
+const policyRuntimeIDField = "webhook.harness.openclaw.dev/runtimeId"
+
+// policyRuntimeIDs is the index function of policyRuntimeIDField.
+func policyRuntimeIDs(obj client.Object) []string {
+	p, ok := obj.(*v1alpha1.RuntimePolicy)
+	if !ok {
+		return nil
+	}
+	return selection.PolicyRuntimeIDs(p)
+}
+
+// indexPolicyRuntimeIDs adds policyRuntimeIDField to the cache behind the readers.
+func indexPolicyRuntimeIDs(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.RuntimePolicy{}, policyRuntimeIDField, policyRuntimeIDs); err != nil {
+		return fmt.Errorf("index RuntimePolicies by runtime id: %w", err)
+	}
+	return nil
+}
+
+// policiesNaming returns the RuntimePolicies with an entry for runtime id:
+// the cache's (through policyRuntimeIDField) with what this server admitted
+// on top. The objects are shared with the cache: read only.
+func (r readers) policiesNaming(ctx context.Context, id string) ([]*v1alpha1.RuntimePolicy, error) {
+	var list v1alpha1.RuntimePolicyList
+	if err := r.cached.List(ctx, &list, client.MatchingFields{policyRuntimeIDField: id}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list RuntimePolicies naming runtime %q: %w", id, err)
+	}
+	// An admitted policy the cache does not show yet may name id, and an
+	// admitted update may have dropped it.
+	return slices.DeleteFunc(r.policies.merge(snapshot.Pointers(list.Items)), func(p *v1alpha1.RuntimePolicy) bool {
+		return !slices.Contains(selection.PolicyRuntimeIDs(p), id)
+	}), nil
 }
 
 // harnessesWithID returns the AgentHarnesses that declare id, ordered by

@@ -52,6 +52,9 @@ func Setup(mgr ctrl.Manager, o InstallOptions) error {
 	if err := indexHarnessIDs(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if err := indexPolicyRuntimeIDs(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	c := newReaders(mgr.GetClient(), mgr.GetAPIReader())
 	if err := c.follow(context.Background(), mgr.GetCache()); err != nil {
 		return err
