@@ -96,6 +96,9 @@ var scaleSizes = []int{1000, 5000, 10000}
 //     to 1,000 sessions, 8 in flight; fanout-merge-apiserver-cpu-ratio: the
 //     same write as a JSON merge patch (plain-merge-apiserver-cpu-ms) ÷ the
 //     apply;
+//   - change100-reconciles-per-affected: the manager's AgentSession
+//     reconciles during the 100 % change, per session
+//     (controller_runtime_reconcile_total);
 //   - manager-ready-rss-MiB: the manager's VmRSS once all are Ready and
 //     settled; manager-rss-MiB, manager-peak-MiB (VmRSS, VmHWM) and
 //     dispatcher-rss-MiB at the end, after the changes.
@@ -172,10 +175,15 @@ func runScale(b *testing.B, n int) scalePoint {
 	p.WritesAtRestPerSession = float64(atRest) / float64(n)
 
 	procs := map[string][]int{"apiserver+etcd": pids, "manager": {o.Manager.Pid()}, "dispatcher": {o.Dispatcher.Pid()}, "benchmark": {os.Getpid()}}
+	reconcilesBefore, err := sessionReconciles(ctx, o.ManagerMetrics)
+	fail("read the manager's reconciles", err)
 	ch100, err := measureChange(ctx, c, w, procs, "scale-all", func(pol *v1alpha1.RuntimePolicy) {
 		pol.Spec.Providers[0].Runtime = "openclaw"
 	}, all, n, "openclaw")
 	fail("the 100 % change", err)
+	reconcilesAfter, err := sessionReconciles(ctx, o.ManagerMetrics)
+	fail("read the manager's reconciles", err)
+	p.Change100ReconcilesPerSession = (reconcilesAfter - reconcilesBefore) / float64(n)
 	events, err := countEvents(ctx, c, "PolicyRuntimeChanged")
 	fail("count Events", err)
 	p.EventsPerAffectedSession = float64(events) / float64(n)

@@ -3,9 +3,15 @@ package scale
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -160,4 +166,40 @@ func writeManagerPart(ctx context.Context, c client.Client, key types.Namespaced
 	u.SetName(key.Name)
 	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(conditions.FieldManager("manager")), client.ForceOwnership)
+}
+
+// sessionReconciles is the manager's count of AgentSession reconciles
+// (controller-runtime's controller_runtime_reconcile_total of the
+// agentsession controller, every result).
+func sessionReconciles(ctx context.Context, metricsURL string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET the manager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	dec := expfmt.NewDecoder(resp.Body, expfmt.NewFormat(expfmt.TypeProtoDelim))
+	sum := 0.0
+	for {
+		var family dto.MetricFamily
+		if err := dec.Decode(&family); errors.Is(err, io.EOF) {
+			return sum, nil
+		} else if err != nil {
+			return 0, fmt.Errorf("decode the manager's metrics: %w", err)
+		}
+		if family.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "agentsession" {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
 }

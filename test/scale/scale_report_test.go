@@ -56,6 +56,9 @@ type scalePoint struct {
 	// "manager", "dispatcher", "benchmark") from the 100 % change's update
 	// until its writes settled: where the fan-out's time goes.
 	Change100CPUSeconds map[string]float64 `json:"change100CPUSeconds"`
+	// Change100ReconcilesPerSession: the manager's AgentSession
+	// reconciles during the 100 % change ÷ the sessions.
+	Change100ReconcilesPerSession float64 `json:"change100ReconcilesPerSession"`
 	// PlainApplyCPUMs, PlainMergeCPUMs: the API server's CPU per write of
 	// a session's manager part (policy, observedGeneration, two
 	// conditions) made by the benchmark, by server-side apply under the
@@ -113,6 +116,7 @@ func (p scalePoint) report(b *testing.B) {
 		{p.EventsPerAffectedSession, "events-per-affected"},
 		{p.Change100CPUSeconds["apiserver+etcd"], "change100-apiserver-cpu-s"}, {p.Change100CPUSeconds["manager"], "change100-manager-cpu-s"},
 		{p.Change100CPUSeconds["dispatcher"], "change100-dispatcher-cpu-s"}, {p.Change100CPUSeconds["benchmark"], "change100-benchmark-cpu-s"},
+		{p.Change100ReconcilesPerSession, "change100-reconciles-per-affected"},
 		{p.PlainApplyCPUMs, "plain-apply-apiserver-cpu-ms"}, {p.PlainMergeCPUMs, "plain-merge-apiserver-cpu-ms"},
 		{p.perAffected("apiserver+etcd") / p.PlainApplyCPUMs, "fanout-apiserver-cpu-ratio"},
 		{p.perAffected("manager") / p.PlainApplyCPUMs, "fanout-operator-cpu-ratio"},
