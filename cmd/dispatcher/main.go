@@ -129,6 +129,7 @@ type options struct {
 	metricsAddr      string
 	insecureMetrics  bool // --metrics-insecure
 	shutdownGrace    time.Duration
+	activeTurnDelay  time.Duration
 	gcInterval       time.Duration
 	sweepInterval    time.Duration
 	tls              tlsOptions
@@ -156,6 +157,7 @@ func main() {
 	opts.externalDial.Bind(flag.CommandLine)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher); with --require-token-audience the only one accepted.")
 	bindLimitFlags(flag.CommandLine, &opts.limits)
+	bindActiveTurnFlag(flag.CommandLine, &opts.activeTurnDelay)
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
 	flag.DurationVar(&opts.sweepInterval, "sweep-interval", defaultSweepInterval, "With --store=postgres: how often every replica ends the turns of replicas that died (their session lease expired); such a turn ends within the lease's 30 s plus this.")
 	flag.DurationVar(&opts.gcInterval, "gc-interval", engine.DefaultGCInterval, "How often the leader removes the journal state and app-server threads and working directories of AgentSessions that no longer exist (a finalizer removed by hand); also once at start.")
@@ -212,6 +214,10 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	}
 	if opts.sweepInterval <= 0 {
 		return fmt.Errorf("--sweep-interval must be positive, got %s", opts.sweepInterval)
+	}
+	activeDelay, err := activeTurnDelay(opts.activeTurnDelay)
+	if err != nil {
+		return err
 	}
 	if err := opts.retention.validate(); err != nil {
 		return err
@@ -304,7 +310,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return err
 	}
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
-		ExternalDial: externalDial, SharedStore: st.shared})
+		ExternalDial: externalDial, SharedStore: st.shared, ActiveTurnDelay: activeDelay})
 	defer eng.Close()
 	if err := (&sessionfinalizer.Reconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err

@@ -44,9 +44,12 @@
 //     connection — built by prepare (decide: selection and the checks that
 //     need no server; place: server choice, artifact check, token, dial).
 //     Immutable once built.
-//   - runningTurn (run.go, drive.go, relay.go): one journaled turn while it
-//     runs — its journal writes, its native turn (start, reattach), its
-//     status writes. Only its own goroutine touches it.
+//   - runningTurn (run.go, drive.go, relay.go, activeturn.go): one
+//     journaled turn while it runs — its journal writes, its native turn
+//     (start, reattach), its status writes. Only its own goroutine touches
+//     it, but for the delayed activeTurn write (a timer's goroutine, which
+//     the turn waits for before its end status) and its lease state
+//     (atomics the renewing goroutine updates).
 //   - GarbageCollector (gc.go): no state.
 //
 // Other files: start.go (Start, Turn, Follow), capacity.go (a session's
@@ -73,8 +76,17 @@
 //   - Every status write applies the dispatcher's whole part of the status
 //     (agentHarnessId, lastSelection, nativeBinding, activeTurn, lastTurn,
 //     counters): with server-side apply an omitted field this manager owned
-//     is removed, which is how activeTurn is cleared. The turn's status is
-//     written before its run ends, so a client that saw the end finds it.
+//     is removed, which is how activeTurn is cleared. The turn's `result`
+//     or `error` is journaled first, then its status is written, then its
+//     run ends: the client has the outcome at once, and one that saw the
+//     run's end finds the status. A failed status write is retried while
+//     the turn holds the session's lease (activeturn.go).
+//   - status.activeTurn is written only for a turn still running
+//     Options.ActiveTurnDelay after it started: a shorter turn makes one
+//     status write. A turn inside the delay is not seen by the webhook's
+//     mid-turn rule nor by a restarted dispatcher's activeTurn cleanup;
+//     Recover records it from the store (an unmarked run), and the
+//     session's next turn interrupts its native turn if it still runs.
 //   - A server that stays unreachable for Options.ReattachTimeout after its
 //     connection dropped mid-turn ends the turn with HarnessUnavailable
 //     (retryable: the next turn resumes the thread once the server is back),

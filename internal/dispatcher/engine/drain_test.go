@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store/journal"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
@@ -44,7 +45,15 @@ var _ = Describe("Shutting down with a host tool call waiting for its client", f
 			}
 		}
 		Expect(call.CallID).NotTo(BeEmpty(), "the run ended before its tool call")
-		native := getSession(ns, "drained").Status.ActiveTurn.Native
+		// activeTurn shows the turn once it has run for the engine's
+		// activeTurn delay.
+		var native *v1alpha1.NativeTurn
+		Eventually(func() *v1alpha1.NativeTurn {
+			if a := getSession(ns, "drained").Status.ActiveTurn; a != nil {
+				native = a.Native
+			}
+			return native
+		}).ShouldNot(BeNil())
 
 		// The grace is over at once: nobody answers the tool call.
 		over, cancel := context.WithCancel(ctx)

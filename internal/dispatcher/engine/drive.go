@@ -45,7 +45,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 	if t.e.live.started(t.live, nt) {
 		nt.Interrupt()
 	}
-	t.markActive()
+	t.scheduleActive()
 	reattached := false
 	for {
 		if err == nil {

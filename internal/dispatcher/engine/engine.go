@@ -72,6 +72,11 @@ type Options struct {
 	// LeaseTTL is how long a session's lease lasts without renewal
 	// (DefaultLeaseTTL); a running turn renews it every third of it.
 	LeaseTTL time.Duration
+	// ActiveTurnDelay is how long a turn runs before status.activeTurn is
+	// written (DefaultActiveTurnDelay; ActiveTurnImmediately writes it as
+	// soon as the native turn started). A shorter turn makes one status
+	// write, at its end (activeturn.go).
+	ActiveTurnDelay time.Duration
 	// SharedStore says other dispatchers share the store (PostgreSQL): an
 	// answer for a turn this engine does not run is forwarded through the
 	// run's inbox (inbox.go). Alone on its store, an engine runs every turn

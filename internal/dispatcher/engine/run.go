@@ -41,15 +41,20 @@ type runningTurn struct {
 	writeErr      error       // the journal refused an event: the turn fails
 
 	toolsFingerprint string // the binding's hostToolsFingerprint once the turn has its thread (input)
+
+	active     *activeMark // the pending activeTurn write; nil until the native turn started
+	leaseState turnLease   // the session lease as the renewing goroutine last saw it
 }
 
 func (e *Engine) newTurn(lease store.Lease, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, run store.Run) *runningTurn {
-	return &runningTurn{
+	t := &runningTurn{
 		e: e, session: lease.Session, lease: lease, sess: sess, req: req, p: p, run: run,
 		live:    e.live.add(lease.Session, req.RunID),
 		labels:  labelsOf(sess.Namespace, p.decision),
 		started: metav1.Now(),
 	}
+	t.leaseState.renewed(lease.Expires)
+	return t
 }
 
 // execute runs the turn to its end on the engine's context, renewing the
@@ -105,17 +110,6 @@ func (t *runningTurn) deadline() time.Time {
 	return t.started.Add(timeout)
 }
 
-// markActive applies status.activeTurn once the native turn started, with
-// where it runs, so a dispatcher that restarts can interrupt it.
-func (t *runningTurn) markActive() {
-	st := t.e.current(t.sess)
-	st.LastSelection = lastSelection(t.p.decision, t.req.RunID)
-	st.ActiveTurn = &v1alpha1.ActiveTurn{RunID: t.req.RunID, StartedAt: t.started, Deadline: metav1.NewTime(t.deadline()),
-		Native: &v1alpha1.NativeTurn{ThreadID: t.native.ThreadID(), TurnID: t.native.ID(), Pod: t.p.server.Name,
-			HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name}}
-	t.applyStatus(st, "apply activeTurn failed")
-}
-
 // input is the adapter's view of the turn.
 func (t *runningTurn) input() adapter.TurnInput {
 	_, model := selection.SplitModel("", t.sess.Spec.Model)
@@ -151,10 +145,15 @@ func (t *runningTurn) input() adapter.TurnInput {
 	return in
 }
 
-// finish records the turn's end: the metrics, the dispatcher's part of the
-// status (pin, lastSelection, nativeBinding, lastTurn, counters, activeTurn
-// cleared), the `result` or `error` event, the run's end and the
-// transcript's fsync.
+// finish records the turn's end: the metrics, the `result` or `error`
+// event, the dispatcher's part of the status (pin, lastSelection,
+// nativeBinding, lastTurn, counters, activeTurn cleared), the run's end and
+// the transcript's fsync. The event comes first, so the client has the
+// outcome without waiting for the API server; the stream ends only with the
+// run, after the status landed, so a client that reads the session after
+// the stream's end finds the turn recorded there. The session's lease is
+// held until then (execute releases it): the finalizer and a same-named
+// successor wait for the status.
 func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	finished := metav1.Now()
 	if terr == nil {
@@ -164,10 +163,6 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 		terr = authFailure(res, t.p.harness)
 	}
 	recordFinished(t.labels, res, terr, finished.Sub(t.started.Time))
-	// The status first: a client that reads the session after the run's
-	// end finds the turn recorded there.
-	t.applyStatus(t.endStatus(res, terr, finished), "apply turn status failed")
-	t.settlePlace()
 	state, payload, typ := store.StateFinished, t.resultPayload(res), wire.EventResult
 	if terr != nil {
 		// The journaled error is what gateways read (the stream, GET
@@ -181,6 +176,9 @@ func (t *runningTurn) finish(res *wire.TurnResult, terr *wire.Error) {
 	if err := t.emit(typ, payload); err != nil {
 		t.e.log.Error(err, "journal append failed", "session", t.session, "runId", t.req.RunID, "event", typ)
 	}
+	t.cancelActive()
+	t.writeStatus(t.endStatus(res, terr, finished), "apply turn status", nil)
+	t.settlePlace()
 	if err := t.run.Finish(state, payload); err != nil {
 		t.e.log.Error(err, "journal finish failed", "session", t.session, "runId", t.req.RunID)
 	}
@@ -268,16 +266,6 @@ func threadState(prev *v1alpha1.NativeBinding, thread string, result bool) v1alp
 	return v1alpha1.ThreadProvisional
 }
 
-// applyStatus writes the status on a context of its own: a turn's status
-// must not be lost to a shutdown that ended the turn.
-func (t *runningTurn) applyStatus(st *dispatcherStatus, failure string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.e.ctx), statusWriteTimeout)
-	defer cancel()
-	if err := t.e.apply(ctx, t.sess, st); err != nil {
-		t.e.log.Error(err, failure, "session", t.session, "runId", t.req.RunID)
-	}
-}
-
 // renewLease renews the session's lease every third of its TTL until the
 // returned stop is called. A renewal that is refused (another dispatcher took
 // the session over) interrupts the native turn: its writes are fenced from
@@ -298,12 +286,14 @@ func (t *runningTurn) renewLease() (stop func()) {
 			lease, err := t.e.store.Renew(ctx, t.lease, t.e.opts.LeaseTTL)
 			if err != nil {
 				if ctx.Err() == nil {
+					t.leaseState.lost.Store(true)
 					t.e.log.Error(err, "the session lease was not renewed; interrupting the turn", "session", t.session, "runId", t.req.RunID)
 					t.e.live.interrupt(t.session, func(r *liveRun) bool { return r == t.live })
 				}
 				return
 			}
 			t.lease = lease // only this goroutine writes it until stop returns
+			t.leaseState.renewed(lease.Expires)
 		}
 	}()
 	return func() {
