@@ -172,7 +172,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		// Several managers run in one test process; names stay unique per manager.
 		Controller: config.Controller{SkipNameValidation: ptr.To(opts.skipNameValidation)},
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
-			Host: opts.webhook.host, Port: opts.webhook.port, CertDir: opts.webhook.certs.CertDir, TLSOpts: tlsOpts,
+			Host: opts.webhook.host, Port: opts.webhook.port, CertDir: opts.webhook.certs.CertDir,
+			TLSOpts: append(slices.Clip(tlsOpts), webhook.CountTLSHandshakes),
 		}),
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
