@@ -153,6 +153,19 @@ func TestSelectAllocationsDoNotGrowWithNonMatchingHarnesses(t *testing.T) {
 	}
 }
 
+// TestSelectAllocatesAtMostEightTimesPerDecision: BenchmarkSelect's turn (64
+// harnesses, a retry set of three routes, a tool policy) allocates what its
+// decision holds — the candidates, one block for the small parts — and what
+// the tool-policy evaluation allocates; the working memory is reused
+// (enginePool). The selection goal is at most 8 (docs/benchmarks/selection.md).
+// Allocation counts are deterministic; this is not a timing assertion.
+func TestSelectAllocatesAtMostEightTimesPerDecision(t *testing.T) {
+	s, a := benchSnapshot(64)
+	if allocs := testing.AllocsPerRun(20, func() { Select(s, a) }); allocs > 8 {
+		t.Errorf("Select allocates %v times per call, want at most 8", allocs)
+	}
+}
+
 func supported(d wire.Decision) int {
 	k := 0
 	for _, c := range d.Candidates {

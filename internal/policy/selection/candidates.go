@@ -16,23 +16,36 @@ import (
 
 // evaluate lists every visible harness as a candidate and decides each route
 // for the mode. target is the requested harness (explicit, pin); in implicit
-// mode it is looked up as `codex`.
-func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
+// mode it is looked up as `codex`. Without list, it only decides the routes
+// and returns no candidates. The outcomes are the engine's scratch: they are
+// read before evaluate runs again.
+func (e *engine) evaluate(mode, target int, list bool) ([]wire.Candidate, []outcome) {
 	if mode == modeImplicit {
 		target = e.lookup(string(v1alpha1.RuntimeCodex))
 	}
 	nr := len(e.routes)
-	rs := make([]routeScratch, nr)
+	rs := resized(e.scratch.rs, nr)
+	e.scratch.rs = rs
 	for i := range rs {
-		rs[i].best = -1
+		rs[i] = routeScratch{best: -1}
 	}
 	targetAdmitted := false
 
-	cands := make([]wire.Candidate, len(e.order))
+	var cands []wire.Candidate
+	var unlisted wire.Candidate
+	if list {
+		cands = make([]wire.Candidate, len(e.order))
+	}
+	routes, views := e.routes, e.views
 	for k, key := range e.order {
 		hi := int(key)
-		v := &e.views[hi]
-		c := &cands[k]
+		v := &views[hi]
+		c := &unlisted
+		if list {
+			c = &cands[k]
+		} else {
+			unlisted = wire.Candidate{}
+		}
 		// Field by field into the zeroed slice: assigning a whole struct
 		// literal moves all of its pointers again.
 		c.HarnessID, c.HarnessRef, c.Label, c.Priority = v.id, v.ref(), v.label(), v.priority
@@ -65,8 +78,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		c.Supported = true
 		allFallback := true
 		byProvider := v.supportsProvider(e.supportProvider)
-		for ri := range e.routes {
-			if e.routes[ri].same >= 0 {
+		for ri := range routes {
+			r := &routes[ri]
+			if r.same >= 0 {
 				// Answered as its earlier twin, which came first: it adds
 				// no refusal and no fallback (best and target are copied
 				// below).
@@ -74,9 +88,9 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 			}
 			res := byProvider
 			if res.ok() {
-				res = v.supportsRoute(e.supportProvider, &e.routes[ri], hi)
+				res = v.supportsRoute(e.supportProvider, r, hi)
 			}
-			if res.ok() && mode == modeAuto && e.routes[ri].mp == nil && !v.claimsWithoutFacts(e.supportProvider) {
+			if res.ok() && mode == modeAuto && r.mp == nil && !v.claimsWithoutFacts(e.supportProvider) {
 				res = support{why: refusalRouteIndeterminate}
 			}
 			if hi == target {
@@ -90,7 +104,7 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 				continue
 			}
 			if c.Supported {
-				c.Supported, c.Reason = false, e.routes[ri].reason(res.why, nr > 1)
+				c.Supported, c.Reason = false, r.reason(res.why, nr > 1)
 			}
 			allFallback = allFallback && res.fallback
 		}
@@ -107,10 +121,11 @@ func (e *engine) evaluate(mode, target int) ([]wire.Candidate, []outcome) {
 		}
 	}
 
-	outs := make([]outcome, nr)
+	outs := resized(e.scratch.outs, nr)
+	e.scratch.outs = outs
 	for ri := range e.routes {
 		o := &outs[ri]
-		o.harness = -1
+		*o = outcome{harness: -1}
 		switch mode {
 		case modeAuto:
 			if o.harness = rs[ri].best; o.harness >= 0 {
@@ -216,22 +231,36 @@ func unavailableMessage(id, condType string, c *metav1.Condition) string {
 }
 
 // toolVerdict applies the tool-policy restriction rule with the harness's
-// declarations (docs/design/contract-rules.md, rule 6).
+// declarations (docs/design/contract-rules.md, rule 6). Its input is built in
+// the engine's scratch: Evaluate keeps none of it.
 func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 	a := e.a
 	in := toolpolicy.Input{
 		ToolsAllow:     a.ToolsAllow,
 		DisableTools:   a.DisableTools,
 		HostRestricted: a.PluginHarnessToolPolicyRestricted,
-		NativeTools:    toolIDs(v.nativeTools()),
 	}
+	names := e.scratch.toolNames[:0]
+	native := v.nativeTools()
+	names = appendToolIDs(names, native)
+	var safe []v1alpha1.ToolID
 	if v.h.Spec.ConversationToolPolicySupport == v1alpha1.ToolPolicySupportExact {
 		in.Support = toolpolicy.SupportExact
-		in.SafeDenyTools = toolIDs(v.h.Spec.ConversationToolPolicySafeDenyTools)
+		safe = v.h.Spec.ConversationToolPolicySafeDenyTools
+		names = appendToolIDs(names, safe)
+	}
+	e.scratch.toolNames = names
+	// An empty declaration stays nil, as Evaluate was always given.
+	if len(native) > 0 {
+		in.NativeTools = names[:len(native):len(native)]
+	}
+	if len(safe) > 0 {
+		in.SafeDenyTools = names[len(native):]
 	}
 	if tp := a.ToolPolicy; tp != nil {
 		in.Profile, in.AlsoAllow = tp.Profile, tp.AlsoAllow
-		in.Layers = make([]toolpolicy.Layer, len(tp.Layers))
+		in.Layers = resized(e.scratch.layers, len(tp.Layers))
+		e.scratch.layers = in.Layers
 		for i, l := range tp.Layers {
 			in.Layers[i] = toolpolicy.Layer{Name: l.Name, Allow: l.Allow, Deny: l.Deny}
 		}
@@ -239,13 +268,9 @@ func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 	return toolpolicy.Evaluate(in)
 }
 
-func toolIDs(ids []v1alpha1.ToolID) []string {
-	if len(ids) == 0 {
-		return nil
+func appendToolIDs(dst []string, ids []v1alpha1.ToolID) []string {
+	for _, id := range ids {
+		dst = append(dst, string(id))
 	}
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = string(id)
-	}
-	return out
+	return dst
 }

@@ -184,6 +184,12 @@ func runtimeSourceOf(src v1alpha1.PolicySource) v1alpha1.RuntimeSource {
 // prefixed entry's provider. ResolvePolicy is pure and does not modify
 // policies.
 func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyResolution {
+	return resolvePolicy(policies, key, nil)
+}
+
+// resolvePolicy is ResolvePolicy; storage, when not nil, returns the slice
+// (empty, with capacity n) that MatchedPolicies lists n names in.
+func resolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey, storage func(n int) []string) PolicyResolution {
 	modelScoped := key.Model != ""
 	if key.Provider == "" {
 		if key.Model != "" && ambiguousModel(policies, key) {
@@ -197,7 +203,10 @@ func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyReso
 	winnerLevel, winnerRuntime, denyRuntime := levelNone, "", ""
 	winnerProvider, denyProvider := "", ""
 	denyLevel := levelNone
-	matched := 0
+	// The matching policies' indices, so that listing them does not match
+	// every policy a second time; a namespace is usually selected by few.
+	var matchedBuf [16]int32
+	matched := matchedBuf[:0]
 	for i, p := range policies {
 		if p == nil {
 			continue
@@ -206,7 +215,7 @@ func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyReso
 		if level == levelNone {
 			continue
 		}
-		matched++
+		matched = append(matched, int32(i))
 		if level < winnerLevel || (level == winnerLevel && older(p, policies[winner])) {
 			winner, winnerLevel, winnerRuntime, winnerProvider = i, level, rt, provider
 		}
@@ -215,7 +224,7 @@ func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyReso
 		}
 	}
 	res := PolicyResolution{Runtime: string(v1alpha1.RuntimeAuto), Source: v1alpha1.PolicySourceDefault}
-	if matched == 0 {
+	if len(matched) == 0 {
 		return res
 	}
 	if deny >= 0 {
@@ -229,19 +238,17 @@ func ResolvePolicy(policies []*v1alpha1.RuntimePolicy, key PolicyKey) PolicyReso
 		res.Provider = winnerProvider
 	}
 
-	others := make([]*v1alpha1.RuntimePolicy, 0, matched-1)
-	for i, p := range policies {
-		if p != nil && i != winner {
-			if level, _, _ := bestEntry(p, key, modelScoped); level != levelNone {
-				others = append(others, p)
-			}
-		}
+	// The deciding policy first, then the others oldest first.
+	others := slices.DeleteFunc(matched, func(i int32) bool { return int(i) == winner })
+	slices.SortFunc(others, func(a, b int32) int { return comparePolicyAge(policies[a], policies[b]) })
+	if storage != nil {
+		res.MatchedPolicies = storage(len(others) + 1)
+	} else {
+		res.MatchedPolicies = make([]string, 0, len(others)+1)
 	}
-	slices.SortFunc(others, comparePolicyAge)
-	res.MatchedPolicies = make([]string, 0, matched)
 	res.MatchedPolicies = append(res.MatchedPolicies, res.Policy)
-	for _, p := range others {
-		res.MatchedPolicies = append(res.MatchedPolicies, p.Name)
+	for _, i := range others {
+		res.MatchedPolicies = append(res.MatchedPolicies, policies[i].Name)
 	}
 	return res
 }

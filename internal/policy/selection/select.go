@@ -3,12 +3,13 @@ package selection
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/policy/toolpolicy"
 )
 
 // Snapshot is everything Select reads besides the attempt. The caller filters:
@@ -37,7 +38,10 @@ type Snapshot struct {
 // comparing its id with every compatible id; authMode is the prepared auth
 // mode trimmed and lowercased.
 type route struct {
-	name     string
+	name string
+	// index is the route's row in routeNames and namedReasons: 0 for
+	// modelProvider, i+1 for modelProviders[i].
+	index    int
 	mp       *wire.ModelProvider
 	listed   []int32
 	authMode string
@@ -45,18 +49,50 @@ type route struct {
 	// (sameSupportFacts), whose answer every harness repeats here, or -1: a
 	// retry set often differs only in base URLs.
 	same int
-	// named are the candidate reasons that name this route, built on first use
-	// (see reason).
-	named [refusalCount]string
+	// named are the reasons that name a route beyond namedReasons, built on
+	// first use.
+	named *[refusalCount]string
 }
 
+// namedRoutes is how many routes have their names and named reasons
+// prepared once for every call (routeNames, namedReasons): retry sets are
+// short, and naming a route per call would allocate.
+const namedRoutes = 17
+
+// routeNames are the names of the first routes: modelProvider, then
+// modelProviders[0] and on.
+var routeNames = func() (names [namedRoutes]string) {
+	names[0] = "modelProvider"
+	for i := 1; i < namedRoutes; i++ {
+		names[i] = "modelProviders[" + strconv.Itoa(i-1) + "]"
+	}
+	return names
+}()
+
+// namedReasons are the candidate reasons that name one of the first routes
+// ("modelProviders[1]: …"), by route index and refusal.
+var namedReasons = func() (reasons [namedRoutes][refusalCount]string) {
+	for i := range reasons {
+		for why := refusalNone + 1; why < refusalCount; why++ {
+			reasons[i][why] = routeNames[i] + ": " + refusalText[why]
+		}
+	}
+	return reasons
+}()
+
 // reason is a candidate's reason for a refusal on this route; with several
-// routes it names the route. The named text is built once per route and
-// refusal, so an unsupported candidate allocates nothing: a namespace that
-// sees many harnesses that cannot run a turn does not pay for each of them.
+// routes it names the route. The named text is built once, not once per
+// candidate: a namespace that sees many harnesses that cannot run a turn
+// does not pay for each of them.
 func (r *route) reason(why refusal, several bool) string {
 	if !several {
 		return refusalText[why]
+	}
+	if r.index < namedRoutes {
+		return namedReasons[r.index][why]
+	}
+	if r.named == nil {
+		r.named = new([refusalCount]string)
 	}
 	if r.named[why] == "" {
 		r.named[why] = r.name + ": " + refusalText[why]
@@ -83,7 +119,7 @@ type outcome struct {
 
 type engine struct {
 	a        *wire.Attempt
-	snap     *Snapshot
+	snap     Snapshot
 	agentID  string
 	provider string
 	// supportProvider is the provider harnesses are asked about: the
@@ -108,11 +144,70 @@ type engine struct {
 	// the order of the candidates.
 	order  []int64
 	routes []route
+	// parts are the decision's small parts, allocated on first use.
+	parts *decisionParts
+
+	scratch
+}
+
+// scratch is the memory an engine works in and the decision never
+// references. It is kept between calls (enginePool): allocating it for
+// every turn cost more than the work done in it, most of it in the garbage
+// collector.
+type scratch struct {
+	views  []hview
+	order  []int64
+	routes []route
+	// listed backs the routes' listed views.
+	listed []int32
+	// rs and outs are evaluate's per-route results.
+	rs   []routeScratch
+	outs []outcome
+	// toolNames and layers are the tool-policy input (toolVerdict).
+	toolNames []string
+	layers    []toolpolicy.Layer
+}
+
+// maxPooledViews bounds the scratch an engine keeps: one call with an
+// unusual number of harnesses does not keep its memory for good.
+const maxPooledViews = 1024
+
+// enginePool holds engines with their scratch between calls. Only the
+// scratch's capacity survives a call (release clears everything else), so
+// no call sees another's data.
+var enginePool = sync.Pool{New: func() any { return new(engine) }}
+
+// decisionParts are the small parts of one decision, allocated together:
+// each would otherwise be an allocation of its own on every turn.
+type decisionParts struct {
+	harnessRef wire.HarnessRef
+	toolPolicy wire.ToolPolicyDecision
+	// routes back Decision.Routes for a retry set of up to three routes.
+	routes [3]wire.RouteDecision
+	// matched backs Decision.MatchedPolicies for up to two policies.
+	matched [2]string
+}
+
+// matchedStorage is where resolvePolicy lists n matched policies' names.
+func (e *engine) matchedStorage(n int) []string {
+	if p := e.getParts(); n <= len(p.matched) {
+		return p.matched[:0:n]
+	}
+	return make([]string, 0, n)
+}
+
+// getParts returns the decision's parts, allocating them on first use.
+func (e *engine) getParts() *decisionParts {
+	if e.parts == nil {
+		e.parts = new(decisionParts)
+	}
+	return e.parts
 }
 
 // Select decides which runtime runs an attempt (docs/design/contract-rules.md).
-// It is pure: no I/O, no clock, and it modifies neither its inputs nor package
-// state. A non-nil Session is checked first with ValidateAgainstSession; a
+// It is pure: no I/O, no clock, it modifies none of its inputs, and its
+// result depends only on them (it reuses scratch memory between calls, never
+// data). A non-nil Session is checked first with ValidateAgainstSession; a
 // mismatch is returned as a Decision with a SessionMismatch error and nothing
 // else. A nil attempt is an empty one.
 func Select(s Snapshot, a *wire.Attempt) wire.Decision {
@@ -124,9 +219,37 @@ func Select(s Snapshot, a *wire.Attempt) wire.Decision {
 			return wire.Decision{Error: err}
 		}
 	}
-	e := engine{a: a, snap: &s}
+	e := enginePool.Get().(*engine)
+	e.a, e.snap = a, s
 	e.facts()
-	return e.decide()
+	d := e.decide()
+	e.release()
+	return d
+}
+
+// release clears the engine, keeping only its scratch, and returns it to
+// enginePool. Nothing the decision holds is in the scratch, and the next call
+// writes every element of the scratch it reads. The scratch still refers to
+// this call's harnesses and strings until it is reused or the pool drops it
+// (at the latest after two garbage collections): clearing it would cost more
+// than the rest of the release.
+func (e *engine) release() {
+	sc := e.scratch
+	*e = engine{}
+	if cap(sc.views) > maxPooledViews || cap(sc.toolNames) > maxPooledViews {
+		return
+	}
+	e.scratch = sc
+	enginePool.Put(e)
+}
+
+// resized returns s with length n, reusing its memory when it is large
+// enough; the caller initializes every element it reads.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
 }
 
 // facts reads identity, model, pin and override from the session, or from the
@@ -183,7 +306,8 @@ func (e *engine) facts() {
 			n++
 		}
 	}
-	e.views = make([]hview, n)
+	e.views = resized(e.scratch.views, n)
+	e.scratch.views = e.views
 	n = 0
 	for _, h := range e.snap.Harnesses {
 		if h != nil {
@@ -191,34 +315,30 @@ func (e *engine) facts() {
 			n++
 		}
 	}
-	slices.SortFunc(e.views, func(a, b hview) int { return compareViews(&a, &b) })
-	// Priority (highest first), then id order, packed into one integer per
-	// view: ^priority in the high half (a higher priority is a smaller key),
-	// the view index in the low half. The index makes keys unique, so sorting
-	// them gives the order a stable sort by priority would; the priority is
-	// then masked off, leaving the index.
-	e.order = make([]int64, n)
-	for i := range e.views {
-		if i > 0 {
-			e.views[i].shadowed = e.views[i].id == e.views[i-1].id
-		}
-		e.order[i] = int64(^e.views[i].priority)<<32 | int64(i)
+	// A snapshot kept between turns may already be in this order
+	// (SortHarnesses); checking costs one comparison of integers per view.
+	if !viewsSorted(e.views) {
+		slices.SortFunc(e.views, compareViews)
 	}
-	slices.Sort(e.order)
-	for k := range e.order {
-		e.order[k] &= 1<<32 - 1
+	for i := 1; i < n; i++ {
+		v, prev := &e.views[i], &e.views[i-1]
+		v.shadowed = v.idPrefix == prev.idPrefix && v.id == prev.id
 	}
+	e.order = resized(e.scratch.order, n)
+	e.scratch.order = e.order
+	e.orderByPriority()
 
-	e.routes = make([]route, 0, 1+len(a.ModelProviders))
+	e.routes = e.scratch.routes[:0]
+	e.scratch.listed = e.scratch.listed[:0]
 	if a.ModelProvider != nil {
-		e.routes = append(e.routes, e.newRoute("modelProvider", a.ModelProvider))
+		e.routes = append(e.routes, e.newRoute(0, a.ModelProvider))
 	}
 	for i := range a.ModelProviders {
 		mp := &a.ModelProviders[i]
 		if a.ModelProvider != nil && sameRoute(a.ModelProvider, mp) {
 			continue // the selected route repeated in its retry set
 		}
-		e.routes = append(e.routes, e.newRoute("modelProviders["+strconv.Itoa(i)+"]", mp))
+		e.routes = append(e.routes, e.newRoute(i+1, mp))
 	}
 	if len(e.routes) == 0 {
 		e.pending = true
@@ -227,11 +347,80 @@ func (e *engine) facts() {
 			e.pinUse.Use = wire.PinUnchecked
 		}
 	}
+	e.scratch.routes = e.routes
 }
 
-// newRoute prepares a route; the views must be sorted (it looks harnesses up).
-func (e *engine) newRoute(name string, mp *wire.ModelProvider) route {
-	r := route{name: name, mp: mp, same: -1}
+// viewsSorted reports whether views are in compareViews order, comparing
+// the ids' prefixes where they differ.
+func viewsSorted(views []hview) bool {
+	for i := 1; i < len(views); i++ {
+		a, b := &views[i-1], &views[i]
+		if a.idPrefix < b.idPrefix {
+			continue
+		}
+		if a.idPrefix > b.idPrefix || compareViews(*a, *b) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// countingSortSpan is the widest range of priorities orderByPriority counts
+// out rather than sorts.
+const countingSortSpan = 256
+
+// orderByPriority fills e.order with the view indices by priority, highest
+// first, then id order (the views' order): the order of the candidates.
+func (e *engine) orderByPriority() {
+	views, order := e.views, e.order
+	if len(views) == 0 {
+		return
+	}
+	lo, hi := views[0].priority, views[0].priority
+	for i := range views {
+		lo, hi = min(lo, views[i].priority), max(hi, views[i].priority)
+	}
+	if int64(hi)-int64(lo) < countingSortSpan {
+		// Priorities are usually few and close together (the adapter's
+		// default, a few levels around it): a stable counting sort by
+		// priority keeps the id order within one priority in one pass.
+		var start [countingSortSpan + 1]int32
+		for i := range views {
+			start[int(uint8(hi-views[i].priority))+1]++
+		}
+		for k := 1; k <= int(hi-lo); k++ {
+			start[k] += start[k-1]
+		}
+		for i := range views {
+			k := uint8(hi - views[i].priority)
+			order[start[k]] = int64(i)
+			start[k]++
+		}
+		return
+	}
+	// Priority (highest first), then id order, packed into one integer per
+	// view: ^priority in the high half (a higher priority is a smaller key),
+	// the view index in the low half. The index makes keys unique, so sorting
+	// them gives the order a stable sort by priority would; the priority is
+	// then masked off, leaving the index.
+	for i := range views {
+		order[i] = int64(^views[i].priority)<<32 | int64(i)
+	}
+	slices.Sort(order)
+	for k := range order {
+		order[k] &= 1<<32 - 1
+	}
+}
+
+// newRoute prepares the route at index (route.index); the views must be
+// sorted (it looks harnesses up).
+func (e *engine) newRoute(index int, mp *wire.ModelProvider) route {
+	r := route{index: index, mp: mp, same: -1}
+	if index < namedRoutes {
+		r.name = routeNames[index]
+	} else {
+		r.name = "modelProviders[" + strconv.Itoa(index-1) + "]"
+	}
 	if mp.PreparedAuth != nil {
 		r.authMode = strings.ToLower(strings.TrimSpace(mp.PreparedAuth.Mode))
 	}
@@ -257,13 +446,14 @@ func (e *engine) listedViews(ids []string) []int32 {
 			return e.routes[i].listed
 		}
 	}
-	listed := make([]int32, 0, len(ids))
+	start := len(e.scratch.listed)
 	for _, id := range ids {
 		if i := e.lookup(NormalizeRuntimeID(id)); i >= 0 {
-			listed = append(listed, int32(i))
+			e.scratch.listed = append(e.scratch.listed, int32(i))
 		}
 	}
-	return listed
+	// The full slice expression keeps a later route's indices out of this one.
+	return e.scratch.listed[start:len(e.scratch.listed):len(e.scratch.listed)]
 }
 
 // sameSupportFacts reports whether every harness answers two routes alike:
@@ -282,15 +472,24 @@ func sameSupportFacts(a, b *route) bool {
 // lookup returns the index of the view that counts for a harness id (the
 // oldest of duplicates), or -1.
 func (e *engine) lookup(id string) int {
-	k := sort.Search(len(e.views), func(i int) bool { return e.views[i].id >= id })
-	if k == len(e.views) || e.views[k].id != id {
+	key := prefixKey(id)
+	lo, hi := 0, len(e.views)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if v := &e.views[m]; v.idPrefix < key || (v.idPrefix == key && v.id < id) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(e.views) || e.views[lo].id != id {
 		return -1
 	}
-	return k
+	return lo
 }
 
 func (e *engine) decide() wire.Decision {
-	pol := ResolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model})
+	pol := resolvePolicy(e.snap.Policies, PolicyKey{AgentID: e.agentID, Provider: e.provider, Model: e.model}, e.matchedStorage)
 	d := wire.Decision{MatchedPolicies: pol.MatchedPolicies, Pin: e.pinUse}
 	if pol.Provider != "" {
 		// A `provider/model` or `provider/*` entry matched an unknown
@@ -316,7 +515,7 @@ func (e *engine) decide() wire.Decision {
 	if pol.Enforced {
 		if src, err := e.enforce(pol); err != nil {
 			d.Error, d.RuntimeSource = err, src
-			d.Candidates, _ = e.evaluate(modeList, -1)
+			d.Candidates, _ = e.evaluate(modeList, -1, true)
 			return d
 		}
 	}
@@ -327,21 +526,21 @@ func (e *engine) decide() wire.Decision {
 		return e.finish(d, e.autoMode(), -1)
 	case rt == string(v1alpha1.RuntimeOpenClaw):
 		d.Runtime, d.Reason = rt, wire.ReasonForcedOpenClaw
-		d.Candidates, _ = e.evaluate(modeList, -1)
+		d.Candidates, _ = e.evaluate(modeList, -1, true)
 		return d
 	}
 	if p, ok := CLIBackendProvider(rt); ok && p == e.provider {
 		// A CLI backend alias for the provider passes through to the embedded
 		// runtime, whether or not a harness has that id.
 		d.Runtime, d.Reason, d.CLIBackend = string(v1alpha1.RuntimeOpenClaw), wire.ReasonCLIRuntimePassthroughOpenClaw, rt
-		d.Candidates, _ = e.evaluate(modeList, -1)
+		d.Candidates, _ = e.evaluate(modeList, -1, true)
 		return d
 	}
 	target := e.lookup(rt)
 	if target < 0 {
 		d.HarnessID = rt
 		d.Error = wire.Errorf(wire.CodeHarnessNotRegistered, "", "Requested agent harness %q is not registered.", rt)
-		d.Candidates, _ = e.evaluate(modeList, -1)
+		d.Candidates, _ = e.evaluate(modeList, -1, true)
 		return d
 	}
 	mode := modeExplicit
@@ -375,7 +574,7 @@ func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Er
 		contradicts := true
 		if pol.Runtime == string(v1alpha1.RuntimeAuto) {
 			e.judgingPin = e.pending
-			_, outs := e.evaluate(e.autoMode(), -1)
+			_, outs := e.evaluate(e.autoMode(), -1, false)
 			e.judgingPin = false
 			h, _, err := combine(outs)
 			contradicts = err != nil || h < 0 || e.views[h].id != e.pin
@@ -400,10 +599,14 @@ func (e *engine) enforce(pol PolicyResolution) (v1alpha1.RuntimeSource, *wire.Er
 // belong to the harness that runs the set.
 func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
 	var outs []outcome
-	d.Candidates, outs = e.evaluate(mode, target)
+	d.Candidates, outs = e.evaluate(mode, target, true)
 	h, reason, err := combine(outs)
 	if len(e.routes) > 1 {
-		d.Routes = make([]wire.RouteDecision, len(outs))
+		if p := e.getParts(); len(outs) <= len(p.routes) {
+			d.Routes = p.routes[:len(outs):len(outs)]
+		} else {
+			d.Routes = make([]wire.RouteDecision, len(outs))
+		}
 		for i, o := range outs {
 			rd := wire.RouteDecision{Route: e.routes[i].name, Reason: o.reason, Error: o.err}
 			if o.err == nil {
@@ -442,7 +645,8 @@ func (e *engine) finish(d wire.Decision, mode, target int) wire.Decision {
 		return d
 	}
 	verdict := e.toolVerdict(v)
-	d.ToolPolicy = &wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
+	d.ToolPolicy = &e.getParts().toolPolicy
+	*d.ToolPolicy = wire.ToolPolicyDecision{Restricted: verdict.Restricted, SafeDeniedTools: verdict.SafeDeniedTools, Reasons: verdict.Reasons}
 	if verdict.Restricted && v.h.Spec.ConversationToolPolicySupport != v1alpha1.ToolPolicySupportExact {
 		d.Error = wire.Errorf(wire.CodeToolPolicyUnenforceable, wire.ScopeHarness,
 			"%s cannot enforce this conversation's tool policy. Use the embedded runtime or ask in the main conversation.", v.label())
@@ -460,8 +664,8 @@ func (e *engine) setHarness(d *wire.Decision, i int) {
 	if i < 0 {
 		return
 	}
-	ref := e.views[i].ref()
-	d.HarnessID, d.HarnessRef = e.views[i].id, &ref
+	d.HarnessID, d.HarnessRef = e.views[i].id, &e.getParts().harnessRef
+	*d.HarnessRef = e.views[i].ref()
 	d.AuthBootstrap = e.views[i].h.Spec.AuthBootstrap
 	if d.AuthBootstrap == "" { // the API's default, for objects that predate it
 		d.AuthBootstrap = v1alpha1.AuthBootstrapHarness

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -39,8 +40,11 @@ const (
 // read from the object when used): Select builds one per visible harness per
 // call, so its size and pointers are paid for every harness, matching or not.
 type hview struct {
-	h        *v1alpha1.AgentHarness
-	id       string
+	h  *v1alpha1.AgentHarness
+	id string
+	// idPrefix is the id's first 8 bytes, big-endian, zero-padded: ids that
+	// differ there compare as these integers do (compareViews).
+	idPrefix uint64
 	support  *v1alpha1.HarnessSupport // nil: no facts, supports nothing
 	priority int32
 	shadowed bool // an older visible harness has the same id
@@ -52,6 +56,8 @@ type hview struct {
 func (v *hview) init(h *v1alpha1.AgentHarness) {
 	v.h, v.support = h, h.Spec.Support
 	v.id, v.reserved = harnessID(h)
+	v.idPrefix = prefixKey(v.id)
+	v.shadowed, v.priority = false, 0
 	if v.support == nil {
 		if d := adapterDefaults(h.Spec.Adapter); d != nil {
 			v.support = &d.Support
@@ -90,8 +96,19 @@ func harnessID(h *v1alpha1.AgentHarness) (string, bool) {
 		raw = h.Name
 	}
 	id := lowerTrimmed(raw)
-	n := canonicalRuntimeID(id)
-	return id, n != id || n == string(v1alpha1.RuntimeAuto) || n == string(v1alpha1.RuntimeOpenClaw)
+	return id, reservedID(id)
+}
+
+// reservedID reports whether a trimmed, lowercased id is a built-in runtime
+// id or one of its aliases: one that NormalizeRuntimeID changes, or that
+// names auto or openclaw. Select asks it of every harness, so it is one
+// switch rather than a normalization and three comparisons.
+func reservedID(id string) bool {
+	switch id {
+	case "", "default", "pi", "codex-app-server", string(v1alpha1.RuntimeAuto), string(v1alpha1.RuntimeOpenClaw):
+		return true
+	}
+	return false
 }
 
 // lowerTrimmed is strings.ToLower(strings.TrimSpace(s)) in one pass for what
@@ -116,7 +133,10 @@ func (v *hview) ref() wire.HarnessRef {
 
 // compareViews orders by harness id, then age (creationTimestamp, namespace,
 // name), so the first view of an id is the one that counts.
-func compareViews(a, b *hview) int {
+func compareViews(a, b hview) int {
+	if a.idPrefix != b.idPrefix {
+		return cmp.Compare(a.idPrefix, b.idPrefix)
+	}
 	if c := strings.Compare(a.id, b.id); c != 0 {
 		return c
 	}
@@ -127,6 +147,24 @@ func compareViews(a, b *hview) int {
 		return c
 	}
 	return strings.Compare(a.h.Name, b.h.Name)
+}
+
+// prefixKey is s's first 8 bytes as a big-endian integer, zero-padded. Two
+// strings whose keys differ compare as their keys do: the first byte where
+// the keys differ is the first where the strings differ, or the end of the
+// shorter string (a zero byte) against a byte of the longer one. Equal keys
+// say nothing; the strings must then be compared.
+func prefixKey(s string) uint64 {
+	if len(s) >= 8 {
+		_ = s[7] // one bounds check
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+	}
+	var k uint64
+	for i := 0; i < len(s); i++ {
+		k = k<<8 | uint64(s[i])
+	}
+	return k << (8 * (8 - len(s)))
 }
 
 // autoAdmits reports whether `auto` may ask the harness about provider.
