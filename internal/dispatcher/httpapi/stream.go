@@ -26,7 +26,8 @@ type publishedRun interface {
 // text/event-stream, following a running run to its end. Events come from
 // the store's iterator, so a client never sees an event the store has not
 // published. An event is flushed to the client as soon as no further event
-// is already waiting, so events appended together leave in one write and
+// is already waiting, so events appended together leave in one write (with
+// the headers when events wait from the start: a new turn's `selected`) and
 // none waits for a later one. Each write to the client must complete within
 // h.writeWait: a client that stops reading is cut off, and the handler ends
 // (the turn goes on; a reconnect resumes it). clock, when not nil, counts
@@ -41,12 +42,16 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, run store.Run, 
 	hdr.Set(wire.RunIDHeader, runID)
 	out := h.deadlineWriter(w)
 	w.WriteHeader(http.StatusOK)
-	if err := out.flush(); err != nil {
-		return
+	published, _ := run.(publishedRun)
+	if published == nil || published.Published() <= afterSeq {
+		// Nothing to send yet: the headers go now, so the client knows
+		// its turn is journaled. Otherwise they leave with the events.
+		if err := out.flush(); err != nil {
+			return
+		}
 	}
 	clock.pause()
 	token := h.TurnToken(info.Session, runID)
-	published, _ := run.(publishedRun)
 	var buf bytes.Buffer
 	unflushed := false
 	for ev, err := range run.Events(r.Context(), afterSeq) {

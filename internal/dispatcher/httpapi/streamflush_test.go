@@ -36,8 +36,8 @@ func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 
 // TestEventsAlreadyPublishedLeaveInOneFlush: a stream writes the events the
 // store has already published without a flush between them and flushes
-// once it has caught up: the 20 events of an ended run reach the client in
-// one flush after the headers', all of them, in order.
+// once it has caught up: the headers and the 20 events of an ended run
+// reach the client in one flush, all of them, in order.
 func TestEventsAlreadyPublishedLeaveInOneFlush(t *testing.T) {
 	f := newAPIFixture(t, 0, nil)
 	f.run(t, 20, 10, true)
@@ -56,8 +56,36 @@ func TestEventsAlreadyPublishedLeaveInOneFlush(t *testing.T) {
 	if len(ids) != 20 || ids[0] != "1" || ids[19] != "20" {
 		t.Fatalf("events %v, want 1…20", ids)
 	}
-	if got := counter.flushes.Load(); got != 2 {
-		t.Fatalf("%d flushes for 20 events already published, want 2 (the headers, then the events)", got)
+	if got := counter.flushes.Load(); got != 1 {
+		t.Fatalf("%d flushes for the headers and 20 events already published, want 1", got)
+	}
+}
+
+// TestAStreamWithNothingToSendSendsItsHeaders: a stream whose run has no
+// event after the client's Last-Event-ID yet sends its headers at once (the
+// client learns its turn is journaled), and its next event when it comes.
+func TestAStreamWithNothingToSendSendsItsHeaders(t *testing.T) {
+	f := newAPIFixture(t, 0, nil)
+	w := f.run(t, 1, 10, false)
+	srv := httptest.NewServer(f.handler)
+	t.Cleanup(srv.Close)
+	req := reconnect(t, srv.URL)
+	req.Header.Set("Last-Event-ID", "1")
+	resp, err := srv.Client().Do(req) // returns once the headers arrived
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	appendEvent(t, w, 1, 10)
+	sc := sse.NewScanner(resp.Body)
+	if !sc.Next() || sc.Event().ID != "2" {
+		t.Fatalf("the event after the headers: %+v, %v", sc.Event(), sc.Err())
+	}
+	if err := w.Finish(store.StateFinished, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 
