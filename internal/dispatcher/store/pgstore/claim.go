@@ -14,7 +14,7 @@ import (
 
 // runColumns are what a handle is built from (scanRun).
 const runColumns = `id, session, run_id, digest, requester, token, writer, state, started_at,
-	finished_at, last_seq, result, reason, pruned`
+	finished_at, last_seq, result, reason, pruned, durable_seq`
 
 type runRow struct {
 	id       int64
@@ -23,6 +23,7 @@ type runRow struct {
 	writer   string
 	pruned   bool
 	finished *time.Time
+	durable  int64 // readers are shown the events up to it (groupCommit)
 }
 
 func (s *Store) scanRun(row pgx.Row) (runRow, error) {
@@ -35,7 +36,7 @@ func (s *Store) scanRun(row pgx.Row) (runRow, error) {
 		result    []byte
 	)
 	err := row.Scan(&r.id, &r.info.Session, &r.info.RunID, &digest, &requester, &r.token, &r.writer, &state,
-		&started, &r.finished, &r.info.LastSeq, &result, &r.info.Reason, &r.pruned)
+		&started, &r.finished, &r.info.LastSeq, &result, &r.info.Reason, &r.pruned, &r.durable)
 	if err != nil {
 		return runRow{}, err
 	}

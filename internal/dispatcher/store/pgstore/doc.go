@@ -21,19 +21,25 @@
 //     the check and the write. Claim, Recover and DeleteSession serialize on
 //     a per-session transaction advisory lock; Reserve on a per-server one,
 //     Claim's namespace bound on a per-namespace one.
-//   - Durability: an Append commits without waiting for its WAL flush
-//     (SET LOCAL synchronous_commit = off, that transaction only); every
-//     other write — claims, leases, Finish, transcripts, inboxes,
-//     reservations — waits for its flush, and Finish's takes the run's
-//     earlier events with it. As in the journal (one write(2) per event, an
-//     fsync at the end) a running run's latest events are not yet durable:
-//     a crash of the server (or its machine) may lose those of the last
-//     3 × wal_writer_delay (600 ms by default), which a reader may have
-//     seen. Such a run's writer is refused from then on (lockWritable): no
-//     sequence number is given twice, and Sweep or Recover ends the run
-//     failed, outcome unknown.
+//   - Durability: an Append is one statement, committed without waiting
+//     for its WAL flush (synchronous_commit off for that transaction
+//     alone); so is a transcript append. Readers are shown a running
+//     run's events up to runs.durable_seq only, which a group commit
+//     (groupCommit) advances: one synchronously committed statement for
+//     every run appended to since the last round, whose flush carries all
+//     earlier appends; appends made during a round wait for the next. A
+//     crash of the server therefore loses only events no reader has seen.
+//     A writer keeps its events until they are durable and, when the
+//     server restarted since its last write (pg_postmaster_start_time),
+//     appends the lost ones again under their numbers; any other loss
+//     refuses the writer (no sequence number is given twice), and Sweep or
+//     Recover ends the run failed, outcome unknown. Claims, leases, Finish,
+//     inboxes and reservations wait for their flush; Finish's carries the
+//     run's events and shows them all. SyncTranscript flushes only when no
+//     synchronous commit has since the session's last transcript append.
 //   - Waking: writers send NOTIFY in the writing transaction (pgstore_lease:
-//     a freed session; pgstore_run: "<run> event|end|gone"); each Store
+//     a freed session; pgstore_run: "<run> event|end|gone", "event" from
+//     the group commit, so after the flush); each Store
 //     LISTENs on one dedicated connection and hands them to its waiters.
 //     Acquire also waits for the holder's expiry on the store's clock; an
 //     Events iterator reads from the database page by page and, caught up,

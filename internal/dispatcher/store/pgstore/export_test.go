@@ -28,3 +28,21 @@ func WithTracer(opts Options, tracer pgx.QueryTracer) Options {
 	opts.tracer = tracer
 	return opts
 }
+
+// GroupCommitStatement is the statement of a group commit's round.
+const GroupCommitStatement = flushDurable
+
+// PauseGroupCommit holds the Store's group commit rounds until resume is
+// called: appends stay unflushed, and readers are not shown them.
+func PauseGroupCommit(st *Store) (resume func()) {
+	g := st.group
+	g.mu.Lock()
+	g.paused = true
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		g.paused = false
+		g.mu.Unlock()
+		g.wake()
+	}
+}

@@ -86,7 +86,7 @@ func (s *Store) recoverSession(ctx context.Context, session, owner, reason strin
 		if err == nil && holder != owner && live {
 			return nil // a live dispatcher's: left alone
 		}
-		rows, err := tx.Query(ctx, `UPDATE runs SET state = 'failed', finished_at = $2, reason = $3, result = NULL
+		rows, err := tx.Query(ctx, `UPDATE runs SET state = 'failed', finished_at = $2, reason = $3, result = NULL, durable_seq = last_seq
 			WHERE session = $1 AND state = 'running' RETURNING `+runColumns, session, s.now(), reason)
 		if err != nil {
 			return err

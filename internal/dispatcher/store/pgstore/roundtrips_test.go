@@ -18,11 +18,14 @@ import (
 )
 
 // sentCounter counts the queries and batches a Store's connections send,
-// each one round trip.
+// each one round trip, but for the group commit's rounds, which run beside
+// the caller's writes.
 type sentCounter struct{ n atomic.Int64 }
 
-func (c *sentCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
+func (c *sentCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, q pgx.TraceQueryStartData) context.Context {
+	if q.SQL != pgstore.GroupCommitStatement {
+		c.n.Add(1)
+	}
 	return ctx
 }
 func (c *sentCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,6 +28,13 @@ type run struct {
 	info    store.RunInfo // as last seen
 	ended   bool
 	written int64 // the last sequence number this writer appended (refusal)
+	durable int64 // its events up to it are on the disk (groupCommit)
+	// unflushed are this writer's events after durable, kept to append them
+	// again when a crash of the server lost them (resend).
+	unflushed []sentEvent
+	// serverStart is the server's start time at this writer's last write:
+	// a later one says the server restarted.
+	serverStart time.Time
 
 	done      chan struct{}
 	doneOnce  sync.Once // closes done
@@ -34,7 +42,7 @@ type run struct {
 }
 
 func (s *Store) handle(r runRow, writer bool) *run {
-	h := &run{s: s, id: r.id, token: r.token, writer: writer, info: r.info, done: make(chan struct{})}
+	h := &run{s: s, id: r.id, token: r.token, writer: writer, info: r.info, durable: r.durable, done: make(chan struct{})}
 	if r.info.State != store.StateRunning {
 		h.end(r.info)
 	}
@@ -96,6 +104,29 @@ func (r *run) Done() <-chan struct{} {
 	return r.done
 }
 
+// sentEvent is an event a writer appended, as it sent it.
+type sentEvent struct {
+	seq     int64
+	typ     string
+	at      time.Time
+	payload []byte
+}
+
+// flushedTo records that the run's events up to seq are on the disk.
+func (r *run) flushedTo(seq int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if seq <= r.durable {
+		return
+	}
+	r.durable = seq
+	i := 0
+	for i < len(r.unflushed) && r.unflushed[i].seq <= seq {
+		i++
+	}
+	r.unflushed = append(r.unflushed[:0:0], r.unflushed[i:]...)
+}
+
 // writable heads the one statement of an Append or a Finish: r locks the
 // run's row, l share-locks its session's lease row (in this order, as
 // Recover and Sweep take them), and ok has a row, the run's next sequence
@@ -110,8 +141,20 @@ const writable = `WITH r AS (SELECT session, run_id, state, last_seq FROM runs W
 		WHERE state = 'running' AND coalesce((SELECT token FROM l), 0) = $2::bigint AND last_seq >= $3::bigint)`
 
 // writeCheck are the columns a writable statement answers with, before its
-// own: what the run and its lease were when the statement locked them.
-const writeCheck = `r.session, r.run_id, r.state, r.last_seq, coalesce((SELECT token FROM l), 0)`
+// own: what the run and its lease were when the statement locked them, and
+// when the server started.
+const writeCheck = `r.session, r.run_id, r.state, r.last_seq, coalesce((SELECT token FROM l), 0), pg_postmaster_start_time()`
+
+// checked is what writeCheck answers.
+type checked struct {
+	session, runID, state string
+	lastSeq, current      int64
+	serverStart           time.Time
+}
+
+func (c *checked) dest() []any {
+	return []any{&c.session, &c.runID, &c.state, &c.lastSeq, &c.current, &c.serverStart}
+}
 
 // refusal is why a writable statement did not write: fenced first (a stale
 // holder learns it lost the session), then ended, then whether the
@@ -119,41 +162,99 @@ const writeCheck = `r.session, r.run_id, r.state, r.last_seq, coalesce((SELECT t
 // wrote.
 //
 // An Append returns before its event is flushed (appendEvent), so a crash
-// of the server can lose a run's latest events — never others: the WAL is
-// flushed in order, and every other write waits for its flush. The run
-// then cannot go on without giving a sequence number a reader may have seen
-// to another event, so its writer is refused and the run stays running
-// until Sweep or Recover ends it failed, outcome unknown.
-func (r *run) refusal(session, runID, state string, lastSeq, current, written int64) error {
-	if state != string(store.StateRunning) {
+// of the server can lose a run's latest events — never those readers were
+// shown (groupCommit). The writer appends them again (resend) when the
+// server restarted since its last write; any other loss refuses the writer,
+// and the run stays running until Sweep or Recover ends it failed, outcome
+// unknown.
+func (r *run) refusal(c checked, written int64) error {
+	if c.state != string(store.StateRunning) {
 		r.Info() // reads the ended run's row and closes Done
 	}
 	switch {
-	case current != r.token:
-		return errFenced(session)
-	case state != string(store.StateRunning):
-		return fmt.Errorf("%w: run %q", store.ErrRunEnded, runID)
-	case lastSeq < written:
+	case c.current != r.token:
+		return errFenced(c.session)
+	case c.state != string(store.StateRunning):
+		return fmt.Errorf("%w: run %q", store.ErrRunEnded, c.runID)
+	case c.lastSeq < written:
 		return fmt.Errorf("pgstore: run %q: the database holds its events up to %d, but this dispatcher appended up to %d: "+
 			"the server lost the latest ones (it crashed before flushing them); the run cannot go on without numbering an event twice",
-			runID, lastSeq, written)
+			c.runID, c.lastSeq, written)
 	}
+	return nil
+}
+
+// mayResend reports whether the database lost only this writer's events
+// that no reader was shown, in a restart of the server: then it holds every
+// one of them (unflushed) and appends them again under their numbers.
+func (r *run) mayResend(c checked, written int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return c.state == string(store.StateRunning) && c.current == r.token && c.lastSeq < written &&
+		!r.serverStart.IsZero() && !c.serverStart.Equal(r.serverStart) &&
+		c.lastSeq >= r.durable && len(r.unflushed) > 0 && r.unflushed[len(r.unflushed)-1].seq == written
+}
+
+// resendEvents appends events again, under their numbers, after those the
+// database holds ($3); $4…$7 the events, $8 the last one's number, $9
+// their bytes.
+const resendEvents = writable + `,
+	e AS (INSERT INTO events (run, seq, type, at, payload)
+		SELECT $1, ev.seq, ev.type, ev.at, ev.payload
+		FROM ok, unnest($4::bigint[], $5::text[], $6::timestamptz[], $7::bytea[]) AS ev (seq, type, at, payload)
+		WHERE ev.seq > $3::bigint),
+	u AS (UPDATE runs SET last_seq = $8::bigint, bytes = bytes + $9::bigint FROM ok WHERE runs.id = $1)
+	SELECT ` + writeCheck + `, (SELECT count(*) FROM ok), set_config('synchronous_commit', 'off', true) FROM r`
+
+// resend appends again the events after lastSeq that a crash of the server
+// lost, as they were first sent; readers were never shown them.
+func (r *run) resend(c checked) error {
+	r.mu.Lock()
+	var (
+		seqs     []int64
+		types    []string
+		ats      []time.Time
+		payloads [][]byte
+		size     int64
+	)
+	for _, ev := range r.unflushed {
+		if ev.seq > c.lastSeq {
+			seqs, types, ats, payloads = append(seqs, ev.seq), append(types, ev.typ), append(ats, ev.at), append(payloads, ev.payload)
+			size += int64(len(ev.typ) + len(ev.payload) + eventOverhead)
+		}
+	}
+	r.mu.Unlock()
+	var (
+		again   checked
+		wrote   int64
+		setting string
+	)
+	err := r.s.pool.QueryRow(r.s.ctx, resendEvents, r.id, r.token, c.lastSeq, seqs, types, ats, payloads, seqs[len(seqs)-1], size).
+		Scan(append(again.dest(), &wrote, &setting)...)
+	if err != nil {
+		return r.writeErr("append lost events to run again", err)
+	}
+	if wrote == 0 {
+		return r.refusal(again, c.lastSeq+1)
+	}
+	r.mu.Lock()
+	r.serverStart = again.serverStart
+	r.mu.Unlock()
+	r.s.group.mark(r)
 	return nil
 }
 
 // appendEvent is an Append's statement. Its commit does not wait for the
 // WAL flush (synchronous_commit off for its transaction alone), which would
-// otherwise be one disk flush per event. Claims, leases, inboxes,
-// transcripts and Finish still wait for theirs, and Finish's flush takes
-// the run's earlier events with it: an ended run is durable whole, as the
-// journal's is after its end's fsync. Until then a crash of the server may
-// lose the latest events (refusal).
+// otherwise be one disk flush per event; readers are shown the event after
+// a group commit's flush (groupCommit). Claims, leases and Finish still
+// wait for theirs, and Finish's flush takes the run's earlier events with
+// it: an ended run is durable whole, as the journal's is after its end's
+// fsync.
 const appendEvent = writable + `,
 	e AS (INSERT INTO events (run, seq, type, at, payload) SELECT $1, next_seq, $4::text, $5::timestamptz, $6::bytea FROM ok),
-	u AS (UPDATE runs SET last_seq = ok.next_seq, bytes = bytes + $7::bigint FROM ok WHERE runs.id = $1),
-	n AS (SELECT pg_notify('` + runChannel + `', $1::bigint::text || ' event') FROM ok)
-	SELECT ` + writeCheck + `, (SELECT next_seq FROM ok), (SELECT count(*) FROM n),
-		set_config('synchronous_commit', 'off', true) FROM r`
+	u AS (UPDATE runs SET last_seq = ok.next_seq, bytes = bytes + $7::bigint FROM ok WHERE runs.id = $1)
+	SELECT ` + writeCheck + `, (SELECT next_seq FROM ok), set_config('synchronous_commit', 'off', true) FROM r`
 
 func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if !r.writer {
@@ -169,34 +270,43 @@ func (r *run) Append(typ string, payload json.RawMessage) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.mu.Lock()
-	written := r.written
-	r.mu.Unlock()
-	var (
-		session, runID, state string
-		lastSeq, current      int64
-		seq                   *int64
-		notified              int64
-		setting               string
-	)
-	err = r.s.pool.QueryRow(r.s.ctx, appendEvent, r.id, r.token, written, typ, r.s.now(), compact,
-		int64(len(typ)+len(compact)+eventOverhead)).Scan(&session, &runID, &state, &lastSeq, &current, &seq, &notified, &setting)
-	if isNoRows(err) {
-		return 0, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
-	}
-	if err != nil {
-		return 0, r.writeErr("append to run", err)
-	}
-	if seq == nil {
-		if err := r.refusal(session, runID, state, lastSeq, current, written); err != nil {
-			return 0, err
+	at := r.s.now()
+	for resent := false; ; resent = true {
+		r.mu.Lock()
+		written := r.written
+		r.mu.Unlock()
+		var (
+			c       checked
+			seq     *int64
+			setting string
+		)
+		err = r.s.pool.QueryRow(r.s.ctx, appendEvent, r.id, r.token, written, typ, at, compact,
+			int64(len(typ)+len(compact)+eventOverhead)).Scan(append(c.dest(), &seq, &setting)...)
+		if isNoRows(err) {
+			return 0, fmt.Errorf("%w: the run was deleted", store.ErrFenced)
 		}
-		return 0, r.s.dbErr("append to run", fmt.Errorf("run %q: the write was refused for no reason it names", runID))
+		if err != nil {
+			return 0, r.writeErr("append to run", err)
+		}
+		if seq == nil {
+			if !resent && r.mayResend(c, written) {
+				if err := r.resend(c); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			if err := r.refusal(c, written); err != nil {
+				return 0, err
+			}
+			return 0, r.s.dbErr("append to run", fmt.Errorf("run %q: the write was refused for no reason it names", c.runID))
+		}
+		r.mu.Lock()
+		r.info.LastSeq, r.written, r.serverStart = *seq, max(r.written, *seq), c.serverStart
+		r.unflushed = append(r.unflushed, sentEvent{seq: *seq, typ: typ, at: at, payload: compact})
+		r.mu.Unlock()
+		r.s.group.mark(r)
+		return *seq, nil
 	}
-	r.mu.Lock()
-	r.info.LastSeq, r.written = *seq, max(r.written, *seq)
-	r.mu.Unlock()
-	return *seq, nil
 }
 
 // eventOverhead is what retention counts for an event beside its type and
@@ -210,12 +320,13 @@ func (r *run) writeErr(what string, err error) error {
 	return r.s.dbErr(what, err)
 }
 
-// finishRun is Finish's statement: the run's end, its user-input answers'
-// values erased and the "end" notification, when writable lets it write.
-// Its commit waits for the WAL flush, which takes the run's earlier events
-// with it.
+// finishRun is Finish's statement: the run's end, its events shown to
+// readers, its user-input answers' values erased and the "end"
+// notification, when writable lets it write. Its commit waits for the WAL
+// flush, which takes the run's earlier events with it.
 const finishRun = writable + `,
-	f AS (UPDATE runs SET state = $4::text, finished_at = $5::timestamptz, result = $6::bytea, bytes = bytes + $7::bigint
+	f AS (UPDATE runs SET state = $4::text, finished_at = $5::timestamptz, result = $6::bytea, bytes = bytes + $7::bigint,
+			durable_seq = runs.last_seq
 		FROM ok WHERE runs.id = $1 RETURNING runs.id),
 	a AS (` + eraseAnswersOf + `),
 	n AS (SELECT pg_notify('` + runChannel + `', id::text || ' end') FROM f)
@@ -235,41 +346,50 @@ func (r *run) Finish(state store.State, result json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	written := r.written
-	r.mu.Unlock()
-	var (
-		session, runID, was string
-		lastSeq, current    int64
-		ended               int64
-	)
 	at := r.s.now()
-	mark := r.s.unflushed.mark()
-	err = r.s.pool.QueryRow(r.s.ctx, finishRun, r.id, r.token, written, string(state), at, compact, int64(len(compact))).
-		Scan(&session, &runID, &was, &lastSeq, &current, &ended)
-	if isNoRows(err) {
-		return fmt.Errorf("%w: the run was deleted", store.ErrFenced)
-	}
-	if err != nil {
-		return r.writeErr("finish run", err)
-	}
-	if ended == 0 {
-		if err := r.refusal(session, runID, was, lastSeq, current, written); err != nil {
-			return err
+	for resent := false; ; resent = true {
+		r.mu.Lock()
+		written := r.written
+		r.mu.Unlock()
+		var (
+			c     checked
+			ended int64
+		)
+		mark := r.s.unflushed.mark()
+		err = r.s.pool.QueryRow(r.s.ctx, finishRun, r.id, r.token, written, string(state), at, compact, int64(len(compact))).
+			Scan(append(c.dest(), &ended)...)
+		if isNoRows(err) {
+			return fmt.Errorf("%w: the run was deleted", store.ErrFenced)
 		}
-		return r.s.dbErr("finish run", fmt.Errorf("run %q: the write was refused for no reason it names", runID))
+		if err != nil {
+			return r.writeErr("finish run", err)
+		}
+		if ended == 0 {
+			if !resent && r.mayResend(c, written) {
+				if err := r.resend(c); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := r.refusal(c, written); err != nil {
+				return err
+			}
+			return r.s.dbErr("finish run", fmt.Errorf("run %q: the write was refused for no reason it names", c.runID))
+		}
+		// Its flush carried the transcript appends that returned before it,
+		// and the run's events.
+		r.s.unflushed.flushedTo(mark)
+		r.flushedTo(c.lastSeq)
+		r.mu.Lock()
+		info := r.info
+		r.mu.Unlock()
+		info.State, info.FinishedAt, info.LastSeq, info.Result, info.Recovered = state, at, c.lastSeq, nil, false
+		if len(compact) > 0 {
+			info.Result = compact
+		}
+		r.end(info)
+		return nil
 	}
-	// Its flush carried the transcript appends that returned before it.
-	r.s.unflushed.flushedTo(mark)
-	r.mu.Lock()
-	info := r.info
-	r.mu.Unlock()
-	info.State, info.FinishedAt, info.LastSeq, info.Result, info.Recovered = state, at, lastSeq, nil, false
-	if len(compact) > 0 {
-		info.Result = compact
-	}
-	r.end(info)
-	return nil
 }
 
 // compactJSON is payload compacted, nil when empty.
@@ -287,16 +407,25 @@ func compactJSON(payload json.RawMessage) ([]byte, error) {
 // eventsPage bounds what an Events iterator holds in memory.
 const eventsPage = 256
 
-// page reads the run's events after seq, at most eventsPage of them, and
-// the run's row as it was before them (so events up to its last_seq are
-// all committed).
+// page reads the run's events after seq that readers are shown, at most
+// eventsPage of them, and the run's row as it was before them (so events
+// up to its durable_seq are all committed and on the disk).
 func (r *run) page(ctx context.Context, after int64) (runRow, []store.Event, error) {
 	row, err := r.s.scanRun(r.s.pool.QueryRow(ctx, "SELECT "+runColumns+" FROM runs WHERE id = $1", r.id))
-	if err != nil || after >= row.info.LastSeq {
+	if err != nil {
 		return row, nil, err
 	}
+	// A running run's events are shown once on the disk (groupCommit); an
+	// ended run's all are.
+	shown := row.durable
+	if row.info.State != store.StateRunning {
+		shown = row.info.LastSeq
+	}
+	if after >= shown {
+		return row, nil, nil
+	}
 	rows, err := r.s.pool.Query(ctx, "SELECT seq, type, at, payload FROM events WHERE run = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
-		r.id, after, row.info.LastSeq, eventsPage)
+		r.id, after, shown, eventsPage)
 	if err != nil {
 		return row, nil, err
 	}

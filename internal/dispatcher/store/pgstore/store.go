@@ -82,6 +82,7 @@ type Store struct {
 	hub       *hub
 	queues    *queues
 	unflushed *unflushed
+	group     *groupCommit
 
 	ctx       context.Context // ends at Close: every query runs under it
 	cancel    context.CancelFunc
@@ -118,7 +119,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	sctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		opts: opts.withDefaults(), pool: pool, instance: hex.EncodeToString(id),
-		hub: newHub(), queues: newQueues(), unflushed: newUnflushed(),
+		hub: newHub(), queues: newQueues(), unflushed: newUnflushed(), group: newGroupCommit(),
 		ctx: sctx, cancel: cancel, closed: make(chan struct{}), listening: make(chan struct{}),
 	}
 	conn, err := s.listen(ctx, cfg.ConnConfig)
@@ -128,6 +129,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 		return nil, fmt.Errorf("pgstore: listen: %w", err)
 	}
 	go s.dispatch(conn, cfg.ConnConfig)
+	go s.commitGroups()
 	return s, nil
 }
 
@@ -135,6 +137,9 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 // the connections. Leases and running runs stay as they are.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		// Readers of other Stores are shown what this one appended.
+		close(s.group.stop)
+		<-s.group.stopped
 		close(s.closed)
 		s.cancel()
 		<-s.listening
