@@ -44,7 +44,14 @@ const admissionConcurrency = 50
 // the webhooks' own latency from the API server's
 // apiserver_admission_webhook_admission_duration_seconds (its buckets are
 // 5, 25, 100 ms…: the quantiles are interpolated within them), and the
-// handlers' own from the manager's controller_runtime_webhook_latency_seconds.
+// handlers' own from the manager's controller_runtime_webhook_latency_seconds,
+// the manager's CPU per create (manager-cpu-ms/create, its
+// process_cpu_seconds_total) and its webhook server's TLS handshakes per
+// create (tls-handshakes/create). Then the same number of creates again,
+// paced at pacedShare of the rate the saturated run reached, reports the
+// same figures prefixed "paced-" and the utilisation they ran at
+// (measurePaced): the latencies a webhook has when it is not queueing for
+// a saturated machine.
 func BenchmarkAdmission(b *testing.B) {
 	discardClientLogs()
 	o, err := testutil.StartOperator(b.TempDir())
@@ -64,24 +71,32 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	existing := 0
 	var created atomic.Int64 // names stay unique across the rounds Go runs a benchmark in
-	for _, grow := range []int{0, 100, 1000} {
+	sizes := []int{0, 100, 1000}
+	if testing.Short() {
+		sizes = sizes[:2] // a quick look: the seeding of 1,000 takes minutes
+	}
+	for _, grow := range sizes {
 		seedCrossObjects(ctx, b, o.Env.Client, existing, grow)
 		existing = grow
 		b.Run("AgentSession/existing="+strconv.Itoa(grow), func(b *testing.B) {
 			ns := testutil.ProcessNamespace(1)
-			measureCreates(ctx, b, o, cs, "agentsessions", func() client.Object {
+			newSession := func() client.Object {
 				name := "bench-" + strconv.FormatInt(created.Add(1), 10)
 				return &v1alpha1.AgentSession{
 					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 					Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name, Model: "openai/gpt-5"},
 				}
-			})
+			}
+			rate := measureCreates(ctx, b, o, cs, "agentsessions", newSession)
+			measurePaced(ctx, b, o, cs, "agentsessions", b.N, pacedShare*rate, newSession)
 		})
 		b.Run("AgentHarness/existing="+strconv.Itoa(grow), func(b *testing.B) {
 			ns := testutil.ProcessNamespace(2)
-			measureCreates(ctx, b, o, cs, "agentharnesses", func() client.Object {
+			newHarness := func() client.Object {
 				return externalHarness(ns, "bench-"+strconv.FormatInt(created.Add(1), 10))
-			})
+			}
+			rate := measureCreates(ctx, b, o, cs, "agentharnesses", newHarness)
+			measurePaced(ctx, b, o, cs, "agentharnesses", b.N, pacedShare*rate, newHarness)
 		})
 	}
 }
@@ -132,12 +147,17 @@ func externalHarness(ns, name string) *v1alpha1.AgentHarness {
 // a time, and reports the creates' p50/p99, how many were refused (a
 // webhook that did not answer within its 5 s is one), the webhooks' p50/p99
 // for resource as the API server measured them during the run (the round
-// trip: connection, TLS, the manager's queueing for CPU, the handler), and
-// the handlers' own p50/p99 as the manager measured them
+// trip: connection, TLS, the manager's queueing for CPU, the handler), the
+// handlers' own p50/p99 as the manager measured them
 // (controller_runtime_webhook_latency_seconds, from reading the request to
-// writing the answer).
-func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, newObject func() client.Object) {
+// writing the answer), and the manager's CPU and its webhook server's TLS
+// handshakes per create. It returns the creates per second it reached.
+func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, newObject func() client.Object) float64 {
 	c := o.Env.Client
+	countersBefore, err := readAdmissionCounters(ctx, o.ManagerMetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
 	before, err := webhookDurations(ctx, cs, resource)
 	if err != nil {
 		b.Fatal(err)
@@ -171,6 +191,10 @@ func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs 
 	close(next)
 	wg.Wait()
 	b.StopTimer()
+	countersAfter, err := readAdmissionCounters(ctx, o.ManagerMetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
 	if e := firstErr.Load(); e != nil {
 		b.Logf("%d of %d creates of %s refused, the first: %s", refused.Load(), b.N, resource, e)
 	}
@@ -192,6 +216,8 @@ func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs 
 	handlers := handlersAfter.minus(handlersBefore).cumulative()
 	b.ReportMetric(handlers.quantile(0.5)*1000, "handler-p50-ms")
 	b.ReportMetric(handlers.quantile(0.99)*1000, "handler-p99-ms")
+	reportPerCreate(b, "", countersBefore, countersAfter, b.N)
+	return float64(b.N) / countersAfter.at.Sub(countersBefore.at).Seconds()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

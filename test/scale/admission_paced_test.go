@@ -1,0 +1,251 @@
+package scale
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/harness-operator/internal/testutil"
+)
+
+// pacedShare is the paced arm's rate as a share of the rate the same
+// creates reached with 50 in flight (the machine saturated): a queue only
+// stays short below about half the capacity it serves from.
+const pacedShare = 0.4
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times.
+const clockTicks = 100
+
+// admissionCounters are the counters read around a run: the manager's own
+// (its CPU, its webhook server's TLS handshakes), the CPU of the processes
+// the benchmark runs (itself, etcd, the API server, the manager, the
+// dispatcher) and of the whole machine.
+type admissionCounters struct {
+	at                 time.Time
+	managerCPU         float64 // seconds
+	handshakes         float64
+	treeCPU            float64 // seconds
+	machineBusy, total float64 // /proc/stat jiffies
+}
+
+func readAdmissionCounters(ctx context.Context, metricsURL string) (admissionCounters, error) {
+	c := admissionCounters{at: time.Now()}
+	values, err := managerValues(ctx, metricsURL, "process_cpu_seconds_total", "harness_webhook_tls_handshakes_total")
+	if err != nil {
+		return c, err
+	}
+	c.managerCPU, c.handshakes = values["process_cpu_seconds_total"], values["harness_webhook_tls_handshakes_total"]
+	if c.treeCPU, err = processTreeCPU(os.Getpid()); err != nil {
+		return c, err
+	}
+	c.machineBusy, c.total, err = machineCPU()
+	return c, err
+}
+
+// utilisation is the share of the machine's cores the benchmark's processes
+// used between c and later, and the share the whole machine used.
+func (c admissionCounters) utilisation(later admissionCounters) (tree, machine float64) {
+	wall := later.at.Sub(c.at).Seconds()
+	tree = (later.treeCPU - c.treeCPU) / (wall * float64(runtime.NumCPU()))
+	if d := later.total - c.total; d > 0 {
+		machine = (later.machineBusy - c.machineBusy) / d
+	}
+	return tree, machine
+}
+
+// managerValues sums the counters and gauges of the named families on the
+// manager's metrics page.
+func managerValues(ctx context.Context, metricsURL string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET the manager's metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out := map[string]float64{}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.NewFormat(expfmt.TypeProtoDelim))
+	for {
+		var family dto.MetricFamily
+		if err := dec.Decode(&family); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decode the manager's metrics: %w", err)
+		}
+		if !slices.Contains(names, family.GetName()) {
+			continue
+		}
+		for _, m := range family.GetMetric() {
+			out[family.GetName()] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("the manager's metrics have no %s", n)
+		}
+	}
+	return out, nil
+}
+
+// processTreeCPU is the CPU time, in seconds, of root and every process
+// below it (/proc/<pid>/stat: utime and stime).
+func processTreeCPU(root int) (float64, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, err
+	}
+	children := map[int][]int{}
+	ticks := map[int]float64{}
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process ended
+		}
+		// pid (comm) state ppid … utime stime: comm may hold spaces.
+		s := string(raw)
+		end := strings.LastIndexByte(s, ')')
+		pid, err := strconv.Atoi(strings.TrimSpace(s[:strings.IndexByte(s, '(')]))
+		if end < 0 || err != nil {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		children[ppid] = append(children[ppid], pid)
+		ticks[pid] = utime + stime
+	}
+	total := 0.0
+	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
+		total += ticks[queue[0]]
+		queue = append(queue, children[queue[0]]...)
+	}
+	return total / clockTicks, nil
+}
+
+// machineCPU reads /proc/stat's first line: busy and total jiffies of all
+// cores (idle and iowait are not busy).
+func machineCPU() (busy, total float64, err error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("unexpected /proc/stat: %q", line)
+	}
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i == 7 || i == 8 { // guest times are already in user
+			continue
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total, nil
+}
+
+// reportPerCreate reports the manager's CPU and its webhook server's TLS
+// handshakes per create between before and after, with prefix before the
+// units' names.
+func reportPerCreate(b *testing.B, prefix string, before, after admissionCounters, creates int) {
+	b.ReportMetric((after.managerCPU-before.managerCPU)*1000/float64(creates), prefix+"manager-cpu-ms/create")
+	b.ReportMetric((after.handshakes-before.handshakes)/float64(creates), prefix+"tls-handshakes/create")
+}
+
+// measurePaced creates n objects at rate per second, each on its own
+// schedule (an open loop: a slow create does not delay the next), and
+// reports what the saturated run reports, prefixed "paced-", with the
+// utilisation it ran at: the CPU of the benchmark's processes over both
+// cores (paced-utilisation) and the machine's (paced-machine-utilisation).
+func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, n int, rate float64, newObject func() client.Object) {
+	before, err := readAdmissionCounters(ctx, o.ManagerMetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	webhooksBefore, err := webhookDurations(ctx, cs, resource)
+	if err != nil {
+		b.Fatal(err)
+	}
+	handlersBefore, err := handlerDurations(ctx, o.ManagerMetrics, resource)
+	if err != nil {
+		b.Fatal(err)
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	latencies := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	var refused sync.Map
+	start := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // pacing, not an ordering
+		obj := newObject()
+		wg.Go(func() {
+			t := time.Now()
+			if err := o.Env.Client.Create(ctx, obj); err != nil {
+				refused.Store(i, err.Error())
+			}
+			latencies[i] = time.Since(t)
+		})
+	}
+	wg.Wait()
+	after, err := readAdmissionCounters(ctx, o.ManagerMetrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	webhooksAfter, err := webhookDurations(ctx, cs, resource)
+	if err != nil {
+		b.Fatal(err)
+	}
+	handlersAfter, err := handlerDurations(ctx, o.ManagerMetrics, resource)
+	if err != nil {
+		b.Fatal(err)
+	}
+	count := 0
+	refused.Range(func(_, msg any) bool {
+		if count == 0 {
+			b.Logf("paced creates of %s refused, the first: %s", resource, msg)
+		}
+		count++
+		return true
+	})
+	slices.Sort(latencies)
+	tree, machine := before.utilisation(after)
+	b.ReportMetric(rate, "paced-creates/s")
+	b.ReportMetric(tree, "paced-utilisation")
+	b.ReportMetric(machine, "paced-machine-utilisation")
+	b.ReportMetric(float64(count), "paced-refused")
+	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "paced-create-p99-ms")
+	webhooks := webhooksAfter.minus(webhooksBefore)
+	b.ReportMetric(webhooks.quantile(0.5)*1000, "paced-webhook-p50-ms")
+	b.ReportMetric(webhooks.quantile(0.99)*1000, "paced-webhook-p99-ms")
+	handlers := handlersAfter.minus(handlersBefore).cumulative()
+	b.ReportMetric(handlers.quantile(0.5)*1000, "paced-handler-p50-ms")
+	b.ReportMetric(handlers.quantile(0.99)*1000, "paced-handler-p99-ms")
+	reportPerCreate(b, "paced-", before, after, n)
+}
