@@ -3,6 +3,7 @@ package selection
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -406,5 +407,25 @@ func TestReferences(t *testing.T) {
 	}
 	if !BuiltinRuntime("auto") || !BuiltinRuntime("openclaw") || !BuiltinRuntime("claude-cli") || BuiltinRuntime("codex") {
 		t.Errorf("rule 3: BuiltinRuntime")
+	}
+}
+
+// A NamespaceIndex matches a selector that several policies spell alike with
+// the namespaces once, and shares the answer; an invalid selector's error
+// still names each policy that has it.
+func TestNamespaceIndexSharesOnlyValidSelectorsBetweenPolicies(t *testing.T) {
+	x := NewNamespaceIndex(map[string]map[string]string{"a": {"team": "x"}, "b": {"team": "y"}, "c": {"team": "x"}})
+	team := nsSelector(map[string]string{"team": "x"})
+	p1, p2 := policy("p1", 0, team), policy("p2", 1, nsSelector(map[string]string{"team": "x"}))
+	for _, p := range []*v1alpha1.RuntimePolicy{p1, p2} {
+		if got, err := x.Selected(p); err != nil || !slices.Equal(got, []string{"a", "c"}) {
+			t.Errorf("%s selects %v (error %v), want [a c]", p.Name, got, err)
+		}
+	}
+	bad1, bad2 := policy("bad1", 2, badSelector()), policy("bad2", 3, badSelector())
+	for _, p := range []*v1alpha1.RuntimePolicy{bad1, bad2} {
+		if _, err := x.Selected(p); err == nil || !strings.Contains(err.Error(), "RuntimePolicy "+p.Name+":") {
+			t.Errorf("%s: error %v, want one naming RuntimePolicy %s", p.Name, err, p.Name)
+		}
 	}
 }

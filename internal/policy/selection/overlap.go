@@ -18,23 +18,47 @@ import (
 // costs a comparison of two bit sets. The policies must not change while it
 // is in use, and it is not safe for concurrent use.
 type NamespaceIndex struct {
-	names      []string
-	namespaces map[string]map[string]string
-	memo       map[*v1alpha1.RuntimePolicy]*policyNamespaces
+	names []string
+	// labeled are the namespaces' labels in names' order, each as a
+	// labels.Labels that a selector reads through a pointer: passing a value
+	// would allocate once per namespace and policy.
+	labeled []namedLabels
+	memo    map[*v1alpha1.RuntimePolicy]*policyNamespaces
+	// bySelector shares what a valid selector selects among the policies
+	// that spell it alike (selectorKey): policies often share a selector,
+	// and matching it with every namespace is most of the work.
+	bySelector map[string]*policyNamespaces
 }
 
 // NewNamespaceIndex indexes namespaces (name → labels).
 func NewNamespaceIndex(namespaces map[string]map[string]string) *NamespaceIndex {
-	return &NamespaceIndex{names: slices.Sorted(maps.Keys(namespaces)), namespaces: namespaces,
-		memo: map[*v1alpha1.RuntimePolicy]*policyNamespaces{}}
+	names := slices.Sorted(maps.Keys(namespaces))
+	labeled := make([]namedLabels, len(names))
+	for i, name := range names {
+		labeled[i] = namedLabels{name: name, labels: namespaces[name]}
+	}
+	return &NamespaceIndex{names: names, labeled: labeled, memo: map[*v1alpha1.RuntimePolicy]*policyNamespaces{},
+		bySelector: map[string]*policyNamespaces{}}
 }
 
 func (x *NamespaceIndex) reach(p *v1alpha1.RuntimePolicy) *policyNamespaces {
 	if r, ok := x.memo[p]; ok {
 		return r
 	}
-	r := newPolicyNamespaces(p, x.names, x.namespaces)
+	var key string
+	if ns := p.Spec.NamespaceSelector; ns != nil {
+		key = selectorKey(ns)
+		if r, ok := x.bySelector[key]; ok {
+			x.memo[p] = r
+			return r
+		}
+	}
+	r := newPolicyNamespaces(p, x.labeled)
 	x.memo[p] = r
+	// An invalid selector's error names its policy: it is not shared.
+	if p.Spec.NamespaceSelector != nil && r.err == nil {
+		x.bySelector[key] = r
+	}
 	return r
 }
 
@@ -94,7 +118,7 @@ type policyNamespaces struct {
 	selected bitSet
 }
 
-func newPolicyNamespaces(p *v1alpha1.RuntimePolicy, names []string, namespaces map[string]map[string]string) *policyNamespaces {
+func newPolicyNamespaces(p *v1alpha1.RuntimePolicy, namespaces []namedLabels) *policyNamespaces {
 	sel, err := policySelector(p)
 	if err != nil {
 		return &policyNamespaces{err: err}
@@ -103,9 +127,9 @@ func newPolicyNamespaces(p *v1alpha1.RuntimePolicy, names []string, namespaces m
 	if r.every {
 		return r
 	}
-	r.selected = make(bitSet, (len(names)+63)/64)
-	for i, name := range names {
-		if sel.Matches(namedLabels{name: name, labels: namespaces[name]}) {
+	r.selected = make(bitSet, (len(namespaces)+63)/64)
+	for i := range namespaces {
+		if sel.Matches(&namespaces[i]) {
 			r.selected.set(i)
 		}
 	}
@@ -136,9 +160,9 @@ type namedLabels struct {
 	labels map[string]string
 }
 
-var _ labels.Labels = namedLabels{}
+var _ labels.Labels = (*namedLabels)(nil)
 
-func (n namedLabels) Lookup(key string) (string, bool) {
+func (n *namedLabels) Lookup(key string) (string, bool) {
 	if v, ok := n.labels[key]; ok {
 		return v, true
 	}
@@ -148,12 +172,12 @@ func (n namedLabels) Lookup(key string) (string, bool) {
 	return "", false
 }
 
-func (n namedLabels) Has(key string) bool {
+func (n *namedLabels) Has(key string) bool {
 	_, ok := n.Lookup(key)
 	return ok
 }
 
-func (n namedLabels) Get(key string) string {
+func (n *namedLabels) Get(key string) string {
 	v, _ := n.Lookup(key)
 	return v
 }
