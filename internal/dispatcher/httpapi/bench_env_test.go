@@ -69,6 +69,7 @@ type benchEnv struct {
 	cached  client.Client
 	cs      kubernetes.Interface
 	saToken string // the gateway's
+	tenv    *testutil.Env
 }
 
 // startBenchEnv starts the shared setup, the stub model scripted to answer
@@ -79,12 +80,6 @@ func startBenchEnv(b *testing.B, turns int, usage string) *benchEnv {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" || os.Getenv(codextest.EnvBin) == "" {
 		b.Fatal("KUBEBUILDER_ASSETS and CODEX_BIN must be set: " + usage)
 	}
-	// The manager's records are not what a benchmark reports (and without
-	// a logger controller-runtime prints a stack trace in its output).
-	ctrl.SetLogger(logr.Discard())
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-
 	stub, err := stubmodel.New()
 	benchMust(b, err)
 	b.Cleanup(stub.Close)
@@ -97,6 +92,23 @@ func startBenchEnv(b *testing.B, turns int, usage string) *benchEnv {
 		ProviderURL: stub.BaseURL(), Transport: codextest.WebSocket, WSToken: benchWSToken,
 	})
 	benchMust(b, err)
+	e := startControlPlane(b, usage)
+	e.addHarness(b, benchNS, codex.URL)
+	return e
+}
+
+// startControlPlane is startBenchEnv without Codex: the control plane, the
+// policy, the namespaces and the gateway, and no harness yet.
+func startControlPlane(b *testing.B, usage string) *benchEnv {
+	b.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		b.Fatal("KUBEBUILDER_ASSETS must be set: " + usage)
+	}
+	// The manager's records are not what a benchmark reports (and without
+	// a logger controller-runtime prints a stack trace in its output).
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
 
 	env, err := testutil.StartEnv()
 	benchMust(b, err)
@@ -140,9 +152,7 @@ func startBenchEnv(b *testing.B, turns int, usage string) *benchEnv {
 	}
 	saToken, err := testutil.ServiceAccountToken(ctx, k8s, cs, benchNS, "gateway")
 	benchMust(b, err)
-	e := &benchEnv{ctx: ctx, k8s: k8s, cached: cached, cs: cs, saToken: saToken}
-	e.addHarness(b, benchNS, codex.URL)
-	return e
+	return &benchEnv{ctx: ctx, k8s: k8s, cached: cached, cs: cs, saToken: saToken, tenv: env}
 }
 
 // addHarness creates the external Codex harness of ns on the app-server at
