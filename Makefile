@@ -232,15 +232,17 @@ bench-store: ## The file journal and PostgreSQL side by side: what each adds to 
 # text to docs/benchmarks/ (docs/benchmarks/dispatcher.md explains them).
 BENCH_OUT ?= $(CURDIR)/bin/bench
 .PHONY: bench-dispatcher
-bench-dispatcher: ## The dispatcher's added latency and turns/s at 1-200 concurrent sessions, direct engine vs. HTTPS+SSE+authn/z, on a zero-latency app-server double and on the real Codex; open loop; CPU and allocation profiles (BenchmarkDispatcherConcurrency; about 9 minutes; not part of CI).
+bench-dispatcher: ## The dispatcher in its own process (BenchmarkDispatcherProcess: CPU per turn at 1-50 sessions, the HTTP layer's share, each turn's added latency in an open loop at a measured 50 % utilisation, CPU per turn with 1,000 harnesses and policies ÷ 64 and 10), then the in-process arms at 1-200 sessions, direct engine vs. HTTPS+SSE+authn/z, on the double and on the real Codex (BenchmarkDispatcherConcurrency), with CPU and allocation profiles (about 12 minutes; not part of CI).
 	$(TEST_DEPS); mkdir -p "$(BENCH_OUT)" && \
+		BENCH_OUT="$(BENCH_OUT)" go test -v -run '^$$' -bench 'DispatcherProcess$$' -benchtime 1x -count=1 -timeout=30m \
+			./internal/dispatcher/httpapi/ | tee "$(BENCH_OUT)/dispatcher-process.txt" && \
 		BENCH_OUT="$(BENCH_OUT)" go test -v -run '^$$' -bench 'DispatcherConcurrency$$' -benchtime 1x -count=1 -timeout=30m \
 			./internal/dispatcher/httpapi/ | tee "$(BENCH_OUT)/dispatcher-concurrency.txt" && \
 		hack/bench-profiles.sh "$(BENCH_OUT)" docs/benchmarks && \
-		cp "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
+		cp "$(BENCH_OUT)/dispatcher-process.json" "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 
 .PHONY: bench
-bench: ## The benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 15 min on an idle 2-core machine: admission 4.5, dispatcher 3, operator scale 7.5, selection and store under 1 each; not part of CI).
+bench: ## The benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 20 min on an idle 2-core machine: admission 4.5, dispatcher 6, operator scale 7.5, selection, engine, journal and store under 1 each; not part of CI).
 	$(TEST_DEPS); BENCH_OUT="$(BENCH_OUT)" hack/bench.sh $(SECTIONS)
 
 FUZZTIME ?= 10m

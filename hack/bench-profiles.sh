@@ -3,8 +3,10 @@
 # BenchmarkDispatcherConcurrency wrote to OUT (its HTTP arm at saturation) as
 # text to DOCS: dispatcher-cpu.txt (CPU) and dispatcher-alloc.txt (bytes
 # allocated during the profiled loop: the allocation profile after it, less
-# the one before), each by flat and by cumulative share. `make
-# bench-dispatcher` runs it.
+# the one before), each by flat and by cumulative share; and, when
+# BenchmarkDispatcherProcess wrote it, the top 20 of its HTTP layer's
+# profile to dispatcher-http-cpu.txt (the samples its http-cpu-ms/turn
+# counts: the same focus and ignore). `make bench-dispatcher` runs it.
 set -euo pipefail
 
 mkdir -p "$2"
@@ -27,3 +29,13 @@ cd "$out"
   top -top -nodecount=10 -sample_index=alloc_space -ignore=runtime/pprof -base dispatcher-alloc-base.pprof dispatcher-alloc.pprof
   top -top -cum -nodecount=10 -sample_index=alloc_space -ignore=runtime/pprof -base dispatcher-alloc-base.pprof dispatcher-alloc.pprof
 } >"$docs/dispatcher-alloc.txt"
+
+# The HTTP layer's share as BenchmarkDispatcherProcess attributes it
+# (httpFocus and httpIgnore in process_bench_figures_test.go).
+if [[ -f dispatcher-http-cpu.pprof ]]; then
+  http=(-focus='net/http\.\(\*conn\)\.serve' -ignore='internal/dispatcher/engine\.|journal\.\(\*runReader\)|journal\.\(\*Journal\)\.openRunFile|testutil/appserverdouble\.')
+  {
+    top -top -nodecount=20 "${http[@]}" dispatcher-http-cpu.pprof
+    top -top -cum -nodecount=20 "${http[@]}" dispatcher-http-cpu.pprof
+  } >"$docs/dispatcher-http-cpu.txt"
+fi

@@ -21,9 +21,17 @@ export BENCH_OUT
 # SECTIONS: name|command. Each command is `go test -bench` with -run '^$',
 # so no test runs with it.
 SECTIONS=(
-  "selection|go test -run '^\$' -bench 'BenchmarkSelect|BenchmarkPolicyConflicts' -benchmem -count=1 ./internal/policy/selection/"
+  "selection|go test -run '^\$' -bench 'BenchmarkSelect|BenchmarkPolicyConflicts' -benchmem -count=1 ./internal/policy/selection/ \
+    && go test -run '^\$' -bench 'BenchmarkTurnSelection' -benchmem -count=1 ./internal/dispatcher/engine/ \
+    && if [[ -x hack/bench-instructions.sh ]]; then hack/bench-instructions.sh ./internal/policy/selection/ '^BenchmarkSelect\$' \
+         || echo 'bench: BenchmarkSelect instructions not counted (hack/bench-instructions.sh failed)'; \
+       else echo 'bench: hack/bench-instructions.sh absent: no instr/op'; fi"
+  "engine|go test -run '^\$' -bench 'BenchmarkTurnStatusWrites\$' -benchtime 20x -count=1 ./internal/dispatcher/engine/"
+  "journal|go test -run '^\$' -bench 'BenchmarkTurnFsyncs\$' -benchtime 200x -count=1 ./internal/dispatcher/store/journal/"
   "admission|go test -run '^\$' -bench 'BenchmarkAdmission\$' -benchtime 1000x -count=1 -timeout=30m ./test/scale/"
-  "dispatcher|go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \
+  "dispatcher|go test -v -run '^\$' -bench 'BenchmarkDispatcherProcess\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \
+    && cp \"\${BENCH_OUT}/dispatcher-process.json\" docs/benchmarks/ \
+    && go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \
     && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks && cp \"\${BENCH_OUT}/dispatcher-concurrency.json\" docs/benchmarks/"
   "scale|go test -run '^\$' -bench 'BenchmarkOperatorScale' -benchtime 1x -count=1 -timeout=60m ./test/scale/"
   "store|POSTGRES_DIR=\"\$(hack/setup-postgres.sh)\" go test -tags postgres -run '^\$' -bench 'BenchmarkTurnOverhead' -benchtime 3s -count=1 ./internal/dispatcher/store/pgstore/"
