@@ -99,8 +99,9 @@ var scaleSizes = []int{1000, 5000, 10000}
 //   - change100-reconciles-per-affected: the manager's AgentSession
 //     reconciles during the 100 % change, per session
 //     (controller_runtime_reconcile_total);
-//   - manager-ready-rss-MiB: the manager's VmRSS once all are Ready and
-//     settled; manager-rss-MiB, manager-peak-MiB (VmRSS, VmHWM) and
+//   - manager-ready-rss-MiB, manager-ready-peak-MiB: the manager's VmRSS
+//     and VmHWM once all are Ready and settled (the peak of the creations,
+//     before any change); manager-rss-MiB, manager-peak-MiB (VmRSS, VmHWM) and
 //     dispatcher-rss-MiB at the end, after the changes.
 //
 // One sample session of the changed group and one of another are checked
@@ -159,7 +160,7 @@ func runScale(b *testing.B, n int) scalePoint {
 	fail("settle", w.quiet(ctx, settleQuiet))
 	settled, _, _ := w.writes().split(all)
 	p.WritesToSettle = float64(settled) / float64(n)
-	p.ManagerReadyRSSMiB, _, err = memoryMiB(o.Manager.Pid())
+	p.ManagerReadyRSSMiB, p.ManagerReadyPeakMiB, err = memoryMiB(o.Manager.Pid())
 	fail("manager memory", err)
 
 	pids, err := o.Env.ControlPlanePids()
