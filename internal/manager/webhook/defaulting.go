@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -55,6 +56,13 @@ func (h *defaultingHandler[T]) Handle(ctx context.Context, req admission.Request
 	after, err := json.Marshal(obj)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if bytes.Equal(before, after) {
+		// Nothing defaulted (most creates): no patch to compute, which is
+		// most of this handler's work.
+		resp := admission.Allowed("")
+		resp.Warnings = warnings
+		return resp
 	}
 	resp := patchDefaults(req.Object.Raw, before, after)
 	resp.Warnings = warnings
