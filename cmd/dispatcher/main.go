@@ -105,6 +105,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/platform/kubedirect"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
 	harnessscheme "github.com/openclaw/harness-operator/internal/platform/scheme"
+	"github.com/openclaw/harness-operator/internal/policy/snapshot"
 )
 
 const (
@@ -309,8 +310,14 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
+	// Each namespace's selection inputs are kept between turns, dropped by
+	// the cache's AgentHarness, RuntimePolicy and Namespace events.
+	views, err := snapshot.Watch(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
-		ExternalDial: externalDial, SharedStore: st.shared, ActiveTurnDelay: activeDelay})
+		ExternalDial: externalDial, SharedStore: st.shared, SelectionViews: views, ActiveTurnDelay: activeDelay})
 	defer eng.Close()
 	if err := (&sessionfinalizer.Reconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err

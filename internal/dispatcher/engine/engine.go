@@ -13,7 +13,6 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
-	"github.com/openclaw/harness-operator/internal/policy/selection"
 	"github.com/openclaw/harness-operator/internal/policy/snapshot"
 )
 
@@ -77,6 +76,11 @@ type Options struct {
 	// soon as the native turn started). A shorter turn makes one status
 	// write, at its end (activeturn.go).
 	ActiveTurnDelay time.Duration
+	// SelectionViews, when set, keeps each namespace's selection inputs
+	// between turns (selection.go): the reader must then be the informer
+	// cache whose AgentHarness, RuntimePolicy and Namespace events reach
+	// it. Nil reads them on every turn.
+	SelectionViews *snapshot.Views
 	// SharedStore says other dispatchers share the store (PostgreSQL): an
 	// answer for a turn this engine does not run is forwarded through the
 	// run's inbox (inbox.go). Alone on its store, an engine runs every turn
@@ -198,13 +202,8 @@ func (e *Engine) Decide(ctx context.Context, ns, name string, req *wire.TurnRequ
 	if err != nil {
 		return wire.Decision{}, err
 	}
-	snap, err := snapshot.For(ctx, e.reader, sess)
-	if err != nil {
-		return wire.Decision{}, err
-	}
-	d := selection.Select(snap, &req.Attempt)
-	d.Capabilities = harnessCapabilities(snap, d)
-	return d, nil
+	_, d, err := e.selectTurn(ctx, sess, &req.Attempt)
+	return d, err
 }
 
 // SubmitToolResult answers the host tool call callID of the running turn

@@ -7,14 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/policy/selection"
-	"github.com/openclaw/harness-operator/internal/policy/snapshot"
 )
 
 // prepared is a turn ready to run: its decision, harness, server and
@@ -78,12 +76,10 @@ func (r *refusal) Unwrap() error { return r.err }
 // embedded runtime, the expected harness, the adapter, the binding, the
 // transcript.
 func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest) (*prepared, *wire.Error) {
-	snap, err := snapshot.For(ctx, e.reader, sess)
+	snap, d, err := e.selectTurn(ctx, sess, &req.Attempt)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness, "read the selection inputs: %v", err)
 	}
-	d := selection.Select(snap, &req.Attempt)
-	d.Capabilities = harnessCapabilities(snap, d)
 	e.logDecision(sess, &req.Attempt, d)
 	p := &prepared{decision: d, session: SessionKey(sess)}
 	if d.Error != nil {
@@ -98,8 +94,8 @@ func (e *Engine) decide(ctx context.Context, sess *v1alpha1.AgentSession, req *w
 		return p, wire.Errorf(wire.CodeArtifactMismatch, wire.ScopeHarness,
 			"Verified inference requires agent harness %s, but %s was selected.", exp.HarnessID, d.HarnessID)
 	}
-	h := &v1alpha1.AgentHarness{}
-	if err := e.reader.Get(ctx, client.ObjectKey{Namespace: d.HarnessRef.Namespace, Name: d.HarnessRef.Name}, h); err != nil {
+	h, err := e.decidedHarness(ctx, snap, d)
+	if err != nil {
 		return p, wire.Errorf(wire.CodeHarnessUnavailable, wire.ScopeHarness,
 			"read AgentHarness %s/%s: %v", d.HarnessRef.Namespace, d.HarnessRef.Name, err)
 	}
@@ -214,13 +210,12 @@ type serverConn struct {
 	dial    func(context.Context) (*appserver.Client, error)
 }
 
-// serverConn reads the harness's token Secret and returns how to reach
-// srv with the harness's version floor.
-func (e *Engine) serverConn(ctx context.Context, h *v1alpha1.AgentHarness, srv Server) (serverConn, error) {
-	auth, err := e.serverAuth(ctx, h)
-	if err != nil {
-		return serverConn{}, err
-	}
+// serverConn returns how to reach srv with the harness's version floor.
+// The harness's token Secret is read by the dial, not here: a turn on a
+// pooled connection reads no Secret, and every dial (a reattach long after
+// the turn started among them) reads the Secret as it is then, and checks
+// again that the harness controls it (serverAuth).
+func (e *Engine) serverConn(_ context.Context, h *v1alpha1.AgentHarness, srv Server) (serverConn, error) {
 	minVersion, url := h.Spec.MinVersion, srv.URL
 	log := e.log.WithValues("appServer", h.Namespace+"/"+h.Name+"/"+srv.Name)
 	return serverConn{
@@ -228,6 +223,10 @@ func (e *Engine) serverConn(ctx context.Context, h *v1alpha1.AgentHarness, srv S
 		dial: func(ctx context.Context) (*appserver.Client, error) {
 			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 			defer cancel()
+			auth, err := e.serverAuth(ctx, h)
+			if err != nil {
+				return nil, err
+			}
 			t, err := appserver.DialWebSocket(ctx, url, auth)
 			if err != nil {
 				return nil, err

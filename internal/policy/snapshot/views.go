@@ -192,7 +192,7 @@ func (v *Views) EventHandler() toolscache.ResourceEventHandlerFuncs {
 // objects (client.UnsafeDisableDeepCopy: they are only read).
 func readView(ctx context.Context, r client.Reader, namespace string) (*View, error) {
 	var ns corev1.Namespace
-	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("read Namespace %s: %w", namespace, err)
 	}
 	var harnesses v1alpha1.AgentHarnessList
