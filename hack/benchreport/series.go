@@ -78,7 +78,7 @@ func processCharts(dir string) ([]namedChart, error) {
 	h := func(r processLevel) float64 { return r.Harnesses }
 	return []namedChart{
 		{file: "dispatcher-cpu-concurrency.png", chart: chart{
-			Title: "CPU per turn vs. concurrent sessions (the dispatcher in its own process, zero-latency double)",
+			Title: "CPU per turn vs. concurrent sessions (dispatcher process, double)",
 			X:     "concurrent sessions", Y: "CPU ms per turn", LogX: true,
 			Series: []series{
 				{Label: "dispatcher", Points: xy(s.Levels, c, dispatcher)},
@@ -86,7 +86,7 @@ func processCharts(dir string) ([]namedChart, error) {
 			},
 		}},
 		{file: "dispatcher-cpu-size.png", chart: chart{
-			Title: "CPU per turn vs. AgentHarnesses in the cluster (as many RuntimePolicies; 64 and 10 concern the session)",
+			Title: "CPU per turn vs. harnesses and policies in the cluster (64 and 10 concern the session)",
 			X:     "AgentHarnesses in the cluster", Y: "CPU ms per turn", LogX: true,
 			Series: []series{
 				{Label: "dispatcher", Points: xy(s.Size, h, dispatcher)},

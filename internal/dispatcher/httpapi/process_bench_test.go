@@ -38,7 +38,7 @@ func processSizesFor() processSizes {
 			sizeTurns: 60, profileTurns: 60}
 	}
 	return processSizes{levels: []int{1, 10, 50}, headline: 10, levelTurns: 300, calibrate: 300, openTurns: 1500,
-		sizeTurns: 400, profileTurns: 400}
+		sizeTurns: 400, profileTurns: 1500}
 }
 
 // The cluster of the size ratio: visibleHarnesses AgentHarnesses in the
