@@ -2,8 +2,10 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -343,5 +345,43 @@ func TestViewsRefuseAnInvalidSelector(t *testing.T) {
 	_, err := NewViews(c).For(context.Background(), &v1alpha1.AgentSession{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s"}})
 	if err == nil || !strings.Contains(err.Error(), "RuntimePolicy bad: spec.namespaceSelector") {
 		t.Fatalf("an invalid selector: %v, want an error naming the policy's field", err)
+	}
+}
+
+// TestViewsUnderConcurrentTurnsAndEvents: turns and events at once (run
+// with -race); once the events stop, a turn sees the last change.
+func TestViewsUnderConcurrentTurnsAndEvents(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(ns("team", nil), sameNamespace("team", "codex")).Build()
+	views := NewViews(c)
+	session := &v1alpha1.AgentSession{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "s"}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := views.For(ctx, session); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 50 {
+			views.Invalidate(ns("team", nil))
+			views.Invalidate(sameNamespace("team", fmt.Sprint("h", i)))
+		}
+	})
+	wg.Wait()
+	if err := c.Create(ctx, sameNamespace("team", "last")); err != nil {
+		t.Fatal(err)
+	}
+	views.Invalidate(sameNamespace("team", "last"))
+	snap, err := views.For(ctx, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(snap.Harnesses); !slices.Equal(got, []string{"team/codex", "team/last"}) {
+		t.Fatalf("after the last event: %v, want team/codex and team/last", got)
 	}
 }
