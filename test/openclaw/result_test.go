@@ -38,8 +38,7 @@ var _ = Describe("The attempt result the plugin returns to OpenClaw", func() {
 		Expect(run.exit).To(Equal(0), "%s", run)
 		Expect(run.result().texts()).To(ContainElement(ContainSubstring(reply)), "%s", run)
 		Expect(stub.RequestsContaining(emptyResponseNudge)).To(HaveLen(1), "OpenClaw's nudge reached the model once, through the cluster")
-		last := s.get(ctx).Status.LastTurn
-		Expect(last).NotTo(BeNil())
+		last := s.lastTurn(ctx)
 		Expect(last.Outcome).To(Equal(v1alpha1.TurnSucceeded))
 	})
 })

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -44,13 +45,20 @@ var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, 
 		run = gateway.turn(ctx, id, key, "Say hello "+marker)
 
 		Expect(run.exit).To(Equal(0), "%s", run)
-		list := &v1alpha1.AgentSessionList{}
-		Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
-		for _, s := range list.Items {
-			if s.Spec.SessionID == id {
-				made = append(made, s)
+		// The plugin returns at the `result` event, which the dispatcher
+		// streams before it writes the turn's status: wait for the status.
+		Eventually(func(g Gomega) {
+			made = nil
+			list := &v1alpha1.AgentSessionList{}
+			g.Expect(k8s.List(ctx, list, client.InNamespace(agentsNS))).To(Succeed())
+			for _, s := range list.Items {
+				if s.Spec.SessionID == id {
+					made = append(made, s)
+				}
 			}
-		}
+			g.Expect(made).NotTo(BeEmpty())
+			g.Expect(made[0].Status.LastTurn).NotTo(BeNil())
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the AgentSession of OpenClaw's session %s with its turn recorded", id)
 	})
 
 	It("runs a turn on the cluster's Codex and shows the stub model's reply and the plugin's harness id", func() {
@@ -225,6 +233,18 @@ func newModelSession(ctx context.Context, m string) session {
 	Expect(err).NotTo(HaveOccurred(), "kubectl harness session create: %s", exitDetail(err))
 	s.name = strings.TrimSpace(string(out))
 	return s
+}
+
+// lastTurn waits for the session's status.lastTurn: the plugin returns at
+// the `result` event, which the dispatcher streams before the turn's status.
+func (s session) lastTurn(ctx context.Context) *v1alpha1.LastTurn {
+	GinkgoHelper()
+	var last *v1alpha1.LastTurn
+	Eventually(func() *v1alpha1.LastTurn {
+		last = s.get(ctx).Status.LastTurn
+		return last
+	}).WithContext(ctx).WithTimeout(30*time.Second).ShouldNot(BeNil(), "status.lastTurn of %s", s.name)
+	return last
 }
 
 func (s session) get(ctx context.Context) *v1alpha1.AgentSession {
