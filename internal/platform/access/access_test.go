@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -42,10 +43,12 @@ func TestCheckAsksAsTheUser(t *testing.T) {
 		Subjects: []rbacv1.Subject{
 			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"},
 			{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "team-a-devs"},
+			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: bindingSeen},
 		},
 	})
 
 	checker := access.NewChecker(admin)
+	waitForBinding(t, checker, ns)
 	alice := authenticationv1.UserInfo{Username: "alice", UID: "u-1", Groups: []string{"system:authenticated"}}
 	bob := authenticationv1.UserInfo{Username: "bob", Groups: []string{"team-a-devs", "system:authenticated"}}
 	mallory := authenticationv1.UserInfo{Username: "mallory", Groups: []string{"system:authenticated"},
@@ -102,6 +105,29 @@ func TestCheckAsksAsTheUser(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// bindingSeen is a subject of the test's RoleBinding that only
+// waitForBinding asks about.
+const bindingSeen = "binding-seen"
+
+// waitForBinding waits until the API server's RBAC authorizer has seen the
+// test's RoleBinding (its informer lags the create): then bindingSeen, a
+// subject of the same object, is allowed. The cases never ask about it.
+func waitForBinding(t *testing.T, checker *access.Checker, ns string) {
+	t.Helper()
+	user := authenticationv1.UserInfo{Username: bindingSeen, Groups: []string{"system:authenticated"}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := checker.CheckGetSecret(context.Background(), user, ns, "token")
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the RoleBinding never took effect: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func mustCreate(t *testing.T, c client.Client, obj client.Object) {
