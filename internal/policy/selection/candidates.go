@@ -24,8 +24,8 @@ func (e *engine) evaluate(mode, target int, list bool) ([]wire.Candidate, []outc
 		target = e.lookup(string(v1alpha1.RuntimeCodex))
 	}
 	nr := len(e.routes)
-	rs := resized(e.scratch.rs, nr)
-	e.scratch.rs = rs
+	rs := resized(e.rs, nr)
+	e.rs = rs
 	for i := range rs {
 		rs[i] = routeScratch{best: -1}
 	}
@@ -121,8 +121,8 @@ func (e *engine) evaluate(mode, target int, list bool) ([]wire.Candidate, []outc
 		}
 	}
 
-	outs := resized(e.scratch.outs, nr)
-	e.scratch.outs = outs
+	outs := resized(e.outs, nr)
+	e.outs = outs
 	for ri := range e.routes {
 		o := &outs[ri]
 		*o = outcome{harness: -1}
@@ -240,7 +240,7 @@ func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 		DisableTools:   a.DisableTools,
 		HostRestricted: a.PluginHarnessToolPolicyRestricted,
 	}
-	names := e.scratch.toolNames[:0]
+	names := e.toolNames[:0]
 	native := v.nativeTools()
 	names = appendToolIDs(names, native)
 	var safe []v1alpha1.ToolID
@@ -249,7 +249,7 @@ func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 		safe = v.h.Spec.ConversationToolPolicySafeDenyTools
 		names = appendToolIDs(names, safe)
 	}
-	e.scratch.toolNames = names
+	e.toolNames = names
 	// An empty declaration stays nil, as Evaluate was always given.
 	if len(native) > 0 {
 		in.NativeTools = names[:len(native):len(native)]
@@ -259,8 +259,8 @@ func (e *engine) toolVerdict(v *hview) toolpolicy.Verdict {
 	}
 	if tp := a.ToolPolicy; tp != nil {
 		in.Profile, in.AlsoAllow = tp.Profile, tp.AlsoAllow
-		in.Layers = resized(e.scratch.layers, len(tp.Layers))
-		e.scratch.layers = in.Layers
+		in.Layers = resized(e.layers, len(tp.Layers))
+		e.layers = in.Layers
 		for i, l := range tp.Layers {
 			in.Layers[i] = toolpolicy.Layer{Name: l.Name, Allow: l.Allow, Deny: l.Deny}
 		}

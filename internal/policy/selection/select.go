@@ -329,7 +329,7 @@ func (e *engine) facts() {
 	e.orderByPriority()
 
 	e.routes = e.scratch.routes[:0]
-	e.scratch.listed = e.scratch.listed[:0]
+	e.listed = e.listed[:0]
 	if a.ModelProvider != nil {
 		e.routes = append(e.routes, e.newRoute(0, a.ModelProvider))
 	}
@@ -446,14 +446,14 @@ func (e *engine) listedViews(ids []string) []int32 {
 			return e.routes[i].listed
 		}
 	}
-	start := len(e.scratch.listed)
+	start := len(e.listed)
 	for _, id := range ids {
 		if i := e.lookup(NormalizeRuntimeID(id)); i >= 0 {
-			e.scratch.listed = append(e.scratch.listed, int32(i))
+			e.listed = append(e.listed, int32(i))
 		}
 	}
 	// The full slice expression keeps a later route's indices out of this one.
-	return e.scratch.listed[start:len(e.scratch.listed):len(e.scratch.listed)]
+	return e.listed[start:len(e.listed):len(e.listed)]
 }
 
 // sameSupportFacts reports whether every harness answers two routes alike:
