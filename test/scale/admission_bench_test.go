@@ -154,18 +154,7 @@ func externalHarness(ns, name string) *v1alpha1.AgentHarness {
 // handshakes per create. It returns the creates per second it reached.
 func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, newObject func() client.Object) float64 {
 	c := o.Env.Client
-	countersBefore, err := readAdmissionCounters(ctx, o.ManagerMetrics)
-	if err != nil {
-		b.Fatal(err)
-	}
-	before, err := webhookDurations(ctx, cs, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
-	handlersBefore, err := handlerDurations(ctx, o.ManagerMetrics, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
+	before := readAdmission(ctx, b, o, cs, resource)
 	latencies := make([]time.Duration, b.N)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -191,33 +180,54 @@ func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs 
 	close(next)
 	wg.Wait()
 	b.StopTimer()
-	countersAfter, err := readAdmissionCounters(ctx, o.ManagerMetrics)
-	if err != nil {
-		b.Fatal(err)
-	}
+	after := readAdmission(ctx, b, o, cs, resource)
 	if e := firstErr.Load(); e != nil {
 		b.Logf("%d of %d creates of %s refused, the first: %s", refused.Load(), b.N, resource, e)
-	}
-	after, err := webhookDurations(ctx, cs, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
-	handlersAfter, err := handlerDurations(ctx, o.ManagerMetrics, resource)
-	if err != nil {
-		b.Fatal(err)
 	}
 	slices.Sort(latencies)
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "create-p50-ms")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "create-p99-ms")
 	b.ReportMetric(float64(refused.Load()), "refused")
-	delta := after.minus(before)
-	b.ReportMetric(delta.quantile(0.5)*1000, "webhook-p50-ms")
-	b.ReportMetric(delta.quantile(0.99)*1000, "webhook-p99-ms")
-	handlers := handlersAfter.minus(handlersBefore).cumulative()
-	b.ReportMetric(handlers.quantile(0.5)*1000, "handler-p50-ms")
-	b.ReportMetric(handlers.quantile(0.99)*1000, "handler-p99-ms")
-	reportPerCreate(b, "", countersBefore, countersAfter, b.N)
-	return float64(b.N) / countersAfter.at.Sub(countersBefore.at).Seconds()
+	reportAdmission(b, "", before, after, b.N)
+	return float64(b.N) / after.counters.at.Sub(before.counters.at).Seconds()
+}
+
+// admissionReading is what a run of creates is measured by, read before
+// and after it: the manager's counters, the API server's webhook
+// durations and the manager's handler durations of the resource.
+type admissionReading struct {
+	counters admissionCounters
+	webhooks histogram
+	handlers nativeHistogram
+}
+
+func readAdmission(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string) admissionReading {
+	b.Helper()
+	var r admissionReading
+	var err error
+	if r.counters, err = readAdmissionCounters(ctx, o.ManagerMetrics); err != nil {
+		b.Fatal(err)
+	}
+	if r.webhooks, err = webhookDurations(ctx, cs, resource); err != nil {
+		b.Fatal(err)
+	}
+	if r.handlers, err = handlerDurations(ctx, o.ManagerMetrics, resource); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// reportAdmission reports the webhook and handler p50/p99 and the
+// per-create figures of the n creates between before and after, each
+// unit prefixed with prefix.
+func reportAdmission(b *testing.B, prefix string, before, after admissionReading, n int) {
+	webhooks := after.webhooks.minus(before.webhooks)
+	b.ReportMetric(webhooks.quantile(0.5)*1000, prefix+"webhook-p50-ms")
+	b.ReportMetric(webhooks.quantile(0.99)*1000, prefix+"webhook-p99-ms")
+	handlers := after.handlers.minus(before.handlers).cumulative()
+	b.ReportMetric(handlers.quantile(0.5)*1000, prefix+"handler-p50-ms")
+	b.ReportMetric(handlers.quantile(0.99)*1000, prefix+"handler-p99-ms")
+	reportPerCreate(b, prefix, before.counters, after.counters, n)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -185,18 +185,7 @@ func reportPerCreate(b *testing.B, prefix string, before, after admissionCounter
 // utilisation it ran at: the CPU of the benchmark's processes over both
 // cores (paced-utilisation) and the machine's (paced-machine-utilisation).
 func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, n int, rate float64, newObject func() client.Object) {
-	before, err := readAdmissionCounters(ctx, o.ManagerMetrics)
-	if err != nil {
-		b.Fatal(err)
-	}
-	webhooksBefore, err := webhookDurations(ctx, cs, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
-	handlersBefore, err := handlerDurations(ctx, o.ManagerMetrics, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
+	before := readAdmission(ctx, b, o, cs, resource)
 	interval := time.Duration(float64(time.Second) / rate)
 	latencies := make([]time.Duration, n)
 	var wg sync.WaitGroup
@@ -214,18 +203,7 @@ func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs ku
 		})
 	}
 	wg.Wait()
-	after, err := readAdmissionCounters(ctx, o.ManagerMetrics)
-	if err != nil {
-		b.Fatal(err)
-	}
-	webhooksAfter, err := webhookDurations(ctx, cs, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
-	handlersAfter, err := handlerDurations(ctx, o.ManagerMetrics, resource)
-	if err != nil {
-		b.Fatal(err)
-	}
+	after := readAdmission(ctx, b, o, cs, resource)
 	count := 0
 	refused.Range(func(_, msg any) bool {
 		if count == 0 {
@@ -235,17 +213,11 @@ func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs ku
 		return true
 	})
 	slices.Sort(latencies)
-	tree, machine := before.utilisation(after)
+	tree, machine := before.counters.utilisation(after.counters)
 	b.ReportMetric(rate, "paced-creates/s")
 	b.ReportMetric(tree, "paced-utilisation")
 	b.ReportMetric(machine, "paced-machine-utilisation")
 	b.ReportMetric(float64(count), "paced-refused")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "paced-create-p99-ms")
-	webhooks := webhooksAfter.minus(webhooksBefore)
-	b.ReportMetric(webhooks.quantile(0.5)*1000, "paced-webhook-p50-ms")
-	b.ReportMetric(webhooks.quantile(0.99)*1000, "paced-webhook-p99-ms")
-	handlers := handlersAfter.minus(handlersBefore).cumulative()
-	b.ReportMetric(handlers.quantile(0.5)*1000, "paced-handler-p50-ms")
-	b.ReportMetric(handlers.quantile(0.99)*1000, "paced-handler-p99-ms")
-	reportPerCreate(b, "paced-", before, after, n)
+	reportAdmission(b, "paced-", before, after, n)
 }
