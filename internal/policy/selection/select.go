@@ -3,13 +3,10 @@ package selection
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
-	"github.com/openclaw/harness-operator/internal/policy/toolpolicy"
 )
 
 // Snapshot is everything Select reads besides the attempt. The caller filters:
@@ -29,75 +26,6 @@ type Snapshot struct {
 	// as Ready (offline explain of hand-written manifests). The dispatcher
 	// leaves it false: a harness the manager has not observed is unavailable.
 	AssumeReadyWithoutStatus bool
-}
-
-// route is one prepared route; a nil mp means the attempt has no route facts.
-// What every harness is checked against is prepared once per route, not per
-// harness: listed holds the indices of the views that count for the route's
-// compatible ids, so a harness is looked for by number rather than by
-// comparing its id with every compatible id; authMode is the prepared auth
-// mode trimmed and lowercased.
-type route struct {
-	name string
-	// index is the route's row in routeNames and namedReasons: 0 for
-	// modelProvider, i+1 for modelProviders[i].
-	index    int
-	mp       *wire.ModelProvider
-	listed   []int32
-	authMode string
-	// same is the index of an earlier route with the same support facts
-	// (sameSupportFacts), whose answer every harness repeats here, or -1: a
-	// retry set often differs only in base URLs.
-	same int
-	// named are the reasons that name a route beyond namedReasons, built on
-	// first use.
-	named *[refusalCount]string
-}
-
-// namedRoutes is how many routes have their names and named reasons
-// prepared once for every call (routeNames, namedReasons): retry sets are
-// short, and naming a route per call would allocate.
-const namedRoutes = 17
-
-// routeNames are the names of the first routes: modelProvider, then
-// modelProviders[0] and on.
-var routeNames = func() (names [namedRoutes]string) {
-	names[0] = "modelProvider"
-	for i := 1; i < namedRoutes; i++ {
-		names[i] = "modelProviders[" + strconv.Itoa(i-1) + "]"
-	}
-	return names
-}()
-
-// namedReasons are the candidate reasons that name one of the first routes
-// ("modelProviders[1]: …"), by route index and refusal.
-var namedReasons = func() (reasons [namedRoutes][refusalCount]string) {
-	for i := range reasons {
-		for why := refusalNone + 1; why < refusalCount; why++ {
-			reasons[i][why] = routeNames[i] + ": " + refusalText[why]
-		}
-	}
-	return reasons
-}()
-
-// reason is a candidate's reason for a refusal on this route; with several
-// routes it names the route. The named text is built once, not once per
-// candidate: a namespace that sees many harnesses that cannot run a turn
-// does not pay for each of them.
-func (r *route) reason(why refusal, several bool) string {
-	if !several {
-		return refusalText[why]
-	}
-	if r.index < namedRoutes {
-		return namedReasons[r.index][why]
-	}
-	if r.named == nil {
-		r.named = new([refusalCount]string)
-	}
-	if r.named[why] == "" {
-		r.named[why] = r.name + ": " + refusalText[why]
-	}
-	return r.named[why]
 }
 
 // Selection modes.
@@ -150,60 +78,6 @@ type engine struct {
 	scratch
 }
 
-// scratch is the memory an engine works in and the decision never
-// references. It is kept between calls (enginePool): allocating it for
-// every turn cost more than the work done in it, most of it in the garbage
-// collector.
-type scratch struct {
-	views  []hview
-	order  []int64
-	routes []route
-	// listed backs the routes' listed views.
-	listed []int32
-	// rs and outs are evaluate's per-route results.
-	rs   []routeScratch
-	outs []outcome
-	// toolNames and layers are the tool-policy input (toolVerdict).
-	toolNames []string
-	layers    []toolpolicy.Layer
-}
-
-// maxPooledViews bounds the scratch an engine keeps: one call with an
-// unusual number of harnesses does not keep its memory for good.
-const maxPooledViews = 1024
-
-// enginePool holds engines with their scratch between calls. Only the
-// scratch's capacity survives a call (release clears everything else), so
-// no call sees another's data.
-var enginePool = sync.Pool{New: func() any { return new(engine) }}
-
-// decisionParts are the small parts of one decision, allocated together:
-// each would otherwise be an allocation of its own on every turn.
-type decisionParts struct {
-	harnessRef wire.HarnessRef
-	toolPolicy wire.ToolPolicyDecision
-	// routes back Decision.Routes for a retry set of up to three routes.
-	routes [3]wire.RouteDecision
-	// matched backs Decision.MatchedPolicies for up to two policies.
-	matched [2]string
-}
-
-// matchedStorage is where resolvePolicy lists n matched policies' names.
-func (e *engine) matchedStorage(n int) []string {
-	if p := e.getParts(); n <= len(p.matched) {
-		return p.matched[:0:n]
-	}
-	return make([]string, 0, n)
-}
-
-// getParts returns the decision's parts, allocating them on first use.
-func (e *engine) getParts() *decisionParts {
-	if e.parts == nil {
-		e.parts = new(decisionParts)
-	}
-	return e.parts
-}
-
 // Select decides which runtime runs an attempt (docs/design/contract-rules.md).
 // It is pure: no I/O, no clock, it modifies none of its inputs, and its
 // result depends only on them (it reuses scratch memory between calls, never
@@ -225,31 +99,6 @@ func Select(s Snapshot, a *wire.Attempt) wire.Decision {
 	d := e.decide()
 	e.release()
 	return d
-}
-
-// release clears the engine, keeping only its scratch, and returns it to
-// enginePool. Nothing the decision holds is in the scratch, and the next call
-// writes every element of the scratch it reads. The scratch still refers to
-// this call's harnesses and strings until it is reused or the pool drops it
-// (at the latest after two garbage collections): clearing it would cost more
-// than the rest of the release.
-func (e *engine) release() {
-	sc := e.scratch
-	*e = engine{}
-	if cap(sc.views) > maxPooledViews || cap(sc.toolNames) > maxPooledViews {
-		return
-	}
-	e.scratch = sc
-	enginePool.Put(e)
-}
-
-// resized returns s with length n, reusing its memory when it is large
-// enough; the caller initializes every element it reads.
-func resized[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/4)
-	}
-	return s[:n]
 }
 
 // facts reads identity, model, pin and override from the session, or from the
@@ -410,63 +259,6 @@ func (e *engine) orderByPriority() {
 	for k := range order {
 		order[k] &= 1<<32 - 1
 	}
-}
-
-// newRoute prepares the route at index (route.index); the views must be
-// sorted (it looks harnesses up).
-func (e *engine) newRoute(index int, mp *wire.ModelProvider) route {
-	r := route{index: index, mp: mp, same: -1}
-	if index < namedRoutes {
-		r.name = routeNames[index]
-	} else {
-		r.name = "modelProviders[" + strconv.Itoa(index-1) + "]"
-	}
-	if mp.PreparedAuth != nil {
-		r.authMode = strings.ToLower(strings.TrimSpace(mp.PreparedAuth.Mode))
-	}
-	if mp.RuntimePolicy != nil {
-		r.listed = e.listedViews(mp.RuntimePolicy.CompatibleIDs)
-	}
-	for i := range e.routes {
-		if p := &e.routes[i]; p.same < 0 && sameSupportFacts(p, &r) {
-			r.same = i
-			break
-		}
-	}
-	return r
-}
-
-// listedViews returns the indices of the views that count for a route's
-// compatible ids; only those can be listed (shadowed and reserved views are
-// never asked about a route). An earlier route with the same ids shares its
-// answer.
-func (e *engine) listedViews(ids []string) []int32 {
-	for i := range e.routes {
-		if p := e.routes[i].mp.RuntimePolicy; p != nil && slices.Equal(p.CompatibleIDs, ids) {
-			return e.routes[i].listed
-		}
-	}
-	start := len(e.listed)
-	for _, id := range ids {
-		if i := e.lookup(NormalizeRuntimeID(id)); i >= 0 {
-			e.listed = append(e.listed, int32(i))
-		}
-	}
-	// The full slice expression keeps a later route's indices out of this one.
-	return e.listed[start:len(e.listed):len(e.listed)]
-}
-
-// sameSupportFacts reports whether every harness answers two routes alike:
-// they agree on everything supportsRoute reads (the provider is the
-// attempt's).
-func sameSupportFacts(a, b *route) bool {
-	x, y := a.mp, b.mp
-	if x.RequestTransportOverrides != y.RequestTransportOverrides || (x.RuntimePolicy == nil) != (y.RuntimePolicy == nil) ||
-		!slices.Equal(a.listed, b.listed) || (x.PreparedAuth == nil) != (y.PreparedAuth == nil) {
-		return false
-	}
-	return x.PreparedAuth == nil || (x.PreparedAuth.Requirement == y.PreparedAuth.Requirement &&
-		x.PreparedAuth.Source == y.PreparedAuth.Source && a.authMode == b.authMode)
 }
 
 // lookup returns the index of the view that counts for a harness id (the
