@@ -48,8 +48,11 @@ var _ = Describe("AgentSession controller and its own writes", Serial, func() {
 
 		By("someone else writing another runtime into the manager's status.policy")
 		edit := []byte(`{"status":{"policy":{"runtime":"codex"}}}`)
-		Expect(k8sClient.Status().Patch(ctx, getSession(s), client.RawPatch(types.MergePatchType, edit))).To(Succeed())
-		Expect(getSession(s).Status.Policy.Runtime).To(Equal(v1alpha1.RuntimeID("codex")), "the edit took")
+		// The patch's own response shows the edit; a later read may already
+		// see the controller's correction.
+		edited := getSession(s)
+		Expect(k8sClient.Status().Patch(ctx, edited, client.RawPatch(types.MergePatchType, edit))).To(Succeed())
+		Expect(edited.Status.Policy.Runtime).To(Equal(v1alpha1.RuntimeID("codex")), "the edit took")
 		Eventually(policyOf(s)).Should(Equal("openclaw/provider ["+id+"] PolicyResolved=True/PolicyMatched "+ready), "the edit is reconciled and undone")
 		Eventually(echoesSkipped).Should(Equal(skipped+2), "the echo of the correction")
 		expectSettled([]*v1alpha1.AgentSession{s})
