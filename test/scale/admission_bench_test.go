@@ -48,7 +48,7 @@ const admissionConcurrency = 50
 // the manager's CPU per create (manager-cpu-ms/create, its
 // process_cpu_seconds_total) and its webhook server's TLS handshakes per
 // create (tls-handshakes/create). Then the same number of creates again,
-// paced at pacedShare of the rate the saturated run reached, reports the
+// paced to use pacedUtilisation of the machine, reports the
 // same figures prefixed "paced-" and the utilisation they ran at
 // (measurePaced): the latencies a webhook has when it is not queueing for
 // a saturated machine.
@@ -83,21 +83,41 @@ func BenchmarkAdmission(b *testing.B) {
 			newSession := func() client.Object {
 				name := "bench-" + strconv.FormatInt(created.Add(1), 10)
 				return &v1alpha1.AgentSession{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: armLabel},
 					Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name, Model: "openai/gpt-5"},
 				}
 			}
 			rate := measureCreates(ctx, b, o, cs, "agentsessions", newSession)
-			measurePaced(ctx, b, o, cs, "agentsessions", b.N, pacedShare*rate, newSession)
+			measurePaced(ctx, b, o, cs, "agentsessions", b.N, rate, newSession)
+			deleteArm(ctx, b, o.Env.Client, &v1alpha1.AgentSession{}, ns)
 		})
 		b.Run("AgentHarness/existing="+strconv.Itoa(grow), func(b *testing.B) {
 			ns := testutil.ProcessNamespace(2)
 			newHarness := func() client.Object {
-				return externalHarness(ns, "bench-"+strconv.FormatInt(created.Add(1), 10))
+				h := externalHarness(ns, "bench-"+strconv.FormatInt(created.Add(1), 10))
+				h.Labels = armLabel
+				return h
 			}
 			rate := measureCreates(ctx, b, o, cs, "agentharnesses", newHarness)
-			measurePaced(ctx, b, o, cs, "agentharnesses", b.N, pacedShare*rate, newHarness)
+			measurePaced(ctx, b, o, cs, "agentharnesses", b.N, rate, newHarness)
+			deleteArm(ctx, b, o.Env.Client, &v1alpha1.AgentHarness{}, ns)
 		})
+	}
+}
+
+// armLabel marks the objects an arm creates, so that deleteArm removes
+// them and only the seeded objects stay for the next arms.
+var armLabel = map[string]string{"bench-admission": "arm"}
+
+// deleteArm deletes the objects of kind obj an arm created in namespace
+// ns. Left behind, thousands of external AgentHarnesses at an address
+// nothing serves would keep the manager probing them every 30 s: a
+// background that grows with every arm and keeps the next paced arm from
+// running at half the machine. The objects seeded for existing=n stay.
+func deleteArm(ctx context.Context, b *testing.B, c client.Client, obj client.Object, ns string) {
+	b.Helper()
+	if err := c.DeleteAllOf(ctx, obj, client.InNamespace(ns), client.MatchingLabels(armLabel)); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -151,9 +171,11 @@ func externalHarness(ns, name string) *v1alpha1.AgentHarness {
 // handlers' own p50/p99 as the manager measured them
 // (controller_runtime_webhook_latency_seconds, from reading the request to
 // writing the answer), and the manager's CPU and its webhook server's TLS
-// handshakes per create. It returns the creates per second it reached.
+// handshakes per create. It starts on a settled system (settle) and
+// returns the creates per second it reached.
 func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, newObject func() client.Object) float64 {
 	c := o.Env.Client
+	settle(ctx, b, o.ManagerMetrics)
 	before := readAdmission(ctx, b, o, cs, resource)
 	latencies := make([]time.Duration, b.N)
 	next := make(chan int)

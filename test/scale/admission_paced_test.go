@@ -25,10 +25,56 @@ import (
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
-// pacedShare is the paced arm's rate as a share of the rate the same
-// creates reached with 50 in flight (the machine saturated): a queue only
-// stays short below about half the capacity it serves from.
-const pacedShare = 0.4
+// pacedUtilisation is the machine utilisation the paced arm aims at: a
+// queue only stays short below about half the capacity it serves from.
+const pacedUtilisation = 0.4
+
+// pacedStart is the first paced run's rate as a share of the rate the same
+// creates reached with 50 in flight; later runs correct it (measurePaced).
+const pacedStart = 0.25
+
+// settle waits until the manager's work queues have been empty over two
+// half-second windows in a row (at most two minutes), so that one arm's
+// backlog is neither measured in the next nor slows it, and returns the
+// machine's busy share over the last window: the background the next run
+// adds to (the manager's periodic work, such as probing every external
+// harness every 30 s, does not stop).
+func settle(ctx context.Context, b *testing.B, metricsURL string) float64 {
+	b.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	empty := 0
+	for {
+		busy0, total0, err := machineCPU()
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // the window the busy share is measured over
+		values, err := managerValues(ctx, metricsURL, "workqueue_depth")
+		if err != nil {
+			b.Fatal(err)
+		}
+		busy1, total1, err := machineCPU()
+		if err != nil {
+			b.Fatal(err)
+		}
+		share := 0.0
+		if d := total1 - total0; d > 0 {
+			share = (busy1 - busy0) / d
+		}
+		if values["workqueue_depth"] == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+		if empty >= 2 {
+			return share
+		}
+		if time.Now().After(deadline) {
+			b.Logf("the manager's work queues did not empty in 2 minutes (%v queued); measuring anyway", values["workqueue_depth"])
+			return share
+		}
+	}
+}
 
 // clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times.
 const clockTicks = 100
@@ -179,17 +225,68 @@ func reportPerCreate(b *testing.B, prefix string, before, after admissionCounter
 	b.ReportMetric((after.handshakes-before.handshakes)/float64(creates), prefix+"tls-handshakes/create")
 }
 
-// measurePaced creates n objects at rate per second, each on its own
-// schedule (an open loop: a slow create does not delay the next), and
-// reports what the saturated run reports, prefixed "paced-", with the
-// utilisation it ran at: the CPU of the benchmark's processes over both
-// cores (paced-utilisation) and the machine's (paced-machine-utilisation).
-func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, n int, rate float64, newObject func() client.Object) {
-	before := readAdmission(ctx, b, o, cs, resource)
+// pacedTries bounds the paced runs of one arm: a run whose machine
+// utilisation misses pacedBand is run again at a corrected rate; the last
+// run is the one reported.
+const pacedTries = 3
+
+// pacedBand is the machine utilisation a paced run must land in to count:
+// at most half the cores (the goal's condition), and not so far below it
+// that the figure flatters.
+var pacedBand = [2]float64{0.3, 0.5}
+
+// measurePaced creates n objects at a paced rate, each on its own schedule
+// (an open loop: a slow create does not delay the next), and reports what
+// the saturated run reports, prefixed "paced-", with the utilisation it ran
+// at: the CPU of the benchmark's processes over both cores
+// (paced-utilisation), the machine's (paced-machine-utilisation) and the
+// machine's just before, with no create in flight
+// (paced-background-utilisation). The first run goes at pacedStart ×
+// saturated, the creates per second of the run with 50 in flight; a run
+// outside pacedBand is repeated at the rate that, at the CPU per create it
+// measured above the background, uses pacedUtilisation, up to pacedTries
+// runs (paced-runs).
+func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, n int, saturated float64, newObject func() client.Object) {
+	rate := pacedStart * saturated
+	for run := 1; ; run++ {
+		background := settle(ctx, b, o.ManagerMetrics)
+		before := readAdmission(ctx, b, o, cs, resource)
+		latencies, refused := createPaced(ctx, o, n, rate, newObject)
+		after := readAdmission(ctx, b, o, cs, resource)
+		tree, machine := before.counters.utilisation(after.counters)
+		b.Logf("paced run %d of %s: %.1f creates/s, machine utilisation %.2f (%.2f before it)", run, resource, rate, machine, background)
+		inBand := machine >= pacedBand[0] && machine <= pacedBand[1]
+		if run < pacedTries && !inBand && background < pacedUtilisation {
+			if added := machine - background; added > 0.01 {
+				rate *= (pacedUtilisation - background) / added
+			} else {
+				rate *= 2
+			}
+			continue
+		}
+		if len(refused) > 0 {
+			b.Logf("%d paced creates of %s refused, the first: %s", len(refused), resource, refused[0])
+		}
+		b.ReportMetric(float64(run), "paced-runs")
+		b.ReportMetric(rate, "paced-creates/s")
+		b.ReportMetric(tree, "paced-utilisation")
+		b.ReportMetric(machine, "paced-machine-utilisation")
+		b.ReportMetric(background, "paced-background-utilisation")
+		b.ReportMetric(float64(len(refused)), "paced-refused")
+		b.ReportMetric(ms(latencies[len(latencies)*99/100]), "paced-create-p99-ms")
+		reportAdmission(b, "paced-", before, after, n)
+		return
+	}
+}
+
+// createPaced creates n objects at rate per second, each on its own
+// schedule, and returns their latencies, sorted, and the refusals' messages.
+func createPaced(ctx context.Context, o *testutil.Operator, n int, rate float64, newObject func() client.Object) ([]time.Duration, []string) {
 	interval := time.Duration(float64(time.Second) / rate)
 	latencies := make([]time.Duration, n)
 	var wg sync.WaitGroup
-	var refused sync.Map
+	var mu sync.Mutex
+	var refused []string
 	start := time.Now()
 	for i := range n {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * interval))) // pacing, not an ordering
@@ -197,27 +294,14 @@ func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs ku
 		wg.Go(func() {
 			t := time.Now()
 			if err := o.Env.Client.Create(ctx, obj); err != nil {
-				refused.Store(i, err.Error())
+				mu.Lock()
+				refused = append(refused, err.Error())
+				mu.Unlock()
 			}
 			latencies[i] = time.Since(t)
 		})
 	}
 	wg.Wait()
-	after := readAdmission(ctx, b, o, cs, resource)
-	count := 0
-	refused.Range(func(_, msg any) bool {
-		if count == 0 {
-			b.Logf("paced creates of %s refused, the first: %s", resource, msg)
-		}
-		count++
-		return true
-	})
 	slices.Sort(latencies)
-	tree, machine := before.counters.utilisation(after.counters)
-	b.ReportMetric(rate, "paced-creates/s")
-	b.ReportMetric(tree, "paced-utilisation")
-	b.ReportMetric(machine, "paced-machine-utilisation")
-	b.ReportMetric(float64(count), "paced-refused")
-	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "paced-create-p99-ms")
-	reportAdmission(b, "paced-", before, after, n)
+	return latencies, refused
 }
