@@ -6,7 +6,9 @@
 # the one before), each by flat and by cumulative share; and, when
 # BenchmarkDispatcherProcess wrote it, the top 20 of its HTTP layer's
 # profile to dispatcher-http-cpu.txt (the samples its http-cpu-ms/turn
-# counts: the same focus and ignore). `make bench-dispatcher` runs it.
+# counts: the same focus and ignore), and its profiles of the dispatcher
+# process at both cluster sizes to dispatcher-process-cpu.txt.
+# `make bench-dispatcher` runs it.
 set -euo pipefail
 
 mkdir -p "$2"
@@ -38,4 +40,16 @@ if [[ -f dispatcher-http-cpu.pprof ]]; then
     top -top -nodecount=20 "${http[@]}" dispatcher-http-cpu.pprof
     top -top -cum -nodecount=20 "${http[@]}" dispatcher-http-cpu.pprof
   } >"$docs/dispatcher-http-cpu.txt"
+fi
+
+# The dispatcher process at the two cluster sizes of size-cpu-ratio
+# (BenchmarkDispatcherProcess, the same 10-session closed loop): each by
+# cumulative share, then what the large cluster adds (the large profile
+# with the small one as its base; both ran for the same time).
+if [[ -f dispatcher-process-small-cpu.pprof && -f dispatcher-process-large-cpu.pprof ]]; then
+  {
+    top -top -cum -nodecount=30 dispatcher-process-small-cpu.pprof
+    top -top -cum -nodecount=30 dispatcher-process-large-cpu.pprof
+    top -top -nodecount=20 -diff_base dispatcher-process-small-cpu.pprof dispatcher-process-large-cpu.pprof
+  } >"$docs/dispatcher-process-cpu.txt"
 fi

@@ -128,6 +128,7 @@ type options struct {
 	tokenAudience    string
 	limits           limitOptions
 	metricsAddr      string
+	pprofAddr        string
 	insecureMetrics  bool // --metrics-insecure
 	shutdownGrace    time.Duration
 	activeTurnDelay  time.Duration
@@ -148,6 +149,7 @@ func main() {
 	flag.StringVar(&opts.probeAddr, "probe-bind-address", ":8081", "Address of /healthz and /readyz (plain HTTP, unauthenticated: they show only the dispatcher's own checks).")
 	flag.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8083", "Address of /metrics: HTTPS, each scrape authenticated and authorized through the API server (get on the non-resource URL /metrics); \"0\" disables it.")
 	flag.BoolVar(&opts.insecureMetrics, "metrics-insecure", false, "Serve /metrics over plain HTTP without authentication (local development only).")
+	flag.StringVar(&opts.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof/ profiles: plain HTTP without authentication, for profiling on a developer's machine only; empty (the default) turns it off.")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one dispatcher serves at a time (a guard during rollouts).")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	bindStoreFlags(flag.CommandLine, &opts.store)
@@ -264,6 +266,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       opts.leaderElectionNS,
@@ -314,6 +317,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	// the cache's AgentHarness, RuntimePolicy and Namespace events.
 	views, err := snapshot.Watch(ctx, mgr.GetCache())
 	if err != nil {
+		return err
+	}
+	if err := registerSelectionViewReads(views); err != nil {
 		return err
 	}
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,

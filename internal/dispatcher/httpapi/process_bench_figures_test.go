@@ -59,6 +59,32 @@ func scrapeAdded(c *http.Client, url string) (addedHistogram, error) {
 	return h, nil
 }
 
+// viewReadsMetric counts the dispatcher's selection views read from its
+// informer cache (cmd/dispatcher).
+const viewReadsMetric = "harness_dispatcher_selection_view_reads_total"
+
+// scrapeViewReads reads viewReadsMetric from the dispatcher's /metrics.
+func scrapeViewReads(c *http.Client, url string) (float64, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", url, err)
+	}
+	fam := families[viewReadsMetric]
+	if fam == nil || len(fam.GetMetric()) != 1 {
+		return 0, fmt.Errorf("%s: no %s", url, viewReadsMetric)
+	}
+	return fam.GetMetric()[0].GetCounter().GetValue(), nil
+}
+
 // minus is what was counted between two scrapes.
 func (h addedHistogram) minus(before addedHistogram) addedHistogram {
 	out := addedHistogram{bounds: h.bounds, counts: make([]uint64, len(h.counts))}

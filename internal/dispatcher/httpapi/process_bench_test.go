@@ -30,15 +30,18 @@ type processSizes struct {
 	openTurns    int   // turns of the open loop at the rate found
 	sizeTurns    int   // turns of each cluster size's closed loop
 	profileTurns int   // turns of the profiled in-process HTTP loop
+	// profileSeconds is how long the dispatcher process is profiled at each
+	// cluster size (only with BENCH_OUT, where the profiles go).
+	profileSeconds int
 }
 
 func processSizesFor() processSizes {
 	if testing.Short() {
 		return processSizes{levels: []int{1, 10}, headline: 10, levelTurns: 40, calibrate: 60, openTurns: 150,
-			sizeTurns: 60, profileTurns: 60}
+			sizeTurns: 60, profileTurns: 60, profileSeconds: 2}
 	}
 	return processSizes{levels: []int{1, 10, 50}, headline: 10, levelTurns: 300, calibrate: 300, openTurns: 1500,
-		sizeTurns: 400, profileTurns: 1500}
+		sizeTurns: 400, profileTurns: 1500, profileSeconds: 10}
 }
 
 // The cluster of the size ratio: visibleHarnesses AgentHarnesses in the
@@ -131,13 +134,15 @@ func BenchmarkDispatcherProcess(b *testing.B) {
 	}
 	head := rep.level(sizes.headline)
 	rep.Open = proc.open(b, arm, sessions[:min(len(sessions), 50)], rep.Levels, head, sizes)
-	small := proc.closed(b, arm, sessions[:sizes.headline], sizes.sizeTurns, "small")
+	small, smallReads := proc.sized(b, arm, sessions[:sizes.headline], sizes.sizeTurns, "small")
+	proc.profile(b, arm, sessions[:sizes.headline], sizes.profileSeconds, "small")
 	env.addDistantClutter(b)
 	benchMust(b, warmUp(arm, sessions[:sizes.headline]))
-	large := proc.closed(b, arm, sessions[:sizes.headline], sizes.sizeTurns, "large")
+	large, largeReads := proc.sized(b, arm, sessions[:sizes.headline], sizes.sizeTurns, "large")
+	proc.profile(b, arm, sessions[:sizes.headline], sizes.profileSeconds, "large")
 	rep.Size = []sizeFigures{
-		{Harnesses: visibleHarnesses, Policies: selectingPolicies, levelCPU: small},
-		{Harnesses: allHarnesses, Policies: allPolicies, levelCPU: large},
+		{Harnesses: visibleHarnesses, Policies: selectingPolicies, ViewReadsPerTurn: smallReads, levelCPU: small},
+		{Harnesses: allHarnesses, Policies: allPolicies, ViewReadsPerTurn: largeReads, levelCPU: large},
 	}
 	rep.SizeCPURatio = large.DispatcherMs / small.DispatcherMs
 	b.StopTimer()
@@ -179,6 +184,7 @@ type dispatcherProcess struct {
 	proc    *testutil.Process
 	base    string // https://<addr> of its API
 	metrics string // http://<addr>/metrics
+	pprof   string // http://<addr>/debug/pprof/
 	client  *http.Client
 }
 
@@ -193,16 +199,16 @@ func (e *benchEnv) startDispatcherProcess(b *testing.B) *dispatcherProcess {
 	benchMust(b, testutil.BuildBinaries(binDir, "./cmd/dispatcher"))
 	kubeconfig, err := e.tenv.AdminKubeconfig(work)
 	benchMust(b, err)
-	var addrs [3]string
+	var addrs [4]string
 	for i := range addrs {
 		addrs[i], err = testutil.FreeAddr()
 		benchMust(b, err)
 	}
-	bind, probe, metrics := addrs[0], addrs[1], addrs[2]
+	bind, probe, metrics, pprof := addrs[0], addrs[1], addrs[2], addrs[3]
 	caFile := filepath.Join(work, "ca.pem")
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig, "--bind-address=" + bind, "--probe-bind-address=" + probe,
-		"--metrics-bind-address=" + metrics, "--metrics-insecure", "--tls-ca-out=" + caFile,
+		"--metrics-bind-address=" + metrics, "--metrics-insecure", "--pprof-bind-address=" + pprof, "--tls-ca-out=" + caFile,
 		"--token-audience=" + benchAud, "--leader-elect=false", "--leader-election-namespace=default",
 		"--journal-dir=" + filepath.Join(work, "journal"),
 		"--shutdown-grace=10s",
@@ -216,7 +222,8 @@ func (e *benchEnv) startDispatcherProcess(b *testing.B) *dispatcherProcess {
 	tr, err := testutil.TrustingTransport(caFile)
 	benchMust(b, err)
 	tr.MaxIdleConnsPerHost = maxBenchStreams
-	return &dispatcherProcess{proc: p, base: "https://" + bind, metrics: "http://" + metrics + "/metrics", client: &http.Client{Transport: tr}}
+	return &dispatcherProcess{proc: p, base: "https://" + bind, metrics: "http://" + metrics + "/metrics",
+		pprof: "http://" + pprof + "/debug/pprof/", client: &http.Client{Transport: tr}}
 }
 
 // allCPU is the CPU used so far by every process of the benchmark.
@@ -364,11 +371,24 @@ func (d *dispatcherProcess) openLoop(b *testing.B, arm *benchArm, sessions []ben
 	return f
 }
 
-// sizeFigures are one cluster size's closed loop.
+// sizeFigures are one cluster size's closed loop. ViewReadsPerTurn is
+// the dispatcher's selection views read per turn: near 0 when the views
+// hold, so that the turn's selection does not grow with the cluster.
 type sizeFigures struct {
-	Harnesses int `json:"harnesses"`
-	Policies  int `json:"policies"`
+	Harnesses        int     `json:"harnesses"`
+	Policies         int     `json:"policies"`
+	ViewReadsPerTurn float64 `json:"viewReadsPerTurn"`
 	levelCPU
+}
+
+// sized is closed with the selection views the dispatcher read per turn.
+func (d *dispatcherProcess) sized(b *testing.B, arm *benchArm, sessions []benchSession, turns int, tag string) (levelCPU, float64) {
+	before, err := scrapeViewReads(d.client, d.metrics)
+	benchMust(b, err)
+	l := d.closed(b, arm, sessions, turns, tag)
+	after, err := scrapeViewReads(d.client, d.metrics)
+	benchMust(b, err)
+	return l, (after - before) / float64(l.Turns)
 }
 
 // processReport is $BENCH_OUT/dispatcher-process.json:
@@ -379,7 +399,7 @@ type sizeFigures struct {
 //	 "open": {"ratePerSec", "turns", "utilisation", "machineUtilisation", "tries",
 //	          "dispatcherCpuMsPerTurn", "added": {"samples", "p50Ms", "p50LowMs", "p50HighMs",
 //	          "p99Ms", "p99LowMs", "p99HighMs", "overflowed"}, "clientP50Ms", "clientP99Ms"},
-//	 "size": [{"harnesses", "policies", …a level's fields}], "sizeCpuRatio", "httpCpuMsPerTurn"}
+//	 "size": [{"harnesses", "policies", "viewReadsPerTurn", …a level's fields}], "sizeCpuRatio", "httpCpuMsPerTurn"}
 type processReport struct {
 	Date             string        `json:"date"`
 	CPUs             int           `json:"cpus"`
@@ -436,6 +456,7 @@ func (r processReport) report(b *testing.B, headline int) {
 	b.ReportMetric(r.SizeCPURatio, "size-cpu-ratio")
 	for _, s := range r.Size {
 		b.ReportMetric(s.DispatcherMs, fmt.Sprintf("size%d-dispatcher-cpu-ms/turn", s.Harnesses))
+		b.ReportMetric(s.ViewReadsPerTurn, fmt.Sprintf("size%d-view-reads/turn", s.Harnesses))
 	}
 	b.Logf("open loop: %.1f turns/s, utilisation %.3f (machine %.3f) after %d tries; client p50 / p99 %.1f / %.1f ms",
 		o.RatePerSec, o.Utilisation, o.MachineUtilisation, o.Tries, o.ClientP50Ms, o.ClientP99Ms)

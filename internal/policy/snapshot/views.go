@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,9 @@ func (v *View) Snapshot(session *v1alpha1.AgentSession) selection.Snapshot {
 type Views struct {
 	reader client.Reader
 	builds singleflight.Group
+	// reads counts the views read (Reads): a figure that grows with the
+	// turns rather than with the events says the views do not hold.
+	reads atomic.Uint64
 
 	mu sync.Mutex
 	// gen counts the events delivered so far.
@@ -113,6 +117,7 @@ func (v *Views) View(ctx context.Context, namespace string) (*View, error) {
 	// does not end with the turn that started it (the others wait for it);
 	// each turn waits only as long as its own context.
 	done := v.builds.DoChan(namespace+"\x00"+strconv.FormatUint(gen, 10), func() (any, error) {
+		v.reads.Add(1)
 		view, err := readView(context.WithoutCancel(ctx), v.reader, namespace)
 		if err != nil {
 			return nil, err
@@ -130,6 +135,11 @@ func (v *Views) View(ctx context.Context, namespace string) (*View, error) {
 		return nil, fmt.Errorf("read the selection view of namespace %s: %w", namespace, context.Cause(ctx))
 	}
 }
+
+// Reads is the number of views read so far (each lists the cluster's
+// AgentHarnesses and RuntimePolicies from the reader), failed reads
+// included; the dispatcher exports it as a metric.
+func (v *Views) Reads() uint64 { return v.reads.Load() }
 
 // keep stores a view read at generation gen unless an event that concerns
 // its namespace was delivered since, or a newer view is kept.

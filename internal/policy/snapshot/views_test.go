@@ -230,6 +230,9 @@ func TestViewsAreKeptUntilAnEventOfTheirKinds(t *testing.T) {
 			if got := r.lists.Load(); got != 2 {
 				t.Fatalf("three turns without an event listed %d times, want 2 (one view: harnesses and policies)", got)
 			}
+			if got := views.Reads(); got != 1 {
+				t.Fatalf("three turns without an event: Reads() = %d, want 1", got)
+			}
 
 			obj, err := tc.change.apply(ctx, c)
 			if err != nil {
@@ -261,6 +264,9 @@ func TestViewsAreKeptUntilAnEventOfTheirKinds(t *testing.T) {
 			}
 			if read := r.lists.Load() > 2; read != tc.wantRead {
 				t.Fatalf("after the event the view was read again: %v, want %v", read, tc.wantRead)
+			}
+			if read := views.Reads() > 1; read != tc.wantRead {
+				t.Fatalf("after the event Reads() = %d: read again %v, want %v", views.Reads(), read, tc.wantRead)
 			}
 			if got := names(snap.Harnesses); !slices.Equal(got, tc.wantHarnesses) {
 				t.Errorf("visible harnesses %v, want %v", got, tc.wantHarnesses)
