@@ -73,10 +73,11 @@ func writeReport(b *strings.Builder, sections []section, images []string) {
 	fmt.Fprintf(b, "- machine: %s, %d cores (GOMAXPROCS), %s/%s, %s\n", firstCPU(sections), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(b, "- date: %s; `make bench` ran %s in all\n\n", sections[0].Started, (time.Duration(total) * time.Second).String())
 
-	fmt.Fprintf(b, "## Goals\n\n| goal | figure | measured | met |\n|---|---|---|---|\n")
+	fmt.Fprintf(b, "## Goals\n\nEach goal links the page with its method, its profile and, where it is not met,\nthe change that would meet it.\n\n")
+	fmt.Fprintf(b, "| goal | figure | measured | met | explained |\n|---|---|---|---|---|\n")
 	for _, g := range goals {
 		fig, met := g.evaluate(sections)
-		fmt.Fprintf(b, "| %s | `%s` %s | %s | %s |\n", g.Text, g.Benchmark, g.Unit, fig, met)
+		fmt.Fprintf(b, "| %s | `%s` %s | %s | %s | [%s](%s) |\n", g.Text, g.Benchmark, g.Unit, fig, met, g.Page, g.Page)
 	}
 	if len(images) > 0 {
 		fmt.Fprintf(b, "\n## Plots\n\n")

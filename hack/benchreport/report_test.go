@@ -141,7 +141,7 @@ func TestEveryGoalOfTheTableIsReadFromItsBenchmark(t *testing.T) {
 		"BenchmarkDispatcherProcess paired-added-p99-ms":                     2,
 		"BenchmarkDispatcherProcess size-cpu-ratio":                          1.1,
 		"BenchmarkTurnStatusWrites api-writes/turn":                          1,
-		"BenchmarkTurnFsyncs fsyncs/turn":                                    4,
+		"BenchmarkTurnFsyncs/same-session fsyncs/turn":                       4,
 		"BenchmarkTurnOverhead/postgres/serial µs/turn":                      5000,
 		"BenchmarkTurnOverhead/postgres/serial round-trips/turn":             15,
 		"BenchmarkSelect ns/op":                                              5000,
@@ -170,6 +170,20 @@ func TestEveryGoalOfTheTableIsReadFromItsBenchmark(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d goals, want %d", len(got), len(want))
+	}
+}
+
+// TestEveryGoalLinksAPageThatExists: a verdict in docs/benchmarks.md links
+// the page that explains it, and the link resolves.
+func TestEveryGoalLinksAPageThatExists(t *testing.T) {
+	for _, g := range goals {
+		if g.Page == "" {
+			t.Errorf("goal %q links no page", g.Text)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", "..", "docs", g.Page)); err != nil {
+			t.Errorf("goal %q links %s: %v", g.Text, g.Page, err)
+		}
 	}
 }
 
