@@ -332,10 +332,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // resetGeneration: selection.SessionPin), and someone else's edit of the
 // manager's own fields. The echo of the manager's own write — its fields
 // now hold exactly what it last applied (ownWrites) — is not passed. The
-// dispatcher's other writes — activeTurn and lastTurn twice a turn,
-// counters, its finalizer — change nothing the manager computes;
-// reconciling each would re-read the session's namespace, every harness
-// and every policy for nothing.
+// dispatcher's other writes — a turn's end (lastTurn), activeTurn for a
+// turn still running after the dispatcher's delay, counters, its
+// finalizer — change nothing the manager computes; reconciling each would
+// re-read the session's namespace, every harness and every policy for
+// nothing.
 func (r *Reconciler) managerInputsChanged() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {

@@ -348,8 +348,8 @@ func (c *campaign) run(name string, n int, inject func(strike func()) effect) fa
 }
 
 // phaseBeforeStatus is the phase between a turn's result, which its
-// gateway has, and the AgentSession's status write that ends its
-// activeTurn: a fault there must not leave the session showing the turn.
+// gateway has, and the AgentSession's status write that records its end
+// (lastTurn): a fault there must not leave the session without that end.
 const phaseBeforeStatus turnload.Phase = "after the result, before the status write"
 
 // allPhases are the phases of a turn the campaign reports, in order.
