@@ -178,9 +178,13 @@ func validTimeout(field string, ms int64, max time.Duration) error {
 
 // Digest is the journal's request digest: sha256 of the request marshalled
 // in struct order, so equal requests give equal digests whatever their JSON
-// formatting or field order was.
+// formatting or field order was. An inline auth profile key is left out
+// (AuthProfileTurnFields.withoutKey): the journal keeps nothing derived
+// from it, and a retry with a rotated key is the same request.
 func (r *TurnRequest) Digest() ([32]byte, error) {
-	b, err := json.Marshal(r)
+	c := *r
+	c.AuthProfileTurnFields = r.AuthProfileTurnFields.withoutKey()
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("wire: canonical request: %w", err)
 	}
