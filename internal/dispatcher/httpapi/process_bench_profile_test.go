@@ -48,7 +48,7 @@ func (d *dispatcherProcess) profile(b *testing.B, arm *benchArm, sessions []benc
 			return
 		default:
 		}
-		_, _, err := closedLoop(sessions, 2, fmt.Sprintf("prof-%s-%d", name, round), arm.httpTurn)
+		_, _, err := closedLoop(sessions, 10, fmt.Sprintf("prof-%s-%d", name, round), arm.httpTurn)
 		benchMust(b, err)
 	}
 }
