@@ -46,7 +46,10 @@ const (
 	// starts a new thread by itself.
 	CodeNativeThreadLost ErrorCode = "NativeThreadLost"
 	// CodeSessionMismatch: the attempt contradicts its AgentSession (checked
-	// first; also on every reconnect).
+	// first; also on every reconnect). Scope `harness` when only the model
+	// differs from `spec.model` (another model here meets the same session;
+	// update `spec.model` first, which a Locked session refuses); none
+	// otherwise.
 	CodeSessionMismatch ErrorCode = "SessionMismatch"
 	// CodeEmbeddedRuntimeSelected: the decision is the embedded `openclaw`
 	// runtime (scope `harness`): run the turn on the gateway's own runtime.

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -28,7 +29,8 @@ type selectCase struct {
 	reason  wire.Reason
 	source  v1alpha1.RuntimeSource
 	code    wire.ErrorCode
-	msg     string // exact error message, when set
+	msg     string     // exact error message, when set
+	scope   wire.Scope // the error's scope where it is not the code's usual one (wantScope)
 	cli     string
 	check   func(t *testing.T, d wire.Decision)
 }
@@ -208,8 +210,9 @@ func runSelectCase(t *testing.T, tc selectCase) {
 		if d.Error.Code != tc.code {
 			t.Fatalf("error = %s (%s), want %s", d.Error.Code, d.Error.Message, tc.code)
 		}
-		if d.Error.Scope != wantScope(tc.code) || d.Error.Retryable != tc.code.Retryable() {
-			t.Errorf("error scope %q retryable %v, want %q %v", d.Error.Scope, d.Error.Retryable, wantScope(tc.code), tc.code.Retryable())
+		scope := cmp.Or(tc.scope, wantScope(tc.code))
+		if d.Error.Scope != scope || d.Error.Retryable != tc.code.Retryable() {
+			t.Errorf("error scope %q retryable %v, want %q %v", d.Error.Scope, d.Error.Retryable, scope, tc.code.Retryable())
 		}
 		if tc.msg != "" && d.Error.Message != tc.msg {
 			t.Errorf("message =\n%q\nwant\n%q", d.Error.Message, tc.msg)
@@ -1897,15 +1900,21 @@ func sessionCases() []selectCase {
 				}
 			}}
 	}
+	// A mismatch of the model alone has scope harness (session_test.go).
+	modelOnly := func(c selectCase) selectCase {
+		c.scope = wire.ScopeHarness
+		return c
+	}
 	return []selectCase{
 		mismatch("an attempt whose agentId contradicts the session is SessionMismatch", &wire.Attempt{AgentID: "other"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentId "other" does not match spec.agentId "main".`),
 		mismatch("an attempt whose sessionKey contradicts the session is SessionMismatch", &wire.Attempt{SessionKey: "agent:main:other"}, nil, ""),
 		mismatch("an attempt whose sessionId contradicts the session is SessionMismatch", &wire.Attempt{SessionID: "s-2"}, nil, ""),
-		mismatch("an attempt whose provider contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "anthropic"}, nil,
-			`The attempt contradicts AgentSession agents/demo: provider "anthropic" does not match spec.model "openai/gpt-5.5".`),
-		mismatch("an attempt whose modelId contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, ""),
-		mismatch("a provider/model modelId naming another provider is SessionMismatch", &wire.Attempt{ModelID: "azure/gpt-5.5"}, nil, ""),
+		modelOnly(mismatch("an attempt whose provider contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "anthropic"}, nil,
+			`The attempt contradicts AgentSession agents/demo: provider "anthropic" does not match spec.model "openai/gpt-5.5". `+
+				`Update spec.model before the turn to change the session's model.`)),
+		modelOnly(mismatch("an attempt whose modelId contradicts spec.model is SessionMismatch", &wire.Attempt{Provider: "openai", ModelID: "gpt-4.1"}, nil, "")),
+		modelOnly(mismatch("a provider/model modelId naming another provider is SessionMismatch", &wire.Attempt{ModelID: "azure/gpt-5.5"}, nil, "")),
 		mismatch("an attempt pin the session does not have is SessionMismatch", &wire.Attempt{AgentHarnessID: "codex"}, nil,
 			`The attempt contradicts AgentSession agents/demo: agentHarnessId "codex" does not match status.agentHarnessId "".`),
 		mismatch("an attempt override that contradicts spec.runtimeOverride is SessionMismatch",

@@ -19,6 +19,13 @@ import (
 // against spec.runtimeOverride after runtime-id normalization. Empty attempt
 // fields are not compared. The error, when not nil, is an *Error with code
 // SessionMismatch listing every mismatching field. Select runs it first.
+//
+// A mismatch of the model alone has scope `harness`: every other model on
+// this harness meets the same spec.model, so retrying one here would repeat
+// the refusal, while a candidate of another runtime is not bound to the
+// AgentSession (the contract allows the scope for exactly that case). Any
+// other mismatch — the attempt names another session, pin or override — has
+// none and ends the fallback chain.
 func ValidateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) error {
 	if err := validateAgainstSession(sess, a); err != nil {
 		return err
@@ -31,8 +38,10 @@ func validateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) *wire.
 		return nil
 	}
 	var problems []string
+	modelOnly := true
 	mismatch := func(field, got, sessField, want string) {
 		problems = append(problems, fmt.Sprintf("%s %q does not match %s %q", field, got, sessField, want))
+		modelOnly = modelOnly && sessField == "spec.model"
 	}
 	if a.AgentID != "" && a.AgentID != sess.Spec.AgentID {
 		mismatch("agentId", a.AgentID, "spec.agentId", sess.Spec.AgentID)
@@ -61,8 +70,22 @@ func validateAgainstSession(sess *v1alpha1.AgentSession, a *wire.Attempt) *wire.
 	if len(problems) == 0 {
 		return nil
 	}
-	return wire.Errorf(wire.CodeSessionMismatch, "", "The attempt contradicts AgentSession %s/%s: %s.",
+	if modelOnly {
+		return wire.Errorf(wire.CodeSessionMismatch, wire.ScopeHarness, "The attempt contradicts AgentSession %s/%s: %s. %s",
+			sess.Namespace, sess.Name, strings.Join(problems, "; "), modelRemedy(sess))
+	}
+	return wire.Errorf(wire.CodeSessionMismatch, wire.ScopeNone, "The attempt contradicts AgentSession %s/%s: %s.",
 		sess.Namespace, sess.Name, strings.Join(problems, "; "))
+}
+
+// modelRemedy says how a session's model changes: not at all while its
+// model selection is locked; otherwise by updating spec.model before the
+// turn, as the OpenClaw plugin does.
+func modelRemedy(sess *v1alpha1.AgentSession) string {
+	if sess.Spec.ModelSelectionLocked == v1alpha1.ModelSelectionLocked {
+		return "Its model selection is Locked (spec.modelSelectionLocked), so its model cannot change; start a new session for another model."
+	}
+	return "Update spec.model before the turn to change the session's model."
 }
 
 // SessionPin is the session's ownership pin (status.agentHarnessId) that a
