@@ -16,6 +16,13 @@ export default definePluginEntry({
   register(api) {
     // A configuration mistake fails the plugin's load, naming the field.
     const markers = fileMarkers(join(resolveStateDir(), "plugins", "harness-operator", "transcript-markers"));
-    api.registerAgentHarness(createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger, markers }));
+    const harness = createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger, markers });
+    api.registerAgentHarness(harness);
+    // OpenClaw retires an instance (a reload, the plugin disabled) before it
+    // would call the harness's dispose, and its guard then refuses that call
+    // ("a retired instance cannot admit a fresh invocation"). The instance's
+    // own cleanup hook does run: it stops the cluster registry's polling.
+    // Absent when OpenClaw loads the plugin without an instance (inspection).
+    api.lifecycle?.onDispose?.(() => harness.dispose?.());
   },
 });
