@@ -19,12 +19,16 @@ import (
 //     (the thread's config), where the sessions of every namespace the
 //     harness admits run their turns and tools, so on a harness shared with
 //     other namespaces it would sit beside other tenants' sessions —
-//     AuthProfileNotIsolated, whoever asks;
-//  2. the requester may get the Secret (a SubjectAccessReview; Forbidden
-//     names the field), which is in the session's namespace.
+//     AuthProfileNotIsolated, whoever asks, whichever form the key has;
+//  2. a secretKeyRef: the requester may get the Secret (a
+//     SubjectAccessReview; Forbidden names the field), which is in the
+//     session's namespace. An inline apiKey needs no review: the requester
+//     already holds the key, and using it gives the turn nothing the
+//     requester could not do with the key itself.
 //
-// The key reaches only the adapter's input: never the journal, events,
-// status or logs (status.nativeBinding.authProfile keeps the id).
+// The key reaches only the adapter's input, for this turn: never the
+// journal (the request's digest leaves an inline key out), events, status
+// or logs (status.nativeBinding.authProfile keeps the id).
 func (e *Engine) admitAuthProfile(ctx context.Context, sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, by store.Requester) error {
 	ap := req.AuthProfile
 	if ap == nil {
@@ -41,13 +45,18 @@ func (e *Engine) admitAuthProfile(ctx context.Context, sess *v1alpha1.AgentSessi
 				"harness in namespace %q that admits only its own namespace (spec.allowedNamespaces.from: Same)",
 			ap.ID, why, sess.Namespace)
 	}
-	key, code, msg := e.secretValue(ctx, sess.Namespace, ap.SecretKeyRef, by)
-	if msg != "" {
-		return refuse(code, "authProfile.secretKeyRef: %s", msg)
-	}
-	if key == "" {
-		return refuse(wire.CodeBadRequest, "authProfile.secretKeyRef: the value of key %q of Secret %q is empty",
-			ap.SecretKeyRef.Key, ap.SecretKeyRef.Name)
+	key := string(ap.APIKey)
+	if ap.SecretKeyRef != nil {
+		var code wire.ErrorCode
+		var msg string
+		key, code, msg = e.secretValue(ctx, sess.Namespace, ap.SecretKeyRef, by)
+		if msg != "" {
+			return refuse(code, "authProfile.secretKeyRef: %s", msg)
+		}
+		if key == "" {
+			return refuse(wire.CodeBadRequest, "authProfile.secretKeyRef: the value of key %q of Secret %q is empty",
+				ap.SecretKeyRef.Key, ap.SecretKeyRef.Name)
+		}
 	}
 	p.authProfile = &adapter.AuthProfile{ID: ap.ID, APIKey: key}
 	return nil

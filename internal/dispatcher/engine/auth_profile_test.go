@@ -1,13 +1,16 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
@@ -105,6 +108,64 @@ var _ = Describe("Auth profiles of a turn", Ordered, func() {
 
 		evs := runAs("profile-denied", profileReq("run-profile-denied-control", "profile-denied control", readable))
 		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK), "control")
+	})
+
+	// The inline form: the gateway holds the key (OpenClaw's auth store)
+	// and sends it with the turn. bob may read no Secret at all: no
+	// SubjectAccessReview applies to a key the requester already holds.
+	It("authenticates with an inline key the requester sends, without Secret rights, and keeps it out of the journal, events, status, Events and logs", func() {
+		const inlineKey = "sk-inline-profile-key-3f9a70"
+		bob := store.Requester{User: "bob", UID: "bob-uid", Groups: []string{"system:authenticated"}}
+		newSession(ns, "profile-inline", testModel)
+		req := textReq("run-profile-inline-1", "profile-inline-turn-1")
+		req.AuthProfile = &wire.AuthProfileRef{ID: "openai:inline", APIKey: inlineKey}
+		run, err := eng.Start(ctx, ns, "profile-inline", req, bob)
+		Expect(err).NotTo(HaveOccurred())
+		c := &collector{}
+		Expect(Follow(ctx, run, c.sink)).To(Succeed())
+		evs := c.events()
+		Expect(resultOf(evs).Terminal.Kind).To(Equal(wire.TerminalOK))
+		Expect(authorization("profile-inline-turn-1")).To(Equal("Bearer "+inlineKey), "the key reached the model")
+		Expect(getSession(ns, "profile-inline").Status.NativeBinding.AuthProfile).To(Equal("openai:inline"))
+
+		expectSecretValueNowhere(inlineKey, evs, ns, "profile-inline")
+		events := &corev1.EventList{}
+		Expect(k8sClient.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		raw, err := json.Marshal(events)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).NotTo(ContainSubstring(inlineKey), "Kubernetes Events of the namespace")
+		// The controls: the searches see what they search — the journal
+		// holds the run (its prompt), the status names the profile.
+		Expect(filesHolding(jrnlDir, "profile-inline-turn-1")).NotTo(BeEmpty(), "control: the journal holds the turn")
+		status, err := json.Marshal(getSession(ns, "profile-inline").Status)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(status)).To(ContainSubstring("openai:inline"), "control: the status names the profile")
+
+		// The same request again (a retry; its key rotated meanwhile) is the
+		// same run: the key is no part of the request's identity.
+		again := textReq("run-profile-inline-1", "profile-inline-turn-1")
+		again.AuthProfile = &wire.AuthProfileRef{ID: "openai:inline", APIKey: "sk-rotated-4b1c"}
+		replay, err := eng.Start(ctx, ns, "profile-inline", again, bob)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(replay.Info().RunID).To(Equal(run.Info().RunID))
+		Expect(stub.RequestsContaining("profile-inline-turn-1")).To(HaveLen(1), "the run was not run again")
+
+		// The isolation rule holds for an inline key as for a Secret's.
+		updateHarness(h, true, func(h *v1alpha1.AgentHarness) {
+			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromAll}
+		})
+		DeferCleanup(updateHarness, h, true, func(h *v1alpha1.AgentHarness) {
+			h.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromSame}
+		})
+		shared := textReq("run-profile-inline-2", "profile-inline-turn-2")
+		shared.AuthProfile = &wire.AuthProfileRef{ID: "openai:inline", APIKey: inlineKey}
+		_, err = eng.Start(ctx, ns, "profile-inline", shared, bob)
+		var we *wire.Error
+		Expect(errors.As(err, &we)).To(BeTrue(), "err = %v", err)
+		Expect(we.Code).To(Equal(wire.CodeAuthProfileNotIsolated))
+		Expect(we.Message).NotTo(ContainSubstring(inlineKey))
+		Expect(stub.RequestsContaining("profile-inline-turn-2")).To(BeEmpty())
+		Expect(logs.all()).NotTo(ContainSubstring(inlineKey))
 	})
 
 	It("refuses AuthProfileNotIsolated on a harness that admits other namespaces, whoever asks, and runs the same turn once it admits only its own", func() {
