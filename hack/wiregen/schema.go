@@ -156,6 +156,10 @@ func Schema(root string) ([]byte, error) {
 		"A route's path: SessionPath, or a path below it (`{…}` are path parameters)."); err != nil {
 		return nil, err
 	}
+	if err := constants(defs, src.untyped(wirePkg, "SafeDeny"), "SafeDenyTool",
+		"An OpenClaw tool the plugin declares safe to deny (conversationToolPolicySafeDenyTools)."); err != nil {
+		return nil, err
+	}
 	for _, d := range defs {
 		if d.Properties == nil {
 			continue

@@ -421,6 +421,192 @@ export type RouteUserInput = "/turns/{runId}/user-input";
  */
 export type RunIDHeader = "X-Harness-Run-Id";
 /**
+ * SafeDenyAgentsList: an OpenClaw status tool with no Codex-native
+ * equivalent; the host tool is not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyAgentsList".
+ */
+export type SafeDenyAgentsList = "agents_list";
+/**
+ * SafeDenyAskUser: Codex's native request_user_input is switched off for
+ * the thread on every model.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyAskUser".
+ */
+export type SafeDenyAskUser = "ask_user";
+/**
+ * SafeDenyAutomations: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyAutomations".
+ */
+export type SafeDenyAutomations = "automations";
+/**
+ * SafeDenyCanvas: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyCanvas".
+ */
+export type SafeDenyCanvas = "canvas";
+/**
+ * SafeDenyDashboard: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyDashboard".
+ */
+export type SafeDenyDashboard = "dashboard";
+/**
+ * SafeDenyGateway: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyGateway".
+ */
+export type SafeDenyGateway = "gateway";
+/**
+ * SafeDenyHeartbeatRespond: no Codex-native equivalent; the host tool is
+ * not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyHeartbeatRespond".
+ */
+export type SafeDenyHeartbeatRespond = "heartbeat_respond";
+/**
+ * SafeDenyMessage: no Codex-native equivalent (Codex delivers no channel
+ * messages); the host tool is not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyMessage".
+ */
+export type SafeDenyMessage = "message";
+/**
+ * SafeDenyMusicGenerate: no Codex-native equivalent; the host tool is
+ * not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyMusicGenerate".
+ */
+export type SafeDenyMusicGenerate = "music_generate";
+/**
+ * SafeDenyOpenClaw: an OpenClaw admin tool with no Codex-native
+ * equivalent; the host tool is not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyOpenClaw".
+ */
+export type SafeDenyOpenClaw = "openclaw";
+/**
+ * SafeDenyProgressCard: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyProgressCard".
+ */
+export type SafeDenyProgressCard = "progress_card";
+/**
+ * SafeDenySessionStatus: an OpenClaw status tool with no Codex-native
+ * equivalent; the host tool is not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenySessionStatus".
+ */
+export type SafeDenySessionStatus = "session_status";
+/**
+ * SafeDenyShowWidget: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyShowWidget".
+ */
+export type SafeDenyShowWidget = "show_widget";
+/**
+ * SafeDenySkillWorkshop: no Codex-native equivalent; the host tool is
+ * not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenySkillWorkshop".
+ */
+export type SafeDenySkillWorkshop = "skill_workshop";
+/**
+ * SafeDenyTTS: no Codex-native equivalent; the host tool is not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyTTS".
+ */
+export type SafeDenyTTS = "tts";
+/**
+ * An OpenClaw tool the plugin declares safe to deny (conversationToolPolicySafeDenyTools).
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyTool".
+ */
+export type SafeDenyTool =
+  | "web_search"
+  | "view_image"
+  | "ask_user"
+  | "web_fetch"
+  | "x_search"
+  | "dashboard"
+  | "canvas"
+  | "show_widget"
+  | "message"
+  | "heartbeat_respond"
+  | "automations"
+  | "gateway"
+  | "agents_list"
+  | "openclaw"
+  | "session_status"
+  | "progress_card"
+  | "skill_workshop"
+  | "music_generate"
+  | "video_generate"
+  | "tts";
+/**
+ * SafeDenyVideoGenerate: no Codex-native equivalent; the host tool is
+ * not offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyVideoGenerate".
+ */
+export type SafeDenyVideoGenerate = "video_generate";
+/**
+ * SafeDenyViewImage: Codex's native view_image is switched off for the
+ * thread (`features.view_image: false`) on every model.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyViewImage".
+ */
+export type SafeDenyViewImage = "view_image";
+/**
+ * SafeDenyWebFetch: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyWebFetch".
+ */
+export type SafeDenyWebFetch = "web_fetch";
+/**
+ * SafeDenyWebSearch: Codex's native web search is switched off for the
+ * thread (`web_search: disabled`) on every model.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyWebSearch".
+ */
+export type SafeDenyWebSearch = "web_search";
+/**
+ * SafeDenyXSearch: no Codex-native equivalent; the host tool is not
+ * offered.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "SafeDenyXSearch".
+ */
+export type SafeDenyXSearch = "x_search";
+/**
  * SessionPath is the prefix of every route: {namespace} and {name} are
  * the AgentSession's.
  *
