@@ -22,6 +22,7 @@ import { SessionStore } from "./sessions.js";
 import { type RetryOptions, realWaiter, startWithRetries, type Waiter } from "./start-retry.js";
 import { SupportFacts } from "./support-facts.js";
 import { loggedSupports } from "./support-log.js";
+import { SAFE_DENY_TOOLS } from "./tool-policy.js";
 import { type MarkerStore, memoryMarkers } from "./transcript-marker.js";
 
 /** The one harness id this plugin registers (and returns as agentHarnessId). */
@@ -54,6 +55,15 @@ export function createHarness(
   const harness: AgentHarnessV2 = {
     id: HARNESS_ID,
     label: "Kubernetes agent harnesses (harness-operator)",
+    // The dispatcher enforces an explicit tool policy per turn on the
+    // cluster's harness, or refuses the turn with ToolPolicyUnenforceable
+    // (scope harness) when that harness cannot: never a relaxed policy.
+    conversationToolPolicySupport: "exact",
+    conversationToolPolicySafeDenyTools: SAFE_DENY_TOOLS,
+    // The cluster's harnesses log in with their own credentials
+    // (AgentHarness spec.authBootstrap: Harness, the only value the
+    // operator admits for Codex): OpenClaw needs no provider key first.
+    authBootstrap: "harness",
     supports: loggedSupports((ctx) => {
       supportFacts.remember(ctx);
       return registry.supports(ctx);

@@ -35,6 +35,7 @@ export type AttemptInput = Pick<
   | "toolsAllow"
   | "disableTools"
   | "pluginHarnessToolPolicyRestricted"
+  | "pluginHarnessToolPolicySafeDeniedTools"
   | "conversationToolPolicy"
   | "execOverrides"
   | "permissionMode"
@@ -128,22 +129,36 @@ type ToolPolicyFields = Pick<TurnRequest, "toolPolicy" | "toolsAllow" | "disable
 // explanations see it. OpenClaw's alsoAllow widens that layer's allowlist;
 // the dispatcher's layers have none of their own, so it joins the allowlist
 // when there is one and is the policy's alsoAllow when there is not.
+// The denies OpenClaw left to the harness (pluginHarnessToolPolicySafeDeniedTools:
+// every expanded deny of its layers — group, sender, agent, … — was in the
+// registration's safe list) are a deny layer of their own: the dispatcher
+// denies them on the selected harness, or refuses the turn when that harness
+// does not declare them safe. Not sending them would run the tools.
 function toolPolicyFields(p: AttemptInput): ToolPolicyFields {
   const out: ToolPolicyFields = {};
   // A copy: [] (deny every tool) differs from absent (no narrowing).
   if (p.toolsAllow !== undefined) out.toolsAllow = [...p.toolsAllow];
   if (p.disableTools === true) out.disableTools = true;
   if (p.pluginHarnessToolPolicyRestricted === true) out.pluginHarnessToolPolicyRestricted = true;
+  const layers: ToolPolicyLayer[] = [];
+  const policy: NonNullable<TurnRequest["toolPolicy"]> = {};
   const c = p.conversationToolPolicy;
-  if (c === undefined || (c.allow === undefined && c.alsoAllow === undefined && c.deny === undefined)) return out;
-  const layer: ToolPolicyLayer = { name: "conversation" };
-  const policy: NonNullable<TurnRequest["toolPolicy"]> = { layers: [layer] };
-  if (c.allow !== undefined) layer.allow = [...c.allow, ...(c.alsoAllow ?? [])];
-  else if (c.alsoAllow !== undefined) policy.alsoAllow = [...c.alsoAllow];
-  if (c.deny !== undefined) layer.deny = [...c.deny];
-  out.toolPolicy = policy;
+  if (c !== undefined && (c.allow !== undefined || c.alsoAllow !== undefined || c.deny !== undefined)) {
+    const layer: ToolPolicyLayer = { name: "conversation" };
+    if (c.allow !== undefined) layer.allow = [...c.allow, ...(c.alsoAllow ?? [])];
+    else if (c.alsoAllow !== undefined) policy.alsoAllow = [...c.alsoAllow];
+    if (c.deny !== undefined) layer.deny = [...c.deny];
+    layers.push(layer);
+  }
+  const safeDenied = p.pluginHarnessToolPolicySafeDeniedTools;
+  if (safeDenied !== undefined && safeDenied.length > 0) layers.push({ name: SAFE_DENIED_LAYER, deny: [...safeDenied] });
+  if (layers.length === 0) return out;
+  out.toolPolicy = { ...policy, layers };
   return out;
 }
+
+/** The deny layer of the tools OpenClaw left to the harness to deny. */
+export const SAFE_DENIED_LAYER = "openclaw-safe-denied";
 
 // Native actions are asked for ("untrusted") so that each goes through the
 // attempt's runBeforeToolCall, where OpenClaw's hooks and approvals decide
