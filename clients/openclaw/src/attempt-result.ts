@@ -8,6 +8,7 @@ import { attemptMessages, type MessageParams } from "./attempt-messages.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { claimedFailure } from "./errors.js";
 import type { TurnProjection } from "./events.js";
+import { settledContext } from "./settled-finalization.js";
 import type * as wire from "./wire-shapes.js";
 
 type Result = Extract<AgentHarnessAttemptResult, { terminal: unknown }>;
@@ -68,6 +69,10 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
     replayMetadata: { hadPotentialSideEffects: !replaySafe, replaySafe },
     itemLifecycle: { ...p.itemLifecycle },
   };
+  // What finalizeSettledTurn needs when the turn's tools settled: its
+  // transcript, frozen, and (kept by settled-finalization.ts) its run.
+  const settled = turn === undefined ? undefined : settledContext(messagesSnapshot, turn.runId ?? "", ctx.params.sessionId);
+  if (settled !== undefined) result.settledTurnFinalizationContext = settled;
   const lastToolError = p.lastToolResolution?.lastToolError ?? toolErrorOf(turn?.lastToolError);
   if (lastToolError !== undefined) result.lastToolError = lastToolError;
   if (turn?.usage !== undefined) result.attemptUsage = usageOf(turn.usage);

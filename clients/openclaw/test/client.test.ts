@@ -102,3 +102,43 @@ test("the dispatcher's certificate must be issued by the configured CA", async (
     await lb.close();
   }
 });
+
+test("an isolated completion and a finalization are posted to their endpoints and their JSON answer is read whole", async () => {
+  // An answer in many chunks with a character split across two of them.
+  const text = "é".repeat(70_000);
+  const lb = await startLoopback((_req, res) => {
+    res.writeHead(200, { "Content-Type": "application/json" });
+    const bytes = Buffer.from(JSON.stringify({ result: { text } }));
+    res.write(bytes.subarray(0, 3));
+    res.end(bytes.subarray(3));
+  });
+  try {
+    const client = new DispatcherClient(lb.config);
+    const completed = await client.complete("demo", { prompt: "Say hi", instructions: "Be brief." });
+    assert.deepEqual(completed, { result: { text } }, "decoded once: the split character stays whole");
+    await client.finalize("demo", "run/1", { prompt: "Finalize", transcriptSource: "openclaw-transcript" });
+    const [a, b] = lb.requests;
+    assert.equal(a?.path, "/v1/namespaces/agents/agentsessions/demo/completions");
+    assert.deepEqual(JSON.parse(a?.body ?? ""), { prompt: "Say hi", instructions: "Be brief." });
+    assert.equal(a?.headers["authorization"], "Bearer token-1");
+    assert.equal(b?.path, "/v1/namespaces/agents/agentsessions/demo/turns/run%2F1/finalize", "the runId is one path segment");
+  } finally {
+    await lb.close();
+  }
+});
+
+test("a refused completion is a DispatcherError with the dispatcher's code", async () => {
+  const lb = await startLoopback((_req, res) =>
+    jsonError(res, 422, { code: "ToolPolicyUnenforceable", message: "isolation cannot be proven", scope: "", retryable: false }),
+  );
+  try {
+    await assert.rejects(new DispatcherClient(lb.config).complete("demo", { prompt: "hi" }), (err: unknown) => {
+      assert.ok(err instanceof DispatcherError);
+      assert.equal(err.status, 422);
+      assert.equal(err.wire.code, "ToolPolicyUnenforceable");
+      return true;
+    });
+  } finally {
+    await lb.close();
+  }
+});
