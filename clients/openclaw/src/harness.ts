@@ -16,9 +16,11 @@ import { KubeClient } from "./kube.js";
 import { PendingAnswers } from "./pending-answers.js";
 import { SupportRegistry } from "./registry.js";
 import { runtimeArtifactCapability } from "./runtime-artifact.js";
+import { runIsolatedCompletion } from "./isolated-completion.js";
 import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
 import { SessionStore } from "./sessions.js";
+import { finalizeSettledTurn } from "./settled-finalization.js";
 import { type RetryOptions, realWaiter, startWithRetries, type Waiter } from "./start-retry.js";
 import { SupportFacts } from "./support-facts.js";
 import { loggedSupports } from "./support-log.js";
@@ -74,6 +76,7 @@ export function createHarness(
       return runAttempt(params, client, attemptDeps, retry);
     },
     dispose: () => cluster?.stop(),
+    finalizeSettledTurn: (params) => finalizeSettledTurn(params, { client, supportFacts }),
   };
   if (sessions === undefined || kube === undefined) return harness;
   return {
@@ -81,6 +84,8 @@ export function createHarness(
     ...sessionHooks(sessions, log),
     ...sessionContextReset(sessions, attemptDeps.markers, log),
     runtimeArtifact: runtimeArtifactCapability(kube),
+    // Needs an AgentSession of its own, which only the Kubernetes settings can create.
+    runIsolatedCompletionV2: (params) => runIsolatedCompletion(params, { client, sessions, supportFacts }),
   };
 }
 
