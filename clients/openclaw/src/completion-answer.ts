@@ -55,7 +55,7 @@ export function completionAnswer(
   const unknown = Object.keys(result).find((k) => !RESULT_FIELDS.has(k));
   if (unknown !== undefined) refuse(`unknown result field ${JSON.stringify(unknown)}`);
   const text = result["text"];
-  if (typeof text !== "string") refuse("the answer is empty");
+  if (typeof text !== "string" || text.trim() === "") refuse("the answer is empty");
   const finish = result["finishReason"];
   if (typeof finish !== "string" || !(finishReasons as readonly string[]).includes(finish)) {
     refuse(`finishReason ${JSON.stringify(finish)} is not ${finishReasons.map((f) => JSON.stringify(f)).join(" or ")}`);
