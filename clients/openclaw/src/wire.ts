@@ -750,7 +750,8 @@ export interface ApprovalRequest {
   data?: unknown;
 }
 /**
- * AuthProfileRef names an auth profile and where its credential is.
+ * AuthProfileRef names an auth profile and where its credential is:
+ * exactly one of SecretKeyRef and APIKey.
  *
  * This interface was referenced by `DispatcherWire`'s JSON-Schema
  * via the `definition` "AuthProfileRef".
@@ -765,7 +766,14 @@ export interface AuthProfileRef {
    * SecretKeyRef is the key of a Secret in the session's namespace that
    * holds the profile's API key (sent as a bearer token).
    */
-  secretKeyRef: SecretKeyRef;
+  secretKeyRef?: SecretKeyRef;
+  /**
+   * APIKey is the profile's API key itself (sent as a bearer token), for
+   * a gateway that holds it in its own auth store. It is used for this
+   * turn only and kept only in memory: never stored in the cluster, the
+   * journal, events, status or logs.
+   */
+  apiKey?: string;
 }
 /**
  * SecretKeyRef names a key of a Secret in the session's namespace.
@@ -942,9 +950,9 @@ export interface CompletionRequest {
    * this attempt (the seed: core forwards "a compatible, explicitly
    * selected or ordered OpenClaw auth profile"). The harness's model
    * requests for this session then authenticate with its credential
-   * instead of the app-server's own. The dispatcher reads the credential
-   * only after a SubjectAccessReview says the requester may get the
-   * Secret, and only for a harness that serves no other namespace.
+   * instead of the app-server's own. Only on a harness that serves no
+   * other namespace; a Secret's key is read only after a
+   * SubjectAccessReview says the requester may get the Secret.
    */
   authProfile?: AuthProfileRef;
   /**
@@ -2400,9 +2408,9 @@ export interface TurnRequest {
    * this attempt (the seed: core forwards "a compatible, explicitly
    * selected or ordered OpenClaw auth profile"). The harness's model
    * requests for this session then authenticate with its credential
-   * instead of the app-server's own. The dispatcher reads the credential
-   * only after a SubjectAccessReview says the requester may get the
-   * Secret, and only for a harness that serves no other namespace.
+   * instead of the app-server's own. Only on a harness that serves no
+   * other namespace; a Secret's key is read only after a
+   * SubjectAccessReview says the requester may get the Secret.
    */
   authProfile?: AuthProfileRef;
   /**
