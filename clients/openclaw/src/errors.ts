@@ -42,7 +42,9 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, Row>> = {
   OverrideDenied: { harnessScope: false, userMessage: "The session's runtime override is denied by the cluster's runtime policy." },
   ArtifactMismatch: { harnessScope: false, userMessage: "The cluster's agent harness does not run the expected runtime artifact." },
   NativeThreadLost: { harnessScope: false, userMessage: `The cluster lost this session's native thread. ${RESET}` },
-  SessionMismatch: { harnessScope: false, userMessage: "The turn contradicts the cluster's AgentSession for this session." },
+  // Scoped by the dispatcher only when the model alone differs from the
+  // session's: another model on this harness meets the same session.
+  SessionMismatch: { harnessScope: true, userMessage: "The turn contradicts the cluster's AgentSession for this session." },
   // The cluster decided the embedded runtime: OpenClaw's fallback runs it.
   EmbeddedRuntimeSelected: { harnessScope: true, userMessage: "The cluster runs this turn on OpenClaw's embedded runtime." },
   RunIdConflict: { harnessScope: false, userMessage: "The turn's run id was already used for another turn." },

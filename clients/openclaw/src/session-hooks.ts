@@ -1,13 +1,14 @@
 // The harness's side of an OpenClaw session's life on the cluster: before a
-// turn its AgentSession is created or found; OpenClaw's reset hook bumps the
-// AgentSession's resetGeneration; OpenClaw's session deletion deletes it.
+// turn its AgentSession is created or found and given the attempt's model;
+// OpenClaw's reset hook bumps the AgentSession's resetGeneration; OpenClaw's
+// session deletion deletes it.
 import {
   AgentHarnessPreflightError,
   type AgentHarnessAttemptParamsV2,
   type AgentHarnessV2,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { type SessionStore, sessionModel } from "./sessions.js";
+import { SessionModelRefusedError, type SessionStore, sessionModel } from "./sessions.js";
 
 export type Logger = { warn(message: string): void; debug?(message: string): void };
 
@@ -15,22 +16,33 @@ export type Logger = { warn(message: string): void; debug?(message: string): voi
 const DEFAULT_AGENT_ID = "main";
 
 /**
- * Creates or finds the attempt's AgentSession. Any failure is a preflight
- * error without scope: nothing ran, and no other runtime may take a turn the
- * cluster's policy could not be asked about.
+ * Creates or finds the attempt's AgentSession and gives it the attempt's
+ * model (and OpenClaw's model lock, modelSelectionLocked). Nothing ran
+ * either way. A model the session cannot take (Locked, or refused by the
+ * API server) is a preflight error with scope "harness": every other model
+ * on this harness meets the same session, while a candidate of another
+ * runtime does not. Any other failure has no scope: no other runtime may
+ * take a turn the cluster's policy could not be asked about.
  */
 export async function ensureSession(
   sessions: SessionStore,
-  params: Pick<AgentHarnessAttemptParamsV2, "agentId" | "sessionKey" | "sessionId" | "provider" | "modelId">,
+  params: Pick<AgentHarnessAttemptParamsV2, "agentId" | "sessionKey" | "sessionId" | "provider" | "modelId" | "modelSelectionLocked">,
 ): Promise<void> {
   try {
     if (params.sessionKey === undefined || params.sessionKey === "") {
       throw new Error("the attempt has no sessionKey, which an AgentSession requires (spec.sessionKey)");
     }
     const id = { agentId: params.agentId ?? DEFAULT_AGENT_ID, sessionKey: params.sessionKey, sessionId: params.sessionId };
-    await sessions.ensure(id, sessionModel(params.provider, params.modelId));
+    await sessions.ensure(id, { model: sessionModel(params.provider, params.modelId), locked: params.modelSelectionLocked === true });
   } catch (err) {
     const message = (err as Error).message;
+    if (err instanceof SessionModelRefusedError) {
+      throw new AgentHarnessPreflightError(`harness-operator could not give the session's AgentSession this model: ${message}`, {
+        userMessage: `The cluster session cannot run this model: ${message}`,
+        cause: err,
+        scope: "harness",
+      });
+    }
     throw new AgentHarnessPreflightError(`harness-operator could not create or find the session's AgentSession: ${message}`, {
       userMessage: `The cluster session could not be prepared: ${message}`,
       cause: err,

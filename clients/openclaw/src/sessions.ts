@@ -1,9 +1,10 @@
 // SessionStore: the AgentSession of an OpenClaw session. runAttempt creates
-// it (or finds it) before the turn, OpenClaw's reset bumps its
-// spec.resetGeneration, and the session's deletion deletes it. The object is
-// the one `kubectl harness session create` writes (cmd/kubectl-harness/
-// session.go, runSessionCreate): the name from sessionName(sessionId) and a
-// spec of agentId, sessionKey, sessionId and model, nothing else, so a
+// it (or finds it) before the turn and brings its spec.model (and the lock)
+// to the attempt's, OpenClaw's reset bumps its spec.resetGeneration, and the
+// session's deletion deletes it. The object is the one `kubectl harness
+// session create` writes (cmd/kubectl-harness/session.go, runSessionCreate):
+// the name from sessionName(sessionId) and a spec of agentId, sessionKey,
+// sessionId and model (and modelSelectionLocked for a locked session), so a
 // session made by either is the same session to the other.
 import { HARNESS_API, KubeError, type KubeClient } from "./kube.js";
 import { sessionName } from "./session-name.js";
@@ -13,8 +14,26 @@ export type SessionIdentity = { agentId: string; sessionKey: string; sessionId: 
 
 type AgentSession = {
   metadata: { name: string; uid?: string; resourceVersion?: string };
-  spec: { agentId?: string; sessionKey?: string; sessionId?: string; model?: string; resetGeneration?: number };
+  spec: {
+    agentId?: string;
+    sessionKey?: string;
+    sessionId?: string;
+    model?: string;
+    modelSelectionLocked?: string;
+    resetGeneration?: number;
+  };
 };
+
+/** The spec fields of an AgentSession that follow OpenClaw's session. */
+export type SessionModel = {
+  /** provider/model (see sessionModel). */
+  model: string;
+  /** OpenClaw's session is model-locked: spec.modelSelectionLocked is Locked. */
+  locked: boolean;
+};
+
+// The value of spec.modelSelectionLocked that locks (api/v1alpha1).
+const LOCKED = "Locked";
 
 /**
  * An AgentSession of the plugin's name that belongs to another OpenClaw
@@ -31,8 +50,22 @@ export class SessionConflictError extends Error {
   }
 }
 
-// Optimistic bumps of resetGeneration that lost to a concurrent writer.
-const MAX_RESET_ATTEMPTS = 3;
+/**
+ * The AgentSession's model cannot become the attempt's: the session is
+ * model-locked on the cluster, or the API server (the manager's admission)
+ * refused the update. Nothing ran; another model on this harness meets the
+ * same session, so the refusal is local to the harness.
+ */
+export class SessionModelRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SessionModelRefusedError";
+  }
+}
+
+// Optimistic writes (a resetGeneration bump, a model update) that lost to a
+// concurrent writer.
+const MAX_WRITE_ATTEMPTS = 3;
 
 export class SessionStore {
   constructor(
@@ -41,30 +74,55 @@ export class SessionStore {
   ) {}
 
   /**
-   * Creates the session's AgentSession, or finds it. model is provider/model
-   * (see sessionModel); it is written only at creation: a session whose model
-   * changed since is the dispatcher's to judge (SessionMismatch names spec.model).
+   * Creates the session's AgentSession, or finds it and brings it to want:
+   * the dispatcher refuses an attempt whose model is not spec.model
+   * (SessionMismatch), so a changed model (OpenClaw's /model, a fallback
+   * model that also runs here) is written before the turn, with a merge
+   * patch conditional on the resourceVersion read, retried when another
+   * writer came first. A locked OpenClaw session locks the AgentSession;
+   * the plugin never unlocks one (a lock set on the cluster is the
+   * cluster's). A Locked AgentSession whose model differs, or an update the
+   * API server refuses, is a SessionModelRefusedError naming the field.
    */
-  async ensure(id: SessionIdentity, model: string): Promise<string> {
+  async ensure(id: SessionIdentity, want: SessionModel): Promise<string> {
     const name = sessionName(id.sessionId);
-    const found = await this.find(name);
-    if (found !== undefined) return this.check(found, id).metadata.name;
-    const object = {
-      apiVersion: "harness.openclaw.dev/v1alpha1",
-      kind: "AgentSession",
-      metadata: { name, namespace: this.namespace },
-      spec: { agentId: id.agentId, sessionKey: id.sessionKey, sessionId: id.sessionId, model },
-    };
+    for (let attempt = 1; ; attempt++) {
+      const found = await this.find(name);
+      if (found === undefined) {
+        if (await this.create(name, id, want)) return name;
+        // Created meanwhile (a concurrent turn, or kubectl): it must be ours.
+        if (attempt >= MAX_WRITE_ATTEMPTS) throw new KubeError(404, "NotFound", `AgentSession ${this.namespace}/${name} was created and deleted at once`);
+        continue;
+      }
+      this.check(found, id);
+      const change = modelChange(found.spec, want);
+      if (change === undefined) return name;
+      if ("refused" in change) throw new SessionModelRefusedError(`AgentSession ${this.namespace}/${name}: ${change.refused}`);
+      try {
+        await this.kube.mergePatch(this.path(name), { metadata: { resourceVersion: found.metadata.resourceVersion }, spec: change.patch });
+        return name;
+      } catch (err) {
+        if (err instanceof KubeError && err.reason === "Conflict" && attempt < MAX_WRITE_ATTEMPTS) continue;
+        if (err instanceof KubeError && (err.reason === "Invalid" || err.reason === "Forbidden")) {
+          throw new SessionModelRefusedError(`updating AgentSession ${this.namespace}/${name} (${describe(found.spec, change.patch)}) was refused: ${err.message}`);
+        }
+        throw err;
+      }
+    }
+  }
+
+  // Creates the AgentSession; false when it exists already.
+  private async create(name: string, id: SessionIdentity, want: SessionModel): Promise<boolean> {
+    const spec: AgentSession["spec"] = { agentId: id.agentId, sessionKey: id.sessionKey, sessionId: id.sessionId, model: want.model };
+    if (want.locked) spec.modelSelectionLocked = LOCKED;
+    const object = { apiVersion: "harness.openclaw.dev/v1alpha1", kind: "AgentSession", metadata: { name, namespace: this.namespace }, spec };
     try {
       await this.kube.create(this.collection(), object);
-      return name;
+      return true;
     } catch (err) {
-      // Created meanwhile (a concurrent turn, or kubectl): it must be ours.
-      if (!(err instanceof KubeError && err.reason === "AlreadyExists")) throw err;
+      if (err instanceof KubeError && err.reason === "AlreadyExists") return false;
+      throw err;
     }
-    const raced = await this.find(name);
-    if (raced === undefined) throw new KubeError(404, "NotFound", `AgentSession ${this.namespace}/${name} was created and deleted at once`);
-    return this.check(raced, id).metadata.name;
   }
 
   /**
@@ -86,7 +144,7 @@ export class SessionStore {
         });
         return true;
       } catch (err) {
-        if (!(err instanceof KubeError && err.reason === "Conflict") || attempt >= MAX_RESET_ATTEMPTS) throw err;
+        if (!(err instanceof KubeError && err.reason === "Conflict") || attempt >= MAX_WRITE_ATTEMPTS) throw err;
       }
     }
   }
@@ -140,6 +198,50 @@ export class SessionStore {
   private path(name: string): string {
     return `${this.collection()}/${encodeURIComponent(name)}`;
   }
+}
+
+/**
+ * What an AgentSession's spec needs for an attempt on want: nothing, a merge
+ * patch of spec, or a refusal (its model cannot change while it is Locked).
+ * Models compare as the dispatcher compares them (selection SplitModel):
+ * the provider exactly, the model id case-insensitively.
+ */
+export function modelChange(
+  spec: { model?: string; modelSelectionLocked?: string },
+  want: SessionModel,
+): undefined | { patch: { model?: string; modelSelectionLocked?: string } } | { refused: string } {
+  const locked = spec.modelSelectionLocked === LOCKED;
+  const patch: { model?: string; modelSelectionLocked?: string } = {};
+  if (!sameModel(spec.model ?? "", want.model)) {
+    if (locked) {
+      return {
+        refused:
+          `its model selection is Locked (spec.modelSelectionLocked), so spec.model ${JSON.stringify(spec.model ?? "")} ` +
+          `cannot change to ${JSON.stringify(want.model)}; use ${JSON.stringify(spec.model ?? "")} or start a new session`,
+      };
+    }
+    patch.model = want.model;
+  }
+  if (want.locked && !locked) patch.modelSelectionLocked = LOCKED;
+  return Object.keys(patch).length === 0 ? undefined : { patch };
+}
+
+// The fields a patch changes, for an error message.
+function describe(spec: { model?: string }, patch: { model?: string; modelSelectionLocked?: string }): string {
+  const parts: string[] = [];
+  if (patch.model !== undefined) parts.push(`spec.model ${JSON.stringify(spec.model ?? "")} → ${JSON.stringify(patch.model)}`);
+  if (patch.modelSelectionLocked !== undefined) parts.push(`spec.modelSelectionLocked → ${patch.modelSelectionLocked}`);
+  return parts.join(", ");
+}
+
+function sameModel(a: string, b: string): boolean {
+  const split = (m: string): [string, string] => {
+    const slash = m.indexOf("/");
+    return slash < 0 ? ["", m] : [m.slice(0, slash), m.slice(slash + 1)];
+  };
+  const [ap, am] = split(a);
+  const [bp, bm] = split(b);
+  return ap.toLowerCase() === bp.toLowerCase() && am.toLowerCase() === bm.toLowerCase();
 }
 
 /**

@@ -18,7 +18,7 @@ const want: Record<string, "harness" | "none"> = {
   OverrideDenied: "none",
   ArtifactMismatch: "none",
   NativeThreadLost: "none",
-  SessionMismatch: "none",
+  SessionMismatch: "harness",
   EmbeddedRuntimeSelected: "harness",
   RunIdConflict: "none",
   TranscriptLimitExceeded: "none",
@@ -71,6 +71,11 @@ test("the table has one row for every code of the dispatcher's wire package, and
 test("a harness-scoped code stays unscoped when the dispatcher did not scope this instance", () => {
   // ToolPolicyUnenforceable for a model of Codex's catalog: another model may work.
   const err = preflightError({ code: "ToolPolicyUnenforceable", message: "catalog model", scope: "", retryable: false });
+  assert.equal(err.scope, undefined);
+});
+
+test("a SessionMismatch the dispatcher did not scope (another session, a gateway transcript) stays unscoped", () => {
+  const err = preflightError({ code: "SessionMismatch", message: "sessionId \"y\" does not match spec.sessionId \"s-1\"", scope: "", retryable: false });
   assert.equal(err.scope, undefined);
 });
 

@@ -1,6 +1,7 @@
 // A loopback HTTPS server playing the Kubernetes API for the requests the
 // plugin makes: AgentSessions (get, create, merge patch with a resourceVersion
-// precondition, delete with a uid precondition), the lists of AgentHarnesses
+// precondition and the admission rule that a Locked session keeps its model,
+// delete with a uid precondition), the lists of AgentHarnesses
 // and RuntimePolicies, and one Namespace. Not the API server: it answers as
 // the API server documents for these requests only (the lead's e2e test runs
 // the real one). Requests under /v1/ (the dispatcher's) go to `dispatcher`.
@@ -85,6 +86,13 @@ export async function startFakeKube(dispatcher?: (req: Recorded, res: ServerResp
         const rv = patch.metadata?.resourceVersion;
         if (rv !== undefined && rv !== stored.metadata.resourceVersion) {
           return status(res, 409, "Conflict", "the object has been modified; please apply your changes to the latest version and try again");
+        }
+        // The manager's validating webhook (internal/manager/webhook/agentsession.go): a Locked session keeps its model.
+        const model = patch.spec?.["model"];
+        if (stored.spec["modelSelectionLocked"] === "Locked" && model !== undefined && model !== stored.spec["model"]) {
+          return status(res, 422, "Invalid",
+            `admission webhook denied the request: AgentSession.harness.openclaw.dev "${name}" is invalid: ` +
+              "spec.model: Forbidden: the session's model selection is Locked (spec.modelSelectionLocked); the model cannot change");
         }
         stored.spec = { ...stored.spec, ...patch.spec };
         stored.metadata.resourceVersion = String(version++);

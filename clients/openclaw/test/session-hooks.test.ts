@@ -64,6 +64,47 @@ test("a turn whose AgentSession belongs to another OpenClaw session fails before
   });
 });
 
+test("a turn on another model (/model, a fallback model) updates the AgentSession's spec.model before the turn is sent", async () => {
+  await withCluster(async (kube) => {
+    const spec = { agentId: "main", sessionKey: "agent:main:weather", sessionId: "Weather:1", model: "openai/gpt-5.5" };
+    kube.sessions.set("weather-1", { metadata: { name: "weather-1", namespace: "agents", uid: "u", resourceVersion: "3" }, spec });
+    const harness = createHarness(kube.config);
+    const result = await harness.runAttempt({ ...params(), modelId: "gpt-5.4" });
+    assert.ok("terminal" in result);
+    assert.deepEqual(result.terminal, { kind: "ok" });
+    assert.deepEqual(kube.requests.map((r) => `${r.method} ${r.path}`), [
+      `GET ${SESSION}`,
+      `PATCH ${SESSION}`,
+      "POST /v1/namespaces/agents/agentsessions/weather-1/turns",
+    ]);
+    assert.deepEqual(kube.sessions.get("weather-1")?.spec, { ...spec, model: "openai/gpt-5.4" });
+  });
+});
+
+test("a model-locked OpenClaw session locks its AgentSession", async () => {
+  await withCluster(async (kube) => {
+    const harness = createHarness(kube.config);
+    await harness.runAttempt({ ...params(), modelSelectionLocked: true });
+    assert.equal(kube.sessions.get("weather-1")?.spec["modelSelectionLocked"], "Locked");
+  });
+});
+
+test("a model a Locked AgentSession cannot take fails before the dispatcher, as a preflight error scoped to the harness", async () => {
+  await withCluster(async (kube) => {
+    const spec = { agentId: "main", sessionKey: "agent:main:weather", sessionId: "Weather:1", model: "openai/gpt-5.5", modelSelectionLocked: "Locked" };
+    kube.sessions.set("weather-1", { metadata: { name: "weather-1", namespace: "agents", uid: "u", resourceVersion: "3" }, spec });
+    const harness = createHarness(kube.config);
+    await assert.rejects(harness.runAttempt({ ...params(), modelId: "gpt-5.4" }), (err: unknown) => {
+      assert.ok(err instanceof AgentHarnessPreflightError);
+      assert.equal(err.scope, "harness", "another model here meets the same lock; another runtime's candidate may run");
+      assert.match(err.message, /could not give the session's AgentSession this model: .*spec\.modelSelectionLocked/);
+      return true;
+    });
+    assert.ok(!kube.requests.some((r) => r.path.startsWith("/v1/")), "no turn was sent");
+    assert.deepEqual(kube.sessions.get("weather-1")?.spec, spec);
+  });
+});
+
 test("OpenClaw's reset bumps the AgentSession's resetGeneration; a compaction keeps the native thread", async () => {
   await withCluster(async (kube) => {
     const harness = createHarness(kube.config);
