@@ -13,6 +13,7 @@ import {
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 import { readRecentUserAssistantTextForSession } from "openclaw/plugin-sdk/session-store-runtime";
 
+import { forwardedAuthProfile } from "./auth-profile.js";
 import type { DispatcherClient, TurnStream } from "./client.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import type { TurnAction, TurnProjection } from "./events.js";
@@ -92,6 +93,8 @@ export class Attempt {
     const add: TurnAdditions = { tools: hostTools(tools) };
     if (deps.supportFacts !== undefined) add.supportFacts = deps.supportFacts;
     if (transcript !== undefined) add.gatewayTranscript = transcript;
+    const authProfile = await forwardedAuthProfile(params);
+    if (authProfile !== undefined) add.authProfile = authProfile;
     return new Attempt(params, full, tools, turnRequest(params, add), marker);
   }
 

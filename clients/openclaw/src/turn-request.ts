@@ -7,10 +7,12 @@
 // as prepared: the route facts (route-facts.ts), the tool policy and its
 // host verdict, the host tools the attempt's tool surface built (tools.ts)
 // and the gateway's own turns since the dispatcher's last one
-// (transcript-marker.ts). The body's runId is derived from OpenClaw's
+// (transcript-marker.ts), and the auth profile OpenClaw forwarded, with its
+// key (auth-profile.ts). The body's runId is derived from OpenClaw's
 // (run-id.ts): OpenClaw re-uses its runId for every attempt of a run.
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import type { InlineAuthProfile } from "./auth-profile.js";
 import { nativeApprovalMode } from "./exec-policy.js";
 import { routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 import { dispatcherRunId } from "./run-id.js";
@@ -50,8 +52,13 @@ export type HostTool = wire.HostTool;
 /** The gateway's own turns since the dispatcher's last one: it always names where they start. */
 export type GatewayTranscript = Required<wire.GatewayTranscript>;
 
-/** What the plugin adds to the attempt: the tools it offers, the gateway's turns. */
-export type TurnAdditions = { tools?: HostTool[]; gatewayTranscript?: GatewayTranscript; supportFacts?: SupportOnlyFacts };
+/** What the plugin adds to the attempt: the tools it offers, the gateway's turns, the forwarded auth profile. */
+export type TurnAdditions = {
+  tools?: HostTool[];
+  gatewayTranscript?: GatewayTranscript;
+  supportFacts?: SupportOnlyFacts;
+  authProfile?: InlineAuthProfile;
+};
 
 type ToolPolicyLayer = wire.ToolPolicyLayer;
 
@@ -81,6 +88,7 @@ export type TurnRequest = Pick<
   Required<Pick<wire.TurnRequest, "runId" | "sessionId" | "provider" | "modelId" | "prompt">> & {
     images?: Array<Required<Pick<wire.Image, "url">>>;
     approvalMode?: Extract<wire.ApprovalMode, "never" | "untrusted">;
+    authProfile?: InlineAuthProfile;
   };
 
 // The dispatcher's bounds: timeoutMs 0 – 24 h (400 beyond), trigger ≤ 64 bytes.
@@ -118,7 +126,13 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   if (p.expectedRuntimeArtifact !== undefined) {
     body.expectedRuntimeArtifact = { id: p.expectedRuntimeArtifact.id, fingerprint: p.expectedRuntimeArtifact.fingerprint };
   }
-  return { runId: dispatcherRunId(p.runId, body), ...body };
+  // The key is no part of the runId (which the cluster shows in status,
+  // events and logs): the digest covers the profile's id only, as the
+  // dispatcher's own request digest does. A retry after the key rotated is
+  // then the same run, whichever side compares.
+  if (add.authProfile === undefined) return { runId: dispatcherRunId(p.runId, body), ...body };
+  const runId = dispatcherRunId(p.runId, { ...body, authProfile: { id: add.authProfile.id, apiKey: "inline" } });
+  return { runId, ...body, authProfile: { id: add.authProfile.id, apiKey: add.authProfile.apiKey } };
 }
 
 type ToolPolicyFields = Pick<TurnRequest, "toolPolicy" | "toolsAllow" | "disableTools" | "pluginHarnessToolPolicyRestricted">;

@@ -157,3 +157,16 @@ test("the verified runtime artifact OpenClaw asks for or expects goes to the dis
   const plain = turnRequest(base) as Record<string, unknown>;
   assert.equal("captureRuntimeArtifact" in plain || "expectedRuntimeArtifact" in plain, false, "ordinary turns carry neither");
 });
+
+test("a forwarded auth profile goes inline with its key, and the key is no part of the dispatcher's runId", () => {
+  const profile = { id: "openai:work", apiKey: "sk-turn-request-key-1" };
+  const body = turnRequest(base, { authProfile: profile });
+  assert.deepEqual(body.authProfile, profile);
+  assert.ok(!body.runId.includes("sk-"), "the runId names no key");
+  const rotated = turnRequest(base, { authProfile: { id: "openai:work", apiKey: "sk-turn-request-key-2" } });
+  assert.equal(rotated.runId, body.runId, "a retry after the key rotated is the same run");
+  const other = turnRequest(base, { authProfile: { id: "openai:other", apiKey: "sk-turn-request-key-1" } });
+  assert.notEqual(other.runId, body.runId, "another profile is another body");
+  assert.notEqual(turnRequest(base).runId, body.runId, "a turn without profile is another body");
+  assert.equal(turnRequest(base).authProfile, undefined, "no profile forwarded: none sent");
+});
