@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -36,11 +38,16 @@ const (
 // HOME of its own.
 type openClaw struct {
 	tools    string // hack/setup-openclaw.sh's directory
+	tarball  string // the plugin's package (packPlugin)
 	home     string // HOME and OPENCLAW_HOME
 	identity gatewayIdentity
 	// config is OPENCLAW_CONFIG_PATH when set; OpenClaw's default
 	// ($HOME/.openclaw/openclaw.json) otherwise.
 	config string
+	// served is the long-lived gateway running OpenClaw's default config
+	// (serve): turns go through it. A copy with a config of its own runs
+	// its turns with `agent --local`.
+	served *servedGateway
 }
 
 // packPlugin builds the plugin (clients/openclaw) and packs it into a
@@ -123,7 +130,7 @@ func copyPluginSources(src, dst string) error {
 // fallback of model.
 func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdentity) *openClaw {
 	GinkgoHelper()
-	o := &openClaw{tools: tools, home: GinkgoT().TempDir(), identity: id}
+	o := &openClaw{tools: tools, tarball: tarball, home: GinkgoT().TempDir(), identity: id}
 	config := map[string]any{
 		// Debug level: the plugin logs the route facts OpenClaw hands its
 		// supports() (routefacts_test.go reads them).
@@ -143,9 +150,16 @@ func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdent
 				},
 			}},
 		},
-		"models": map[string]any{"providers": map[string]any{"openai": map[string]any{
-			"baseUrl": modelURL, "apiKey": "not-a-key", "models": []any{},
-		}}},
+		"models": map[string]any{
+			// OpenClaw refreshes its model catalog from its own host at a
+			// gateway's start, OPENCLAW_OFFLINE=1 or not; in the suite's
+			// network namespace that lookup fails. Off, as in any gateway
+			// without a way out.
+			"catalogRefresh": map[string]any{"enabled": false},
+			"providers": map[string]any{"openai": map[string]any{
+				"baseUrl": modelURL, "apiKey": "not-a-key", "models": []any{},
+			}},
+		},
 		"agents": map[string]any{"defaults": map[string]any{
 			// A fallback on OpenClaw's own runtime: only the plugin's refusal
 			// without scope keeps OpenClaw from running the turn there.
@@ -157,20 +171,27 @@ func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdent
 			},
 		}},
 	}
+	o.install(config)
+	return o
+}
+
+// install writes config as OpenClaw's default config in o's HOME and
+// installs the plugin there from its tarball, as a gateway installs it
+// (README "Use from OpenClaw"): OpenClaw 2026.9.6 trusts an installed
+// plugin with its plugin state store (the transcript marker), not one
+// loaded from a config path ("openKeyedStore is only available for trusted
+// plugins").
+func (o *openClaw) install(config map[string]any) {
+	GinkgoHelper()
 	b, err := json.MarshalIndent(config, "", "  ")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(os.MkdirAll(filepath.Join(o.home, ".openclaw"), 0o700)).To(Succeed())
 	Expect(os.WriteFile(o.configPath(), b, 0o600)).To(Succeed())
-	// Installed from its tarball, as a gateway installs it (README "Use from
-	// OpenClaw"): OpenClaw 2026.9.6 trusts an installed plugin with its
-	// plugin state store (the transcript marker), not one loaded from a
-	// config path ("openKeyedStore is only available for trusted plugins").
-	install := exec.Command(filepath.Join(tools, "bin", "openclaw"), "plugins", "install", "--force", "--accept-capabilities", tarball)
+	install := exec.Command(filepath.Join(o.tools, "bin", "openclaw"), "plugins", "install", "--force", "--accept-capabilities", o.tarball)
 	install.Dir = o.home
 	install.Env = o.environ()
 	out, err := install.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "openclaw plugins install:\n%s", out)
-	return o
 }
 
 func (o *openClaw) configPath() string {
@@ -206,26 +227,50 @@ type agentRun struct {
 	command        string // as a shell line, for the record
 	exit           int
 	stdout, stderr string
+	// gateway is what the long-lived gateway printed while the run lasted
+	// (its console: the agent runner's warnings go there, not to the
+	// client); empty for `agent --local`. Concurrent runs share it.
+	gateway string
 }
 
 func (r agentRun) String() string {
-	return "$ " + r.command + "\nexit " + strconv.Itoa(r.exit) + "\n--- stdout\n" + r.stdout + "\n--- stderr\n" + r.stderr
+	s := "$ " + r.command + "\nexit " + strconv.Itoa(r.exit) + "\n--- stdout\n" + r.stdout + "\n--- stderr\n" + r.stderr
+	if r.gateway != "" {
+		s += "\n--- the gateway meanwhile\n" + r.gateway
+	}
+	return s
 }
 
-// turn runs one agent turn headlessly: `openclaw agent --local` with the
-// session id and key given (so the test knows the AgentSession in advance)
-// and --json (and extra, e.g. --model), in the quiet environment OpenClaw
-// documents, with nothing of the test's own environment but PATH.
+// output is everything the run and the gateway serving it printed.
+func (r agentRun) output() string { return r.stdout + r.stderr + r.gateway }
+
+// turn runs one agent turn headlessly with the session id and key given (so
+// the test knows the AgentSession in advance) and --json (and extra, e.g.
+// --model), in the quiet environment OpenClaw documents, with nothing of
+// the test's own environment but PATH: through the long-lived gateway with
+// OpenClaw's own client (`openclaw agent`) when o is served, else
+// `openclaw agent --local`.
 func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message string, extra ...string) agentRun {
 	GinkgoHelper()
 	ctx, cancel := context.WithTimeout(ctx, turnTimeout)
 	defer cancel()
-	args := []string{"agent", "--local", "--session-id", sessionID, "--session-key", sessionKey, "--message", message, "--json"}
+	args := []string{"agent", "--session-id", sessionID, "--session-key", sessionKey, "--message", message, "--json"}
+	dir, env := o.home, o.environ()
+	gw := o.served
+	if o.config != "" {
+		gw = nil // a config of its own: not the one the gateway serves
+	}
+	var logged int64
+	if gw != nil {
+		dir, env = gw.client.home, gw.client.environ()
+		logged = gw.logSize()
+	} else {
+		args = slices.Insert(args, 1, "--local")
+	}
 	args = append(args, extra...)
-	env := o.environ()
 	cmd := exec.CommandContext(ctx, filepath.Join(o.tools, "bin", "openclaw"), args...)
 	cmd.Env = env
-	cmd.Dir = o.home
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -233,6 +278,9 @@ func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message stri
 		command: strings.Join(append(env[3:], "HOME=$TMP OPENCLAW_HOME=$TMP openclaw"), " ") + " " + shellQuote(args),
 		stdout:  stdout.String(),
 		stderr:  stderr.String(),
+	}
+	if gw != nil {
+		r.gateway = gw.logSince(logged)
 	}
 	var ee *exec.ExitError
 	switch {
@@ -242,9 +290,14 @@ func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message stri
 	default:
 		Fail("openclaw agent did not finish: " + err.Error() + "\n" + r.String())
 	}
+	reporting.Lock() // specs run turns from goroutines too
 	AddReportEntry("openclaw agent", r.String())
+	reporting.Unlock()
 	return r
 }
+
+// reporting serializes report entries added from concurrent turns.
+var reporting sync.Mutex
 
 // environ is OpenClaw's quiet environment: its HOME, offline, nothing of
 // the test's own environment but PATH (the cached Node first).
@@ -263,7 +316,8 @@ func (o *openClaw) environ() []string {
 	return env
 }
 
-// result is the part of `openclaw agent --json`'s output the specs read.
+// result is the part of `openclaw agent --json`'s output the specs read:
+// the whole output of `--local`, the gateway's answer's `result` otherwise.
 type result struct {
 	Payloads []struct {
 		Text string `json:"text"`
@@ -277,6 +331,13 @@ type result struct {
 
 func (r agentRun) result() result {
 	GinkgoHelper()
+	var answer struct {
+		Result *result `json:"result"`
+	}
+	Expect(json.Unmarshal([]byte(r.stdout), &answer)).To(Succeed(), "openclaw's --json output:\n%s", r)
+	if answer.Result != nil {
+		return *answer.Result
+	}
 	var res result
 	Expect(json.Unmarshal([]byte(r.stdout), &res)).To(Succeed(), "openclaw's --json output:\n%s", r)
 	return res

@@ -34,7 +34,7 @@ var _ = Describe("The attempt result the plugin returns to OpenClaw", func() {
 
 		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
 
-		Expect(run.stdout+run.stderr).NotTo(ContainSubstring("RunIdConflict"), "%s", run)
+		Expect(run.output()).NotTo(ContainSubstring("RunIdConflict"), "%s", run)
 		Expect(run.exit).To(Equal(0), "%s", run)
 		Expect(run.result().texts()).To(ContainElement(ContainSubstring(reply)), "%s", run)
 		Expect(stub.RequestsContaining(emptyResponseNudge)).To(HaveLen(1), "OpenClaw's nudge reached the model once, through the cluster")

@@ -52,7 +52,7 @@ var _ = Describe("A stale cluster registry", func() {
 		// The dispatcher reads policies from its informer: the turn is sent
 		// once its decision for the session names the new policy's harness.
 		Eventually(func(g Gomega) {
-			g.Expect(cluster.decide(ctx, gateway.identity, s).HarnessID).To(Equal(defaultsHarness))
+			g.Expect(cluster.decide(ctx, gateway.identity, s, staleModel).HarnessID).To(Equal(defaultsHarness))
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 		stale := gateway.withKubernetes(frozen.url, frozen.caFile)
 		logged := gateway.logSize()
@@ -136,15 +136,15 @@ func startFrozenRegistry(id gatewayIdentity) *frozenRegistry {
 func (f *frozenRegistry) served() int { return len(f.hits) }
 
 // decide asks the dispatcher, as the gateway, how it would decide the
-// session's next turn (POST …/decide, without route facts).
-func (c *devCluster) decide(ctx context.Context, id gatewayIdentity, s session) harnessDecision {
+// session's next turn on m (POST …/decide, without route facts).
+func (c *devCluster) decide(ctx context.Context, id gatewayIdentity, s session, m string) harnessDecision {
 	GinkgoHelper()
 	token, err := os.ReadFile(id.dispatcherToken)
 	Expect(err).NotTo(HaveOccurred())
 	hc := &http.Client{Transport: trusting(c.caFile)}
 	defer hc.CloseIdleConnections()
 	body, err := json.Marshal(map[string]any{"runId": "decide-" + randomHex(), "sessionId": s.id, "sessionKey": s.key,
-		"provider": "openai", "modelId": strings.TrimPrefix(staleModel, "openai/"), "prompt": "decide"})
+		"provider": "openai", "modelId": strings.TrimPrefix(m, "openai/"), "prompt": "decide"})
 	Expect(err).NotTo(HaveOccurred())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("%s/v1/namespaces/%s/agentsessions/%s/decide", c.dispatcher, agentsNS, s.name), bytes.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())

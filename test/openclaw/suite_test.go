@@ -1,10 +1,11 @@
 //go:build e2e
 
 // Package openclaw is the end-to-end test with the real, published OpenClaw:
-// `openclaw agent --local` (the pinned release of hack/setup-openclaw.sh, on
-// its cached Node 24) loads the project's plugin (clients/openclaw, built
-// here) and runs one agent turn headlessly through the dispatcher of the
-// whole local system that `make run` starts — hack/devcluster itself, run as
+// one long-lived `openclaw gateway run` (the pinned release of
+// hack/setup-openclaw.sh, on its cached Node 24) loads the project's plugin
+// (clients/openclaw, built here), and OpenClaw's own client (`openclaw
+// agent`) runs each agent turn headlessly through it and the dispatcher of
+// the whole local system that `make run` starts — hack/devcluster itself, run as
 // a binary with a state directory of its own and free ports: a real
 // kube-apiserver and etcd, the manager with its webhooks, the real
 // `codex app-server` and the dispatcher on https with its CA. Codex answers
@@ -92,6 +93,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Eventually(ctx, plugin).WithTimeout(5 * time.Minute).Should(Receive(&p))
 	Expect(p.err).NotTo(HaveOccurred())
 	gateway = newOpenClaw(tools, p.tarball, stub.BaseURL(), cluster, cluster.mintGatewayIdentity(ctx, kubectl))
+	// One long-lived gateway for the suite: the specs' turns go through it
+	// (OpenClaw loads once, as a platform team runs it), not a new
+	// `openclaw agent --local` process that loads OpenClaw for each turn.
+	gateway.serve(ctx)
 	// With the specs' turns (turnTimeout each) well inside make's
 	// -timeout=20m: Ginkgo, not go test's panic, ends a stuck run, so
 	// devcluster is stopped by SIGTERM and stops its control plane.

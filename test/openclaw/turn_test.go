@@ -118,8 +118,8 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 		run := gateway.turn(ctx, s.id, s.key, "Say hello "+marker)
 
 		Expect(run.exit).To(Equal(1), "%s", run)
-		Expect(run.stdout+run.stderr).To(ContainSubstring("HarnessUnsupported"), "%s", run)
-		Expect(run.stderr).To(ContainSubstring("not falling back to embedded OpenClaw backend"), "%s", run)
+		Expect(run.output()).To(ContainSubstring("HarnessUnsupported"), "%s", run)
+		Expect(run.output()).To(ContainSubstring("not falling back to embedded OpenClaw backend"), "%s", run)
 		// OpenClaw's own provider is the stub too: an embedded fallback
 		// would have sent it a request (the next spec is the control).
 		Expect(stub.Requests()).To(HaveLen(before), "no model request, from Codex or from OpenClaw's embedded runtime:\n%s", run)
