@@ -13,15 +13,18 @@
 // call touches none of its state; the session only carries the agent and
 // model that selection and RBAC decide on.
 //
-// Authorization (the seed's owner): the cluster's harness authenticates with
-// its own credentials. A host-authorized call ("host": OpenClaw resolved the
-// credential, which must be used without substitution) and a harness call
-// with a forwarded auth profile cannot be honoured, so they fail closed
-// before any request, naming why.
+// Authorization (the seed's owner): only a harness-owned call runs. Its
+// model request uses the cluster harness's own login, or the one auth
+// profile OpenClaw's plan forwards (its key read from the call's scoped
+// store and sent inline, as a turn sends it: auth-profile.ts). A
+// host-authorized call ("host": OpenClaw resolved a credential that must be
+// used without substitution, for a route the cluster's harness does not
+// own) fails closed before any request, naming why.
 import { createHash } from "node:crypto";
 
 import { AgentHarnessPreflightError, type AgentHarnessV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import { type AuthProfileInput, forwardedAuthProfile, type ResolveKey } from "./auth-profile.js";
 import type { DispatcherClient } from "./client.js";
 import { completionAnswer, completionFailure } from "./completion-answer.js";
 import { routeFacts, type RouteInput, type SupportOnlyFacts } from "./route-facts.js";
@@ -71,14 +74,6 @@ export function clusterAuthorization(a: Authorization): HarnessAuthorization {
     );
   }
   if (a.owner !== "harness") refuse(`unknown authorization owner ${JSON.stringify((a as { owner: unknown }).owner)}`, "The completion's authorization is not one the cluster's agent harness knows.");
-  const profile = a.plan.forwardedAuthProfileId;
-  const stored = Object.keys(a.authProfileStore?.profiles ?? {});
-  if ((profile !== undefined && profile !== "") || stored.length > 0) {
-    refuse(
-      `the call selects auth profile ${JSON.stringify(profile ?? stored[0])}, which the plugin cannot forward to the cluster`,
-      "The cluster's agent harness cannot use the selected auth profile for this completion.",
-    );
-  }
   return a;
 }
 
@@ -105,7 +100,7 @@ export function isolatedRequest(p: IsolatedParams, auth: HarnessAuthorization, t
   return body;
 }
 
-export type IsolatedDeps = { client: DispatcherClient; sessions: SessionStore; supportFacts?: SupportOnlyFacts; nowMs?: () => number };
+export type IsolatedDeps = { client: DispatcherClient; sessions: SessionStore; supportFacts?: SupportOnlyFacts; nowMs?: () => number; resolveKey?: ResolveKey };
 
 export async function runIsolatedCompletion(p: IsolatedParams, deps: IsolatedDeps): Promise<IsolatedResult> {
   const auth = clusterAuthorization(p.authorization);
@@ -116,6 +111,25 @@ export async function runIsolatedCompletion(p: IsolatedParams, deps: IsolatedDep
     p.abortSignal?.throwIfAborted();
   };
   current();
+  // The profile the plan forwards, with its key from the call's scoped
+  // store; a profile that cannot be resolved fails closed, naming it.
+  let profile: Awaited<ReturnType<typeof forwardedAuthProfile>>;
+  try {
+    // forwardedAuthProfile reads only the plan of the attempt's runtimePlan.
+    const input: AuthProfileInput = {
+      runtimePlan: { auth: auth.plan } as unknown as NonNullable<AuthProfileInput["runtimePlan"]>,
+      authProfileStore: auth.authProfileStore,
+      agentDir: p.agentDir,
+      config: p.config,
+    };
+    if (p.abortSignal !== undefined) input.abortSignal = p.abortSignal;
+    profile = await forwardedAuthProfile(input, deps.resolveKey);
+  } catch (err) {
+    throw new AgentHarnessPreflightError(`harness-operator ${OPERATION} refused: ${(err as Error).message}`, {
+      userMessage: "The cluster's agent harness cannot use the selected auth profile for this completion.",
+    });
+  }
+  if (profile !== undefined) body.authProfile = profile;
   let session: string;
   try {
     // Never locked: the session exists only for these calls, one per model.

@@ -77,13 +77,13 @@ test("an isolated completion the cluster cannot authorize as asked fails closed 
     const cases: Array<[string, IsolatedParams, RegExp]> = [
       ["a host-authorized call", isolated({ authorization: { owner: "host", model: { api: "openai-responses" }, auth: { apiKey: "sk-host", source: "env", mode: "api-key" } } }),
         /owner host.*must be used without substitution/],
-      ["a forwarded auth profile", isolated({
+      ["a forwarded auth profile the store does not hold", isolated({
         authorization: {
           owner: "harness",
           plan: { providerForAuth: "openai", authProfileProviderForAuth: "openai", forwardedAuthProfileId: "openai:work", modelRoute: route },
-          authProfileStore: { version: 1, profiles: { "openai:work": { type: "api_key", provider: "openai", key: "sk-work" } } },
+          authProfileStore: { version: 1, profiles: {} },
         },
-      }), /auth profile "openai:work", which the plugin cannot forward/],
+      }), /auth profile "openai:work".*the attempt's auth store has no such profile/],
     ];
     for (const [name, p, message] of cases) {
       await assert.rejects(harness.runIsolatedCompletionV2!(p), (err: unknown) => {
@@ -94,6 +94,28 @@ test("an isolated completion the cluster cannot authorize as asked fails closed 
       });
     }
     assert.equal(kube.requests.length, 0, "neither the API server nor the dispatcher was asked");
+  } finally {
+    await kube.close();
+  }
+});
+
+test("the auth profile OpenClaw's plan forwards goes with the completion inline, its key from the call's scoped store", async () => {
+  const kube = await startFakeKube((_req, res) => {
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(ANSWER));
+  });
+  try {
+    const harness = createHarness(kube.config);
+    await harness.runIsolatedCompletionV2!(isolated({
+      authorization: {
+        owner: "harness",
+        plan: { providerForAuth: "openai", authProfileProviderForAuth: "openai", forwardedAuthProfileId: "openai:work", modelRoute: route },
+        authProfileStore: { version: 1, profiles: { "openai:work": { type: "api_key", provider: "openai", key: "sk-work-1" } } },
+      },
+    }));
+    const post = kube.requests.find((r) => r.path.endsWith("/completions"));
+    const body = JSON.parse(post?.body ?? "{}") as Record<string, unknown>;
+    assert.deepEqual(body["authProfile"], { id: "openai:work", apiKey: "sk-work-1" });
   } finally {
     await kube.close();
   }
