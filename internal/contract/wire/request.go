@@ -183,7 +183,7 @@ func validTimeout(field string, ms int64, max time.Duration) error {
 // from it, and a retry with a rotated key is the same request.
 func (r *TurnRequest) Digest() ([32]byte, error) {
 	c := *r
-	c.AuthProfileTurnFields = r.AuthProfileTurnFields.withoutKey()
+	c.AuthProfileTurnFields = r.withoutKey()
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("wire: canonical request: %w", err)
