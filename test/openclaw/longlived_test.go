@@ -66,9 +66,12 @@ var _ = Describe("A long-lived gateway", func() {
 		}
 		gate.Release()
 
+		got := make([]agentRun, n)
 		for i := range n {
-			var run agentRun
-			Eventually(ctx, runs[i]).WithTimeout(turnTimeout).Should(Receive(&run))
+			// turn ends each run within turnTimeout.
+			Eventually(ctx, runs[i]).WithTimeout(turnTimeout + time.Minute).Should(Receive(&got[i]))
+		}
+		for i, run := range got {
 			Expect(run.exit).To(Equal(0), "%s", run)
 			texts := run.result().texts()
 			Expect(texts).To(ContainElement(ContainSubstring(replies[i])), "%s", run)
@@ -160,7 +163,7 @@ var _ = Describe("A long-lived gateway", func() {
 			gate.Release()
 
 			var run agentRun
-			Eventually(ctx, done).WithTimeout(turnTimeout).Should(Receive(&run))
+			Eventually(ctx, done).WithTimeout(turnTimeout + time.Minute).Should(Receive(&run))
 			Expect(run.exit).To(Equal(1), "the turn fails visibly:\n%s", run)
 			Expect(run.output()).To(ContainSubstring("HarnessUnavailable"), "the dispatcher's word on a turn it lost in a restart:\n%s", run)
 			Expect(stub.RequestsContaining(marker)).To(HaveLen(1), "the turn ran once: neither the dispatcher nor OpenClaw ran it again")

@@ -164,6 +164,10 @@ func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdent
 			// A fallback on OpenClaw's own runtime: only the plugin's refusal
 			// without scope keeps OpenClaw from running the turn there.
 			"model": map[string]any{"primary": model, "fallbacks": []string{embeddedModel}},
+			// No utility model: a gateway's background tasks (its sessions'
+			// activity recaps) would send the stub model requests that
+			// carry a turn's prompt, beside the turn's own.
+			"utilityModel": "",
 			"models": map[string]any{
 				model:         map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				staleModel:    map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
