@@ -103,8 +103,15 @@ var _ = Describe("A long-lived gateway", func() {
 			owner.serve(ctx, func(cfg map[string]any) {
 				entry := cfg["plugins"].(map[string]any)["entries"].(map[string]any)[pluginID].(map[string]any)
 				entry["config"].(map[string]any)["kubernetes"].(map[string]any)["refreshSeconds"] = 1
-				models := cfg["agents"].(map[string]any)["defaults"].(map[string]any)["models"].(map[string]any)
-				models[lateModel] = map[string]any{"agentRuntime": map[string]any{"id": pluginID}}
+				defaults := cfg["agents"].(map[string]any)["defaults"].(map[string]any)
+				defaults["models"].(map[string]any)[lateModel] = map[string]any{"agentRuntime": map[string]any{"id": pluginID}}
+				// OpenClaw's own rewrite of the config keeps the models
+				// `--model` may name in a list of their own.
+				if policy, ok := defaults["modelPolicy"].(map[string]any); ok {
+					if allow, ok := policy["allow"].([]any); ok {
+						policy["allow"] = append(allow, lateModel)
+					}
+				}
 			})
 		})
 
