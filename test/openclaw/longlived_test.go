@@ -60,8 +60,10 @@ var _ = Describe("A long-lived gateway", func() {
 				runs[i] <- gateway.turn(ctx, sessions[i].id, sessions[i].key, "Say hello "+markers[i])
 			}()
 		}
+		held, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
 		for i := range n {
-			_, err := stub.WaitMarker(ctx, markers[i])
+			_, err := stub.WaitMarker(held, markers[i])
 			Expect(err).NotTo(HaveOccurred(), "turn %d reached the model while the others were held there", i)
 		}
 		gate.Release()

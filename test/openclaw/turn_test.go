@@ -20,12 +20,10 @@ import (
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
-// Each `openclaw agent` run costs OpenClaw's own start and exit: about 12 s
-// of a plain turn's 15 s on 2 cores (the turn itself takes 2-3 s). So the
-// specs that read one plain cluster turn on a new OpenClaw session share it:
-// BeforeAll runs it once, and each spec checks its own promise about that
-// run. The other cluster-turn specs still start from a session `kubectl
-// harness session create` made.
+// The specs that read one plain cluster turn on a new OpenClaw session share
+// it: BeforeAll runs it once, and each spec checks its own promise about
+// that run. The other cluster-turn specs still start from a session
+// `kubectl harness session create` made.
 var _ = Describe("A new OpenClaw session's first turn on the cluster", Ordered, func() {
 	var (
 		marker, reply string
