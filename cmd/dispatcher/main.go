@@ -323,7 +323,8 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		return err
 	}
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
-		ExternalDial: externalDial, SharedStore: st.shared, SelectionViews: views, ActiveTurnDelay: activeDelay})
+		ExternalDial: externalDial, SharedStore: st.shared, SelectionViews: views, ActiveTurnDelay: activeDelay,
+		APIReader: mgr.GetAPIReader()})
 	defer eng.Close()
 	if err := (&sessionfinalizer.Reconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err

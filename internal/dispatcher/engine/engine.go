@@ -76,6 +76,11 @@ type Options struct {
 	// soon as the native turn started). A shorter turn makes one status
 	// write, at its end (activeturn.go).
 	ActiveTurnDelay time.Duration
+	// APIReader, when set, reads an AgentSession from the API server when
+	// the cached one contradicts a turn's model alone (freshSession): a
+	// gateway changes spec.model just before such a turn, and the cache may
+	// not have seen the change yet.
+	APIReader client.Reader
 	// SelectionViews, when set, keeps each namespace's selection inputs
 	// between turns (selection.go): the reader must then be the informer
 	// cache whose AgentHarness, RuntimePolicy and Namespace events reach

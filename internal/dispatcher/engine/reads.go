@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,9 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/harness/externalserver"
 	"github.com/openclaw/harness-operator/internal/harness/objects"
+	"github.com/openclaw/harness-operator/internal/policy/selection"
 )
 
 // session reads the AgentSession; the dispatcher's own last write wins over
@@ -27,6 +30,30 @@ func (e *Engine) session(ctx context.Context, ns, name string) (*v1alpha1.AgentS
 	}
 	e.current(s).into(&s.Status)
 	return s, nil
+}
+
+// sessionForTurn is the session a turn is checked against: session, read
+// again from the API server (Options.APIReader) when the cached copy
+// contradicts the attempt's model alone. The OpenClaw plugin updates
+// spec.model right before a turn on another model; without the second read
+// that turn would be refused while this dispatcher's cache lags behind the
+// update. The fresh copy is used only when it is the same session (UID).
+func (e *Engine) sessionForTurn(ctx context.Context, ns, name string, req *wire.TurnRequest) (*v1alpha1.AgentSession, error) {
+	sess, err := e.session(ctx, ns, name)
+	if err != nil || e.opts.APIReader == nil {
+		return sess, err
+	}
+	var mismatch *wire.Error
+	if err := selection.ValidateAgainstSession(sess, &req.Attempt); !errors.As(err, &mismatch) ||
+		mismatch.Code != wire.CodeSessionMismatch || mismatch.Scope != wire.ScopeHarness {
+		return sess, nil
+	}
+	fresh := &v1alpha1.AgentSession{}
+	if err := e.opts.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, fresh); err != nil || fresh.UID != sess.UID {
+		return sess, nil //nolint:nilerr // the cached copy decides; its refusal names the mismatch
+	}
+	e.current(fresh).into(&fresh.Status)
+	return fresh, nil
 }
 
 // serverPods collects the facts PickServer needs about a managed harness:

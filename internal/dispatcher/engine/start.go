@@ -58,7 +58,7 @@ func (e *Engine) start(ctx context.Context, ns, name string, req *wire.TurnReque
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
-	sess, err := e.session(ctx, ns, name)
+	sess, err := e.sessionForTurn(ctx, ns, name, req)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	}
 	// The session may have changed while this turn waited for the lock —
 	// or been deleted and created again under its name.
-	sess, err := e.session(ctx, ns, name)
+	sess, err := e.sessionForTurn(ctx, ns, name, req)
 	if err != nil {
 		return nil, nil, err
 	}
