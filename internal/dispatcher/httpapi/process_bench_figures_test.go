@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -34,18 +35,9 @@ type addedHistogram struct {
 
 // scrapeAdded reads addedMetric from the dispatcher's /metrics.
 func scrapeAdded(c *http.Client, url string) (addedHistogram, error) {
-	resp, err := c.Get(url)
+	families, err := scrapeFamilies(c, url)
 	if err != nil {
 		return addedHistogram{}, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return addedHistogram{}, fmt.Errorf("%s: status %d", url, resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return addedHistogram{}, fmt.Errorf("%s: %w", url, err)
 	}
 	fam := families[addedMetric]
 	if fam == nil || len(fam.GetMetric()) != 1 {
@@ -59,24 +51,33 @@ func scrapeAdded(c *http.Client, url string) (addedHistogram, error) {
 	return h, nil
 }
 
+// scrapeFamilies reads the dispatcher's /metrics page.
+func scrapeFamilies(c *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	return families, nil
+}
+
 // viewReadsMetric counts the dispatcher's selection views read from its
 // informer cache (cmd/dispatcher).
 const viewReadsMetric = "harness_dispatcher_selection_view_reads_total"
 
 // scrapeViewReads reads viewReadsMetric from the dispatcher's /metrics.
 func scrapeViewReads(c *http.Client, url string) (float64, error) {
-	resp, err := c.Get(url)
+	families, err := scrapeFamilies(c, url)
 	if err != nil {
 		return 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: status %d", url, resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", url, err)
 	}
 	fam := families[viewReadsMetric]
 	if fam == nil || len(fam.GetMetric()) != 1 {
