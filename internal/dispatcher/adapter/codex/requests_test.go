@@ -171,9 +171,17 @@ func TestApproveForTurnCoversTheSameCommand(t *testing.T) {
 // (exec_command with sandbox_permissions require_escalated), without a
 // justification.
 func escalatedCall(marker string) stubmodel.Reply {
-	return stubmodel.CallJSON("exec_command", map[string]string{"cmd": "echo x >> " + marker,
+	return stubmodel.CallJSON("exec_command", map[string]string{"cmd": slowEcho(marker),
 		"sandbox_permissions": "require_escalated"})
 }
+
+// slowEcho appends to marker after 0.3 s. Codex 0.169.0 re-runs, without
+// the sandbox and without asking, an approved sandboxed command that ends
+// within about 150 ms with output like a sandbox denial (an open gap,
+// docs/codex-app-server.md "Approvals"); a command that takes longer is
+// never re-run, so what the test below checks does not depend on how fast
+// this machine starts the sandbox.
+func slowEcho(marker string) string { return "sleep 0.3; echo x >> " + marker }
 
 // In approval mode untrusted under a sandbox that restricts, approving a
 // command for the turn does not cover the same command run outside the
@@ -187,7 +195,8 @@ func TestApproveForTurnDoesNotCoverAnEscalatedCommand(t *testing.T) {
 	// a command write.
 	marker := filepath.Join("/var/tmp", filepath.Base(t.TempDir())+"-"+strconv.Itoa(os.Getpid())+"-escalate.txt")
 	t.Cleanup(func() { _ = os.Remove(marker) })
-	r.stub.When("ESCALATE", echoCall(marker), escalatedCall(marker), stubmodel.Text("done"))
+	r.stub.When("ESCALATE", stubmodel.CallJSON("exec_command", map[string]string{"cmd": slowEcho(marker)}),
+		escalatedCall(marker), stubmodel.Text("done"))
 	var asked atomic.Int32
 	rec := &recorder{approve: func(_ context.Context, req wire.ApprovalRequest) (wire.ApprovalDecision, error) {
 		if asked.Add(1) == 1 {
