@@ -15,10 +15,11 @@ import (
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
-// secondModel is the suite's other OpenAI model pinned to the plugin's
-// harness; the suite's policy sends every OpenAI model to the cluster's
-// `codex` (the stale registry's spec redirects it only while it runs).
-const secondModel = staleModel
+// secondModel is an OpenAI model pinned to the plugin's harness for this
+// spec alone (no other spec's RuntimePolicy names it, which the long-lived
+// gateway's registry could still hold); the suite's policy sends every
+// OpenAI model to the cluster's `codex`.
+const secondModel = "openai/gpt-5.4-pro"
 
 // A session's model may change between turns (OpenClaw's /model, or `openclaw
 // agent --model` on the same session): the plugin writes the new model to the

@@ -171,6 +171,7 @@ func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdent
 			"models": map[string]any{
 				model:         map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				staleModel:    map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
+				secondModel:   map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				embeddedModel: map[string]any{"agentRuntime": map[string]any{"id": "openclaw"}},
 			},
 		}},
