@@ -319,9 +319,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
-	if err := registerSelectionViewReads(views); err != nil {
-		return err
-	}
+	selectionViews.Store(views)
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
 		ExternalDial: externalDial, SharedStore: st.shared, SelectionViews: views, ActiveTurnDelay: activeDelay,
 		APIReader: mgr.GetAPIReader()})
