@@ -4,6 +4,7 @@ package openclaw
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -46,8 +47,11 @@ var _ = Describe("Settled-turn finalization through the plugin", func() {
 		turn := stub.RequestsContaining(marker)
 		Expect(turn).To(HaveLen(2), "the turn: the call, then the empty answer\n%s", run)
 		Expect(turn[1].FunctionCallOutputs()).To(ContainElement(HaveField("CallID", callID)), "the tool ran and its output reached the model")
-		Expect(run.output()).To(ContainSubstring("running isolated finalization"), "OpenClaw asked the harness to finalize")
-		Expect(run.output()).To(ContainSubstring("harness-operator settled-turn finalization: the dispatcher refused it: ToolPolicyUnenforceable"),
+		// The gateway may print its lines after the client has its answer.
+		Eventually(run.console).WithTimeout(30*time.Second).Should(ContainSubstring("running isolated finalization"),
+			"OpenClaw asked the harness to finalize")
+		Eventually(run.console).WithTimeout(30*time.Second).Should(
+			ContainSubstring("harness-operator settled-turn finalization: the dispatcher refused it: ToolPolicyUnenforceable"),
 			"the plugin posted the finalization and the dispatcher's refusal reached OpenClaw")
 		Expect(stub.RequestsContaining(settledFinalizationPrompt)).To(BeEmpty(), "no model request for the refused finalization")
 		Expect(run.result().texts()).To(ConsistOf(settledFinalizationFallback), "OpenClaw's fallback, not a replayed turn")

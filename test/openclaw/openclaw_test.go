@@ -236,6 +236,20 @@ type agentRun struct {
 	// (its console: the agent runner's warnings go there, not to the
 	// client); empty for `agent --local`. Concurrent runs share it.
 	gateway string
+	// served and logged let console read the gateway's output again: it
+	// may print a run's lines after the client has its answer.
+	served *servedGateway
+	logged int64
+}
+
+// console is the run's output with everything the gateway printed since
+// the run began, read now: a spec polls it (Eventually) for a line the
+// gateway prints.
+func (r agentRun) console() string {
+	if r.served == nil {
+		return r.output()
+	}
+	return r.stdout + r.stderr + r.served.logSince(r.logged)
 }
 
 func (r agentRun) String() string {
@@ -285,7 +299,7 @@ func (o *openClaw) turn(ctx context.Context, sessionID, sessionKey, message stri
 		stderr:  stderr.String(),
 	}
 	if gw != nil {
-		r.gateway = gw.logSince(logged)
+		r.gateway, r.served, r.logged = gw.logSince(logged), gw, logged
 	}
 	var ee *exec.ExitError
 	switch {

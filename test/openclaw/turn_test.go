@@ -119,7 +119,7 @@ var _ = Describe("OpenClaw with the harness-operator plugin", func() {
 
 		Expect(run.exit).To(Equal(1), "%s", run)
 		Expect(run.output()).To(ContainSubstring("HarnessUnsupported"), "%s", run)
-		Expect(run.output()).To(ContainSubstring("not falling back to embedded OpenClaw backend"), "%s", run)
+		Eventually(run.console).WithTimeout(30*time.Second).Should(ContainSubstring("not falling back to embedded OpenClaw backend"), "%s", run)
 		// OpenClaw's own provider is the stub too: an embedded fallback
 		// would have sent it a request (the next spec is the control).
 		Expect(stub.Requests()).To(HaveLen(before), "no model request, from Codex or from OpenClaw's embedded runtime:\n%s", run)
