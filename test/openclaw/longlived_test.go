@@ -199,14 +199,7 @@ func createLateHarness(ctx context.Context) {
 	h.Spec.HarnessID = lateHarness
 	Expect(k8s.Create(ctx, h)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) { Expect(k8s.Delete(ctx, h)).To(Succeed()) })
-	policy := &v1alpha1.RuntimePolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "late-harness-" + randomHex()},
-		Spec: v1alpha1.RuntimePolicySpec{Models: []v1alpha1.ModelRuntimePolicy{
-			{Ref: lateModel, Runtime: lateHarness},
-		}},
-	}
-	Expect(k8s.Create(ctx, policy)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) { Expect(k8s.Delete(ctx, policy)).To(Succeed()) })
+	createModelPolicy(ctx, "late-harness", lateModel, lateHarness)
 	waitHarnessReady(ctx, k8s, lateHarness)
 }
 

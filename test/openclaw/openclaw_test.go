@@ -131,12 +131,14 @@ func copyPluginSources(src, dst string) error {
 func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdentity) *openClaw {
 	GinkgoHelper()
 	o := &openClaw{tools: tools, tarball: tarball, home: GinkgoT().TempDir(), identity: id}
+	testPluginIDs, testPluginPaths := testPlugins()
 	config := map[string]any{
 		// Debug level: the plugin logs the route facts OpenClaw hands its
 		// supports() (routefacts_test.go reads them).
 		"logging": map[string]any{"level": "debug", "file": o.logPath()},
 		"plugins": map[string]any{
-			"allow": []string{pluginID},
+			"allow": append([]string{pluginID}, testPluginIDs...),
+			"load":  map[string]any{"paths": testPluginPaths},
 			"entries": map[string]any{pluginID: map[string]any{
 				"enabled": true,
 				"config": map[string]any{
@@ -173,11 +175,36 @@ func newOpenClaw(tools, tarball, modelURL string, c *devCluster, id gatewayIdent
 				staleModel:    map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				secondModel:   map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 				embeddedModel: map[string]any{"agentRuntime": map[string]any{"id": "openclaw"}},
+
+				// Outside Codex's catalog: isolated calls run (completion_test.go).
+				completionModel: map[string]any{"agentRuntime": map[string]any{"id": pluginID}},
 			},
 		}},
 	}
+	for _, id := range testPluginIDs {
+		config["plugins"].(map[string]any)["entries"].(map[string]any)[id] = map[string]any{"enabled": true}
+	}
+	// The completion caller names its completions' model (completion_test.go).
+	config["plugins"].(map[string]any)["entries"].(map[string]any)[completionCaller] = completionCallerEntry
 	o.install(config)
 	return o
+}
+
+// testPlugins are the OpenClaw plugins only the suite loads, one directory
+// each under test/openclaw/testdata/plugins, named by its plugin id: a
+// caller or a middleware a spec needs beside the harness plugin. Each is
+// loaded from its path and enabled explicitly (OpenClaw lets only an
+// enabled plugin register trusted hooks).
+func testPlugins() (ids, paths []string) {
+	GinkgoHelper()
+	manifests, err := filepath.Glob(filepath.Join(repoRoot, "test", "openclaw", "testdata", "plugins", "*", "openclaw.plugin.json"))
+	Expect(err).NotTo(HaveOccurred())
+	ids, paths = []string{}, []string{}
+	for _, m := range manifests {
+		ids = append(ids, filepath.Base(filepath.Dir(m)))
+		paths = append(paths, filepath.Dir(m))
+	}
+	return ids, paths
 }
 
 // install writes config as OpenClaw's default config in o's HOME and

@@ -20,9 +20,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 )
 
@@ -40,14 +38,7 @@ const staleModel = "openai/gpt-5.4-mini"
 var _ = Describe("A stale cluster registry", func() {
 	It("lets the dispatcher's refusal reach OpenClaw as an AgentHarnessPreflightError without scope, and OpenClaw does not fall back", func(ctx context.Context) {
 		frozen := startFrozenRegistry(gateway.identity)
-		policy := &v1alpha1.RuntimePolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: "stale-registry-" + randomHex()},
-			Spec: v1alpha1.RuntimePolicySpec{Models: []v1alpha1.ModelRuntimePolicy{
-				{Ref: staleModel, Runtime: defaultsHarness},
-			}},
-		}
-		Expect(k8s.Create(ctx, policy)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { Expect(k8s.Delete(ctx, policy)).To(Succeed()) })
+		createModelPolicy(ctx, "stale-registry", staleModel, defaultsHarness)
 		s := newModelSession(ctx, staleModel)
 		// The dispatcher reads policies from its informer: the turn is sent
 		// once its decision for the session names the new policy's harness.

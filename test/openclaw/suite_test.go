@@ -37,8 +37,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/testutil"
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
@@ -108,4 +110,19 @@ func requireEnv(name, what string) string {
 		Fail(fmt.Sprintf("%s is not set: %s; run `make test-e2e`", name, what))
 	}
 	return v
+}
+
+// createModelPolicy creates a cluster-wide RuntimePolicy, named prefix and
+// a random suffix, that sends model (a provider/model ref) to the harness
+// runtime, and deletes it when the current node ends.
+func createModelPolicy(ctx context.Context, prefix, model, runtime string) {
+	GinkgoHelper()
+	policy := &v1alpha1.RuntimePolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + randomHex()},
+		Spec: v1alpha1.RuntimePolicySpec{Models: []v1alpha1.ModelRuntimePolicy{
+			{Ref: model, Runtime: v1alpha1.RuntimeID(runtime)},
+		}},
+	}
+	Expect(k8s.Create(ctx, policy)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(k8s.Delete(ctx, policy)).To(Succeed()) })
 }
