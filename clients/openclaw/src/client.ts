@@ -1,7 +1,7 @@
 // DispatcherClient speaks the dispatcher's HTTP API (docs/dispatcher-api.md):
 // a turn and its event stream, host tool results, answers to approvals and
-// questions, interrupts, isolated completions and settled-turn
-// finalizations. Every request
+// questions, interrupts, isolated completions, settled-turn finalizations
+// and the MCP inventory of a session's thread. Every request
 // reads the token file and the CA file anew (see config.ts) and verifies the
 // dispatcher's certificate against that CA.
 import { request } from "node:https";
@@ -24,6 +24,7 @@ const USER_INPUT: wire.RouteUserInput = "/turns/{runId}/user-input";
 const INTERRUPT: wire.RouteInterrupt = "/turns/{runId}/interrupt";
 const COMPLETIONS: wire.RouteCompletions = "/completions";
 const FINALIZE: wire.RouteFinalize = "/turns/{runId}/finalize";
+const MCP_INVENTORY: wire.RouteMCPInventory = "/mcp-inventory";
 const TURN_TOKEN: wire.TurnTokenHeader = "X-Harness-Turn-Token";
 const RUN_ID: wire.RunIDHeader = "X-Harness-Run-Id";
 const LAST_EVENT_ID: wire.LastEventIDHeader = "Last-Event-ID";
@@ -95,6 +96,11 @@ export class DispatcherClient {
     return readJson(await this.send("POST", this.runPath(session, runId, FINALIZE), body, {}, signal));
   }
 
+  /** The MCP tools of the session's bound native thread (200: wire.MCPInventory, parsed JSON). */
+  async mcpInventory(session: string, signal?: AbortSignal): Promise<unknown> {
+    return readJson(await this.send("GET", this.sessionPath(session, MCP_INVENTORY), undefined, {}, signal));
+  }
+
   private sessionPath(session: string, route: string): string {
     return SESSION_PATH.replace("{namespace}", encodeURIComponent(this.config.namespace)).replace("{name}", encodeURIComponent(session)) + route;
   }
@@ -106,16 +112,16 @@ export class DispatcherClient {
   private async send(
     method: string,
     path: string,
-    body: object,
+    body: object | undefined,
     headers: Record<string, string>,
     signal?: AbortSignal,
   ): Promise<IncomingMessage> {
-    const payload = JSON.stringify(body);
+    // A read (GET) has no body.
+    const payload = body === undefined ? "" : JSON.stringify(body);
     const options = httpsOptions(this.config.dispatcherUrl, method, path, {
       ...headers,
       Authorization: `Bearer ${readToken(this.config)}`,
-      "Content-Type": "application/json",
-      "Content-Length": String(Buffer.byteLength(payload)),
+      ...(body === undefined ? {} : { "Content-Type": "application/json", "Content-Length": String(Buffer.byteLength(payload)) }),
     }, readCA(this.config));
     if (signal !== undefined) options.signal = signal;
     const res = await new Promise<IncomingMessage>((resolve, reject) => {

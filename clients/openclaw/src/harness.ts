@@ -1,6 +1,12 @@
 // The agent harness this plugin registers: supports() from the in-memory
-// registry, runAttempt() through the dispatcher.
-import type { AgentHarnessAttemptParamsV2, AgentHarnessAttemptResult, AgentHarnessV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
+// registry, runAttempt() through the dispatcher, loadMcpToolCatalog() from
+// the session's thread on the cluster.
+import {
+  type AgentHarnessAttemptParamsV2,
+  type AgentHarnessAttemptResult,
+  AgentHarnessPreflightError,
+  type AgentHarnessV2,
+} from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { Attempt, type AttemptDeps } from "./attempt.js";
 import { attemptResult } from "./attempt-result.js";
@@ -13,6 +19,8 @@ import { preflightError } from "./errors.js";
 import { assertExecPolicyHeld } from "./exec-policy.js";
 import { TurnProjection } from "./events.js";
 import { KubeClient } from "./kube.js";
+import { loadMcpToolCatalog } from "./mcp-catalog.js";
+import { forwardedMcpServers } from "./mcp-servers.js";
 import { PendingAnswers } from "./pending-answers.js";
 import { SupportRegistry } from "./registry.js";
 import { runtimeArtifactCapability } from "./runtime-artifact.js";
@@ -72,11 +80,13 @@ export function createHarness(
     }, log),
     runAttempt: async (params) => {
       assertExecPolicyHeld(params);
+      assertMcpServersForwardable(params);
       if (sessions !== undefined) await ensureSession(sessions, params);
       return runAttempt(params, client, attemptDeps, retry);
     },
     dispose: () => cluster?.stop(),
     finalizeSettledTurn: (params) => finalizeSettledTurn(params, { client, supportFacts }),
+    loadMcpToolCatalog: (params) => loadMcpToolCatalog(params, { client }),
   };
   if (sessions === undefined || kube === undefined) return harness;
   return {
@@ -87,6 +97,17 @@ export function createHarness(
     // Needs an AgentSession of its own, which only the Kubernetes settings can create.
     runIsolatedCompletionV2: (params) => runIsolatedCompletion(params, { client, sessions, supportFacts }),
   };
+}
+
+// A configured MCP server the turn cannot carry refuses the attempt before
+// anything is created or sent, with OpenClaw's own error and no scope: the
+// gateway's config asks for the server, and neither the cluster without it
+// nor another runtime is what it asked for.
+function assertMcpServersForwardable(params: AgentHarnessAttemptParamsV2): void {
+  const mcp = forwardedMcpServers(params);
+  if ("refused" in mcp) {
+    throw new AgentHarnessPreflightError(mcp.refused, { userMessage: `The configured MCP server "${mcp.server}" cannot be offered on the cluster's agent harness.` });
+  }
 }
 
 // The registry starts reading the cluster at the first supports() question;

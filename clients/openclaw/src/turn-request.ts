@@ -7,13 +7,15 @@
 // as prepared: the route facts (route-facts.ts), the tool policy and its
 // host verdict, the host tools the attempt's tool surface built (tools.ts)
 // and the gateway's own turns since the dispatcher's last one
-// (transcript-marker.ts), and the auth profile OpenClaw forwarded, with its
-// key (auth-profile.ts). The body's runId is derived from OpenClaw's
+// (transcript-marker.ts), the auth profile OpenClaw forwarded, with its
+// key (auth-profile.ts), and the MCP servers its config names
+// (mcp-servers.ts). The body's runId is derived from OpenClaw's
 // (run-id.ts): OpenClaw re-uses its runId for every attempt of a run.
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import type { InlineAuthProfile } from "./auth-profile.js";
 import { nativeApprovalMode } from "./exec-policy.js";
+import { forwardedMcpServers } from "./mcp-servers.js";
 import { routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 import { dispatcherRunId } from "./run-id.js";
 import type * as wire from "./wire.js";
@@ -42,6 +44,7 @@ export type AttemptInput = Pick<
   | "execOverrides"
   | "permissionMode"
   | "config"
+  | "toolOverrides"
   | "captureRuntimeArtifact"
   | "expectedRuntimeArtifact"
 >;
@@ -84,6 +87,7 @@ export type TurnRequest = Pick<
   | "gatewayTranscript"
   | "captureRuntimeArtifact"
   | "expectedRuntimeArtifact"
+  | "mcpServers"
 > &
   Required<Pick<wire.TurnRequest, "runId" | "sessionId" | "provider" | "modelId" | "prompt">> & {
     images?: Array<Required<Pick<wire.Image, "url">>>;
@@ -118,6 +122,11 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   if (add.tools !== undefined && add.tools.length > 0) body.tools = add.tools;
   body.approvalMode = approvalModeOf(p);
   if (add.gatewayTranscript !== undefined) body.gatewayTranscript = add.gatewayTranscript;
+  // A server the wire cannot carry was refused before the body is built
+  // (harness.ts); here it fails closed all the same.
+  const mcp = forwardedMcpServers(p);
+  if ("refused" in mcp) throw new Error(mcp.refused);
+  if (mcp.servers.length > 0) body.mcpServers = mcp.servers;
   // The seed's verified runtime artifacts: the dispatcher attests the
   // cluster's server and refuses a turn whose server runs another artifact
   // (ArtifactMismatch) before any native thread starts. OpenClaw's binding
