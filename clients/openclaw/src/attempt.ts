@@ -18,6 +18,7 @@ import type { DispatcherClient, TurnStream } from "./client.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import type { TurnAction, TurnProjection } from "./events.js";
 import { type AskUser, approvalAnswer, userInputAnswer } from "./native-requests.js";
+import { assertNoNativeMiddleware, type HostToolMiddleware, hostToolMiddleware } from "./tool-result-middleware.js";
 import { hostTools, runHostTool, toolSurface } from "./tools.js";
 import {
   gatewayTranscript,
@@ -61,16 +62,20 @@ export class Attempt {
     private readonly tools: AnyAgentTool[],
     private turnBody: TurnRequest,
     private readonly marker: TranscriptMarker | undefined,
+    private readonly middleware: HostToolMiddleware,
   ) {
     this.startedAtMs = deps.now();
   }
 
   static async prepare(params: AgentHarnessAttemptParamsV2, deps: AttemptDeps & { markers: MarkerStore; supportFacts?: SupportOnlyFacts }): Promise<Attempt> {
-    // The seed: no runtime path operates without the host capability; the
+    // The harness SDK: no runtime path operates without the host capability; the
     // tools, approvals and questions of the turn all go through it.
     if (typeof params.hostCapabilities?.runBeforeToolCall !== "function") {
       throw new AgentHarnessPreflightError("harness-operator: the attempt carries no hostCapabilities (an OpenClaw older than the plugin's pluginApi floor?)");
     }
+    // Codex hands native tools' output to the model directly: a tool-result
+    // middleware that covers one refuses the attempt (tool-result-middleware.ts).
+    assertNoNativeMiddleware();
     const tools = toolSurface(params);
     const full = {
       markers: deps.markers,
@@ -95,7 +100,7 @@ export class Attempt {
     if (transcript !== undefined) add.gatewayTranscript = transcript;
     const authProfile = await forwardedAuthProfile(params);
     if (authProfile !== undefined) add.authProfile = authProfile;
-    return new Attempt(params, full, tools, turnRequest(params, add), marker);
+    return new Attempt(params, full, tools, turnRequest(params, add), marker, hostToolMiddleware(params));
   }
 
   /** The turn's body: the same for every reconnect of the turn. */
@@ -138,7 +143,7 @@ export class Attempt {
     switch (action.kind) {
       case "tool_call": {
         if (action.call.callId === undefined) return;
-        const body = await runHostTool(this.tools, action.call, signal);
+        const body = await runHostTool(this.tools, action.call, signal, this.middleware);
         await post(() => to.client.postToolResult(to.session, to.runId, token, body));
         return;
       }
@@ -194,7 +199,7 @@ export class Attempt {
     if (p.jobId !== undefined) ctx.jobId = p.jobId;
     if (p.messageProvider !== undefined) ctx.messageProvider = p.messageProvider;
     if (p.config !== undefined) ctx.config = p.config;
-    // Its failures never alter the completed attempt (the seed).
+    // Its failures never alter the completed attempt (the harness SDK).
     try {
       this.deps.agentEnd({ event, ctx });
     } catch {

@@ -10,8 +10,10 @@ import {
   applyEmbeddedAttemptToolsAllow,
   extractToolResultMediaArtifact,
   filterToolResultMediaUrls,
+  isToolResultError,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import { type HostToolMiddleware, hostToolMiddleware } from "./tool-result-middleware.js";
 import type { HostTool } from "./turn-request.js";
 import type { ToolCall, ToolResultRequest } from "./wire-shapes.js";
 
@@ -96,29 +98,63 @@ export function hostTools(tools: readonly AnyAgentTool[]): HostTool[] {
  * Runs one `tool_call` through the bound tool of that name and returns the
  * tool-results body. A tool that throws (OpenClaw's tools throw on failure),
  * or a name the attempt did not offer, is an error result the model is told.
+ * What the tool returned, or the error it threw, goes through the attempt's
+ * tool-result middleware (tool-result-middleware.ts) before the model is
+ * told it; a middleware that fails withholds the output.
  */
-export async function runHostTool(tools: readonly AnyAgentTool[], call: ToolCall, signal?: AbortSignal): Promise<ToolResultRequest> {
+export async function runHostTool(
+  tools: readonly AnyAgentTool[],
+  call: ToolCall,
+  signal?: AbortSignal,
+  middleware: HostToolMiddleware = hostToolMiddleware({}),
+): Promise<ToolResultRequest> {
   const callId = call.callId ?? "";
   const tool = tools.find((t) => t.name === call.tool);
   if (tool === undefined) {
     return { callId, isError: true, errorMessage: `harness-operator: ${call.tool ?? "the tool"} is not a tool of this OpenClaw attempt` };
   }
+  const args = call.arguments ?? {};
+  let raw: ToolOutput;
+  let thrown: string | undefined;
   try {
-    const result = await tool.execute(callId, call.arguments ?? {}, signal);
-    const body = toolResultOf(callId, result.content);
-    // Media the tool made for the channel (an image it saved, a file it
-    // attached) travel as OpenClaw's own runtime reads them, and come back
-    // in the result's toolMediaUrls for OpenClaw to deliver (the seed: tool
-    // results go through the harness result, never sent by the harness).
-    const media = filterToolResultMediaUrls(call.tool, extractToolResultMediaArtifact(result)?.mediaUrls ?? [], result);
-    if (media.length > 0) body.mediaUrls = media;
-    return body;
+    raw = await tool.execute(callId, args, signal);
   } catch (err) {
-    return { callId, isError: true, errorMessage: err instanceof Error ? err.message : String(err) };
+    thrown = err instanceof Error ? err.message : String(err);
+    // As OpenClaw's own runner makes a thrown error the tool's result.
+    raw = { content: [{ type: "text", text: thrown }], details: {} };
   }
+  let result: ToolOutput;
+  try {
+    result = await middleware.apply({
+      toolCallId: callId,
+      toolName: tool.name,
+      args: isRecord(args) ? args : {},
+      isError: thrown !== undefined || isToolResultError(raw),
+      result: raw,
+    });
+  } catch (err) {
+    return {
+      callId, isError: true,
+      errorMessage: `harness-operator: OpenClaw's tool-result middleware failed on ${tool.name}'s result, which is withheld: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+  if (thrown !== undefined) return { callId, isError: true, errorMessage: textOf(result.content) };
+  const body = toolResultOf(callId, result.content);
+  // Media the tool made for the channel (an image it saved, a file it
+  // attached) travel as OpenClaw's own runtime reads them, and come back
+  // in the result's toolMediaUrls for OpenClaw to deliver (OpenClaw's SDK
+  // contract: tool results go through the harness result, never sent by
+  // the harness). They are what the tool delivered, read from its own
+  // result before the middleware, as the SDK asks of delivery facts: the
+  // middleware shapes what the model reads, not what was delivered.
+  const media = filterToolResultMediaUrls(call.tool, extractToolResultMediaArtifact(raw)?.mediaUrls ?? [], raw);
+  if (media.length > 0) body.mediaUrls = media;
+  return body;
 }
 
-type Content = Awaited<ReturnType<AnyAgentTool["execute"]>>["content"];
+type ToolOutput = Awaited<ReturnType<AnyAgentTool["execute"]>>;
+
+type Content = ToolOutput["content"];
 
 function toolResultOf(callId: string, content: Content): ToolResultRequest {
   const out: NonNullable<ToolResultRequest["content"]> = [];
@@ -127,4 +163,12 @@ function toolResultOf(callId: string, content: Content): ToolResultRequest {
     else if (c.type === "image") out.push({ type: "image", imageUrl: `data:${c.mimeType};base64,${c.data}` });
   }
   return out.length > 0 ? { callId, content: out } : { callId };
+}
+
+function textOf(content: Content): string {
+  return content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("\n");
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
