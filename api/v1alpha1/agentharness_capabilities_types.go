@@ -21,10 +21,10 @@ const (
 	// (new host tools, a return from another runtime).
 	CapabilityReseed HarnessCapabilityName = "Reseed"
 	// CapabilityIsolatedCompletion: one prompt-only inference with no tools and no
-	// thread state (…/completions; the seed's runIsolatedCompletionV2).
+	// thread state (…/completions; the harness SDK's runIsolatedCompletionV2).
 	CapabilityIsolatedCompletion HarnessCapabilityName = "IsolatedCompletion"
 	// CapabilitySettledTurnFinalization: a final answer on a frozen transcript after
-	// tools settled (…/turns/{runId}/finalize; the seed's finalizeSettledTurn).
+	// tools settled (…/turns/{runId}/finalize; the harness SDK's finalizeSettledTurn).
 	CapabilitySettledTurnFinalization HarnessCapabilityName = "SettledTurnFinalization"
 	// CapabilityDelegatedExecution: a delegate runs locked sessions for their owner.
 	CapabilityDelegatedExecution HarnessCapabilityName = "DelegatedExecution"

@@ -101,7 +101,7 @@ func TestExplainGolden(t *testing.T) {
 			wantExit: 0,
 		},
 		{
-			// The seed: "The openai/* prefix alone never selects Codex."
+			// The harness SDK: "The openai/* prefix alone never selects Codex."
 			name:     "openai-without-route-facts-is-openclaw",
 			args:     []string{"explain", "--offline", "-f", testdata + "/harness-only.yaml", "-n", "agents", "--attempt", "-"},
 			stdin:    `{"agentId":"main","provider":"openai","modelId":"gpt-5.5"}`,

@@ -12,7 +12,7 @@ import (
 // facts of the route it prepared; the CLI prepares none, so it says which one
 // it means. For provider openai that is the official Platform Responses route
 // with no authored request behaviour, on which OpenClaw's OpenAI route
-// contract declares `codex` compatible (the seed: "an exact official HTTPS
+// contract declares `codex` compatible (the harness SDK: "an exact official HTTPS
 // Platform Responses or ChatGPT Responses route with no authored request
 // override"). With route facts the harness that runs — a locked session's
 // pin included — must support the route (docs/dispatcher-api.md, "Selection:

@@ -13,7 +13,7 @@ import (
 
 // The route facts `kubectl harness turn` sends are the ones it means: for
 // openai the official route, which the selection engine itself judges
-// official (auto is implicit codex on it: the seed's "exact official HTTPS
+// official (auto is implicit codex on it: the harness SDK's "exact official HTTPS
 // Platform Responses ... route with no authored request override"), and
 // none when asked (a pending attempt, which a pin governs).
 func TestTurnSendsTheRouteFactsItMeans(t *testing.T) {

@@ -1,4 +1,4 @@
-// The seed's attempt result for a turn the dispatcher ran, from the turn's
+// The harness SDK's attempt result for a turn the dispatcher ran, from the turn's
 // projection. A claimed turn's failure (a stream `error`, or a stream that
 // ended without its outcome) is a failed terminal, never a thrown
 // preflight error: OpenClaw does not replay a claimed turn elsewhere.
@@ -79,7 +79,7 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
   if (turn?.classification !== undefined) result.agentHarnessResultClassification = turn.classification;
   if (turn?.toolMediaUrls !== undefined) result.toolMediaUrls = turn.toolMediaUrls;
   if (turn?.hostOwnedToolMediaUrls !== undefined) result.hostOwnedToolMediaUrls = turn.hostOwnedToolMediaUrls;
-  // The seed's runtime artifact: the attested artifact of the cluster's
+  // The harness SDK's runtime artifact: the attested artifact of the cluster's
   // server that ran the turn (only when the attempt asked to capture it).
   const artifact = turn?.runtimeArtifact;
   if (artifact?.id !== undefined && artifact.fingerprint !== undefined) result.runtimeArtifact = { id: artifact.id, fingerprint: artifact.fingerprint };

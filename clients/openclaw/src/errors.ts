@@ -6,7 +6,7 @@
 //     stream): nothing ran, so the attempt fails with
 //     AgentHarnessPreflightError. It carries scope "harness" only when this
 //     table allows it for the code AND the dispatcher itself scoped the error
-//     to the harness: the seed allows the scope only for a failure local to
+//     to the harness: the harness SDK allows the scope only for a failure local to
 //     the selected harness that another model on it would repeat, and the
 //     dispatcher is the authority on that instance (ToolPolicyUnenforceable,
 //     for example, is scoped at selection but not when it depends on the
@@ -54,7 +54,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, Row>> = {
   HarnessUnavailable: { harnessScope: true, userMessage: "The cluster's agent harness is not available now; retry later." },
   HarnessAtCapacity: { harnessScope: true, userMessage: "The cluster's agent harness is at capacity; retry later." },
   AuthFailed: { harnessScope: false, userMessage: "The model provider refused the cluster harness's credential." },
-  // Authentication failures stay fail-closed (the seed: no fallbackRuntime
+  // Authentication failures stay fail-closed (the harness SDK: no fallbackRuntime
   // "for provider, route, or authentication failures").
   AuthProfileNotIsolated: { harnessScope: false, userMessage: "The cluster harness serves other namespaces, so it refuses this auth profile." },
   AuthProfileUnsupported: { harnessScope: false, userMessage: "The cluster harness cannot use this auth profile." },

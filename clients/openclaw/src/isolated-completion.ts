@@ -13,7 +13,7 @@
 // call touches none of its state; the session only carries the agent and
 // model that selection and RBAC decide on.
 //
-// Authorization (the seed's owner): only a harness-owned call runs. Its
+// Authorization (the harness SDK's owner): only a harness-owned call runs. Its
 // model request uses the cluster harness's own login, or the one auth
 // profile OpenClaw's plan forwards (its key read from the call's scoped
 // store and sent inline, as a turn sends it: auth-profile.ts). A

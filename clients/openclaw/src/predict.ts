@@ -2,7 +2,7 @@
 // part of supports(ctx). It mirrors the rules of internal/policy/selection that a
 // gateway's question reaches (each function names its Go counterpart) on the
 // snapshot the cluster registry keeps: the AgentHarnesses visible to the
-// namespace and the RuntimePolicies selecting it. It answers in the seed's
+// namespace and the RuntimePolicies selecting it. It answers in the harness SDK's
 // shape: supported (a cluster harness would run the turn), fallbackRuntime
 // "openclaw" (the cluster would choose the embedded runtime: the dispatcher
 // answers EmbeddedRuntimeSelected), or unsupported without fallback (the
@@ -94,7 +94,7 @@ type Fallback = (why: string) => AgentHarnessSupport;
 // candidates.go evaluate, modeImplicit: `auto` for openai asks no plugin; it
 // is codex on an official Responses route only.
 function implicitCodex(views: HarnessView[], provider: string, route: RouteFacts | undefined, run: Answer, openclaw: Fallback): AgentHarnessSupport {
-  // The seed: "The openai/* prefix alone never selects Codex."
+  // The harness SDK: "The openai/* prefix alone never selects Codex."
   if (route === undefined) return openclaw("auto_openclaw: no route facts, and the openai/* prefix alone never selects codex");
   if (!officialOpenAIRoute(route)) return openclaw("auto_openclaw: not an official OpenAI Responses route");
   const codex = views.find((v) => v.counts && v.id === "codex");
@@ -172,7 +172,7 @@ function autoAdmits(v: HarnessView, provider: string): { ok: boolean; reason: st
   return { ok: false, reason: "unknown autoSelection mode" };
 }
 
-// support.go supportsProvider then supportsRoute, in the seed's order.
+// support.go supportsProvider then supportsRoute, in the harness SDK's order.
 function supports(v: HarnessView, provider: string, route: RouteFacts | undefined): { ok: boolean; fallback: boolean; reason: string } {
   const no = (reason: string, fallback = false) => ({ ok: false, fallback, reason });
   const s = v.support;

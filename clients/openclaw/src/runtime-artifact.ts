@@ -1,4 +1,4 @@
-// The seed's verified runtime artifacts, for a harness whose implementation
+// The harness SDK's verified runtime artifacts, for a harness whose implementation
 // runs in the cluster. The artifact is the attested cluster server's: the
 // operator attests the app-servers it manages (an AgentHarness's `Attested`
 // condition) and publishes their artifact — image digest with the
@@ -13,7 +13,7 @@
 //     persistent-operation boundaries, asks the cluster whether an attested
 //     AgentHarness still publishes exactly that artifact.
 // An external (unmanaged) server is never attested: a version string alone
-// is not an artifact identity (the seed).
+// is not an artifact identity (the harness SDK).
 import type { AgentHarnessV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { HARNESS_API, type KubeClient } from "./kube.js";

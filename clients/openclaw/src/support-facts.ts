@@ -1,7 +1,7 @@
 // OpenClaw hands supports() one route fact that the attempt's params do not
 // carry: endpointOverrides ("present" when the gateway's config authored the
 // route's api or baseUrl; OpenClaw works it out from its config while it
-// selects the harness, and the seed forbids a harness to read that config
+// selects the harness, and the harness SDK forbids a harness to read that config
 // after selection). SupportFacts remembers it from supports() under the
 // facts both carry (provider, model, api, baseUrl, requestTransportOverrides,
 // runtimePolicy, preparedAuth), and the attempt's route facts take it from

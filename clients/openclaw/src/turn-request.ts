@@ -127,7 +127,7 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   const mcp = forwardedMcpServers(p);
   if ("refused" in mcp) throw new Error(mcp.refused);
   if (mcp.servers.length > 0) body.mcpServers = mcp.servers;
-  // The seed's verified runtime artifacts: the dispatcher attests the
+  // The harness SDK's verified runtime artifacts: the dispatcher attests the
   // cluster's server and refuses a turn whose server runs another artifact
   // (ArtifactMismatch) before any native thread starts. OpenClaw's binding
   // names no cluster harness, so none is required by name.

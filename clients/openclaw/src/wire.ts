@@ -68,7 +68,7 @@ export type AuthSource = "profile" | "direct" | "harness" | "none";
 export type CapabilitySupport = "Supported" | "ModelDependent" | "Unsupported";
 /**
  * Classification of a completed turn without visible assistant text
- * (docs/design/contract-rules.md, rule 8; the seed's
+ * (docs/design/contract-rules.md, rule 8; the harness SDK's
  * classifyAgentHarnessTerminalOutcome).
  *
  * This interface was referenced by `DispatcherWire`'s JSON-Schema
@@ -947,7 +947,7 @@ export interface CompletionRequest {
   pluginHarnessToolPolicyRestricted?: boolean;
   /**
    * AuthProfile is the prepared auth profile the gateway selected for
-   * this attempt (the seed: core forwards "a compatible, explicitly
+   * this attempt (the harness SDK: core forwards "a compatible, explicitly
    * selected or ordered OpenClaw auth profile"). The harness's model
    * requests for this session then authenticate with its credential
    * instead of the app-server's own. Only on a harness that serves no
@@ -982,7 +982,7 @@ export interface CompletionRequest {
   timeoutMs?: number;
 }
 /**
- * ModelProvider holds the secret-free facts of one prepared route (the seed's
+ * ModelProvider holds the secret-free facts of one prepared route (the harness SDK's
  * ctx.modelProvider).
  *
  * This interface was referenced by `DispatcherWire`'s JSON-Schema
@@ -1196,7 +1196,7 @@ export interface Decision {
    */
   capabilities?: HarnessCapability[];
   /**
-   * AuthBootstrap is the selected harness's spec.authBootstrap (the seed's
+   * AuthBootstrap is the selected harness's spec.authBootstrap (the harness SDK's
    * "harness-owned auth bootstrap"): Harness means the harness's runtime
    * authenticates with its own credentials, so the gateway skips its own
    * provider credential bootstrap and missing-credential failure for this
@@ -1520,7 +1520,7 @@ export interface SelectedEvent {
    */
   capabilities?: HarnessCapability[];
   /**
-   * AuthBootstrap is the selected harness's spec.authBootstrap (the seed's
+   * AuthBootstrap is the selected harness's spec.authBootstrap (the harness SDK's
    * "harness-owned auth bootstrap"): Harness means the harness's runtime
    * authenticates with its own credentials, so the gateway skips its own
    * provider credential bootstrap and missing-credential failure for this
@@ -1574,7 +1574,7 @@ export interface ToolCall {
   arguments: unknown;
 }
 /**
- * ToolTerminal is the one terminal outcome of a tool call (the seed's
+ * ToolTerminal is the one terminal outcome of a tool call (the harness SDK's
  * "Terminal tool outcomes"): reported for host tools, native tools, refused
  * calls and declined approval or user-input requests.
  *
@@ -1643,7 +1643,7 @@ export interface ToolFailure {
 }
 /**
  * NativeMutation are the protocol-owned mutation and replay facts of a
- * native tool's terminal outcome (the seed's nativeMutation: "supply
+ * native tool's terminal outcome (the harness SDK's nativeMutation: "supply
  * protocol-owned mutation and replay facts there; do not copy OpenClaw's
  * mutation classifier into the harness"). They are derived from the kind of
  * the runtime's item alone, never from the command text: a gateway applies
@@ -1826,7 +1826,7 @@ export interface Terminal {
   errorInfo?: string;
 }
 /**
- * ToolError is the last unresolved tool failure of a turn (the seed's
+ * ToolError is the last unresolved tool failure of a turn (the harness SDK's
  * lastToolError: "the host keeps an unresolved mutating failure across
  * unrelated successful tools and clears it only after the matching action
  * succeeds"). The rules, in order, for each tool terminal:
@@ -2363,7 +2363,7 @@ export interface TurnRequest {
   pluginHarnessToolPolicyRestricted?: boolean;
   /**
    * SkillWorkshopProposalOnly marks an internal skill-workshop review run
-   * limited to proposals (the seed: "harnesses that forward embedded
+   * limited to proposals (the harness SDK: "harnesses that forward embedded
    * attempt params should pass skillWorkshopProposalOnly through"). Such a
    * run wants the raw tool surface; the Codex adapter offers the turn's
    * host tools as given and adds no tool-search catalog of its own.
@@ -2405,7 +2405,7 @@ export interface TurnRequest {
   gatewayTranscript?: GatewayTranscript;
   /**
    * AuthProfile is the prepared auth profile the gateway selected for
-   * this attempt (the seed: core forwards "a compatible, explicitly
+   * this attempt (the harness SDK: core forwards "a compatible, explicitly
    * selected or ordered OpenClaw auth profile"). The harness's model
    * requests for this session then authenticate with its credential
    * instead of the app-server's own. Only on a harness that serves no

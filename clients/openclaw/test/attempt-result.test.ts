@@ -19,7 +19,7 @@ async function projection(events: Array<[string, unknown]>): Promise<TurnProject
   return p;
 }
 
-test("a finished turn returns its texts, usage and this plugin's harness id as the seed's attempt result", async () => {
+test("a finished turn returns its texts, usage and this plugin's harness id as the harness SDK's attempt result", async () => {
   const p = await projection([
     ["result", {
       runId: "gw-demo-0001", assistantTexts: ["Hello from stub"], terminal: { kind: "ok" },

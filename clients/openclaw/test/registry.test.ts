@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 
 import { SupportRegistry } from "../src/registry.js";
 
-test("supports answers synchronously in the seed's shape, a model's entry before its provider's", () => {
+test("supports answers synchronously in the harness SDK's shape, a model's entry before its provider's", () => {
   const registry = new SupportRegistry([
     { provider: "openai", supported: true, priority: 90 },
     { provider: "openai", model: "gpt-4o", supported: false, reason: "the cluster runs gpt-4o embedded", fallbackRuntime: "openclaw" },

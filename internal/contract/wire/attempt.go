@@ -55,7 +55,7 @@ type Attempt struct {
 	PluginHarnessToolPolicyRestricted bool `json:"pluginHarnessToolPolicyRestricted,omitempty"`
 }
 
-// ModelProvider holds the secret-free facts of one prepared route (the seed's
+// ModelProvider holds the secret-free facts of one prepared route (the harness SDK's
 // ctx.modelProvider).
 type ModelProvider struct {
 	// API is the provider API of the route, e.g. openai-responses.

@@ -24,7 +24,7 @@ const MaxInlineKeyLength = 4096
 // TurnRequest, so the JSON stays flat).
 type AuthProfileTurnFields struct {
 	// AuthProfile is the prepared auth profile the gateway selected for
-	// this attempt (the seed: core forwards "a compatible, explicitly
+	// this attempt (the harness SDK: core forwards "a compatible, explicitly
 	// selected or ordered OpenClaw auth profile"). The harness's model
 	// requests for this session then authenticate with its credential
 	// instead of the app-server's own. Only on a harness that serves no

@@ -8,13 +8,13 @@ import (
 	"strings"
 )
 
-// Isolated completion and settled-turn finalization (the seed's
+// Isolated completion and settled-turn finalization (the harness SDK's
 // runIsolatedCompletionV2 and finalizeSettledTurn): one fresh prompt-only
 // inference on the selected harness with an empty model-callable tool
 // surface, no native thread state, no approvals, no user input.
 
 // Completion limits: a request over them is refused (400 naming the field),
-// never truncated — the seed forbids dropping history from a frozen
+// never truncated — the harness SDK forbids dropping history from a frozen
 // transcript.
 const (
 	// MaxCompletionMessages bounds messages[].
@@ -26,7 +26,7 @@ const (
 
 // TranscriptSourceOpenClaw is the only transcript source a finalization
 // accepts: the gateway's application transcript, frozen at the settled
-// tool-result boundary (the seed's settledTurnFinalizationContext source).
+// tool-result boundary (the harness SDK's settledTurnFinalizationContext source).
 const TranscriptSourceOpenClaw = "openclaw-transcript"
 
 // CompletionRequest is the body of POST …/completions (an isolated
@@ -36,7 +36,7 @@ const TranscriptSourceOpenClaw = "openclaw-transcript"
 type CompletionRequest struct {
 	Attempt
 	// AuthProfileTurnFields: the call's model request authenticates with
-	// this profile, as a turn's would (the seed's V2 "credential snapshot
+	// this profile, as a turn's would (the harness SDK's V2 "credential snapshot
 	// restricted to the single profile selected for that call").
 	AuthProfileTurnFields
 
@@ -80,7 +80,7 @@ type CompletionMessage struct {
 	Arguments string `json:"arguments,omitempty"`
 }
 
-// Finish reasons of a CompletionResult: the seed accepts only these two.
+// Finish reasons of a CompletionResult: the harness SDK accepts only these two.
 const (
 	FinishStop   = "stop"
 	FinishLength = "length"

@@ -50,7 +50,7 @@ type Decision struct {
 	// harness's model catalog is known. A gateway tells an absent capability
 	// from a failed call.
 	Capabilities []v1alpha1.HarnessCapability `json:"capabilities,omitzero"`
-	// AuthBootstrap is the selected harness's spec.authBootstrap (the seed's
+	// AuthBootstrap is the selected harness's spec.authBootstrap (the harness SDK's
 	// "harness-owned auth bootstrap"): Harness means the harness's runtime
 	// authenticates with its own credentials, so the gateway skips its own
 	// provider credential bootstrap and missing-credential failure for this

@@ -138,7 +138,7 @@ type ToolFailure struct {
 	ExitCode *int `json:"exitCode,omitempty"`
 }
 
-// ToolTerminal is the one terminal outcome of a tool call (the seed's
+// ToolTerminal is the one terminal outcome of a tool call (the harness SDK's
 // "Terminal tool outcomes"): reported for host tools, native tools, refused
 // calls and declined approval or user-input requests.
 type ToolTerminal struct {

@@ -14,7 +14,7 @@ const (
 )
 
 // NativeMutation are the protocol-owned mutation and replay facts of a
-// native tool's terminal outcome (the seed's nativeMutation: "supply
+// native tool's terminal outcome (the harness SDK's nativeMutation: "supply
 // protocol-owned mutation and replay facts there; do not copy OpenClaw's
 // mutation classifier into the harness"). They are derived from the kind of
 // the runtime's item alone, never from the command text: a gateway applies

@@ -8,7 +8,7 @@ import (
 // Native requests: what a runtime asks the gateway during a turn — an
 // approval for a native action, or the user's answer to a question — and
 // how the gateway answers. OpenClaw owns approvals and the user's blocking
-// reply path even when a native runtime runs the turn (the seed), so the
+// reply path even when a native runtime runs the turn (the harness SDK), so the
 // dispatcher relays each request as a stream event and waits for the
 // gateway's answer (POST …/turns/{runId}/approvals, …/user-input, with the
 // turn token). Every request ends with exactly one `request_resolved` event:

@@ -21,7 +21,7 @@ const MaxTriggerLength = 64
 // provenance objects whose shape OpenClaw has not fixed (skillWorkshopOrigin).
 type PassThrough struct {
 	// SkillWorkshopProposalOnly marks an internal skill-workshop review run
-	// limited to proposals (the seed: "harnesses that forward embedded
+	// limited to proposals (the harness SDK: "harnesses that forward embedded
 	// attempt params should pass skillWorkshopProposalOnly through"). Such a
 	// run wants the raw tool surface; the Codex adapter offers the turn's
 	// host tools as given and adds no tool-search catalog of its own.

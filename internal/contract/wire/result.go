@@ -45,7 +45,7 @@ type Terminal struct {
 }
 
 // Classification of a completed turn without visible assistant text
-// (docs/design/contract-rules.md, rule 8; the seed's
+// (docs/design/contract-rules.md, rule 8; the harness SDK's
 // classifyAgentHarnessTerminalOutcome).
 type Classification string
 
@@ -66,7 +66,7 @@ type Usage struct {
 	Total       int64 `json:"total"`
 }
 
-// ToolError is the last unresolved tool failure of a turn (the seed's
+// ToolError is the last unresolved tool failure of a turn (the harness SDK's
 // lastToolError: "the host keeps an unresolved mutating failure across
 // unrelated successful tools and clears it only after the matching action
 // succeeds"). The rules, in order, for each tool terminal:

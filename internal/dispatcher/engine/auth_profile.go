@@ -10,7 +10,7 @@ import (
 )
 
 // admitAuthProfile admits the turn's auth profile on the prepared harness
-// for the requester by, and records it in p with its key. The seed: the
+// for the requester by, and records it in p with its key. The harness SDK: the
 // harness "must resolve that profile ... before issuing model requests,
 // keep secrets scoped to the attempt". In order:
 //

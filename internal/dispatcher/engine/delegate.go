@@ -14,7 +14,7 @@ import (
 
 // StartDelegated is Start for a delegate: a caller the API authorized with
 // the verb `delegate` (not `create`) on agentsessions/turns, who runs an
-// existing locked session on behalf of its owner (the seed's delegated
+// existing locked session on behalf of its owner (the harness SDK's delegated
 // execution). Besides what Start does, the turn runs only when all hold
 // (admitDelegate):
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 )
 
-// The seed's delegated execution: "OpenClaw demands the exact stored session
+// The harness SDK's delegated execution: "OpenClaw demands the exact stored session
 // key, store path, and session id; modelSelectionLocked: true; and matching
 // agentHarnessId and agentHarnessRuntimeOverride values", and the harness
 // owner's list is the consent ("static owner consent"). Each row breaks one

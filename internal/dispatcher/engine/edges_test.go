@@ -110,7 +110,7 @@ var _ = Describe("Interrupt and verified inference", Ordered, func() {
 		Expect(eng.Interrupt(keyOf(ns, "intr"), "run-i1")).To(BeFalse(), "the turn ended")
 	})
 
-	It("refuses an expected artifact of another harness before any thread (ArtifactMismatch, the seed's text)", func() {
+	It("refuses an expected artifact of another harness before any thread (ArtifactMismatch, the harness SDK's text)", func() {
 		newSession(ns, "verified", testModel)
 		before := len(stub.Requests())
 		req := textReq("run-x1", "xv-1 verified please")

@@ -14,7 +14,7 @@ import (
 // A reset (spec.resetGeneration bumped past status.nativeBinding.generation)
 // ends the session's ownership of its native thread: the pin
 // (status.agentHarnessId) and the binding go together
-// (docs/design/contract-rules.md, rule 1; the seed keeps a persisted
+// (docs/design/contract-rules.md, rule 1; the harness SDK keeps a persisted
 // agentHarnessId only for the native transcript it owns). Every decision
 // ignores a stale pin at once (selection.SessionPin); the dispatcher, which
 // writes both fields (its field manager applies them, the manager never writes

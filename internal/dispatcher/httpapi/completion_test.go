@@ -13,7 +13,7 @@ import (
 // The completion and finalization routes refuse a malformed body with 400
 // naming the field before anything is looked up (the engine's tests run
 // both on the real Codex). A finalization without the frozen transcript,
-// or with a tool call that has no result, is refused: the seed's finalizer
+// or with a tool call that has no result, is refused: the harness SDK's finalizer
 // rejects a missing or unsettled context.
 func TestCompletionRoutesRefuseABadBody(t *testing.T) {
 	t.Parallel()

@@ -57,7 +57,7 @@ func (h *Handler) authorizeRun(w http.ResponseWriter, r *http.Request) (v Verdic
 }
 
 // delegateRefusal says which field of req a delegate may not set, or nil.
-// The seed gives a delegate work admission and embedded execution only: a
+// The harness SDK gives a delegate work admission and embedded execution only: a
 // prompt (with images), a narrower tool policy, timeouts. Whatever would
 // change the owner's session beyond that turn, or let the model reach more
 // than the owner chose, stays the owner's:

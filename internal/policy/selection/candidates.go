@@ -136,7 +136,7 @@ func (e *engine) evaluate(mode, target int, list bool) ([]wire.Candidate, []outc
 		case modeImplicit:
 			switch {
 			case e.routes[ri].mp == nil && !e.judgingPin:
-				// The seed: "The openai/* prefix alone never selects Codex."
+				// The harness SDK: "The openai/* prefix alone never selects Codex."
 				o.reason = wire.ReasonAutoOpenClaw
 			case !officialOpenAIRoute(e.routes[ri].mp):
 				o.reason = wire.ReasonAutoOpenClaw

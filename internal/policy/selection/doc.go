@@ -3,7 +3,7 @@
 // selecting the namespace, the AgentSession) and a prepared wire.Attempt to a
 // wire.Decision — which runtime runs the turn and why, or the typed error that fails
 // it closed (docs/design/contract-rules.md; the error codes are
-// docs/dispatcher-api.md's "Errors"; the seed's "Selection policy").
+// docs/dispatcher-api.md's "Errors"; the harness SDK's "Selection policy").
 //
 // Select applies the rules in this order:
 //

@@ -290,7 +290,7 @@ func (e *engine) decide() wire.Decision {
 		e.provider, e.supportProvider = pol.Provider, pol.Provider
 	}
 
-	// Precedence (docs/design/contract-rules.md, rule 1; the seed: "A persisted
+	// Precedence (docs/design/contract-rules.md, rule 1; the harness SDK: "A persisted
 	// session agentHarnessId keeps ownership of its native transcript while
 	// route/auth preparation is still pending"): a locked session's pin is
 	// the requested runtime, unchecked while route facts are pending and

@@ -226,7 +226,7 @@ type support struct {
 
 func (s support) ok() bool { return s.why == refusalNone }
 
-// The declared support facts are evaluated in the seed's order: provider
+// The declared support facts are evaluated in the harness SDK's order: provider
 // membership (supportsProvider, once per harness), then per route
 // request-transport overrides, route policy and prepared auth (supportsRoute).
 

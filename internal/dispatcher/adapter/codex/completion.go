@@ -13,7 +13,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 )
 
-// Isolated completion (the seed's runIsolatedCompletionV2) and settled-turn
+// Isolated completion (the harness SDK's runIsolatedCompletionV2) and settled-turn
 // finalization (finalizeSettledTurn) on Codex.
 //
 // Codex has no prompt-only inference request: model calls happen inside a

@@ -10,7 +10,7 @@ import (
 )
 
 // nativeMutation derives a native item's mutation facts from its kind alone
-// (the seed: protocol-owned facts, not OpenClaw's classifier): a file change
+// (the harness SDK: protocol-owned facts, not OpenClaw's classifier): a file change
 // mutates, a command or MCP call possibly does, everything else only reads.
 // An image generation writes a new file under Codex's home but changes
 // nothing that existed, so it counts as read-only. key is what identifies
