@@ -39,6 +39,7 @@ var events = map[string]any{
 	wire.EventApprovalRequest:  wire.ApprovalRequest{},
 	wire.EventUserInputRequest: wire.UserInputRequest{},
 	wire.EventRequestResolved:  wire.RequestResolved{},
+	wire.EventMedia:            wire.NativeMedia{},
 }
 
 var rawMessage = reflect.TypeFor[json.RawMessage]()

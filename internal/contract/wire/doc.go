@@ -14,11 +14,11 @@
 //     the JSON path), its shape checks (Validate) and the journal's request
 //     Digest;
 //   - the stream: every event name (one const block: selected, partial,
-//     agent_event, tool_call, tool_terminal, transcript, result, error) and
-//     every payload — Decision (SelectedEvent as the API streams it, with
-//     runId and turnToken), Partial, AgentEvent, ToolCall, ToolTerminal,
-//     TranscriptRecord, ResultEvent (the TurnResult plus the engine's
-//     fields), Error;
+//     agent_event, tool_call, tool_terminal, transcript, result, error;
+//     media beside its payload) and every payload — Decision (SelectedEvent
+//     as the API streams it, with runId and turnToken), Partial,
+//     AgentEvent, ToolCall, ToolTerminal, TranscriptRecord, NativeMedia,
+//     ResultEvent (the TurnResult plus the engine's fields), Error;
 //   - the host tools' answer: ToolResultRequest, ToolAnswer, ToolContent.
 //
 // It holds data and the checks that are purely about the wire shape;

@@ -117,12 +117,11 @@ type TurnResult struct {
 	// LastToolError is the last unresolved tool failure, if any.
 	LastToolError *ToolError `json:"lastToolError,omitempty"`
 	// ToolMediaURLs are media produced by tools for delivery: host tool
-	// answers' MediaURLs and the native runtime's own artifacts when a
-	// gateway can fetch them.
+	// answers' MediaURLs and the native runtime's own artifacts, which the
+	// turn's `media` events carry and name (NativeMediaScheme).
 	ToolMediaURLs []string `json:"toolMediaUrls,omitempty"`
 	// HostOwnedToolMediaURLs ⊆ ToolMediaURLs are artifacts the native
-	// runtime created and persisted itself — never model-selected host-tool
-	// media. The Codex adapter reports none: its artifacts are files on the
-	// app-server's filesystem, not URLs (internal/dispatcher/adapter/codex doc).
+	// runtime created and persisted itself (the Codex adapter: the images
+	// Codex generated) — never model-selected host-tool media.
 	HostOwnedToolMediaURLs []string `json:"hostOwnedToolMediaUrls,omitempty"`
 }

@@ -4,8 +4,8 @@ import "github.com/openclaw/harness-operator/internal/contract/wire"
 
 // Event is one stream event an adapter emits: Type is one of the wire
 // package's event names (partial, agent_event, tool_call, tool_terminal,
-// transcript, approval_request, user_input_request, request_resolved) and
-// exactly the payload field it names is set; Payload returns
+// transcript, approval_request, user_input_request, request_resolved,
+// media) and exactly the payload field it names is set; Payload returns
 // it.
 type Event struct {
 	Type         string                 `json:"type"`
@@ -18,11 +18,14 @@ type Event struct {
 	ApprovalRequest  *wire.ApprovalRequest  `json:"approvalRequest,omitempty"`
 	UserInputRequest *wire.UserInputRequest `json:"userInputRequest,omitempty"`
 	RequestResolved  *wire.RequestResolved  `json:"requestResolved,omitempty"`
+
+	Media *wire.NativeMedia `json:"media,omitempty"`
 }
 
 // Payload returns the event's payload (a *wire.Partial, *wire.AgentEvent,
 // *wire.ToolCall, *wire.ToolTerminal, *wire.TranscriptRecord,
-// *wire.ApprovalRequest, *wire.UserInputRequest or *wire.RequestResolved),
+// *wire.ApprovalRequest, *wire.UserInputRequest, *wire.RequestResolved or
+// *wire.NativeMedia),
 // or nil.
 func (e Event) Payload() any {
 	switch e.Type {
@@ -42,6 +45,8 @@ func (e Event) Payload() any {
 		return e.UserInputRequest
 	case wire.EventRequestResolved:
 		return e.RequestResolved
+	case wire.EventMedia:
+		return e.Media
 	}
 	return nil
 }

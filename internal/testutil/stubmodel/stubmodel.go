@@ -58,6 +58,7 @@ type Server struct {
 	queue    []Reply
 	outage   *Reply        // while set, the reply to every request (Outage)
 	changed  chan struct{} // closed and replaced whenever requests change
+	images   imageScript   // POST /v1/images/generations (images.go)
 }
 
 type rule struct {
@@ -86,8 +87,9 @@ func Serve(l net.Listener) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "stubmodel: only POST /v1/responses is served", http.StatusNotFound)
+		http.Error(w, "stubmodel: only POST /v1/responses and /v1/images/generations are served", http.StatusNotFound)
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

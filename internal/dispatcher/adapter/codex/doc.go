@@ -115,16 +115,32 @@
 //
 // Usage is the difference of thread/tokenUsage/updated totals across the
 // turn (each model request reports the thread's running total). Host tool
-// media (ToolAnswer.MediaURLs) go to ToolMediaURLs. Native artifacts are not
-// reported as media: an imageGeneration item's savedPath is a file on the
-// app-server's filesystem (under $CODEX_HOME/generated_images), which no
-// gateway can fetch, and serving it through the dispatcher is not possible
-// safely with Codex 0.169.0 — fs/getMetadata reports no size, so fs/readFile
-// cannot be bounded before it reads, and a file whose base64 exceeds the
-// connection's message limit (appserver.DefaultMaxMessageBytes) would break
-// the pooled connection the session's turns share. HostOwnedToolMediaURLs
-// therefore stays empty; the path is named in the tool_result transcript
-// record and in the tool agent_event's raw item. (The stub model cannot
-// make Codex generate images — image generation is a hosted tool — so the
-// imageGeneration item shape is untested against the real binary.)
+// media (ToolAnswer.MediaURLs) go to ToolMediaURLs.
+//
+// An image Codex generates is delivered from its item. Codex 0.169.0 runs
+// its image tool itself (the function imagegen in the namespace image_gen:
+// it calls the Images API, POST …/images/generations, on its provider's
+// base URL), and the imageGeneration item it completes carries the image as
+// `result`, the base64 the API returned (Codex also saves it as savedPath
+// on the app-server's filesystem, which no gateway can fetch and the
+// adapter never reads). deliverImage decodes it (media.go): at most
+// wire.NativeMediaMaxBytes, recognised from its bytes as PNG, JPEG, WebP or
+// GIF. A delivered image is one `media` event (wire.NativeMedia: the base64
+// travels once; the tool agent_events' raw item leaves `result` out), named
+// by its native-media: URL in ToolMediaURLs and HostOwnedToolMediaURLs — an
+// artifact the runtime created and persisted itself. An image that cannot
+// be delivered is a warning agent_event (phase refused) with the reason;
+// the tool result's transcript text says which it was. The bytes are
+// bounded before they arrive by the connection's message limit
+// (appserver.DefaultMaxMessageBytes), which Codex's notification must fit.
+//
+// Codex offers the image tool only when its image_generation feature is on
+// in the server's config (the project's Codex config turns it off;
+// codexconfig.ImageGenerationArgs turns it on) and the provider
+// authenticates with a ChatGPT login (never with an API key). A restricted
+// turn switches it off for its thread (IsolationConfig), so a deny of
+// image_generate, which is not safe-denied, removes it. TestGeneratedImageIsDeliveredAsMedia and
+// TestImageToolNeedsTheFeatureAndAChatGPTLogin pin this against the stub
+// (its Images API, and the ChatGPT login codextest.WriteChatGPTLogin
+// writes).
 package codex

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/openclaw/harness-operator/internal/contract/wire"
-	"github.com/openclaw/harness-operator/internal/harness/appserver"
 )
 
 // The mutation facts of each native item kind: file changes mutate, commands
@@ -117,33 +116,5 @@ func TestLastToolErrorRules(t *testing.T) {
 				t.Fatalf("lastToolError %+v, want call %q", cur, tc.want)
 			}
 		})
-	}
-}
-
-// A generated image's savedPath is a file on the app-server, not a URL a
-// gateway could fetch: it is named in the transcript but never reported as
-// tool media (hostOwnedToolMediaUrls stays empty). The item is the shape
-// Codex 0.169.0's schema gives imageGeneration; the stub model cannot make
-// Codex generate images.
-func TestGeneratedImagePathIsNotReportedAsMedia(t *testing.T) {
-	rec := &recorder{}
-	tu := &Turn{items: map[string]*itemState{}, terminals: map[string]bool{}, hooks: rec.hooks()}
-	raw := json.RawMessage(`{"type":"imageGeneration","id":"ig_1","status":"completed","revisedPrompt":"a cat",
-		"savedPath":"/codex-home/generated_images/ig_1.png","failure":null}`)
-	var it appserver.Item
-	if err := json.Unmarshal(raw, &it); err != nil {
-		t.Fatal(err)
-	}
-	tu.itemCompleted(it)
-	if len(tu.media) != 0 {
-		t.Fatalf("tool media %v: a pod path is not fetchable", tu.media)
-	}
-	tr := rec.transcript()
-	if len(tr) != 2 || tr[1].Text != "/codex-home/generated_images/ig_1.png" {
-		t.Fatalf("transcript %+v", tr)
-	}
-	if terms := rec.terminals(); len(terms) != 1 || terms[0].Tool != "image_generate" || terms[0].Outcome != wire.OutcomeSuccess ||
-		terms[0].NativeMutation == nil || terms[0].NativeMutation.MutatingAction {
-		t.Fatalf("terminals %+v", terms)
 	}
 }

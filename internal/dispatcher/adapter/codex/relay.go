@@ -121,7 +121,7 @@ func (t *Turn) itemStarted(it appserver.Item) {
 	default:
 		if n, ok := describeNative(it); ok {
 			a := agentEvent(wire.StreamTool, wire.PhaseStart, it.ID, it.Status)
-			a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
+			a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, withoutImageBytes(it.Type, it.Raw)
 			t.emit(a)
 		}
 	}
@@ -185,17 +185,21 @@ func (t *Turn) itemCompleted(it appserver.Item) {
 			return
 		}
 		a := agentEvent(wire.StreamTool, wire.PhaseEnd, it.ID, it.Status)
-		a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, it.Raw
+		a.Agent.Tool, a.Agent.CallID, a.Agent.Data = n.tool, it.ID, withoutImageBytes(it.Type, it.Raw)
 		t.emit(a)
 		if t.terminals[it.ID] {
 			return // declined earlier: already reported
 		}
+		media := t.deliverImage(it.ID, &n)
 		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
 			Type: wire.RecordToolCall, Role: wire.RoleAssistant, CallID: it.ID, Tool: n.tool, Arguments: n.args,
 			Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
 		t.emit(adapter.Event{Type: wire.EventTranscript, Transcript: &wire.TranscriptRecord{
 			Type: wire.RecordToolResult, Role: wire.RoleTool, CallID: it.ID, Tool: n.tool, Text: n.output,
 			IsError: n.failure != nil, Native: true, ThreadID: t.threadID, TurnID: t.turnID, ItemID: it.ID}})
+		if media != nil {
+			t.emit(adapter.Event{Type: wire.EventMedia, Media: media})
+		}
 		term := &wire.ToolTerminal{CallID: it.ID, Tool: n.tool, Arguments: n.args, ExecutionStarted: n.started,
 			Outcome: wire.OutcomeSuccess, Native: true, NativeMutation: n.mutation}
 		if n.failure != nil {
@@ -291,6 +295,7 @@ type native struct {
 	started  bool            // executionStarted
 	failure  *wire.ToolFailure
 	mutation *wire.NativeMutation // the protocol-owned mutation facts
+	image    string               // a generated image, base64 (imageGeneration)
 }
 
 // describeNative maps a native tool item (commandExecution, fileChange,
@@ -308,7 +313,6 @@ func describeNative(it appserver.Item) (native, bool) {
 			Message string `json:"message"`
 		} `json:"error"`
 		RevisedPrompt *string         `json:"revisedPrompt"`
-		SavedPath     string          `json:"savedPath"`
 		Failure       json.RawMessage `json:"failure"`
 	}
 	_ = json.Unmarshal(it.Raw, &raw)
@@ -371,10 +375,11 @@ func describeNative(it appserver.Item) (native, bool) {
 		switch {
 		case it.Status == "failed" || len(raw.Failure) > 0 && string(raw.Failure) != "null":
 			failed("image generation failed: " + string(raw.Failure))
-		case raw.SavedPath != "":
-			// A path on the app-server's filesystem: the transcript names
-			// it, but it is no media URL a gateway can fetch (doc.go).
-			n.output = raw.SavedPath
+		default:
+			// The image itself, base64: the item's result (Codex also saves
+			// it as savedPath on the app-server's filesystem, which no
+			// gateway can fetch; doc.go "Usage and media").
+			_ = json.Unmarshal(raw.Result, &n.image)
 		}
 	default:
 		return native{}, false
@@ -388,4 +393,29 @@ func describeNative(it appserver.Item) (native, bool) {
 	}
 	n.mutation = nativeMutation(it.Type, n.tool, n.started, key, changed)
 	return n, true
+}
+
+// deliverImage decides the fate of a generated image (n.image): the media
+// event that delivers it, named in the result's toolMediaUrls and
+// hostOwnedToolMediaUrls (the runtime created and persisted it itself),
+// or, when it cannot be delivered (nativeImage: none, not base64, over
+// wire.NativeMediaMaxBytes, not an image), a warning agent_event saying
+// why. Either way n.output, the tool result's transcript text, says what
+// became of it. Nil for every other item.
+func (t *Turn) deliverImage(callID string, n *native) *wire.NativeMedia {
+	if n.tool != "image_generate" || n.failure != nil {
+		return nil
+	}
+	media, err := nativeImage(callID, n.tool, n.image, wire.NativeMediaMaxBytes)
+	if err != nil {
+		n.output = "generated an image that was not delivered: " + err.Error()
+		a := agentEvent(wire.StreamWarning, wire.PhaseRefused, callID, "")
+		a.Agent.Tool, a.Agent.CallID, a.Agent.Text = n.tool, callID, "the generated image is not delivered: "+err.Error()
+		t.emit(a)
+		return nil
+	}
+	n.output = fmt.Sprintf("generated image %s (%s, %d bytes)", media.FileName, media.MimeType, media.Size)
+	t.media = append(t.media, media.URL)
+	t.hostMedia = append(t.hostMedia, media.URL)
+	return media
 }

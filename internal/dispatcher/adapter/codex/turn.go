@@ -76,6 +76,7 @@ type Turn struct {
 	calls      map[string]*hostCall
 	lastErr    *wire.ToolError
 	media      []string
+	hostMedia  []string // native artifacts among media (hostOwnedToolMediaUrls)
 	requestSeq int
 	native     nativeRequests                // approval and user-input requests
 	pending    *appserver.TurnCompletedEvent // completion recovered by Reattach

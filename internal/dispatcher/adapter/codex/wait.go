@@ -208,6 +208,9 @@ func (t *Turn) complete(term wire.Terminal, status string) *wire.TurnResult {
 		ReasoningText:  strings.Join(nonEmpty(t.reasoning), "\n\n"),
 		LastToolError:  t.lastErr,
 		ToolMediaURLs:  t.media,
+		// Native artifacts the runtime created and persisted itself
+		// (deliverImage); each is also in ToolMediaURLs.
+		HostOwnedToolMediaURLs: t.hostMedia,
 	}
 	if t.usageSeen {
 		res.Usage = wire.Usage{
