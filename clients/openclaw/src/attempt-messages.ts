@@ -11,11 +11,15 @@
 // assistant message, the tool calls (host and native) and their results.
 // The records of the gateway's own messages (`gateway`) and the turn's
 // prompt as the runtime received it are already in OpenClaw's transcript and
-// are left out. What the dispatcher does not report stays out: no reasoning,
-// no tool result images (the record carries URLs; OpenClaw's image blocks
-// are inline data), no per-message usage.
+// are left out. A tool result carries its images as OpenClaw's inline image
+// blocks: a host tool's data: URL images, and the image a native tool
+// generated (its `media` event's bytes, whether or not OpenClaw accepted it
+// for delivery); an http(s) image URL cannot be inlined and stays out.
+// What the dispatcher does not report stays out: no reasoning, no
+// per-message usage.
 import type { AgentHarnessAttemptParamsV2, AgentHarnessAttemptResult, AgentMessage } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import type { NativeMediaItem } from "./native-media.js";
 import type * as wire from "./wire-shapes.js";
 
 type Result = Extract<AgentHarnessAttemptResult, { terminal: unknown }>;
@@ -23,6 +27,7 @@ type AssistantMessage = NonNullable<Result["lastAssistant"]>;
 type UserMessage = Extract<AgentMessage, { role: "user" }>;
 type ToolResultMessage = Extract<AgentMessage, { role: "toolResult" }>;
 type AssistantContent = AssistantMessage["content"][number];
+type ToolResultContent = ToolResultMessage["content"][number];
 type Usage = AssistantMessage["usage"];
 
 /** What of the prepared attempt the messages repeat. */
@@ -34,12 +39,16 @@ export type TurnMessages = {
   transcript: ReadonlyArray<{ record: wire.TranscriptRecord; atMs: number }>;
   /** The turn's result, when it ended with one. */
   result?: wire.TurnResult;
+  /** The turn's native artifacts (`media` events), by URL. */
+  nativeMedia?: ReadonlyMap<string, NativeMediaItem>;
 };
 
 export function attemptMessages(p: MessageParams, turn: TurnMessages): { messagesSnapshot: AgentMessage[]; lastAssistant: AssistantMessage | undefined } {
   const messages: AgentMessage[] = [userMessage(p, turn.startedAtMs)];
   let assistant: AssistantMessage | undefined;
   let promptSeen = false;
+  const generated = new Map<string, NativeMediaItem>();
+  for (const m of turn.nativeMedia?.values() ?? []) if (m.data !== "") generated.set(m.callId, m);
   for (const { record: r, atMs } of turn.transcript) {
     if (r.gateway === true) continue;
     if (r.type === "message" && r.role === "user") {
@@ -65,7 +74,7 @@ export function attemptMessages(p: MessageParams, turn: TurnMessages): { message
       }
     } else if (r.type === "tool_result") {
       assistant = undefined;
-      messages.push(toolResult(r, atMs));
+      messages.push(toolResult(r, atMs, r.native === true ? generated.get(r.callId ?? "") : undefined));
     }
   }
   const lastAssistant = finalAssistant(messages, turn.result);
@@ -91,15 +100,27 @@ function assistantMessage(p: MessageParams, first: AssistantContent, stopReason:
   };
 }
 
-function toolResult(r: wire.TranscriptRecord, atMs: number): ToolResultMessage {
+function toolResult(r: wire.TranscriptRecord, atMs: number, generated: NativeMediaItem | undefined): ToolResultMessage {
+  const content: ToolResultContent[] = r.text === undefined || r.text === "" ? [] : [{ type: "text", text: r.text }];
+  for (const url of r.images ?? []) {
+    const image = dataImage(url);
+    if (image !== undefined) content.push(image);
+  }
+  if (generated !== undefined) content.push({ type: "image", data: generated.data, mimeType: generated.mimeType });
   return {
     role: "toolResult",
     toolCallId: r.callId ?? "",
     toolName: r.tool ?? "",
-    content: r.text === undefined || r.text === "" ? [] : [{ type: "text", text: r.text }],
+    content,
     isError: r.isError === true,
     timestamp: atMs,
   };
+}
+
+/** A base64 data: URL as an inline image block; anything else (an http(s) URL, other data) is none. */
+function dataImage(url: string): ToolResultContent | undefined {
+  const m = /^data:(image\/[A-Za-z0-9.+-]+);base64,([A-Za-z0-9+/]*={0,2})$/.exec(url);
+  return m === null ? undefined : { type: "image", data: m[2] ?? "", mimeType: m[1] ?? "" };
 }
 
 /**

@@ -8,6 +8,7 @@ import { attemptMessages, type MessageParams } from "./attempt-messages.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import { claimedFailure } from "./errors.js";
 import type { TurnProjection } from "./events.js";
+import { resolveMediaUrls } from "./native-media.js";
 import { settledContext } from "./settled-finalization.js";
 import type * as wire from "./wire-shapes.js";
 
@@ -51,7 +52,12 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
     terminal = { kind: "failed", source: "prompt", error: failure.error };
     replaySafe = replaySafe && failure.replaySafe;
   }
-  const turnMessages = { startedAtMs: p.startedAtMs, transcript: p.transcript, ...(turn === undefined ? {} : { result: turn }) };
+  const turnMessages = {
+    startedAtMs: p.startedAtMs,
+    transcript: p.transcript,
+    nativeMedia: p.nativeMedia,
+    ...(turn === undefined ? {} : { result: turn }),
+  };
   const { messagesSnapshot, lastAssistant } = attemptMessages(ctx.params, turnMessages);
   const result: Result = {
     terminal,
@@ -77,8 +83,10 @@ export function attemptResult(p: TurnProjection, ctx: ResultContext): Result {
   if (lastToolError !== undefined) result.lastToolError = lastToolError;
   if (turn?.usage !== undefined) result.attemptUsage = usageOf(turn.usage);
   if (turn?.classification !== undefined) result.agentHarnessResultClassification = turn.classification;
-  if (turn?.toolMediaUrls !== undefined) result.toolMediaUrls = turn.toolMediaUrls;
-  if (turn?.hostOwnedToolMediaUrls !== undefined) result.hostOwnedToolMediaUrls = turn.hostOwnedToolMediaUrls;
+  // Native artifacts' URLs become where OpenClaw saved them (native-media.ts).
+  const media = resolveMediaUrls(turn?.toolMediaUrls, turn?.hostOwnedToolMediaUrls, p.nativeMedia);
+  if (media.toolMediaUrls !== undefined) result.toolMediaUrls = media.toolMediaUrls;
+  if (media.hostOwnedToolMediaUrls !== undefined) result.hostOwnedToolMediaUrls = media.hostOwnedToolMediaUrls;
   // The harness SDK's runtime artifact: the attested artifact of the cluster's
   // server that ran the turn (only when the attempt asked to capture it).
   const artifact = turn?.runtimeArtifact;

@@ -7,6 +7,7 @@
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import type { WireError } from "./dispatcher-error.js";
+import { type MediaParams, type NativeMedia, type NativeMediaItem, prepareNativeMedia } from "./native-media.js";
 import type { SseEvent } from "./sse.js";
 import { visibleDeep } from "./visible-text.js";
 import type * as wire from "./wire-shapes.js";
@@ -14,7 +15,9 @@ import type * as wire from "./wire-shapes.js";
 export type AttemptCallbacks = Pick<
   AgentHarnessAttemptParamsV2,
   "onPartialReply" | "onAssistantMessageStart" | "onAgentEvent" | "onReasoningStream" | "onReasoningEnd" | "observeToolTerminal"
->;
+> &
+  // The media of native artifacts are saved through the host (native-media.ts).
+  MediaParams;
 
 type ToolObservation = Parameters<NonNullable<AttemptCallbacks["observeToolTerminal"]>>[0];
 type ToolResolution = ReturnType<NonNullable<AttemptCallbacks["observeToolTerminal"]>>;
@@ -48,6 +51,8 @@ export class TurnProjection {
   reseeded = false;
   /** The turn's transcript records in stream order, each with the time it arrived (the attempt result's messages). */
   readonly transcript: Array<{ record: wire.TranscriptRecord; atMs: number }> = [];
+  /** The turn's native artifacts (`media` events) by their URL, as OpenClaw saved them or why it did not. */
+  readonly nativeMedia = new Map<string, NativeMediaItem>();
   /** When the projection started: the time of the attempt's own prompt. */
   readonly startedAtMs: number;
   private readonly texts = new Map<string, string>();
@@ -83,6 +88,9 @@ export class TurnProjection {
         return { kind: "user_input", request: data as wire.UserInputRequest };
       case "request_resolved":
         await this.nativeRequest(ev.event, data as wire.NativeRequest);
+        return undefined;
+      case "media":
+        await this.media(data as NativeMedia);
         return undefined;
       case "result":
         this.end = { kind: "result", result: data as wire.TurnResult };
@@ -167,6 +175,19 @@ export class TurnProjection {
       };
     }
     this.lastToolResolution = this.cb.observeToolTerminal(obs);
+  }
+
+  private async media(m: NativeMedia): Promise<void> {
+    if (typeof m.url === "string" && this.nativeMedia.has(m.url)) return;
+    const item = await prepareNativeMedia(this.cb, m);
+    if (item === undefined) return;
+    this.nativeMedia.set(item.url, item);
+    if (item.failure === undefined || typeof this.cb.onAgentEvent !== "function") return;
+    // Not delivered: said where the turn's other warnings are.
+    await this.cb.onAgentEvent({
+      stream: "warning",
+      data: { phase: "refused", toolCallId: item.callId, name: item.tool, text: `the generated image is not delivered: ${item.failure}` },
+    });
   }
 
   private async nativeRequest(event: string, r: wire.NativeRequest): Promise<void> {

@@ -227,6 +227,7 @@ export type EventName =
   | "transcript"
   | "result"
   | "error"
+  | "media"
   | "approval_request"
   | "user_input_request"
   | "request_resolved";
@@ -1424,6 +1425,13 @@ export interface EventPayloads {
    */
   error: Error;
   /**
+   * EventMedia carries the bytes of an artifact the native runtime created
+   * and persisted itself (NativeMedia), e.g. an image its image tool
+   * generated. It comes before the turn's result, whose ToolMediaURLs and
+   * HostOwnedToolMediaURLs name it by its URL.
+   */
+  media: NativeMedia;
+  /**
    * EventApprovalRequest asks the gateway to approve a native action
    * (ApprovalRequest).
    */
@@ -1786,15 +1794,14 @@ export interface ResultEvent {
   lastToolError?: ToolError;
   /**
    * ToolMediaURLs are media produced by tools for delivery: host tool
-   * answers' MediaURLs and the native runtime's own artifacts when a
-   * gateway can fetch them.
+   * answers' MediaURLs and the native runtime's own artifacts, which the
+   * turn's `media` events carry and name (NativeMediaScheme).
    */
   toolMediaUrls?: string[];
   /**
    * HostOwnedToolMediaURLs ⊆ ToolMediaURLs are artifacts the native
-   * runtime created and persisted itself — never model-selected host-tool
-   * media. The Codex adapter reports none: its artifacts are files on the
-   * app-server's filesystem, not URLs (internal/dispatcher/adapter/codex doc).
+   * runtime created and persisted itself (the Codex adapter: the images
+   * Codex generated) — never model-selected host-tool media.
    */
   hostOwnedToolMediaUrls?: string[];
   /**
@@ -1880,6 +1887,46 @@ export interface RuntimeArtifact {
    * fingerprint is a content fingerprint of the artifact (a digest).
    */
   fingerprint: string;
+}
+/**
+ * NativeMedia is one native artifact delivered with the stream.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeMedia".
+ */
+export interface NativeMedia {
+  /**
+   * URL is the name the result's toolMediaUrls and hostOwnedToolMediaUrls
+   * give the artifact: NativeMediaScheme followed by CallID.
+   */
+  url: string;
+  /**
+   * CallID is the native tool call that produced it (its tool_terminal's
+   * callId).
+   */
+  callId: string;
+  /**
+   * Tool is the canonical tool name, e.g. image_generate.
+   */
+  tool: string;
+  /**
+   * MimeType is the type the bytes were recognised as (image/png,
+   * image/jpeg, image/webp or image/gif).
+   */
+  mimeType: string;
+  /**
+   * FileName is a file name for the artifact: the call id (letters,
+   * digits, '.', '_' and '-' kept) with the type's extension.
+   */
+  fileName: string;
+  /**
+   * Size is the number of decoded bytes, at most NativeMediaMaxBytes.
+   */
+  size: number;
+  /**
+   * Data is the bytes, standard base64.
+   */
+  data: string;
 }
 /**
  * UserInputRequest is the payload of a user_input_request event.
