@@ -16,6 +16,7 @@
 import {
   type AgentHarnessAttemptParamsV2,
   type AgentHarnessUserInputQuestion,
+  embeddedAgentLog,
   runAgentHarnessGatewayQuestion,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
@@ -139,16 +140,22 @@ export async function userInputAnswer(
   r: wire.UserInputRequest,
   ask: AskUser = runAgentHarnessGatewayQuestion,
   now = Date.now(),
+  warn: (message: string) => void = (message) => embeddedAgentLog.warn(message),
 ): Promise<wire.UserInputAnswer | undefined> {
   if (r.requestId === undefined || r.requestId === "") return undefined;
   const questions = r.questions ?? [];
   const none = { requestId: r.requestId, answers: {} };
   // OpenClaw's questions belong to a session key; without one nobody can be asked.
   if (p.sessionKey === undefined || questions.length === 0) return none;
+  const shaped = gatewayQuestions(questions);
+  if ("refused" in shaped) {
+    warn(`harness-operator: the question ${visible(r.requestId)} of run ${p.runId} cannot be put to OpenClaw (${shaped.refused}); the runtime gets no answer`);
+    return none;
+  }
   const wait = waitFor(r.expiresAt, now, p.abortSignal);
   try {
     const res = await ask({
-      questions: questions.map(sdkQuestion),
+      questions: shaped.asked.map((q) => q.shown),
       sessionKey: p.sessionKey,
       runId: p.runId,
       timeoutMs: wait.timeoutMs,
@@ -156,8 +163,11 @@ export async function userInputAnswer(
       delivery: delivery(p),
       ...(p.agentId !== undefined ? { agentId: p.agentId } : {}),
     });
-    return res.status === "answered" ? { requestId: r.requestId, answers: wireAnswers(questions, res.answers.answers) } : none;
-  } catch {
+    return res.status === "answered" ? { requestId: r.requestId, answers: wireAnswers(shaped.asked, res.answers.answers) } : none;
+  } catch (err) {
+    // OpenClaw refused the question or lost it: nobody is asked, and the
+    // runtime hears so now rather than at its timeout.
+    warn(`harness-operator: asking the question ${visible(r.requestId)} of run ${p.runId} through OpenClaw failed; the runtime gets no answer: ${(err as Error).message}`);
     return none;
   }
 }
@@ -170,10 +180,56 @@ function delivery(p: NativeRequestInput): Parameters<AskUser>[0]["delivery"] {
   return out;
 }
 
-// The question as OpenClaw shows it: every text escaped. The id is not
-// shown; it names the answer and goes back as it came.
-function sdkQuestion(q: wire.UserInputQuestion): AgentHarnessUserInputQuestion {
-  const out: AgentHarnessUserInputQuestion = { id: q.id, header: visible(q.header ?? ""), question: visible(q.question ?? "") };
+/** A runtime question as OpenClaw is asked it: shown is what OpenClaw gets, q what the runtime asked. */
+export type AskedQuestion = { q: wire.UserInputQuestion; shown: AgentHarnessUserInputQuestion };
+
+// OpenClaw's Gateway records a question only in its own shape (question.request,
+// 2026.9.6): one to three questions, each with an id of lowercase letters,
+// digits and "_" that starts with a letter, a header of at most 12
+// characters, a text, and at most four options with labels. The runtime's
+// model picks ids and headers freely, and a question OpenClaw refuses is
+// never shown to anyone. So an id outside that alphabet is asked under one
+// made from it (and its answer mapped back), a long header is shortened (the
+// question's text carries its meaning); what cannot be shown whole (more
+// questions or options, an empty text or label) is refused, with the reason.
+const MAX_QUESTIONS = 3;
+const MAX_OPTIONS = 4;
+const MAX_HEADER = 12;
+const GATEWAY_ID = /^[a-z][a-z0-9_]*$/;
+
+/** The questions as OpenClaw's Gateway takes them, or why they cannot be asked there. */
+export function gatewayQuestions(questions: readonly wire.UserInputQuestion[]): { asked: AskedQuestion[] } | { refused: string } {
+  if (questions.length > MAX_QUESTIONS) return { refused: `OpenClaw asks at most ${MAX_QUESTIONS} questions at once; the runtime asked ${questions.length}` };
+  const taken = new Set(questions.map((q) => q.id).filter((id) => GATEWAY_ID.test(id)));
+  const asked: AskedQuestion[] = [];
+  for (const q of questions) {
+    const name = `question ${JSON.stringify(visible(q.id))}`;
+    const options = q.options ?? [];
+    if (options.length > MAX_OPTIONS) return { refused: `${name} has ${options.length} options; OpenClaw shows at most ${MAX_OPTIONS}` };
+    if (options.some((o) => o.label === "")) return { refused: `${name} has an option without a label` };
+    if ((q.question ?? "") === "") return { refused: `${name} has no text` };
+    const shown = sdkQuestion(q, GATEWAY_ID.test(q.id) ? q.id : gatewayId(q.id, taken));
+    asked.push({ q, shown });
+  }
+  return { asked };
+}
+
+// An id OpenClaw takes, made from the runtime's (lowercase, every other
+// character "_", "q_" before one that does not start with a letter) and not
+// taken by another question of the request.
+function gatewayId(id: string, taken: Set<string>): string {
+  let base = id.toLowerCase().replace(/[^a-z0-9_]/g, "_");
+  if (!/^[a-z]/.test(base)) base = `q_${base}`;
+  let out = base;
+  for (let n = 2; taken.has(out); n++) out = `${base}_${n}`;
+  taken.add(out);
+  return out;
+}
+
+// The question as OpenClaw shows it: every text escaped, the header within
+// OpenClaw's bound. The id is not shown; it names the answer.
+function sdkQuestion(q: wire.UserInputQuestion, id: string): AgentHarnessUserInputQuestion {
+  const out: AgentHarnessUserInputQuestion = { id, header: shortHeader(visible(q.header ?? "")), question: visible(q.question ?? "") };
   if (q.options !== undefined && q.options.length > 0) {
     out.options = q.options.map((o) => (o.description !== undefined ? { label: visible(o.label), description: visible(o.description) } : { label: visible(o.label) }));
   }
@@ -182,15 +238,24 @@ function sdkQuestion(q: wire.UserInputQuestion): AgentHarnessUserInputQuestion {
   return out;
 }
 
-// OpenClaw answers each question with strings: an option's label as it was
-// shown is a choice (sent back as the runtime's own label), anything else
-// free text, which the dispatcher accepts only where the question allows it
-// (allowOther, or no options). Two labels that show the same are neither:
-// which one the person meant is unknown.
-function wireAnswers(questions: readonly wire.UserInputQuestion[], given: Record<string, string[]>): wire.UserInputAnswer["answers"] {
+// A header cut to OpenClaw's 12 characters ends in "…"; a surrogate pair is never split.
+function shortHeader(header: string): string {
+  if (header.length <= MAX_HEADER) return header;
+  let cut = MAX_HEADER - 1;
+  if (/[\ud800-\udbff]/.test(header.charAt(cut - 1))) cut--;
+  return `${header.slice(0, cut).trimEnd()}…`;
+}
+
+// OpenClaw answers each question, under the id it was asked by, with
+// strings: an option's label as it was shown is a choice (sent back as the
+// runtime's own label), anything else free text, which the dispatcher
+// accepts only where the question allows it (allowOther, or no options).
+// Two labels that show the same are neither: which one the person meant is
+// unknown.
+function wireAnswers(asked: readonly AskedQuestion[], given: Record<string, string[]>): wire.UserInputAnswer["answers"] {
   const out: wire.UserInputAnswer["answers"] = {};
-  for (const q of questions) {
-    const strs = given[q.id];
+  for (const { q, shown } of asked) {
+    const strs = given[shown.id];
     if (strs === undefined) continue;
     const labels = shownLabels(q);
     const choices: string[] = [];
