@@ -7,16 +7,22 @@ import { startLoopback, write } from "./loopback.js";
 
 const KEY = "sk-attempt-profile-key-5e02";
 
-// The whole attempt: OpenClaw forwards a profile, the plugin resolves its
-// key and posts it inline with the turn; the key is in nothing the plugin
-// logs or returns, and not in the runId the cluster shows.
-test("an attempt with a forwarded auth profile posts its key inline with the turn and logs nothing of it", { timeout: 30_000 }, async () => {
-  const lb = await startLoopback((_req, res) => {
+// startTurnServer is a loopback dispatcher whose every turn is selected on
+// codex and ends with one answer.
+function startTurnServer() {
+  return startLoopback((_req, res) => {
     res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
     write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt", harnessId: "codex", runtime: "codex" });
     write(res, 2, "result", { runId: "gw-weather-0001", assistantTexts: ["done"], terminal: { kind: "ok" }, agentHarnessId: "codex" });
     res.end();
   });
+}
+
+// The whole attempt: OpenClaw forwards a profile, the plugin resolves its
+// key and posts it inline with the turn; the key is in nothing the plugin
+// logs or returns, and not in the runId the cluster shows.
+test("an attempt with a forwarded auth profile posts its key inline with the turn and logs nothing of it", { timeout: 30_000 }, async () => {
+  const lb = await startTurnServer();
   try {
     const logged: string[] = [];
     const logger = { warn: (m: string) => void logged.push(m), info: (m: string) => void logged.push(m), debug: (m: string) => void logged.push(m), error: (m: string) => void logged.push(m) };
@@ -38,12 +44,7 @@ test("an attempt with a forwarded auth profile posts its key inline with the tur
 
 // The control: without a forwarded profile the turn carries none.
 test("an attempt without a forwarded profile posts no authProfile", { timeout: 30_000 }, async () => {
-  const lb = await startLoopback((_req, res) => {
-    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
-    write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt", harnessId: "codex", runtime: "codex" });
-    write(res, 2, "result", { runId: "gw-weather-0001", assistantTexts: ["done"], terminal: { kind: "ok" }, agentHarnessId: "codex" });
-    res.end();
-  });
+  const lb = await startTurnServer();
   try {
     await createHarness(lb.config).runAttempt(params({ resolvedApiKey: KEY }));
     const sent = JSON.parse(lb.requests[0]?.body ?? "{}") as { authProfile?: unknown };

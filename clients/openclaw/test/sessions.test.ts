@@ -22,6 +22,19 @@ function seed(kube: FakeKube, name: string, spec: Record<string, unknown>, resou
   kube.sessions.set(name, { metadata: { name, namespace: "agents", uid: `uid-${name}`, resourceVersion }, spec });
 }
 
+// raceFirstPatch makes another writer's reset land on name between the
+// store's GET and its first PATCH: resourceVersion 8, resetGeneration 1.
+function raceFirstPatch(kube: FakeKube, name: string): void {
+  let raced = false;
+  kube.beforeHandling = (req) => {
+    const stored = kube.sessions.get(name);
+    if (req.method !== "PATCH" || raced || stored === undefined) return;
+    raced = true;
+    stored.metadata.resourceVersion = "8";
+    stored.spec["resetGeneration"] = 1;
+  };
+}
+
 test("a session's first turn creates the AgentSession kubectl harness session create would write", async () => {
   await withStore(async (store, kube) => {
     assert.equal(await store.ensure(weather, gpt55), "weather-1");
@@ -90,15 +103,7 @@ test("reset bumps spec.resetGeneration by one with a merge patch conditional on 
 test("a reset that lost a race to another writer is retried on the new object, so neither bump is lost", async () => {
   await withStore(async (store, kube) => {
     seed(kube, "weather-1", { ...weather, model: "openai/gpt-5.5" });
-    // Another reset lands between our GET and our first PATCH.
-    let raced = false;
-    kube.beforeHandling = (req) => {
-      const stored = kube.sessions.get("weather-1");
-      if (req.method !== "PATCH" || raced || stored === undefined) return;
-      raced = true;
-      stored.metadata.resourceVersion = "8";
-      stored.spec["resetGeneration"] = 1;
-    };
+    raceFirstPatch(kube, "weather-1");
     assert.equal(await store.reset({ sessionId: "Weather:1" }), true);
     assert.deepEqual(kube.requests.map((r) => r.method), ["GET", "PATCH", "GET", "PATCH"]);
     assert.equal(kube.sessions.get("weather-1")?.spec["resetGeneration"], 2, "the other writer's bump and ours");
@@ -156,14 +161,7 @@ test("a session whose model changed gets spec.model updated before the turn, con
 test("a model update that lost a race to another writer is made again on the object it then reads", async () => {
   await withStore(async (store, kube) => {
     seed(kube, "weather-1", { ...weather, model: "openai/gpt-5.5" });
-    let raced = false;
-    kube.beforeHandling = (req) => {
-      const stored = kube.sessions.get("weather-1");
-      if (req.method !== "PATCH" || raced || stored === undefined) return;
-      raced = true;
-      stored.metadata.resourceVersion = "8";
-      stored.spec["resetGeneration"] = 1;
-    };
+    raceFirstPatch(kube, "weather-1");
     await store.ensure(weather, { model: "openai/gpt-5.4", locked: false });
     assert.deepEqual(kube.requests.map((r) => r.method), ["GET", "PATCH", "GET", "PATCH"]);
     assert.deepEqual(kube.sessions.get("weather-1")?.spec, { ...weather, model: "openai/gpt-5.4", resetGeneration: 1 });
