@@ -129,8 +129,8 @@ test("a person's plain-text reply on the session answers the runtime's question,
     const request = gateway.requests.find((r) => r.method === "question.request");
     assert.equal(request?.params.sessionKey, SESSION);
     assert.equal(request?.params.runId, "run-plan");
-    // The runtime's id and header are outside what OpenClaw records: asked
-    // under its own id, with a shortened header.
+    // The runtime's id and header are outside what OpenClaw records: the
+    // question is asked under an id made from it, with a shortened header.
     assert.deepEqual(
       (request?.params.questions as Array<Record<string, unknown>>).map((q) => [q.questionId, q.header]),
       [["deploy_target", "Deployment…"]],
@@ -138,7 +138,7 @@ test("a person's plain-text reply on the session answers the runtime's question,
   }
 });
 
-test("a question OpenClaw cannot show whole is not asked: the runtime gets no answer at once, and the gateway's log says why", async () => {
+test("a question OpenClaw cannot show whole is not asked: the runtime gets no answer at once, and OpenClaw's log says why", async () => {
   const options = (n: number) => Array.from({ length: n }, (_, i) => ({ label: `option ${i + 1}` }));
   const cases: Array<{ name: string; questions: UserInputQuestion[]; why: RegExp }> = [
     { name: "four questions", questions: [1, 2, 3, 4].map((i) => ({ id: `q${i}`, question: "Which?", options: options(2) })), why: /at most 3 questions at once; the runtime asked 4/ },
