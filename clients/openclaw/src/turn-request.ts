@@ -16,6 +16,7 @@ import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harn
 import type { InlineAuthProfile } from "./auth-profile.js";
 import { nativeApprovalMode } from "./exec-policy.js";
 import { forwardedMcpServers } from "./mcp-servers.js";
+import { passThroughFields } from "./pass-through.js";
 import { routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 import { dispatcherRunId } from "./run-id.js";
 import type * as wire from "./wire.js";
@@ -47,6 +48,7 @@ export type AttemptInput = Pick<
   | "toolOverrides"
   | "captureRuntimeArtifact"
   | "expectedRuntimeArtifact"
+  | "skillWorkshopProposalOnly"
 >;
 
 /** A host tool offered in the turn. */
@@ -88,6 +90,7 @@ export type TurnRequest = Pick<
   | "captureRuntimeArtifact"
   | "expectedRuntimeArtifact"
   | "mcpServers"
+  | "skillWorkshopProposalOnly"
 > &
   Required<Pick<wire.TurnRequest, "runId" | "sessionId" | "provider" | "modelId" | "prompt">> & {
     images?: Array<Required<Pick<wire.Image, "url">>>;
@@ -115,6 +118,7 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   if (p.thinkLevel !== undefined) body.thinkLevel = p.thinkLevel;
   if (Number.isFinite(p.timeoutMs) && p.timeoutMs > 0) body.timeoutMs = Math.min(Math.floor(p.timeoutMs), MAX_TIMEOUT_MS);
   if (p.trigger !== undefined) body.trigger = p.trigger;
+  Object.assign(body, passThroughFields(p));
   if (p.images !== undefined && p.images.length > 0) {
     body.images = p.images.map((img) => ({ url: `data:${img.mimeType};base64,${img.data}` }));
   }
