@@ -8,7 +8,7 @@
 //   - native tools (exec, apply_patch, web search, MCP, …) run inside the
 //     cluster's Codex, which hands their output to the model directly: no
 //     middleware can run on it. An attempt for which a "codex" middleware
-//     covers a native tool is refused before anything is sent, naming the
+//     covers a native tool is refused before its turn is sent, naming the
 //     middleware's plugin, rather than run with the middleware bypassed.
 //
 // The SDK has no call that lists the registered middleware. OpenClaw keeps
@@ -184,7 +184,7 @@ export function nativeCoverage(reg: RegisteredMiddleware): string[] {
 }
 
 /**
- * Fails the attempt, before anything is sent, when a "codex" tool-result
+ * Fails the attempt, before its turn is sent, when a "codex" tool-result
  * middleware covers a tool Codex runs natively on the cluster: a preflight
  * error without scope, so that OpenClaw's fallback chain ends rather than
  * the turn running elsewhere behind the gateway operator's back.

@@ -235,7 +235,7 @@ test("a middleware registered in OpenClaw's registry rewrites the host tool's re
   }
 });
 
-test("an attempt a registered middleware cannot be honoured on is refused before anything is sent", async () => {
+test("an attempt a registered middleware cannot be honoured on is refused before its turn is sent", async () => {
   const lb = await startLoopback((_req, res) => accepted(res));
   try {
     const registry = registryOf([registration("shell-audit", ["codex"], ["exec"])]);
