@@ -10,8 +10,8 @@
 
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 
-// What the completion answers with instead of the caller's system prompt:
-// the harness must send exactly this as the call's instructions.
+// The caller's system prompt: the harness sends it as the call's
+// instructions, in place of its runtime's own.
 const SYSTEM_PROMPT = "You answer with one short sentence.";
 
 function describe(err) {
