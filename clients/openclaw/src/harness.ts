@@ -29,6 +29,7 @@ import { ensureSession, type Logger, sessionHooks } from "./session-hooks.js";
 import { sessionName } from "./session-name.js";
 import { SessionStore } from "./sessions.js";
 import { finalizeSettledTurn } from "./settled-finalization.js";
+import { runSideQuestion } from "./side-question.js";
 import { type RetryOptions, realWaiter, startWithRetries, type Waiter } from "./start-retry.js";
 import { SupportFacts } from "./support-facts.js";
 import { loggedSupports } from "./support-log.js";
@@ -87,6 +88,7 @@ export function createHarness(
     dispose: () => cluster?.stop(),
     finalizeSettledTurn: (params) => finalizeSettledTurn(params, { client, supportFacts }),
     loadMcpToolCatalog: (params) => loadMcpToolCatalog(params, { client }),
+    runSideQuestion: (params) => runSideQuestion(params, { client, supportFacts }),
   };
   if (sessions === undefined || kube === undefined) return harness;
   return {
