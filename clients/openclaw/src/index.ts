@@ -5,9 +5,11 @@ import { join } from "node:path";
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 import { resolveStateDir } from "openclaw/plugin-sdk/state-paths";
 
+import { readPlanModesFrom } from "./collaboration-mode.js";
 import { parseConfig } from "./config.js";
 import { createHarness } from "./harness.js";
 import { fileMarkers } from "./marker-files.js";
+import { registerPlanMode } from "./plan-mode.js";
 
 export default definePluginEntry({
   id: "harness-operator",
@@ -18,6 +20,8 @@ export default definePluginEntry({
     const markers = fileMarkers(join(resolveStateDir(), "plugins", "harness-operator", "transcript-markers"));
     const harness = createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger, markers });
     api.registerAgentHarness(harness);
+    // `/plan on|off`: the session's cluster turns in Codex's plan mode (plan-mode.ts).
+    registerPlanMode(api, join(resolveStateDir(), "plugins", "harness-operator", "plan-mode"), readPlanModesFrom);
     // OpenClaw retires an instance (a reload, the plugin disabled) before it
     // would call the harness's dispose, and its guard then refuses that call
     // ("a retired instance cannot admit a fresh invocation"). The instance's

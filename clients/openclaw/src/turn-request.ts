@@ -14,6 +14,7 @@
 import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import type { InlineAuthProfile } from "./auth-profile.js";
+import { collaborationModeFields } from "./collaboration-mode.js";
 import { nativeApprovalMode } from "./exec-policy.js";
 import { forwardedMcpServers } from "./mcp-servers.js";
 import { passThroughFields } from "./pass-through.js";
@@ -91,6 +92,7 @@ export type TurnRequest = Pick<
   | "expectedRuntimeArtifact"
   | "mcpServers"
   | "skillWorkshopProposalOnly"
+  | "collaborationMode"
 > &
   Required<Pick<wire.TurnRequest, "runId" | "sessionId" | "provider" | "modelId" | "prompt">> & {
     images?: Array<Required<Pick<wire.Image, "url">>>;
@@ -125,6 +127,7 @@ export function turnRequest(p: AttemptInput, add: TurnAdditions = {}): TurnReque
   if (p.extraSystemPrompt !== undefined && p.extraSystemPrompt !== "") body.extraSystemPrompt = p.extraSystemPrompt;
   if (add.tools !== undefined && add.tools.length > 0) body.tools = add.tools;
   body.approvalMode = approvalModeOf(p);
+  Object.assign(body, collaborationModeFields(p));
   if (add.gatewayTranscript !== undefined) body.gatewayTranscript = add.gatewayTranscript;
   // A server the wire cannot carry was refused before the body is built
   // (harness.ts); here it fails closed all the same.
