@@ -88,7 +88,7 @@ export function createHarness(
     dispose: () => cluster?.stop(),
     finalizeSettledTurn: (params) => finalizeSettledTurn(params, { client, supportFacts }),
     loadMcpToolCatalog: (params) => loadMcpToolCatalog(params, { client }),
-    runSideQuestion: (params) => runSideQuestion(params, { client, supportFacts }),
+    runSideQuestion: (params) => runSideQuestion(params, { client, supportFacts, logger: log }),
   };
   if (sessions === undefined || kube === undefined) return harness;
   return {

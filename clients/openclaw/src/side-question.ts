@@ -48,6 +48,7 @@ export type SideQuestionDeps = {
   readConversation?: ReadSessionText;
   resolveKey?: ResolveKey;
   nowMs?: () => number;
+  logger?: { warn(message: string): void };
 };
 
 const OPERATION = "side question";
@@ -108,7 +109,18 @@ function refuse(reason: string, userMessage: string): never {
   throw new AgentHarnessPreflightError(`harness-operator ${OPERATION} refused: ${reason}`, { userMessage });
 }
 
+// OpenClaw shows a failed side question only to the chat that asked it
+// (its /btw reply): the gateway's log says why too, for its operator.
 export async function runSideQuestion(p: SideQuestionParams, deps: SideQuestionDeps): Promise<SideQuestionResult> {
+  try {
+    return await sideQuestion(p, deps);
+  } catch (err) {
+    deps.logger?.warn(`harness-operator: the side question on session ${JSON.stringify(p.sessionKey ?? p.sessionId)} failed: ${(err as Error).message}`);
+    throw err;
+  }
+}
+
+async function sideQuestion(p: SideQuestionParams, deps: SideQuestionDeps): Promise<SideQuestionResult> {
   const signal = p.opts?.abortSignal;
   if (p.images !== undefined && p.images.length > 0) {
     refuse(

@@ -108,7 +108,7 @@ test("the context keeps the newest messages within the dispatcher's bounds inste
   assert.deepEqual(bySize.messages.map((m) => m.text?.length), [big.length, 1, 1], "the older of the two large texts does not fit with the rest");
 });
 
-test("a side question the cluster cannot answer as asked is refused before any request, saying why", async () => {
+test("a side question the cluster cannot answer as asked is refused before any request, saying why, to OpenClaw and in the gateway's log", async () => {
   const lb = await startLoopback((_req, res) => jsonError(res, 500, {}));
   try {
     const client = new DispatcherClient(lb.config);
@@ -125,12 +125,17 @@ test("a side question the cluster cannot answer as asked is refused before any r
       }), CONVERSATION, /auth profile "openai:work".*no such profile/],
     ];
     for (const [name, p, conversation, message] of cases) {
-      await assert.rejects(runSideQuestion(p, { client, readConversation: reader(conversation) }), (err: unknown) => {
+      const warned: string[] = [];
+      const logger = { warn: (m: string) => warned.push(m) };
+      await assert.rejects(runSideQuestion(p, { client, readConversation: reader(conversation), logger }), (err: unknown) => {
         assert.ok(err instanceof AgentHarnessPreflightError, name);
         assert.match(err.message, message, name);
         assert.doesNotMatch(err.message, /sk-/, "no credential in the error");
         return true;
       });
+      assert.equal(warned.length, 1, `${name}: the gateway's log says it too`);
+      assert.match(warned[0] ?? "", message, name);
+      assert.doesNotMatch(warned[0] ?? "", /sk-/, "no credential in the log");
     }
     assert.equal(lb.requests.length, 0, "the dispatcher was not asked");
   } finally {
