@@ -18,7 +18,7 @@ import type { DispatcherClient, TurnStream } from "./client.js";
 import { DispatcherError } from "./dispatcher-error.js";
 import type { TurnAction, TurnProjection } from "./events.js";
 import { type AskUser, approvalAnswer, userInputAnswer } from "./native-requests.js";
-import { assertNoNativeMiddleware, type HostToolMiddleware, hostToolMiddleware } from "./tool-result-middleware.js";
+import { type HostToolMiddleware, hostToolMiddleware } from "./tool-result-middleware.js";
 import { hostTools, runHostTool, toolSurface } from "./tools.js";
 import {
   gatewayTranscript,
@@ -73,9 +73,6 @@ export class Attempt {
     if (typeof params.hostCapabilities?.runBeforeToolCall !== "function") {
       throw new AgentHarnessPreflightError("harness-operator: the attempt carries no hostCapabilities (an OpenClaw older than the plugin's pluginApi floor?)");
     }
-    // Codex hands native tools' output to the model directly: a tool-result
-    // middleware that covers one refuses the attempt (tool-result-middleware.ts).
-    assertNoNativeMiddleware();
     const tools = toolSurface(params);
     const full = {
       markers: deps.markers,

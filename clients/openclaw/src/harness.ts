@@ -34,6 +34,7 @@ import { type RetryOptions, realWaiter, startWithRetries, type Waiter } from "./
 import { SupportFacts } from "./support-facts.js";
 import { loggedSupports } from "./support-log.js";
 import { SAFE_DENY_TOOLS } from "./tool-policy.js";
+import { assertNoNativeMiddleware } from "./tool-result-middleware.js";
 import { type MarkerStore, memoryMarkers } from "./transcript-marker.js";
 
 /** The one harness id this plugin registers (and returns as agentHarnessId). */
@@ -82,6 +83,10 @@ export function createHarness(
     runAttempt: async (params) => {
       assertExecPolicyHeld(params);
       assertMcpServersForwardable(params);
+      // Codex hands native tools' output to the model directly: a tool-result
+      // middleware that covers one refuses the attempt before anything is
+      // written (tool-result-middleware.ts).
+      assertNoNativeMiddleware();
       if (sessions !== undefined) await ensureSession(sessions, params);
       return runAttempt(params, client, attemptDeps, retry);
     },
