@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"os"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -54,7 +53,7 @@ var _ = Describe("An image Codex generates on the cluster", func() {
 			images = append(images, r.Prompt)
 		}
 		Expect(images).To(ContainElement(prompt), "Codex asked the Images API once for the model's prompt:\n%s", run)
-		res := mediaResult(run)
+		res := run.result()
 		Expect(res.Meta.AgentMeta.AgentHarnessID).To(Equal(pluginID), "%s", run)
 		var media []string
 		for _, p := range res.Payloads {
@@ -75,42 +74,6 @@ var _ = Describe("An image Codex generates on the cluster", func() {
 		Expect(s.get(ctx).Status.AgentHarnessID).To(Equal(imageHarness))
 	})
 })
-
-// mediaAnswer is `openclaw agent --json`'s answer with its payloads' media.
-type mediaAnswer struct {
-	Payloads []struct {
-		Text      string   `json:"text"`
-		MediaURL  string   `json:"mediaUrl"`
-		MediaURLs []string `json:"mediaUrls"`
-	} `json:"payloads"`
-	Meta struct {
-		AgentMeta struct {
-			AgentHarnessID string `json:"agentHarnessId"`
-		} `json:"agentMeta"`
-	} `json:"meta"`
-}
-
-func (a mediaAnswer) texts() []string {
-	out := make([]string, len(a.Payloads))
-	for i, p := range a.Payloads {
-		out[i] = p.Text
-	}
-	return out
-}
-
-func mediaResult(r agentRun) mediaAnswer {
-	GinkgoHelper()
-	var answer struct {
-		Result *mediaAnswer `json:"result"`
-	}
-	Expect(json.Unmarshal([]byte(r.stdout), &answer)).To(Succeed(), "openclaw's --json output:\n%s", r)
-	if answer.Result != nil {
-		return *answer.Result
-	}
-	var res mediaAnswer
-	Expect(json.Unmarshal([]byte(r.stdout), &res)).To(Succeed(), "openclaw's --json output:\n%s", r)
-	return res
-}
 
 // createImageHarness starts this spec's app-server (stopped when the spec
 // ends) and the external AgentHarness on it, a copy of the suite's `codex`

@@ -366,7 +366,9 @@ func (o *openClaw) environ() []string {
 // the whole output of `--local`, the gateway's answer's `result` otherwise.
 type result struct {
 	Payloads []struct {
-		Text string `json:"text"`
+		Text      string   `json:"text"`
+		MediaURL  string   `json:"mediaUrl"`
+		MediaURLs []string `json:"mediaUrls"`
 	} `json:"payloads"`
 	Meta struct {
 		AgentMeta struct {
