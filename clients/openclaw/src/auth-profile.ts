@@ -16,7 +16,7 @@
 // cannot be resolved fails the attempt, naming the profile: running on the
 // harness's own credentials instead would silently change whose account
 // pays and what it may do.
-import type { AgentHarnessAttemptParamsV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
+import { type AgentHarnessAttemptParamsV2, AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
 import { resolveApiKeyForProfile } from "openclaw/plugin-sdk/agent-runtime";
 
 import type * as wire from "./wire.js";
@@ -61,4 +61,39 @@ export async function forwardedAuthProfile(p: AuthProfileInput, resolve: Resolve
   }
   if (key === undefined || key === "") return fail("it holds no key");
   return { id, apiKey: key };
+}
+
+/** What a completion-style call (an isolated completion, a side question) has of an attempt's auth. */
+export type PlanAuthInput = {
+  plan: unknown;
+  authProfileStore: AuthProfileInput["authProfileStore"];
+  agentDir: AuthProfileInput["agentDir"];
+  config: AuthProfileInput["config"];
+  abortSignal?: AbortSignal;
+};
+
+/**
+ * The profile a completion-style call's auth plan forwards, as
+ * forwardedAuthProfile reads an attempt's (it reads only the plan of the
+ * runtimePlan). A key that cannot be resolved refuses the call as operation,
+ * with userMessage.
+ */
+export async function planAuthProfile(
+  p: PlanAuthInput,
+  operation: string,
+  userMessage: string,
+  resolve?: ResolveKey,
+): Promise<InlineAuthProfile | undefined> {
+  const input: AuthProfileInput = {
+    runtimePlan: { auth: p.plan } as unknown as NonNullable<AuthProfileInput["runtimePlan"]>,
+    authProfileStore: p.authProfileStore,
+  };
+  if (p.agentDir !== undefined) input.agentDir = p.agentDir;
+  if (p.config !== undefined) input.config = p.config;
+  if (p.abortSignal !== undefined) input.abortSignal = p.abortSignal;
+  try {
+    return await forwardedAuthProfile(input, resolve);
+  } catch (err) {
+    throw new AgentHarnessPreflightError(`harness-operator ${operation} refused: ${(err as Error).message}`, { userMessage });
+  }
 }

@@ -24,7 +24,7 @@ import { createHash } from "node:crypto";
 
 import { AgentHarnessPreflightError, type AgentHarnessV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
-import { type AuthProfileInput, forwardedAuthProfile, type ResolveKey } from "./auth-profile.js";
+import { type PlanAuthInput, planAuthProfile, type ResolveKey } from "./auth-profile.js";
 import type { DispatcherClient } from "./client.js";
 import { completionAnswer, completionFailure } from "./completion-answer.js";
 import { routeFacts, type RouteInput, type SupportOnlyFacts } from "./route-facts.js";
@@ -113,22 +113,9 @@ export async function runIsolatedCompletion(p: IsolatedParams, deps: IsolatedDep
   current();
   // The profile the plan forwards, with its key from the call's scoped
   // store; a profile that cannot be resolved fails closed, naming it.
-  let profile: Awaited<ReturnType<typeof forwardedAuthProfile>>;
-  try {
-    // forwardedAuthProfile reads only the plan of the attempt's runtimePlan.
-    const input: AuthProfileInput = {
-      runtimePlan: { auth: auth.plan } as unknown as NonNullable<AuthProfileInput["runtimePlan"]>,
-      authProfileStore: auth.authProfileStore,
-      agentDir: p.agentDir,
-      config: p.config,
-    };
-    if (p.abortSignal !== undefined) input.abortSignal = p.abortSignal;
-    profile = await forwardedAuthProfile(input, deps.resolveKey);
-  } catch (err) {
-    throw new AgentHarnessPreflightError(`harness-operator ${OPERATION} refused: ${(err as Error).message}`, {
-      userMessage: "The cluster's agent harness cannot use the selected auth profile for this completion.",
-    });
-  }
+  const planInput: PlanAuthInput = { plan: auth.plan, authProfileStore: auth.authProfileStore, agentDir: p.agentDir, config: p.config };
+  if (p.abortSignal !== undefined) planInput.abortSignal = p.abortSignal;
+  const profile = await planAuthProfile(planInput, OPERATION, "The cluster's agent harness cannot use the selected auth profile for this completion.", deps.resolveKey);
   if (profile !== undefined) body.authProfile = profile;
   let session: string;
   try {

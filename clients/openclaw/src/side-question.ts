@@ -28,7 +28,7 @@
 import { AgentHarnessPreflightError, type AgentHarnessV2 } from "openclaw/plugin-sdk/agent-harness-runtime";
 import { readRecentUserAssistantTextForSession } from "openclaw/plugin-sdk/session-store-runtime";
 
-import { type AuthProfileInput, forwardedAuthProfile, type ResolveKey } from "./auth-profile.js";
+import { type PlanAuthInput, planAuthProfile, type ResolveKey } from "./auth-profile.js";
 import type { DispatcherClient } from "./client.js";
 import { completionAnswer, completionFailure } from "./completion-answer.js";
 import { type RouteInput, routeFacts, type SupportOnlyFacts } from "./route-facts.js";
@@ -154,22 +154,9 @@ async function sideQuestion(p: SideQuestionParams, deps: SideQuestionDeps): Prom
   const route = routeFacts({ provider: p.provider, modelId: p.model, model: p.runtimeModel, runtimePlan: { auth: plan } } as unknown as RouteInput, deps.supportFacts);
   if (route !== undefined) body.modelProvider = route;
   if (p.resolvedThinkLevel !== undefined) body.thinkLevel = p.resolvedThinkLevel;
-  let profile: Awaited<ReturnType<typeof forwardedAuthProfile>>;
-  try {
-    // forwardedAuthProfile reads only the plan of the attempt's runtimePlan.
-    const input: AuthProfileInput = {
-      runtimePlan: { auth: plan } as unknown as NonNullable<AuthProfileInput["runtimePlan"]>,
-      authProfileStore: p.preparedRuntimeAuth.authProfileStore,
-      agentDir: p.agentDir,
-      config: p.cfg,
-    };
-    if (signal !== undefined) input.abortSignal = signal;
-    profile = await forwardedAuthProfile(input, deps.resolveKey);
-  } catch (err) {
-    throw new AgentHarnessPreflightError(`harness-operator ${OPERATION} refused: ${(err as Error).message}`, {
-      userMessage: "The cluster's agent harness cannot use the selected auth profile for this side question.",
-    });
-  }
+  const planInput: PlanAuthInput = { plan, authProfileStore: p.preparedRuntimeAuth.authProfileStore, agentDir: p.agentDir, config: p.cfg };
+  if (signal !== undefined) planInput.abortSignal = signal;
+  const profile = await planAuthProfile(planInput, OPERATION, "The cluster's agent harness cannot use the selected auth profile for this side question.", deps.resolveKey);
   if (profile !== undefined) body.authProfile = profile;
   signal?.throwIfAborted();
   let response: unknown;
