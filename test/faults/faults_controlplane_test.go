@@ -3,9 +3,12 @@
 package faults
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -99,17 +102,35 @@ func (c *campaign) controlPlaneFaults() []fault {
 	return []fault{
 		{"kube-apiserver restarted (down 1–3 s, same etcd, certificates and keys)", atOnce(func() effect {
 			refusedBefore := refusals(c.load.Refusals())
+			d := c.d.Proc // the dispatcher serving the load; its log says which writes failed
+			from := logSize(d)
 			down, start := time.Duration(1000+rand.IntN(2000))*time.Millisecond, time.Now()
 			ended, err := c.env.Fx.Env.RestartAPIServer(down)
 			must(c.t, err)
+			to := logSize(d)
 			c.t.Logf("kube-apiserver restarted: %s, down %s, unreachable for %s in all", ended, down, time.Since(start).Round(time.Millisecond))
-			// Without it the dispatcher can neither check a gateway's token
-			// nor claim a turn: it refuses the turns posted meanwhile
-			// (AuthUnavailable, HarnessUnavailable), which the gateways
-			// wait out.
+			// While it is away, work that needs it is refused or retried.
+			// A turn posted with a token the dispatcher has not checked
+			// recently, or one it cannot claim, is refused (AuthUnavailable,
+			// HarnessUnavailable), and the gateway waits it out. A running
+			// turn cannot write its session's status (activeTurn once it has
+			// run a while, lastTurn at its end): the dispatcher retries the
+			// write until it lands, and the session's next turn waits for
+			// it. Reviews cached, and selection read from an informer, a
+			// turn may need no refusal at all; the turns running across the
+			// outage still need their status writes.
+			retried := statusRetries(c.t, d, from, to)
 			return func() (string, bool) {
 				refused := refusals(c.load.Refusals()) - refusedBefore
-				return fmt.Sprintf("%s; %d turns refused and waited out", ended, refused), refused > 0
+				ends := retried[endStatusRetry]
+				// A retried end of a turn that never reaches its session's
+				// status is a turn lost to the session, not only no effect.
+				for _, id := range c.active.unrecorded(ends, time.Minute) {
+					c.t.Errorf("kube-apiserver restarted: turn %s's end never reached its session's status, though its write was retried", id)
+				}
+				found := fmt.Sprintf("%s; %d turns refused and waited out; the status writes of %d turns failed while it was away and were retried (%d ends, each in its session's status since)",
+					ended, refused, len(retried[activeTurnRetry])+len(ends), len(ends))
+				return found, refused > 0 || len(retried[activeTurnRetry])+len(ends) > 0
 			}
 		})},
 		{webhookFault, func(strike func()) effect {
@@ -150,6 +171,52 @@ func (c *campaign) controlPlaneFaults() []fault {
 			}
 		}},
 	}
+}
+
+// The dispatcher's log messages for a status write that failed and will be
+// tried again (internal/dispatcher/engine, writeStatus): the write of a
+// turn's activeTurn, given up once the turn ended, and the write of its end
+// (lastTurn), retried until it lands.
+const (
+	activeTurnRetry = "apply activeTurn failed; retrying"
+	endStatusRetry  = "apply turn status failed; retrying"
+)
+
+// logSize is where p's next log record begins.
+func logSize(p *testutil.Process) int64 {
+	fi, err := os.Stat(p.LogPath)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// statusRetries reads the records p logged from offset from to offset to
+// and returns the runIds of the turns whose status write failed there and
+// was retried, by the record's message (activeTurnRetry, endStatusRetry).
+func statusRetries(t *testing.T, p *testutil.Process, from, to int64) map[string][]string {
+	t.Helper()
+	f, err := os.Open(p.LogPath)
+	must(t, err)
+	defer func() { _ = f.Close() }()
+	b := make([]byte, to-from)
+	_, err = f.ReadAt(b, from)
+	must(t, err)
+	byMsg, seen := map[string][]string{}, map[string]bool{}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var rec struct {
+			Msg   string `json:"msg"`
+			RunID string `json:"runId"`
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.RunID == "" || (rec.Msg != activeTurnRetry && rec.Msg != endStatusRetry) {
+			continue // not a JSON record (or cut at to), or another record
+		}
+		if key := rec.Msg + "/" + rec.RunID; !seen[key] {
+			seen[key] = true
+			byMsg[rec.Msg] = append(byMsg[rec.Msg], rec.RunID)
+		}
+	}
+	return byMsg
 }
 
 // refusals is how many answers the gateways waited out in all.
