@@ -7,8 +7,13 @@
 # BenchmarkDispatcherProcess wrote it, the top 20 of its HTTP layer's
 # profile to dispatcher-http-cpu.txt (the samples its http-cpu-ms/turn
 # counts: the same focus and ignore), and its profiles of the dispatcher
-# process at both cluster sizes to dispatcher-process-cpu.txt.
-# `make bench-dispatcher` runs it.
+# process at both cluster sizes to dispatcher-process-cpu.txt; and, when
+# BenchmarkOperatorScale wrote them, the manager's heap profiles at its
+# largest size to manager-heap.txt: the live heap after a forced collection
+# by allocation site, then the bytes allocated during one more policy
+# change (the profile after it, less the one before). Each part is written
+# only when its profiles are there. `make bench-dispatcher` and the scale
+# section of `make bench` run it.
 set -euo pipefail
 
 mkdir -p "$2"
@@ -23,14 +28,18 @@ top() {
 }
 
 cd "$out"
-{
-  top -top -nodecount=10 dispatcher-cpu.pprof
-  top -top -cum -nodecount=10 dispatcher-cpu.pprof
-} >"$docs/dispatcher-cpu.txt"
-{
-  top -top -nodecount=10 -sample_index=alloc_space -ignore=runtime/pprof -base dispatcher-alloc-base.pprof dispatcher-alloc.pprof
-  top -top -cum -nodecount=10 -sample_index=alloc_space -ignore=runtime/pprof -base dispatcher-alloc-base.pprof dispatcher-alloc.pprof
-} >"$docs/dispatcher-alloc.txt"
+if [[ -f dispatcher-cpu.pprof ]]; then
+  {
+    top -top -nodecount=10 dispatcher-cpu.pprof
+    top -top -cum -nodecount=10 dispatcher-cpu.pprof
+  } >"$docs/dispatcher-cpu.txt"
+fi
+if [[ -f dispatcher-alloc.pprof ]]; then
+  {
+    top -top -nodecount=10 -sample_index=alloc_space -ignore=runtime/pprof -base dispatcher-alloc-base.pprof dispatcher-alloc.pprof
+    top -top -cum -nodecount=10 -sample_index=alloc_space -ignore=runtime/pprof -base dispatcher-alloc-base.pprof dispatcher-alloc.pprof
+  } >"$docs/dispatcher-alloc.txt"
+fi
 
 # The HTTP layer's share as BenchmarkDispatcherProcess attributes it
 # (httpFocus and httpIgnore in process_bench_figures_test.go).
@@ -52,4 +61,20 @@ if [[ -f dispatcher-process-small-cpu.pprof && -f dispatcher-process-large-cpu.p
     top -top -cum -nodecount=30 dispatcher-process-large-cpu.pprof
     top -top -nodecount=20 -diff_base dispatcher-process-small-cpu.pprof dispatcher-process-large-cpu.pprof
   } >"$docs/dispatcher-process-cpu.txt"
+fi
+
+# The manager at the largest size BenchmarkOperatorScale ran
+# (manager-heap-<sessions>-before/after.pprof; the profiles sample one
+# allocation per 512 KiB, Go's default).
+largest=$(ls manager-heap-*-before.pprof 2>/dev/null | sed -E 's/manager-heap-([0-9]+)-before.pprof/\1/' | sort -n | tail -1)
+if [[ -n "$largest" && -f "manager-heap-$largest-after.pprof" ]]; then
+  before="manager-heap-$largest-before.pprof" after="manager-heap-$largest-after.pprof"
+  {
+    echo "# The manager at $largest sessions (BenchmarkOperatorScale, measureManagerMemory)"
+    echo
+    top -top -nodecount=15 -sample_index=inuse_space "$before"
+    top -top -cum -nodecount=25 -sample_index=inuse_space "$before"
+    top -top -nodecount=15 -sample_index=alloc_space -base "$before" "$after"
+    top -top -cum -nodecount=25 -sample_index=alloc_space -base "$before" "$after"
+  } >"$docs/manager-heap.txt"
 fi

@@ -41,6 +41,7 @@ type options struct {
 	secureMetrics        bool
 	enableHTTP2          bool
 	probeAddr            string
+	pprofAddr            string
 	leaderElect          bool
 	leaderElectionNS     string
 	harnessConcurrency   int
@@ -75,6 +76,7 @@ func main() {
 	flag.BoolVar(&opts.secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS, authenticated and authorized through the API server.")
 	flag.BoolVar(&opts.enableHTTP2, "enable-http2", false, "Enable HTTP/2 on the metrics server (off by default: HTTP/2 rapid-reset mitigation).")
 	flag.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	flag.StringVar(&opts.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof/ profiles: plain HTTP without authentication, for profiling on a developer's machine only; empty (the default) turns it off.")
 	flag.BoolVar(&opts.leaderElect, "leader-elect", true, "Elect a leader so only one manager replica reconciles at a time.")
 	flag.StringVar(&opts.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.IntVar(&opts.harnessConcurrency, "agentharness-concurrency", 4, "Maximum parallel reconciles of AgentHarness objects.")
@@ -178,6 +180,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.probeAddr,
+		PprofBindAddress:              opts.pprofAddr,
 		LeaderElection:                opts.leaderElect,
 		LeaderElectionID:              "manager.harness.openclaw.dev",
 		LeaderElectionNamespace:       opts.leaderElectionNS,

@@ -42,6 +42,12 @@ type Env struct {
 // builds it; `make test` sets it) with the CRDs of config/crd/bases. A missing
 // KUBEBUILDER_ASSETS is an error, never a skip.
 func StartEnv() (*Env, error) {
+	return StartEnvWith(nil)
+}
+
+// StartEnvWith is StartEnv with more kube-apiserver flags (name → value),
+// such as a benchmark's --tracing-config-file.
+func StartEnvWith(apiServerArgs map[string]string) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS must point at the etcd and kube-apiserver binaries: run `make test`, which builds them with hack/setup-envtest.sh")
 	}
@@ -58,6 +64,10 @@ func StartEnv() (*Env, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}}
 	AdvertiseLoopback(e.env)
+	args := e.env.ControlPlane.GetAPIServer().Configure()
+	for name, value := range apiServerArgs {
+		args.Set(name, value)
+	}
 	if e.Config, err = e.env.Start(); err != nil {
 		return nil, fmt.Errorf("start envtest: %w", err)
 	}

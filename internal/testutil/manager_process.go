@@ -29,6 +29,9 @@ type ManagerProcess struct {
 	// MetricsAddr, when set, serves the manager's metrics there over plain
 	// HTTP (a loopback address); otherwise it serves none.
 	MetricsAddr string
+	// PprofAddr, when set, serves Go's /debug/pprof/ there (a loopback
+	// address), for the benchmarks' heap profiles.
+	PprofAddr string
 }
 
 // StartManagerProcess starts bin/manager and waits until it is ready (a
@@ -51,6 +54,9 @@ func StartManagerProcess(m ManagerProcess) (*Process, error) {
 	}
 	if m.MetricsAddr != "" {
 		args = append(args, "--metrics-bind-address="+m.MetricsAddr, "--metrics-secure=false")
+	}
+	if m.PprofAddr != "" {
+		args = append(args, "--pprof-bind-address="+m.PprofAddr)
 	}
 	p, err := StartProcess(m.Name, m.Bin, m.LogDir, nil, args...)
 	if err != nil {

@@ -68,6 +68,9 @@ type Operator struct {
 	// ManagerMetrics is http://<addr>/metrics of the manager (plain HTTP,
 	// loopback).
 	ManagerMetrics string
+	// ManagerPprof is http://<addr>/debug/pprof of the manager (plain HTTP,
+	// loopback).
+	ManagerPprof string
 }
 
 // StartOperator builds and starts the manager and the dispatcher against a
@@ -79,13 +82,26 @@ type Operator struct {
 // On an error what was started is stopped again; o, when not nil, still
 // names the processes and their logs.
 func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err error) {
+	return StartOperatorWith(work, OperatorOptions{DispatcherArgs: dispatcherArgs})
+}
+
+// OperatorOptions are StartOperatorWith's settings.
+type OperatorOptions struct {
+	// DispatcherArgs come after the suite's own dispatcher flags.
+	DispatcherArgs []string
+	// APIServerArgs are more kube-apiserver flags (StartEnvWith).
+	APIServerArgs map[string]string
+}
+
+// StartOperatorWith is StartOperator with the control plane's flags too.
+func StartOperatorWith(work string, opts OperatorOptions) (o *Operator, err error) {
 	binDir, logDir := filepath.Join(work, "bin"), filepath.Join(work, "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return nil, err
 	}
 	built := make(chan error, 1)
 	go func() { built <- BuildBinaries(binDir, "./cmd/manager", "./cmd/dispatcher") }()
-	env, err := StartEnv()
+	env, err := StartEnvWith(opts.APIServerArgs)
 	if err != nil {
 		<-built
 		return nil, err
@@ -102,10 +118,10 @@ func StartOperator(work string, dispatcherArgs ...string) (o *Operator, err erro
 	if o.Kubeconfig, err = adminKubeconfig(env, work); err != nil {
 		return o, err
 	}
-	if o.Manager, o.ManagerMetrics, err = startManager(env, o.Kubeconfig, binDir, logDir, work); err != nil {
+	if o.Manager, o.ManagerMetrics, o.ManagerPprof, err = startManager(env, o.Kubeconfig, binDir, logDir, work); err != nil {
 		return o, err
 	}
-	return o, o.startDispatcher(binDir, logDir, work, dispatcherArgs)
+	return o, o.startDispatcher(binDir, logDir, work, opts.DispatcherArgs)
 }
 
 func adminKubeconfig(env *Env, work string) (string, error) {
@@ -123,26 +139,31 @@ func adminKubeconfig(env *Env, work string) (string, error) {
 
 // startManager runs bin/manager with its webhooks on loopback, registered by
 // URL, and its metrics on loopback (the URL returned); the manager injects
-// its CA into both webhook configurations.
-func startManager(env *Env, kubeconfig, binDir, logDir, work string) (*Process, string, error) {
+// its CA into both webhook configurations. Its Go profiles are served on
+// loopback too (the pprof URL returned).
+func startManager(env *Env, kubeconfig, binDir, logDir, work string) (p *Process, metricsURL, pprofURL string, err error) {
 	ctx := context.Background()
 	port, err := FreePort()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	metrics, err := FreeAddr()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
+	}
+	pprof, err := FreeAddr()
+	if err != nil {
+		return nil, "", "", err
 	}
 	if err := InstallManagerWebhooks(ctx, env, fmt.Sprintf("https://localhost:%d", port)); err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	p, err := StartManagerProcess(ManagerProcess{Name: "manager", Bin: filepath.Join(binDir, "manager"), Kubeconfig: kubeconfig,
-		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port, MetricsAddr: metrics})
+	p, err = StartManagerProcess(ManagerProcess{Name: "manager", Bin: filepath.Join(binDir, "manager"), Kubeconfig: kubeconfig,
+		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port, MetricsAddr: metrics, PprofAddr: pprof})
 	if err != nil {
-		return p, "", err
+		return p, "", "", err
 	}
-	return p, "http://" + metrics + "/metrics", WaitWebhooksServing(ctx, env.Client, 30*time.Second)
+	return p, "http://" + metrics + "/metrics", "http://" + pprof + "/debug/pprof", WaitWebhooksServing(ctx, env.Client, 30*time.Second)
 }
 
 func (o *Operator) startDispatcher(binDir, logDir, work string, extra []string) error {

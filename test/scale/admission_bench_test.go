@@ -43,7 +43,8 @@ const admissionConcurrency = 50
 // cross-object checks read. Reported: the creates' end-to-end latency, and
 // the webhooks' own latency from the API server's
 // apiserver_admission_webhook_admission_duration_seconds (its buckets are
-// 5, 25, 100 ms…: the quantiles are interpolated within them), and the
+// 5, 25, 100 ms…: the quantiles are interpolated within them) and from
+// its spans, each call timed (admission_trace_test.go), and the
 // handlers' own from the manager's controller_runtime_webhook_latency_seconds,
 // the manager's CPU per create (manager-cpu-ms/create, its
 // process_cpu_seconds_total) and its webhook server's TLS handshakes per
@@ -54,7 +55,16 @@ const admissionConcurrency = 50
 // a saturated machine.
 func BenchmarkAdmission(b *testing.B) {
 	discardClientLogs()
-	o, err := testutil.StartOperator(b.TempDir())
+	spans, err := startWebhookSpans()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(spans.stop)
+	tracing, err := spans.tracingConfig(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	o, err := testutil.StartOperatorWith(b.TempDir(), testutil.OperatorOptions{APIServerArgs: map[string]string{"tracing-config-file": tracing}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,8 +97,8 @@ func BenchmarkAdmission(b *testing.B) {
 					Spec:       v1alpha1.AgentSessionSpec{AgentID: "main", SessionKey: "agent:main:" + name, SessionID: name, Model: "openai/gpt-5"},
 				}
 			}
-			rate := measureCreates(ctx, b, o, cs, "agentsessions", newSession)
-			measurePaced(ctx, b, o, cs, "agentsessions", b.N, rate, newSession)
+			rate := measureCreates(ctx, b, o, cs, spans, "agentsessions", newSession)
+			measurePaced(ctx, b, o, cs, spans, "agentsessions", b.N, rate, newSession)
 			deleteArm(ctx, b, o.Env.Client, &v1alpha1.AgentSession{}, ns)
 		})
 		b.Run("AgentHarness/existing="+strconv.Itoa(grow), func(b *testing.B) {
@@ -98,8 +108,8 @@ func BenchmarkAdmission(b *testing.B) {
 				h.Labels = armLabel
 				return h
 			}
-			rate := measureCreates(ctx, b, o, cs, "agentharnesses", newHarness)
-			measurePaced(ctx, b, o, cs, "agentharnesses", b.N, rate, newHarness)
+			rate := measureCreates(ctx, b, o, cs, spans, "agentharnesses", newHarness)
+			measurePaced(ctx, b, o, cs, spans, "agentharnesses", b.N, rate, newHarness)
 			deleteArm(ctx, b, o.Env.Client, &v1alpha1.AgentHarness{}, ns)
 		})
 	}
@@ -173,10 +183,10 @@ func externalHarness(ns, name string) *v1alpha1.AgentHarness {
 // writing the answer), and the manager's CPU and its webhook server's TLS
 // handshakes per create. It starts on a settled system (settle) and
 // returns the creates per second it reached.
-func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string, newObject func() client.Object) float64 {
+func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, spans *webhookSpans, resource string, newObject func() client.Object) float64 {
 	c := o.Env.Client
 	settle(ctx, b, o.ManagerMetrics)
-	before := readAdmission(ctx, b, o, cs, resource)
+	before := readAdmission(ctx, b, o, cs, spans, resource)
 	latencies := make([]time.Duration, b.N)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -202,7 +212,7 @@ func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs 
 	close(next)
 	wg.Wait()
 	b.StopTimer()
-	after := readAdmission(ctx, b, o, cs, resource)
+	after := readAdmission(ctx, b, o, cs, spans, resource)
 	if e := firstErr.Load(); e != nil {
 		b.Logf("%d of %d creates of %s refused, the first: %s", refused.Load(), b.N, resource, e)
 	}
@@ -210,7 +220,7 @@ func measureCreates(ctx context.Context, b *testing.B, o *testutil.Operator, cs 
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "create-p50-ms")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "create-p99-ms")
 	b.ReportMetric(float64(refused.Load()), "refused")
-	reportAdmission(b, "", before, after, b.N)
+	reportAdmission(ctx, b, spans, resource, "", before, after, b.N)
 	return float64(b.N) / after.counters.at.Sub(before.counters.at).Seconds()
 }
 
@@ -221,11 +231,13 @@ type admissionReading struct {
 	counters admissionCounters
 	webhooks histogram
 	handlers nativeHistogram
+	// spans is where the webhook spans that arrive later start.
+	spans int
 }
 
-func readAdmission(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, resource string) admissionReading {
+func readAdmission(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, spans *webhookSpans, resource string) admissionReading {
 	b.Helper()
-	var r admissionReading
+	r := admissionReading{spans: spans.mark()}
 	var err error
 	if r.counters, err = readAdmissionCounters(ctx, o.ManagerMetrics); err != nil {
 		b.Fatal(err)
@@ -241,11 +253,18 @@ func readAdmission(ctx context.Context, b *testing.B, o *testutil.Operator, cs k
 
 // reportAdmission reports the webhook and handler p50/p99 and the
 // per-create figures of the n creates between before and after, each
-// unit prefixed with prefix.
-func reportAdmission(b *testing.B, prefix string, before, after admissionReading, n int) {
+// unit prefixed with prefix: the webhooks' from the API server's histogram
+// (webhook-…) and from its spans, each call timed (webhook-span-…).
+func reportAdmission(ctx context.Context, b *testing.B, spans *webhookSpans, resource, prefix string, before, after admissionReading, n int) {
 	webhooks := after.webhooks.minus(before.webhooks)
 	b.ReportMetric(webhooks.quantile(0.5)*1000, prefix+"webhook-p50-ms")
 	b.ReportMetric(webhooks.quantile(0.99)*1000, prefix+"webhook-p99-ms")
+	calls, err := spans.durations(ctx, before.spans, resource, int(webhooks.total))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(quantileMs(calls, 0.5), prefix+"webhook-span-p50-ms")
+	b.ReportMetric(quantileMs(calls, 0.99), prefix+"webhook-span-p99-ms")
 	handlers := after.handlers.minus(before.handlers).cumulative()
 	b.ReportMetric(handlers.quantile(0.5)*1000, prefix+"handler-p50-ms")
 	b.ReportMetric(handlers.quantile(0.99)*1000, prefix+"handler-p99-ms")

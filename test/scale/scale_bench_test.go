@@ -102,7 +102,14 @@ var scaleSizes = []int{1000, 5000, 10000}
 //   - manager-ready-rss-MiB, manager-ready-peak-MiB: the manager's VmRSS
 //     and VmHWM once all are Ready and settled (the peak of the creations,
 //     before any change); manager-rss-MiB, manager-peak-MiB (VmRSS, VmHWM) and
-//     dispatcher-rss-MiB at the end, after the changes.
+//     dispatcher-rss-MiB at the end, after the changes;
+//   - manager-live-heap-MiB: the manager's Go heap after a forced
+//     collection; then, during one more change (scale-all back to codex),
+//     at the sample of the highest VmRSS: manager-change-rss-MiB and its
+//     parts manager-change-file-MiB (the binary's pages),
+//     -heap-inuse-MiB, -heap-unreleased-MiB, -stacks-MiB, and
+//     manager-change-heap-goal-MiB (measureManagerMemory; with BENCH_OUT
+//     set, the heap profiles around that change).
 //
 // One sample session of the changed group and one of another are checked
 // to say in their status which runtime applies and why (a failure, not a
@@ -214,6 +221,11 @@ func runScale(b *testing.B, n int) scalePoint {
 	merge, err := measureManagerWriteCPU(ctx, c, w, pids, min(n, floorWrites), armMergePatch)
 	fail("measure the API server's CPU per plain merge patch", err)
 	p.PlainApplyCPUMs, p.PlainMergeCPUMs = ms(apply), ms(merge)
+	// Last, since its readings and forced collection cost the manager CPU
+	// and its change moves VmHWM.
+	fail("settle", w.quiet(ctx, settleQuiet))
+	p.Memory, err = measureManagerMemory(ctx, c, w, o, n)
+	fail("the manager's memory during a change", err)
 	return p
 }
 

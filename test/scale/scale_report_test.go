@@ -88,6 +88,9 @@ type scalePoint struct {
 	// EventsPerAffectedSession: PolicyRuntimeChanged Events per session
 	// after the 100 % change (Events are writes to the API server too).
 	EventsPerAffectedSession float64 `json:"eventsPerAffectedSession"`
+	// Memory: where the manager's memory goes during one more change,
+	// measured last.
+	Memory managerMemory `json:"managerMemory"`
 }
 
 // floors sets the API-server floors of the two changes from the measured
@@ -125,6 +128,9 @@ func (p scalePoint) report(b *testing.B) {
 		{p.perAffected("manager") / p.PlainApplyCPUMs, "fanout-operator-cpu-ratio"},
 		{p.PlainMergeCPUMs / p.PlainApplyCPUMs, "fanout-merge-apiserver-cpu-ratio"},
 		{p.ManagerReadyRSSMiB, "manager-ready-rss-MiB"}, {p.ManagerReadyPeakMiB, "manager-ready-peak-MiB"}, {p.ManagerRSSMiB, "manager-rss-MiB"}, {p.ManagerPeakRSSMiB, "manager-peak-MiB"}, {p.DispatcherRSSMiB, "dispatcher-rss-MiB"},
+		{p.Memory.LiveHeap, "manager-live-heap-MiB"}, {p.Memory.RSS, "manager-change-rss-MiB"}, {p.Memory.File, "manager-change-file-MiB"},
+		{p.Memory.HeapInuse, "manager-change-heap-inuse-MiB"}, {p.Memory.HeapUnreleased, "manager-change-heap-unreleased-MiB"},
+		{p.Memory.Stacks, "manager-change-stacks-MiB"}, {p.Memory.HeapGoal, "manager-change-heap-goal-MiB"},
 	} {
 		b.ReportMetric(m.value, m.unit)
 	}
