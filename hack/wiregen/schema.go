@@ -42,6 +42,22 @@ var events = map[string]any{
 	wire.EventMedia:            wire.NativeMedia{},
 }
 
+// values are the wire package's numeric constants that clients read as
+// values, not only as types (the completion bounds the plugin keeps its
+// context within).
+var values = []struct {
+	name  string
+	value int
+}{
+	{"MaxCompletionMessages", wire.MaxCompletionMessages},
+	{"MaxCompletionBytes", wire.MaxCompletionBytes},
+}
+
+// valueKeyword marks a definition whose const is a value of the API as
+// well as a type: clients/openclaw/scripts/wire-ts.mjs exports it as a
+// TypeScript constant of the definition's name.
+const valueKeyword = "x-value"
+
 var rawMessage = reflect.TypeFor[json.RawMessage]()
 
 // fieldEnums close plain string fields whose values are a group of untyped
@@ -161,6 +177,27 @@ func Schema(root string) ([]byte, error) {
 		"An OpenClaw tool the plugin declares safe to deny (conversationToolPolicySafeDenyTools)."); err != nil {
 		return nil, err
 	}
+	natives := src.untyped(wirePkg, "NativeTool")
+	if err := constants(defs, natives, "NativeToolId",
+		"A tool Codex runs natively on the cluster, by its canonical OpenClaw tool id."); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(natives))
+	for i, c := range natives {
+		ids[i] = c.value
+	}
+	defs["NativeToolIds"] = value(&jsonschema.Schema{
+		Type: "array", Items: &jsonschema.Schema{Ref: "#/$defs/NativeToolId"}, Const: ids,
+		Description: "The tools Codex runs natively on the cluster (the NativeTool* constants, in their order): " +
+			"their output reaches the model without any tool-result middleware of the gateway.",
+	})
+	for _, v := range values {
+		doc, ok := src.comments[wirePkg+"."+v.name]
+		if !ok {
+			return nil, fmt.Errorf("hack/wiregen's values name %s, which is no constant of the wire package", v.name)
+		}
+		defs[v.name] = value(&jsonschema.Schema{Type: "integer", Const: v.value, Description: doc})
+	}
 	for _, d := range defs {
 		if d.Properties == nil {
 			continue
@@ -204,6 +241,12 @@ func constants(defs jsonschema.Definitions, cs []constant, group, doc string) er
 	}
 	defs[group] = enumOf(doc, cs)
 	return nil
+}
+
+// value marks s as a value of the API (valueKeyword).
+func value(s *jsonschema.Schema) *jsonschema.Schema {
+	s.Extras = map[string]any{valueKeyword: true}
+	return s
 }
 
 func enumOf(doc string, cs []constant) *jsonschema.Schema {

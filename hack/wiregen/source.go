@@ -14,7 +14,8 @@ import (
 // source is what the generator reads from a package's Go files besides its
 // types: doc comments and string constants. Reflection sees neither.
 type source struct {
-	// comments are keyed "pkgpath.Type" and "pkgpath.Type.Field".
+	// comments are keyed "pkgpath.Type", "pkgpath.Type.Field" and
+	// "pkgpath.Const".
 	comments map[string]string
 	// consts are the string constants in file and declaration order.
 	consts []constant
@@ -77,6 +78,7 @@ func (s *source) decl(g *ast.GenDecl, pkg string) {
 				typ = id.Name
 			}
 			for i, n := range sp.Names {
+				s.comments[pkg+"."+n.Name] = doc
 				if i >= len(sp.Values) {
 					continue
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +49,8 @@ func TestSchemaFollowsTheWirePackage(t *testing.T) {
 	var s struct {
 		Defs map[string]struct {
 			Enum       []string                   `json:"enum"`
-			Const      string                     `json:"const"`
+			Const      any                        `json:"const"`
+			Value      bool                       `json:"x-value"`
 			Properties map[string]json.RawMessage `json:"properties"`
 			Required   []string                   `json:"required"`
 		} `json:"$defs"`
@@ -84,6 +86,19 @@ func TestSchemaFollowsTheWirePackage(t *testing.T) {
 	}
 	if got := s.Defs["RouteToolResults"].Const; got != wire.RouteToolResults {
 		t.Errorf("RouteToolResults = %q", got)
+	}
+	// The values the plugin reads: the native tools in their constants'
+	// order, and the completion bounds.
+	natives := []any{wire.NativeToolExec, wire.NativeToolProcess, wire.NativeToolApplyPatch, wire.NativeToolWebSearch,
+		wire.NativeToolViewImage, wire.NativeToolImageGenerate, wire.NativeToolCodeExecution, wire.NativeToolSpawnAgent}
+	for name, want := range map[string]any{
+		"NativeToolIds":         natives,
+		"MaxCompletionMessages": float64(wire.MaxCompletionMessages),
+		"MaxCompletionBytes":    float64(wire.MaxCompletionBytes),
+	} {
+		if d := s.Defs[name]; !d.Value || !reflect.DeepEqual(d.Const, want) {
+			t.Errorf("%s: const %v (x-value %t), want the value %v", name, d.Const, d.Value, want)
+		}
 	}
 	// Embedded structs are flat, as encoding/json sends them.
 	tr := s.Defs["TurnRequest"].Properties

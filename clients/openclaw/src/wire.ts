@@ -297,6 +297,100 @@ export type Header =
  */
 export type LastEventIDHeader = "Last-Event-ID";
 /**
+ * MaxCompletionBytes bounds the summed text of a completion request's
+ * prompt, instructions and messages.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "MaxCompletionBytes".
+ */
+export type MaxCompletionBytes = 4194304;
+/**
+ * MaxCompletionMessages bounds a completion request's messages[].
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "MaxCompletionMessages".
+ */
+export type MaxCompletionMessages = 1000;
+/**
+ * NativeToolApplyPatch: Codex's file edits (a fileChange item).
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolApplyPatch".
+ */
+export type NativeToolApplyPatch = "apply_patch";
+/**
+ * NativeToolCodeExecution: Codex's code mode.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolCodeExecution".
+ */
+export type NativeToolCodeExecution = "code_execution";
+/**
+ * NativeToolExec: Codex's shell (exec_command; a commandExecution item).
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolExec".
+ */
+export type NativeToolExec = "exec";
+/**
+ * A tool Codex runs natively on the cluster, by its canonical OpenClaw tool id.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolId".
+ */
+export type NativeToolId =
+  | "exec"
+  | "process"
+  | "apply_patch"
+  | "web_search"
+  | "view_image"
+  | "image_generate"
+  | "code_execution"
+  | "spawn_agent";
+/**
+ * The tools Codex runs natively on the cluster (the NativeTool* constants, in their order): their output reaches the model without any tool-result middleware of the gateway.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolIds".
+ */
+export type NativeToolIds = NativeToolId[];
+/**
+ * NativeToolImageGenerate: Codex's image generation (an imageGeneration
+ * item).
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolImageGenerate".
+ */
+export type NativeToolImageGenerate = "image_generate";
+/**
+ * NativeToolProcess: Codex's write_stdin to a running command.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolProcess".
+ */
+export type NativeToolProcess = "process";
+/**
+ * NativeToolSpawnAgent: Codex's sub-agents.
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolSpawnAgent".
+ */
+export type NativeToolSpawnAgent = "spawn_agent";
+/**
+ * NativeToolViewImage: Codex's view_image (an imageView item).
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolViewImage".
+ */
+export type NativeToolViewImage = "view_image";
+/**
+ * NativeToolWebSearch: Codex's web search (a webSearch item).
+ *
+ * This interface was referenced by `DispatcherWire`'s JSON-Schema
+ * via the `definition` "NativeToolWebSearch".
+ */
+export type NativeToolWebSearch = "web_search";
+/**
  * ProxyAuthorizationHeader carries the bearer token of a request that
  * comes through the Kubernetes API server's service proxy
  * (/api/v1/namespaces/{ns}/services/https:{name}:https/proxy/…). The API
@@ -2516,3 +2610,8 @@ export interface UserInputAnswer {
     [k: string]: UserInputValue | undefined;
   };
 }
+
+// The values of the definitions marked x-value, each typed by its definition.
+export const MaxCompletionBytes: Readonly<MaxCompletionBytes> = 4194304;
+export const MaxCompletionMessages: Readonly<MaxCompletionMessages> = 1000;
+export const NativeToolIds: Readonly<NativeToolIds> = ["exec","process","apply_patch","web_search","view_image","image_generate","code_execution","spawn_agent"];

@@ -17,10 +17,10 @@ import (
 // never truncated — the harness SDK forbids dropping history from a frozen
 // transcript.
 const (
-	// MaxCompletionMessages bounds messages[].
+	// MaxCompletionMessages bounds a completion request's messages[].
 	MaxCompletionMessages = 1000
-	// MaxCompletionBytes bounds the summed text of prompt, instructions
-	// and messages.
+	// MaxCompletionBytes bounds the summed text of a completion request's
+	// prompt, instructions and messages.
 	MaxCompletionBytes = 4 << 20
 )
 

@@ -55,7 +55,7 @@ func (t *Turn) relay(ev appserver.Event) {
 		t.emit(a)
 	case appserver.CommandOutputDelta:
 		a := agentEvent(wire.StreamTool, wire.PhaseUpdate, e.ItemID, "")
-		a.Agent.Tool, a.Agent.CallID, a.Agent.Text = "exec", e.ItemID, e.Delta
+		a.Agent.Tool, a.Agent.CallID, a.Agent.Text = wire.NativeToolExec, e.ItemID, e.Delta
 		t.emit(a)
 	case appserver.TokenUsageUpdated:
 		if !t.usageSeen {
@@ -322,7 +322,7 @@ func describeNative(it appserver.Item) (native, bool) {
 	}
 	switch it.Type {
 	case "commandExecution":
-		n.tool = "exec"
+		n.tool = wire.NativeToolExec
 		n.args, _ = json.Marshal(map[string]string{"command": it.Command, "cwd": raw.Cwd})
 		if it.AggregatedOutput != nil {
 			n.output = *it.AggregatedOutput
@@ -340,7 +340,7 @@ func describeNative(it appserver.Item) (native, bool) {
 			n.failure.ExitCode = it.ExitCode
 		}
 	case "fileChange":
-		n.tool = "apply_patch"
+		n.tool = wire.NativeToolApplyPatch
 		n.args, _ = json.Marshal(map[string]json.RawMessage{"changes": raw.Changes})
 		n.output = it.Status
 		switch it.Status {
@@ -363,14 +363,14 @@ func describeNative(it appserver.Item) (native, bool) {
 			n.output = msg
 		}
 	case "webSearch":
-		n.tool = "web_search"
+		n.tool = wire.NativeToolWebSearch
 		n.args, _ = json.Marshal(map[string]string{"query": raw.Query})
 		n.output = string(raw.Result)
 	case "imageView":
-		n.tool = "view_image"
+		n.tool = wire.NativeToolViewImage
 		n.args, _ = json.Marshal(map[string]string{"path": raw.Path})
 	case "imageGeneration":
-		n.tool = "image_generate"
+		n.tool = wire.NativeToolImageGenerate
 		n.args, _ = json.Marshal(map[string]string{"prompt": deref(raw.RevisedPrompt)})
 		switch {
 		case it.Status == "failed" || len(raw.Failure) > 0 && string(raw.Failure) != "null":
@@ -403,7 +403,7 @@ func describeNative(it appserver.Item) (native, bool) {
 // why. Either way n.output, the tool result's transcript text, says what
 // became of it. Nil for every other item.
 func (t *Turn) deliverImage(callID string, n *native) *wire.NativeMedia {
-	if n.tool != "image_generate" || n.failure != nil {
+	if n.tool != wire.NativeToolImageGenerate || n.failure != nil {
 		return nil
 	}
 	media, err := nativeImage(callID, n.tool, n.image, wire.NativeMediaMaxBytes)

@@ -160,9 +160,9 @@ func requestID(p approvalParams) string {
 func requestTool(method string) string {
 	switch method {
 	case appserver.MethodCommandApproval, appserver.MethodExecCommandApproval:
-		return "exec"
+		return wire.NativeToolExec
 	case appserver.MethodFileApproval, appserver.MethodApplyPatchApproval:
-		return "apply_patch"
+		return wire.NativeToolApplyPatch
 	case appserver.MethodElicitation:
 		return "mcp"
 	case appserver.MethodUserInput:
