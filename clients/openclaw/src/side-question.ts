@@ -34,7 +34,7 @@ import { completionAnswer, completionFailure } from "./completion-answer.js";
 import { type RouteInput, routeFacts, type SupportOnlyFacts } from "./route-facts.js";
 import { sessionName } from "./session-name.js";
 import type { ConversationText } from "./transcript-marker.js";
-import type * as wire from "./wire.js";
+import * as wire from "./wire.js";
 
 export type SideQuestionParams = Parameters<NonNullable<AgentHarnessV2["runSideQuestion"]>>[0];
 export type SideQuestionResult = Awaited<ReturnType<NonNullable<AgentHarnessV2["runSideQuestion"]>>>;
@@ -52,12 +52,6 @@ export type SideQuestionDeps = {
 };
 
 const OPERATION = "side question";
-
-// The dispatcher's bounds on a completion (wire.MaxCompletionMessages,
-// wire.MaxCompletionBytes over prompt, instructions and messages): more is
-// its 400, so the context keeps the newest messages within them.
-export const MAX_CONTEXT_MESSAGES = 1000;
-export const MAX_COMPLETION_BYTES = 4 << 20;
 
 // The transport api the answer names when OpenClaw prepared no concrete route.
 const HARNESS_API = "harness-operator";
@@ -95,9 +89,10 @@ export function sideQuestionContext(recent: readonly ConversationText[], reserve
   if (texts.at(-1)?.role === "user") inFlight = texts.pop()?.text;
   let bytes = reservedBytes + (inFlight === undefined ? 0 : Buffer.byteLength(inFlight));
   let start = texts.length;
-  while (start > 0 && texts.length - start < MAX_CONTEXT_MESSAGES) {
+  // The dispatcher's bounds on a completion: more is its 400.
+  while (start > 0 && texts.length - start < wire.MaxCompletionMessages) {
     const size = Buffer.byteLength(texts[start - 1]?.text ?? "");
-    if (bytes + size > MAX_COMPLETION_BYTES) break;
+    if (bytes + size > wire.MaxCompletionBytes) break;
     bytes += size;
     start--;
   }
@@ -132,7 +127,7 @@ async function sideQuestion(p: SideQuestionParams, deps: SideQuestionDeps): Prom
   const sessionKey = p.sessionKey?.trim();
   if (!agentId || !sessionKey) refuse("OpenClaw named no agent or session key to read the conversation of", "No active session context.");
   const read = deps.readConversation ?? readRecentUserAssistantTextForSession;
-  const query: Parameters<ReadSessionText>[0] = { agentId, sessionKey, limit: MAX_CONTEXT_MESSAGES + 1 };
+  const query: Parameters<ReadSessionText>[0] = { agentId, sessionKey, limit: wire.MaxCompletionMessages + 1 };
   if (p.storePath !== undefined) query.storePath = p.storePath;
   const recent = await read(query);
   const reserved = Buffer.byteLength(SIDE_QUESTION_INSTRUCTIONS) + Buffer.byteLength(sideQuestionPrompt(p.question)) + 256;

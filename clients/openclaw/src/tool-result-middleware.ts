@@ -27,22 +27,20 @@ import {
   type OpenClawAgentToolResult,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 
+import { NativeToolIds } from "./wire.js";
+
 /** The middleware runtime of cluster turns: the cluster's harness is Codex. */
 export const CLUSTER_MIDDLEWARE_RUNTIME = "codex";
 
 /**
- * The canonical OpenClaw tool ids of the tools Codex runs natively on the
- * cluster, as a middleware matcher names them: the names the dispatcher's
- * stream reports for native tools (exec, apply_patch, web_search,
- * view_image, image_generate), and Codex's other native tools (its
- * write_stdin as process, code mode as code_execution, sub-agents as
- * spawn_agent, the name OpenClaw's own Codex harness gives them). A native
- * MCP tool is reported as `<server>__<tool>`: any matcher entry of that
- * shape counts as native too (nativeMcpShaped).
+ * The tools Codex runs natively on the cluster, as a middleware matcher
+ * names them: the wire package's NativeTool* constants (the names the
+ * dispatcher's stream reports for native tools, and the names OpenClaw's
+ * own Codex harness gives Codex's other native tools). A native MCP tool
+ * is reported as `<server>__<tool>`: any matcher entry of that shape counts
+ * as native too (nativeMcpShaped).
  */
-export const NATIVE_TOOL_IDS: readonly string[] = [
-  "exec", "process", "apply_patch", "web_search", "view_image", "image_generate", "code_execution", "spawn_agent",
-];
+const NATIVE_TOOL_IDS: ReadonlySet<string> = new Set(NativeToolIds);
 
 const REGISTRY_STATE = Symbol.for("openclaw.pluginRegistryState");
 
@@ -171,7 +169,7 @@ export function nativeCoverage(reg: RegisteredMiddleware): string[] {
       continue;
     }
     for (const name of s.matcher) {
-      if (NATIVE_TOOL_IDS.includes(name)) add(s.pluginId, name);
+      if (NATIVE_TOOL_IDS.has(name)) add(s.pluginId, name);
       else if (nativeMcpShaped(name)) add(s.pluginId, `${name} (an MCP tool's name)`);
     }
   }

@@ -7,8 +7,6 @@ import { DispatcherClient } from "../src/client.js";
 import { createHarness } from "../src/harness.js";
 import { sessionName } from "../src/session-name.js";
 import {
-  MAX_COMPLETION_BYTES,
-  MAX_CONTEXT_MESSAGES,
   type ReadSessionText,
   runSideQuestion,
   SIDE_QUESTION_INSTRUCTIONS,
@@ -16,6 +14,7 @@ import {
   sideQuestionContext,
 } from "../src/side-question.js";
 import type { ConversationText } from "../src/transcript-marker.js";
+import { MaxCompletionBytes as MAX_COMPLETION_BYTES, MaxCompletionMessages as MAX_CONTEXT_MESSAGES } from "../src/wire.js";
 import { jsonError, startLoopback } from "./loopback.js";
 
 const route = { provider: "openai", modelId: "stub-model", api: "openai-responses", baseUrl: "https://api.openai.com/v1", authRequirement: "subscription", requestTransportOverrides: "none" };
