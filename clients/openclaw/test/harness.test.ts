@@ -12,27 +12,16 @@ import { createHarness, HARNESS_ID } from "../src/harness.js";
 import { memoryMarkers } from "../src/transcript-marker.js";
 import { attemptParams as params } from "./attempt-fixtures.js";
 import { fakeHost, tool } from "./host.js";
-import { accepted, jsonError, startLoopback, write } from "./loopback.js";
+import { accepted, jsonError, startLoopback, startToolTurn, write } from "./loopback.js";
 
 test("a turn runs through the dispatcher: the attempt's tools are offered, a call runs through OpenClaw's tool surface, deltas stream into OpenClaw, and the result names this harness", { timeout: 30_000 }, async () => {
-  let turn: ServerResponse | undefined;
-  const lb = await startLoopback((req, res) => {
-    if (req.path.endsWith("/turns")) {
-      turn = res;
-      res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
-      write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt", harnessId: "codex", runtime: "codex" });
-      write(res, 2, "tool_call", { callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } });
-      return;
-    }
-    // The tool's answer arrived: the turn goes on to its end.
-    accepted(res);
-    assert.ok(turn !== undefined);
-    write(turn, 3, "tool_terminal", { callId: "call_3", tool: "get_weather", executionStarted: true, outcome: "success" });
-    write(turn, 4, "partial", { itemId: "msg_5", delta: "got " });
-    write(turn, 5, "partial", { itemId: "msg_5", delta: "18°C" });
-    write(turn, 6, "result", { runId: "gw-weather-0001", assistantTexts: ["got 18°C"], terminal: { kind: "ok" }, agentHarnessId: "codex" });
-    turn.end();
-  });
+  // Once the tool's answer arrived, the turn goes on to its end.
+  const lb = await startToolTurn([
+    [3, "tool_terminal", { callId: "call_3", tool: "get_weather", executionStarted: true, outcome: "success" }],
+    [4, "partial", { itemId: "msg_5", delta: "got " }],
+    [5, "partial", { itemId: "msg_5", delta: "18°C" }],
+    [6, "result", { runId: "gw-weather-0001", assistantTexts: ["got 18°C"], terminal: { kind: "ok" }, agentHarnessId: "codex" }],
+  ]);
   try {
     const partials: string[] = [];
     const weather = tool("get_weather", async (_id, args) => ({

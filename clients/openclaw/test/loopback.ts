@@ -1,5 +1,6 @@
 // A loopback HTTPS server standing in for the dispatcher in client tests,
 // with a self-signed certificate for 127.0.0.1 made by openssl for this run.
+import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
@@ -81,4 +82,27 @@ export function accepted(res: ServerResponse, body: Record<string, unknown> = {}
 /** Writes one event of a stream that stays open. */
 export function write(res: ServerResponse, id: number, event: string, data: unknown): void {
   res.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+/**
+ * A dispatcher whose turn (run gw-weather-0001 on Codex, turn token "tt")
+ * calls the host tool get_weather with {city: "Paris"} (call_3) and waits:
+ * once the tool's result is posted (answered 202), the turn's stream gets
+ * rest and ends.
+ */
+export function startToolTurn(rest: Array<[number, string, unknown]>): Promise<Loopback> {
+  let turn: ServerResponse | undefined;
+  return startLoopback((req, res) => {
+    if (req.path.endsWith("/turns")) {
+      turn = res;
+      res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
+      write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt", harnessId: "codex", runtime: "codex" });
+      write(res, 2, "tool_call", { callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } });
+      return;
+    }
+    accepted(res);
+    assert.ok(turn !== undefined, "a tool result came before the turn");
+    for (const [id, event, data] of rest) write(turn, id, event, data);
+    turn.end();
+  });
 }

@@ -1,6 +1,5 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { ServerResponse } from "node:http";
 
 import {
   AgentHarnessPreflightError,
@@ -20,7 +19,7 @@ import {
 import { runHostTool } from "../src/tools.js";
 import { attemptParams as params } from "./attempt-fixtures.js";
 import { fakeHost, tool } from "./host.js";
-import { accepted, startLoopback, write } from "./loopback.js";
+import { accepted, startLoopback, startToolTurn } from "./loopback.js";
 
 // OpenClaw's active plugin registry, with these middleware registrations
 // and owners, and its registry state (Symbol.for("openclaw.pluginRegistryState")).
@@ -207,20 +206,7 @@ async function withRegistry<T>(registry: unknown, run: () => Promise<T>): Promis
 }
 
 test("a middleware registered in OpenClaw's registry rewrites the host tool's result the dispatcher receives", { timeout: 30_000 }, async () => {
-  let turn: ServerResponse | undefined;
-  const lb = await startLoopback((req, res) => {
-    if (req.path.endsWith("/turns")) {
-      turn = res;
-      res.writeHead(200, { "Content-Type": "text/event-stream", "X-Harness-Run-Id": "gw-weather-0001" });
-      write(res, 1, "selected", { runId: "gw-weather-0001", turnToken: "tt", harnessId: "codex", runtime: "codex" });
-      write(res, 2, "tool_call", { callId: "call_3", tool: "get_weather", arguments: { city: "Paris" } });
-      return;
-    }
-    accepted(res);
-    assert.ok(turn !== undefined);
-    write(turn, 3, "result", { runId: "gw-weather-0001", assistantTexts: ["ok"], terminal: { kind: "ok" }, agentHarnessId: "codex" });
-    turn.end();
-  });
+  const lb = await startToolTurn([[3, "result", { runId: "gw-weather-0001", assistantTexts: ["ok"], terminal: { kind: "ok" }, agentHarnessId: "codex" }]]);
   try {
     const seen: Array<[AgentToolResultMiddlewareEvent, AgentToolResultMiddlewareContext]> = [];
     const reg = { ...registration("probe", ["codex"], ["get_weather"]), handler: rewriter(seen) };
