@@ -12,8 +12,10 @@
 # largest size to manager-heap.txt: the live heap after a forced collection
 # by allocation site, then the bytes allocated during one more policy
 # change (the profile after it, less the one before). Each part is written
-# only when its profiles are there. `make bench-dispatcher` and the scale
-# section of `make bench` run it.
+# only when its profiles are there; so are the CPU profiles of
+# kube-apiserver and the manager during BenchmarkAdmission's paced runs at
+# its largest size, to admission-cpu.txt. `make bench-dispatcher` and the
+# admission and scale sections of `make bench` run it.
 set -euo pipefail
 
 mkdir -p "$2"
@@ -66,7 +68,7 @@ fi
 # The manager at the largest size BenchmarkOperatorScale ran
 # (manager-heap-<sessions>-before/after.pprof; the profiles sample one
 # allocation per 512 KiB, Go's default).
-largest=$(ls manager-heap-*-before.pprof 2>/dev/null | sed -E 's/manager-heap-([0-9]+)-before.pprof/\1/' | sort -n | tail -1)
+largest=$(compgen -G "manager-heap-*-before.pprof" | sed -E 's/manager-heap-([0-9]+)-before.pprof/\1/' | sort -n | tail -1 || true)
 if [[ -n "$largest" && -f "manager-heap-$largest-after.pprof" ]]; then
   before="manager-heap-$largest-before.pprof" after="manager-heap-$largest-after.pprof"
   {
@@ -77,4 +79,23 @@ if [[ -n "$largest" && -f "manager-heap-$largest-after.pprof" ]]; then
     top -top -nodecount=15 -sample_index=alloc_space -base "$before" "$after"
     top -top -cum -nodecount=25 -sample_index=alloc_space -base "$before" "$after"
   } >"$docs/manager-heap.txt"
+fi
+
+# kube-apiserver and the manager during the paced admission runs
+# (admission-<process>-cpu-<resource>.pprof): each by cumulative share,
+# and the API server's share spent calling the webhooks.
+if compgen -G "admission-*-cpu-*.pprof" >/dev/null; then
+  {
+    for resource in agentsessions agentharnesses; do
+      for process in apiserver manager; do
+        f="admission-$process-cpu-$resource.pprof"
+        [[ -f "$f" ]] || continue
+        top -top -cum -nodecount=25 "$f"
+      done
+      f="admission-apiserver-cpu-$resource.pprof"
+      if [[ -f "$f" ]]; then
+        top -top -cum -nodecount=25 -focus='admission/plugin/webhook' "$f"
+      fi
+    done
+  } >"$docs/admission-cpu.txt"
 fi

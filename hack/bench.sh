@@ -28,7 +28,8 @@ SECTIONS=(
        else echo 'bench: hack/bench-instructions.sh absent: no instr/op'; fi"
   "engine|go test -run '^\$' -bench 'BenchmarkTurnStatusWrites\$' -benchtime 20x -count=1 ./internal/dispatcher/engine/"
   "journal|go test -run '^\$' -bench 'BenchmarkTurnFsyncs\$' -benchtime 200x -count=1 ./internal/dispatcher/store/journal/"
-  "admission|go test -run '^\$' -bench 'BenchmarkAdmission\$' -benchtime 1000x -count=1 -timeout=30m ./test/scale/"
+  "admission|go test -run '^\$' -bench 'BenchmarkAdmission\$' -benchtime 1000x -count=1 -timeout=30m ./test/scale/ \
+    && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks"
   "dispatcher|go test -v -run '^\$' -bench 'BenchmarkDispatcherProcess\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \
     && cp \"\${BENCH_OUT}/dispatcher-process.json\" docs/benchmarks/ \
     && go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \

@@ -52,7 +52,9 @@ const admissionConcurrency = 50
 // paced to use pacedUtilisation of the machine, reports the
 // same figures prefixed "paced-" and the utilisation they ran at
 // (measurePaced): the latencies a webhook has when it is not queueing for
-// a saturated machine.
+// a saturated machine. With BENCH_OUT set, the paced runs at the largest
+// size also profile the CPU of kube-apiserver and the manager
+// (profileAdmission).
 func BenchmarkAdmission(b *testing.B) {
 	discardClientLogs()
 	spans, err := startWebhookSpans()
@@ -98,7 +100,7 @@ func BenchmarkAdmission(b *testing.B) {
 				}
 			}
 			rate := measureCreates(ctx, b, o, cs, spans, "agentsessions", newSession)
-			measurePaced(ctx, b, o, cs, spans, "agentsessions", b.N, rate, newSession)
+			measurePaced(ctx, b, o, cs, spans, "agentsessions", b.N, rate, newSession, grow == sizes[len(sizes)-1])
 			deleteArm(ctx, b, o.Env.Client, &v1alpha1.AgentSession{}, ns)
 		})
 		b.Run("AgentHarness/existing="+strconv.Itoa(grow), func(b *testing.B) {
@@ -109,7 +111,7 @@ func BenchmarkAdmission(b *testing.B) {
 				return h
 			}
 			rate := measureCreates(ctx, b, o, cs, spans, "agentharnesses", newHarness)
-			measurePaced(ctx, b, o, cs, spans, "agentharnesses", b.N, rate, newHarness)
+			measurePaced(ctx, b, o, cs, spans, "agentharnesses", b.N, rate, newHarness, grow == sizes[len(sizes)-1])
 			deleteArm(ctx, b, o.Env.Client, &v1alpha1.AgentHarness{}, ns)
 		})
 	}

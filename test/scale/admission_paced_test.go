@@ -246,12 +246,21 @@ var pacedBand = [2]float64{0.3, 0.5}
 // outside pacedBand is repeated at the rate that, at the CPU per create it
 // measured above the background, uses pacedUtilisation, up to pacedTries
 // runs (paced-runs).
-func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, spans *webhookSpans, resource string, n int, saturated float64, newObject func() client.Object) {
+func measurePaced(ctx context.Context, b *testing.B, o *testutil.Operator, cs kubernetes.Interface, spans *webhookSpans, resource string, n int, saturated float64, newObject func() client.Object, profile bool) {
 	rate := pacedStart * saturated
 	for run := 1; ; run++ {
 		background := settle(ctx, b, o.ManagerMetrics)
 		before := readAdmission(ctx, b, o, cs, spans, resource)
+		var profiled func() error
+		if out := os.Getenv("BENCH_OUT"); profile && out != "" {
+			profiled = profileAdmission(ctx, o, cs, out, resource, time.Duration(float64(n)/rate*float64(time.Second)))
+		}
 		latencies, refused := createPaced(ctx, o, n, rate, newObject)
+		if profiled != nil {
+			if err := profiled(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		after := readAdmission(ctx, b, o, cs, spans, resource)
 		tree, machine := before.counters.utilisation(after.counters)
 		b.Logf("paced run %d of %s: %.1f creates/s, machine utilisation %.2f (%.2f before it)", run, resource, rate, machine, background)
@@ -309,4 +318,50 @@ func createPaced(ctx context.Context, o *testutil.Operator, n int, rate float64,
 	wg.Wait()
 	slices.Sort(latencies)
 	return latencies, refused
+}
+
+// profileAdmission profiles the CPU of kube-apiserver and of the manager
+// for the paced run's expected length d (at least a second), both at
+// once, into out/admission-<process>-cpu-<resource>.pprof (a later run of
+// the same arm replaces them), and returns a function that waits for both
+// and says whether they were written. Go's profiler samples 100 times a
+// second, which costs each process about a percent of its CPU.
+func profileAdmission(ctx context.Context, o *testutil.Operator, cs kubernetes.Interface, out, resource string, d time.Duration) func() error {
+	seconds := strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() {
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).DoRaw(ctx)
+		if err != nil {
+			errs[0] = fmt.Errorf("profile kube-apiserver: %w", err)
+			return
+		}
+		errs[0] = os.WriteFile(filepath.Join(out, "admission-apiserver-cpu-"+resource+".pprof"), raw, 0o600)
+	})
+	wg.Go(func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.ManagerPprof+"/profile?seconds="+seconds, nil)
+		if err != nil {
+			errs[1] = err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			errs[1] = fmt.Errorf("profile the manager: %w", err)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("profile the manager: %s", resp.Status)
+		}
+		if err != nil {
+			errs[1] = err
+			return
+		}
+		errs[1] = os.WriteFile(filepath.Join(out, "admission-manager-cpu-"+resource+".pprof"), raw, 0o600)
+	})
+	return func() error {
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 }
