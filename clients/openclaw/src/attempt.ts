@@ -2,7 +2,8 @@
 // turn, the tools the host built and the gateway's turns since the
 // dispatcher's last one go into the turn's body; during it, each host tool
 // call, approval and question is answered with the turn token; after it, the
-// transcript marker moves on and OpenClaw's agent-end side effects run.
+// turn's messages are mirrored into OpenClaw's transcript, the transcript
+// marker moves on and OpenClaw's agent-end side effects run.
 import {
   type AgentHarnessAttemptParamsV2,
   type AgentHarnessAttemptResult,
@@ -20,6 +21,7 @@ import type { TurnAction, TurnProjection } from "./events.js";
 import { type AskUser, approvalAnswer, userInputAnswer } from "./native-requests.js";
 import { type HostToolMiddleware, hostToolMiddleware } from "./tool-result-middleware.js";
 import { hostTools, runHostTool, toolSurface } from "./tools.js";
+import { defaultMirrorDeps, type Mirrored, type MirrorDeps, mirrorTurn } from "./transcript-mirror.js";
 import {
   gatewayTranscript,
   MAX_MESSAGES,
@@ -43,6 +45,8 @@ export type AttemptDeps = {
   now?: () => number;
   /** Where a marker or transcript that could not be read or written is reported (OpenClaw's plugin logger). */
   logger?: Logger;
+  /** OpenClaw's transcript append and before_message_write hooks, for the turn's mirror. */
+  mirror?: MirrorDeps;
 };
 
 /** Where answers of the running turn go. */
@@ -81,6 +85,7 @@ export class Attempt {
       agentEnd: deps.agentEnd ?? runAgentEndSideEffects,
       now: deps.now ?? Date.now,
       logger: deps.logger ?? { warn: () => undefined },
+      mirror: deps.mirror ?? defaultMirrorDeps,
     };
     // A marker or transcript that cannot be read leaves the turn without the
     // gateway's messages: the session's thread continues as the dispatcher
@@ -157,11 +162,19 @@ export class Attempt {
     }
   }
 
-  /** After the turn: the marker moves on when the turn was journaled, and OpenClaw's agent-end side effects run. */
+  /**
+   * After the turn: its messages go into OpenClaw's transcript, the marker
+   * moves on when the turn was journaled, and OpenClaw's agent-end side
+   * effects run.
+   */
   async finish(p: TurnProjection, result: AgentHarnessAttemptResult, runId: string): Promise<void> {
+    const mirrored = "terminal" in result ? await this.mirror(result, runId) : undefined;
     if (p.selected !== undefined) {
+      // The turn's own texts in the transcript (what the mirror wrote), which
+      // the next turn does not send back as the gateway's.
+      const replies = mirrored?.assistantTexts ?? result.assistantTexts;
       const texts: Array<{ role: "user" | "assistant"; text: string }> = [{ role: "user", text: this.params.transcriptPrompt ?? this.params.prompt }];
-      for (const text of result.assistantTexts) texts.push({ role: "assistant", text });
+      for (const text of replies) texts.push({ role: "assistant", text });
       const next = nextMarker(this.marker, {
         runId,
         startedAtMs: this.startedAtMs,
@@ -176,6 +189,22 @@ export class Attempt {
       });
     }
     this.agentEnd(result);
+  }
+
+  // A mirror that fails leaves the transcript without (some of) the turn's
+  // messages, never the turn without its result: the answer is delivered
+  // as it is, and the result does not claim it is in the transcript.
+  private async mirror(result: Extract<AgentHarnessAttemptResult, { terminal: unknown }>, runId: string): Promise<Mirrored | undefined> {
+    try {
+      const mirrored = await mirrorTurn(this.params, result, runId, this.deps.mirror);
+      if (mirrored === undefined) this.deps.logger.warn(`harness-operator: session ${this.params.sessionId} changed during run ${runId}; its messages were not mirrored into OpenClaw's transcript`);
+      return mirrored;
+    } catch (err) {
+      delete result.assistantTranscriptOwned;
+      delete result.assistantTranscriptIdempotencyKey;
+      this.deps.logger.warn(`harness-operator: mirroring run ${runId} into OpenClaw's transcript of session ${this.params.sessionId} failed: ${(err as Error).message}`);
+      return undefined;
+    }
   }
 
   private agentEnd(result: AgentHarnessAttemptResult): void {
