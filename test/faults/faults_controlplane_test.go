@@ -114,23 +114,24 @@ func (c *campaign) controlPlaneFaults() []fault {
 			// recently, or one it cannot claim, is refused (AuthUnavailable,
 			// HarnessUnavailable), and the gateway waits it out. A running
 			// turn cannot write its session's status (activeTurn once it has
-			// run a while, lastTurn at its end): the dispatcher retries the
-			// write until it lands, and the session's next turn waits for
-			// it. Reviews cached, and selection read from an informer, a
-			// turn may need no refusal at all; the turns running across the
-			// outage still need their status writes.
+			// run a while, lastTurn and the counters at its end): the
+			// dispatcher retries the write until it lands, and the session's
+			// next turn waits for it. With reviews cached and selection read
+			// from an informer, an outage may refuse no turn at all; the
+			// turns running across it still need their status writes.
 			retried := statusRetries(c.t, d, from, to)
 			return func() (string, bool) {
 				refused := refusals(c.load.Refusals()) - refusedBefore
 				ends := retried[endStatusRetry]
-				// A retried end of a turn that never reaches its session's
-				// status is a turn lost to the session, not only no effect.
-				for _, id := range c.active.unrecorded(ends, time.Minute) {
-					c.t.Errorf("kube-apiserver restarted: turn %s's end never reached its session's status, though its write was retried", id)
+				// A retried end that never lands is a turn the session's
+				// status lost (its lastTurn and counters), not only no effect.
+				for _, id := range endsNotLanded(c.t, d, from, ends, time.Minute) {
+					c.t.Errorf("kube-apiserver restarted: the end status of turn %s was retried and did not land; the dispatcher logged:\n%s", id, logRecordsOf(d, from, id))
 				}
-				found := fmt.Sprintf("%s; %d turns refused and waited out; the status writes of %d turns failed while it was away and were retried (%d ends, each in its session's status since)",
-					ended, refused, len(retried[activeTurnRetry])+len(ends), len(ends))
-				return found, refused > 0 || len(retried[activeTurnRetry])+len(ends) > 0
+				writes := len(retried[activeTurnRetry]) + len(ends)
+				found := fmt.Sprintf("%s; %d turns refused and waited out; the status writes of %d turns failed while it was away and were retried, %d of them a turn's end, each landed since",
+					ended, refused, writes, len(ends))
+				return found, refused > 0 || writes > 0
 			}
 		})},
 		{webhookFault, func(strike func()) effect {
@@ -173,13 +174,18 @@ func (c *campaign) controlPlaneFaults() []fault {
 	}
 }
 
-// The dispatcher's log messages for a status write that failed and will be
-// tried again (internal/dispatcher/engine, writeStatus): the write of a
-// turn's activeTurn, given up once the turn ended, and the write of its end
-// (lastTurn), retried until it lands.
+// The dispatcher's log messages about a turn's status writes
+// (internal/dispatcher/engine: writeStatus, finish): a write that failed
+// and will be tried again, of the turn's activeTurn (given up once the turn
+// ended) or of its end (lastTurn and the counters, tried until it lands);
+// the prefix of the end's write given up (a retry cannot succeed, or the
+// session's lease was lost); and the turn's end, logged once the end's
+// write returned.
 const (
 	activeTurnRetry = "apply activeTurn failed; retrying"
 	endStatusRetry  = "apply turn status failed; retrying"
+	endStatusGiveUp = "apply turn status failed; not retried"
+	turnEnded       = "turn ended"
 )
 
 // logSize is where p's next log record begins.
@@ -191,32 +197,87 @@ func logSize(p *testutil.Process) int64 {
 	return fi.Size()
 }
 
-// statusRetries reads the records p logged from offset from to offset to
-// and returns the runIds of the turns whose status write failed there and
-// was retried, by the record's message (activeTurnRetry, endStatusRetry).
-func statusRetries(t *testing.T, p *testutil.Process, from, to int64) map[string][]string {
+// logRecord is what the campaign reads of a dispatcher's JSON log record.
+type logRecord struct {
+	Msg   string `json:"msg"`
+	RunID string `json:"runId"`
+}
+
+// turnRecords are the records about a turn that p logged from offset from
+// to offset to (-1: to the end); a line that is not a JSON record, or that
+// to cuts, is skipped.
+func turnRecords(t *testing.T, p *testutil.Process, from, to int64) []logRecord {
 	t.Helper()
-	f, err := os.Open(p.LogPath)
+	b, err := os.ReadFile(p.LogPath)
 	must(t, err)
-	defer func() { _ = f.Close() }()
-	b := make([]byte, to-from)
-	_, err = f.ReadAt(b, from)
-	must(t, err)
+	if to < 0 || to > int64(len(b)) {
+		to = int64(len(b))
+	}
+	var recs []logRecord
+	for _, line := range bytes.Split(b[min(from, to):to], []byte("\n")) {
+		var rec logRecord
+		if json.Unmarshal(line, &rec) == nil && rec.RunID != "" {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
+}
+
+// statusRetries returns the runIds of the turns whose status write p logged
+// as failed and retried from offset from to offset to, by the record's
+// message (activeTurnRetry, endStatusRetry).
+func statusRetries(t *testing.T, p *testutil.Process, from, to int64) map[string][]string {
 	byMsg, seen := map[string][]string{}, map[string]bool{}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var rec struct {
-			Msg   string `json:"msg"`
-			RunID string `json:"runId"`
-		}
-		if json.Unmarshal(line, &rec) != nil || rec.RunID == "" || (rec.Msg != activeTurnRetry && rec.Msg != endStatusRetry) {
-			continue // not a JSON record (or cut at to), or another record
-		}
-		if key := rec.Msg + "/" + rec.RunID; !seen[key] {
+	for _, rec := range turnRecords(t, p, from, to) {
+		key := rec.Msg + "/" + rec.RunID
+		if (rec.Msg == activeTurnRetry || rec.Msg == endStatusRetry) && !seen[key] {
 			seen[key] = true
 			byMsg[rec.Msg] = append(byMsg[rec.Msg], rec.RunID)
 		}
 	}
 	return byMsg
+}
+
+// endsNotLanded waits, up to timeout, until p has logged (from offset from
+// on) the end of each turn of runIDs, and returns those whose end status p
+// gave up on or whose end it has not logged by then. A turn's end is logged
+// after its end status's write returned, and that write, retried, returns
+// only once it landed or with a give-up record: a logged end without one is
+// an end status that landed.
+func endsNotLanded(t *testing.T, p *testutil.Process, from int64, runIDs []string, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		ended, gaveUp := map[string]bool{}, map[string]bool{}
+		for _, rec := range turnRecords(t, p, from, -1) {
+			ended[rec.RunID] = ended[rec.RunID] || rec.Msg == turnEnded
+			gaveUp[rec.RunID] = gaveUp[rec.RunID] || strings.HasPrefix(rec.Msg, endStatusGiveUp)
+		}
+		var not []string
+		for _, id := range runIDs {
+			if gaveUp[id] || !ended[id] {
+				not = append(not, id)
+			}
+		}
+		if len(not) == 0 || time.Now().After(deadline) {
+			return not
+		}
+		time.Sleep(100 * time.Millisecond) // the poll's interval; the log's records are the proof
+	}
+}
+
+// logRecordsOf is what p logged about turn runID from offset from on.
+func logRecordsOf(p *testutil.Process, from int64, runID string) string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil || int64(len(b)) < from {
+		return fmt.Sprintf("(log %s unreadable: %v)", p.LogPath, err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b[from:]), "\n") {
+		if strings.Contains(line, `"runId":"`+runID+`"`) {
+			out = append(out, fmt.Sprintf("%.1000s", line))
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // refusals is how many answers the gateways waited out in all.
