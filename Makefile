@@ -211,7 +211,7 @@ E2E_FAULT_INJECTIONS := 1
 test-long: test-faults load-replicas ## The long scenarios outside CI, isolated like make test: the whole fault campaign (test-faults) and the replicas' campaign (load-replicas).
 
 .PHONY: bench-admission
-bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end, from the API server's webhook metric and spans and from the manager's handler metric (BenchmarkAdmission; about 4 minutes; not part of CI).
+bench-admission: ## What the manager's admission webhooks cost a create: 50 creates in flight, AgentSessions and AgentHarnesses, with 0, 100 and 1,000 policies and harnesses already there; p50/p99 end to end, from the API server's webhook metric and spans and from the manager's handler metric (BenchmarkAdmission; about 22 minutes on an idle 2-core machine; not part of CI).
 	$(TEST_DEPS); go test -run '^$$' -bench Admission -benchtime 1000x -count=1 -timeout=30m ./test/scale/
 
 .PHONY: bench-scale
