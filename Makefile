@@ -242,7 +242,7 @@ bench-dispatcher: ## The dispatcher in its own process (BenchmarkDispatcherProce
 		cp "$(BENCH_OUT)/dispatcher-process.json" "$(BENCH_OUT)/dispatcher-concurrency.json" docs/benchmarks/
 
 .PHONY: bench
-bench: ## The benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 20 min on an idle 2-core machine: admission 4.5, dispatcher 6, operator scale 7.5, selection, engine, journal and store under 1 each; not part of CI).
+bench: ## The benchmarks one after another, then docs/benchmarks.md and its plots (hack/bench.sh; SECTIONS=… picks some; outputs, series and profiles kept in BENCH_OUT (default bin/bench); about 33 min on an idle 2-core machine: admission 22, dispatcher 4, operator scale 7, selection, engine, journal and store under 1 each; not part of CI).
 	$(TEST_DEPS); BENCH_OUT="$(BENCH_OUT)" hack/bench.sh $(SECTIONS)
 
 FUZZTIME ?= 10m
