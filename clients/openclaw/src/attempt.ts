@@ -21,7 +21,7 @@ import type { TurnAction, TurnProjection } from "./events.js";
 import { type AskUser, approvalAnswer, userInputAnswer } from "./native-requests.js";
 import { type HostToolMiddleware, hostToolMiddleware } from "./tool-result-middleware.js";
 import { hostTools, runHostTool, toolSurface } from "./tools.js";
-import { defaultMirrorDeps, type Mirrored, type MirrorDeps, mirrorTurn } from "./transcript-mirror.js";
+import { type Mirrored, type MirrorDeps, mirrorTurn } from "./transcript-mirror.js";
 import {
   gatewayTranscript,
   MAX_MESSAGES,
@@ -45,7 +45,11 @@ export type AttemptDeps = {
   now?: () => number;
   /** Where a marker or transcript that could not be read or written is reported (OpenClaw's plugin logger). */
   logger?: Logger;
-  /** OpenClaw's transcript append and before_message_write hooks, for the turn's mirror. */
+  /**
+   * OpenClaw's transcript append and before_message_write hooks, for the
+   * turn's mirror (openClawTranscript, from the plugin's entry). Without
+   * them nothing is mirrored: a harness made in a test writes no OpenClaw state.
+   */
   mirror?: MirrorDeps;
 };
 
@@ -62,7 +66,7 @@ export class Attempt {
 
   private constructor(
     private readonly params: AgentHarnessAttemptParamsV2,
-    private readonly deps: Required<AttemptDeps>,
+    private readonly deps: Required<Omit<AttemptDeps, "mirror">> & Pick<AttemptDeps, "mirror">,
     private readonly tools: AnyAgentTool[],
     private turnBody: TurnRequest,
     private readonly marker: TranscriptMarker | undefined,
@@ -78,15 +82,15 @@ export class Attempt {
       throw new AgentHarnessPreflightError("harness-operator: the attempt carries no hostCapabilities (an OpenClaw older than the plugin's pluginApi floor?)");
     }
     const tools = toolSurface(params);
-    const full = {
+    const full: Required<Omit<AttemptDeps, "mirror">> & Pick<AttemptDeps, "mirror"> = {
       markers: deps.markers,
       readConversation: deps.readConversation ?? readRecentUserAssistantTextForSession,
       askUser: deps.askUser ?? runAgentHarnessGatewayQuestion,
       agentEnd: deps.agentEnd ?? runAgentEndSideEffects,
       now: deps.now ?? Date.now,
       logger: deps.logger ?? { warn: () => undefined },
-      mirror: deps.mirror ?? defaultMirrorDeps,
     };
+    if (deps.mirror !== undefined) full.mirror = deps.mirror;
     // A marker or transcript that cannot be read leaves the turn without the
     // gateway's messages: the session's thread continues as the dispatcher
     // left it, rather than the turn failing.
@@ -195,6 +199,7 @@ export class Attempt {
   // messages, never the turn without its result: the answer is delivered
   // as it is, and the result does not claim it is in the transcript.
   private async mirror(result: Extract<AgentHarnessAttemptResult, { terminal: unknown }>, runId: string): Promise<Mirrored | undefined> {
+    if (this.deps.mirror === undefined) return undefined;
     try {
       const mirrored = await mirrorTurn(this.params, result, runId, this.deps.mirror);
       if (mirrored === undefined) this.deps.logger.warn(`harness-operator: session ${this.params.sessionId} changed during run ${runId}; its messages were not mirrored into OpenClaw's transcript`);

@@ -10,6 +10,7 @@ import { parseConfig } from "./config.js";
 import { createHarness } from "./harness.js";
 import { fileMarkers } from "./marker-files.js";
 import { registerPlanMode } from "./plan-mode.js";
+import { openClawTranscript } from "./transcript-mirror.js";
 
 export default definePluginEntry({
   id: "harness-operator",
@@ -18,7 +19,7 @@ export default definePluginEntry({
   register(api) {
     // A configuration mistake fails the plugin's load, naming the field.
     const markers = fileMarkers(join(resolveStateDir(), "plugins", "harness-operator", "transcript-markers"));
-    const harness = createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger, markers });
+    const harness = createHarness(parseConfig(api.pluginConfig ?? {}), { logger: api.logger, markers, mirror: openClawTranscript });
     api.registerAgentHarness(harness);
     // `/plan on|off`: the session's cluster turns in Codex's plan mode (plan-mode.ts).
     registerPlanMode(api, join(resolveStateDir(), "plugins", "harness-operator", "plan-mode"), readPlanModesFrom);

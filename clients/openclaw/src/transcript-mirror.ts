@@ -35,7 +35,8 @@ export type MirrorDeps = { append: AppendTranscriptMessage; beforeWrite: BeforeM
 /** What the mirror wrote: the assistant texts now in the transcript, in order. */
 export type Mirrored = { assistantTexts: string[] };
 
-export const defaultMirrorDeps: MirrorDeps = {
+/** The mirror's OpenClaw: its session-transcript-runtime and hooks. */
+export const openClawTranscript: MirrorDeps = {
   append: async (params) => {
     // Loaded with the first mirrored turn: the module opens OpenClaw's session store.
     const sdk = await import("openclaw/plugin-sdk/session-transcript-runtime");
