@@ -25,7 +25,6 @@ type Result = Extract<AgentHarnessAttemptResult, { terminal: unknown }>;
 
 /** OpenClaw's strict transcript append (its session-transcript-runtime, typed in openclaw-session-transcript.d.ts). */
 export type AppendTranscriptMessage = typeof appendSessionTranscriptMessageByIdentityStrict;
-export type AppendOutcome = Awaited<ReturnType<AppendTranscriptMessage>>;
 
 /** OpenClaw's before_message_write hooks (runAgentHarnessBeforeMessageWriteHook): the message to write, or null for none. */
 export type BeforeMessageWrite = typeof runAgentHarnessBeforeMessageWriteHook;
