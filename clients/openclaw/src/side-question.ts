@@ -11,8 +11,8 @@
 // (docs/dispatcher-api.md). A model whose tool isolation the harness cannot
 // prove is refused there, never answered with tools.
 //
-// The context is OpenClaw's own transcript of the session (what OpenClaw
-// mirrored of the cluster's turns, and the gateway's own turns), read with
+// The context is OpenClaw's own transcript of the session (the cluster's
+// turns as the plugin mirrored them, and the gateway's own turns), read with
 // readRecentUserAssistantTextForSession: user and assistant texts, the
 // newest within the dispatcher's bounds. A trailing user message is the
 // request still running (or one that got no answer): it is shown to the

@@ -7,8 +7,9 @@
 //   - sinceMs: the OpenClaw transcript time from which messages are still to
 //     be sent to the cluster;
 //   - ownDigests: digests of the texts of the dispatcher's own turns in that
-//     window (their prompts and replies, which OpenClaw mirrors into its
-//     transcript), so that they are not sent back as the gateway's.
+//     window (their prompts, which OpenClaw saves, and replies, which the
+//     plugin mirrors into its transcript), so that they are not sent back
+//     as the gateway's.
 // A journaled turn that carried messages but had no `reseeded` event did not
 // give them to its thread (docs/dispatcher-api.md "Switching runtime between
 // turns"): the marker then names that turn and keeps the window, and the
