@@ -17,13 +17,10 @@ import (
 // activeTurns is each AgentSession's status.activeTurn as the API server
 // last showed it, kept by a watch (renewed when it ends, e.g. across an API
 // server restart): the campaign asks it many times a second, which a List
-// each time could not answer in the milliseconds a phase lasts. It also
-// keeps every lastTurn the watch showed: the turns whose end reached their
-// session's status.
+// each time could not answer in the milliseconds a phase lasts.
 type activeTurns struct {
-	mu       sync.Mutex
-	byName   map[string]string // session → runId of its activeTurn
-	recorded map[string]bool   // runIds a session's status.lastTurn showed
+	mu     sync.Mutex
+	byName map[string]string // session → runId of its activeTurn
 }
 
 // watchActiveTurns follows the AgentSessions of ns until ctx ends.
@@ -32,7 +29,7 @@ func watchActiveTurns(ctx context.Context, fx *dispatchertest.TurnFixture) (*act
 	if err != nil {
 		return nil, err
 	}
-	a := &activeTurns{byName: map[string]string{}, recorded: map[string]bool{}}
+	a := &activeTurns{byName: map[string]string{}}
 	go func() {
 		for ctx.Err() == nil {
 			w, err := wc.Watch(ctx, &v1alpha1.AgentSessionList{}, client.InNamespace(fx.NS))
@@ -59,9 +56,6 @@ func (a *activeTurns) apply(ev watch.Event) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ev.Type != watch.Deleted && s.Status.LastTurn != nil {
-		a.recorded[s.Status.LastTurn.RunID] = true
-	}
 	switch {
 	case ev.Type == watch.Deleted, s.Status.ActiveTurn == nil:
 		delete(a.byName, s.Name)
@@ -81,24 +75,4 @@ func (a *activeTurns) endedButActive(ended func(runID string) bool) int {
 		}
 	}
 	return n
-}
-
-// unrecorded waits, up to timeout, until a session's status.lastTurn has
-// shown each of runIDs, and returns those it has not shown by then.
-func (a *activeTurns) unrecorded(runIDs []string, timeout time.Duration) []string {
-	deadline := time.Now().Add(timeout)
-	for {
-		a.mu.Lock()
-		var missing []string
-		for _, id := range runIDs {
-			if !a.recorded[id] {
-				missing = append(missing, id)
-			}
-		}
-		a.mu.Unlock()
-		if len(missing) == 0 || time.Now().After(deadline) {
-			return missing
-		}
-		time.Sleep(100 * time.Millisecond) // the poll's interval; the watch's events are the proof
-	}
 }
