@@ -24,6 +24,8 @@ TARGETS=(
   internal/manager/webhook:FuzzAgentHarnessAdmission
   internal/manager/webhook:FuzzRuntimePolicyAdmission
   internal/manager/webhook:FuzzAgentSessionAdmission
+  internal/dispatcher/modelcred:FuzzOpen
+  internal/dispatcher/modelcred:FuzzOpenSealed
 )
 
 FUZZTIME="${FUZZTIME:-10m}"
