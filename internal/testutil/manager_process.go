@@ -32,6 +32,8 @@ type ManagerProcess struct {
 	// PprofAddr, when set, serves Go's /debug/pprof/ there (a loopback
 	// address), for the benchmarks' heap profiles.
 	PprofAddr string
+	// Env is more of its environment (NAME=value), after the test's own.
+	Env []string
 }
 
 // StartManagerProcess starts bin/manager and waits until it is ready (a
@@ -58,7 +60,7 @@ func StartManagerProcess(m ManagerProcess) (*Process, error) {
 	if m.PprofAddr != "" {
 		args = append(args, "--pprof-bind-address="+m.PprofAddr)
 	}
-	p, err := StartProcess(m.Name, m.Bin, m.LogDir, nil, args...)
+	p, err := StartProcess(m.Name, m.Bin, m.LogDir, m.Env, args...)
 	if err != nil {
 		return nil, err
 	}

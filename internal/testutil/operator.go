@@ -91,6 +91,9 @@ type OperatorOptions struct {
 	DispatcherArgs []string
 	// APIServerArgs are more kube-apiserver flags (StartEnvWith).
 	APIServerArgs map[string]string
+	// ManagerEnv is more of the manager's environment (NAME=value), such
+	// as a benchmark's GOMEMLIMIT.
+	ManagerEnv []string
 }
 
 // StartOperatorWith is StartOperator with the control plane's flags too.
@@ -118,7 +121,7 @@ func StartOperatorWith(work string, opts OperatorOptions) (o *Operator, err erro
 	if o.Kubeconfig, err = adminKubeconfig(env, work); err != nil {
 		return o, err
 	}
-	if o.Manager, o.ManagerMetrics, o.ManagerPprof, err = startManager(env, o.Kubeconfig, binDir, logDir, work); err != nil {
+	if o.Manager, o.ManagerMetrics, o.ManagerPprof, err = startManager(env, o.Kubeconfig, binDir, logDir, work, opts.ManagerEnv); err != nil {
 		return o, err
 	}
 	return o, o.startDispatcher(binDir, logDir, work, opts.DispatcherArgs)
@@ -141,7 +144,7 @@ func adminKubeconfig(env *Env, work string) (string, error) {
 // URL, and its metrics on loopback (the URL returned); the manager injects
 // its CA into both webhook configurations. Its Go profiles are served on
 // loopback too (the pprof URL returned).
-func startManager(env *Env, kubeconfig, binDir, logDir, work string) (p *Process, metricsURL, pprofURL string, err error) {
+func startManager(env *Env, kubeconfig, binDir, logDir, work string, managerEnv []string) (p *Process, metricsURL, pprofURL string, err error) {
 	ctx := context.Background()
 	port, err := FreePort()
 	if err != nil {
@@ -159,7 +162,7 @@ func startManager(env *Env, kubeconfig, binDir, logDir, work string) (p *Process
 		return nil, "", "", err
 	}
 	p, err = StartManagerProcess(ManagerProcess{Name: "manager", Bin: filepath.Join(binDir, "manager"), Kubeconfig: kubeconfig,
-		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port, MetricsAddr: metrics, PprofAddr: pprof})
+		LogDir: logDir, CertDir: filepath.Join(work, "webhook-certs"), WebhookPort: port, MetricsAddr: metrics, PprofAddr: pprof, Env: managerEnv})
 	if err != nil {
 		return p, "", "", err
 	}

@@ -111,6 +111,10 @@ var scaleSizes = []int{1000, 5000, 10000}
 //     manager-change-heap-goal-MiB (measureManagerMemory; with BENCH_OUT
 //     set, the heap profiles around that change).
 //
+// BENCH_MANAGER_GOMEMLIMIT, when set, is the manager's GOMEMLIMIT (Go's
+// soft memory limit, e.g. 48MiB): how the memory goal would be met, at what
+// CPU (docs/benchmarks/operator-scale.md). The chart sets none.
+//
 // One sample session of the changed group and one of another are checked
 // to say in their status which runtime applies and why (a failure, not a
 // figure). With BENCH_OUT set to a directory the series is also written to
@@ -131,7 +135,11 @@ func BenchmarkOperatorScale(b *testing.B) {
 
 // runScale measures one size on a new system.
 func runScale(b *testing.B, n int) scalePoint {
-	o, err := testutil.StartOperator(b.TempDir())
+	var opts testutil.OperatorOptions
+	if limit := os.Getenv("BENCH_MANAGER_GOMEMLIMIT"); limit != "" {
+		opts.ManagerEnv = []string{"GOMEMLIMIT=" + limit}
+	}
+	o, err := testutil.StartOperatorWith(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err, o.Logs())
 	}
