@@ -76,6 +76,8 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			[]string{"at '/appServers/egressCIDRs'"}},
 		{"egress CIDRs as a comma list", "appServers:\n  egressCIDRs: 203.0.113.0/24,198.51.100.0/24\n",
 			[]string{"at '/appServers/egressCIDRs': got string, want array"}},
+		{"memory limit in Kubernetes units", "manager:\n  goMemLimit: 48Mi\n",
+			[]string{"at '/manager/goMemLimit'", "does not match pattern"}},
 		{"issuer without cert-manager", "webhook:\n  certManager:\n    issuer: Issuer/x\n",
 			[]string{"at '/webhook/certMode': value must be 'cert-manager'"}},
 	}

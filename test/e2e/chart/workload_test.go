@@ -49,6 +49,17 @@ func containerPort(c corev1.Container, name string) int32 {
 	return 0
 }
 
+// envValue is the value of the container's environment variable name
+// ("" when unset).
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
 // argMap maps each --flag to its value ("" for a bare boolean flag).
 func argMap(args []string) map[string]string {
 	m := map[string]string{}
@@ -224,6 +235,12 @@ func TestManager(t *testing.T) {
 				case v != "-" && (!ok || got != v):
 					t.Errorf("manager %s = %q (set %v), want %q", k, got, ok, v)
 				}
+			}
+			// manager.goMemLimit reaches the manager's Go runtime; unset, no
+			// limit is rendered.
+			wantLimit := map[string]string{"opt-ins": "48MiB"}[c.valueSet]
+			if got := envValue(d.Spec.Template.Spec.Containers[0], "GOMEMLIMIT"); got != wantLimit {
+				t.Errorf("manager GOMEMLIMIT = %q, want %q", got, wantLimit)
 			}
 			vol := volume(d.Spec.Template.Spec, "webhook-certs")
 			switch {
