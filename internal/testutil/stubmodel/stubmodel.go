@@ -59,6 +59,7 @@ type Server struct {
 	outage   *Reply        // while set, the reply to every request (Outage)
 	changed  chan struct{} // closed and replaced whenever requests change
 	images   imageScript   // POST /v1/images/generations (images.go)
+	unserved []string      // "METHOD /path" of requests to routes not served
 }
 
 type rule struct {
@@ -89,6 +90,9 @@ func Serve(l net.Listener) *Server {
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("POST /v1/images/generations", s.handleImages)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.unserved = append(s.unserved, r.Method+" "+r.URL.Path)
+		s.mu.Unlock()
 		http.Error(w, "stubmodel: only POST /v1/responses and /v1/images/generations are served", http.StatusNotFound)
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -170,6 +174,15 @@ func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*Request(nil), s.requests...)
+}
+
+// Unserved returns the method and path ("GET /v1/models") of every request
+// to a route the stub does not serve, in arrival order, so a test can assert
+// that a client called nothing but the Responses API.
+func (s *Server) Unserved() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.unserved...)
 }
 
 // RequestsContaining returns the requests whose latest user message

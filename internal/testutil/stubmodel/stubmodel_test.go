@@ -124,6 +124,9 @@ func TestListensOnLoopbackOnly(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("GET /v1/models = %d, want 404", resp.StatusCode)
 	}
+	if got := s.Unserved(); !reflect.DeepEqual(got, []string{"GET /v1/models"}) || len(s.Requests()) != 0 {
+		t.Fatalf("Unserved() = %q, Requests() = %d, want the GET alone among the unserved", got, len(s.Requests()))
+	}
 }
 
 func TestDefaultTextReplyStreamsDeltasAndRecords(t *testing.T) {
