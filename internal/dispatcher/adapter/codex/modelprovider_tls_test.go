@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -75,69 +76,101 @@ func tlsStub(t *testing.T, ca testCA) (*stubmodel.Server, string) {
 	return s, "https://" + s.Addr() + "/v1"
 }
 
-// Codex trusts an HTTPS provider whose CA is in the bundle named by
-// CODEX_CA_CERTIFICATE, and still verifies every other provider's
-// certificate: the design's open question 4 (TLS between app-server and
-// gateway) and "The wire Codex speaks to a custom provider", TLS.
-func TestModelProviderTrustsTheExtraCA(t *testing.T) {
-	t.Parallel()
-	codextest.Bin(t)
-	gatewayCA, otherCA := newTestCA(t, "gateway-ca"), newTestCA(t, "other-ca")
-	gateway, gatewayURL := tlsStub(t, gatewayCA)
-	other, otherURL := tlsStub(t, otherCA)
-
-	plain := stubmodel.Start(t)
-	dir := t.TempDir()
-	bundle := filepath.Join(dir, "gateway-ca.crt")
-	if err := os.WriteFile(bundle, gatewayCA.pem, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{stub: plain, srv: codextest.Start(t, codextest.Options{ProviderURL: plain.BaseURL(),
-		Env: []string{"CODEX_CA_CERTIFICATE=" + bundle}})}
-	r.c = r.connect(t)
-
-	def := func(url string) map[string]any {
-		return map[string]any{"name": "tls", "base_url": url, "wire_api": "responses",
-			"request_max_retries": 0, "stream_max_retries": 0, "experimental_bearer_token": "tls-token"}
-	}
-	th := startThread(t, r, onProvider(gatewayID, def(gatewayURL)))
+// tlsTurn runs a turn with the text marker on th. It returns nil once the
+// turn completed, or the turn's first error notice, after interrupting it:
+// Codex takes a failed TLS handshake for a network outage and retries it
+// (whatever request_max_retries says) until the turn is interrupted.
+func tlsTurn(t *testing.T, th *appserver.Thread, marker string) *appserver.ErrorNotice {
+	t.Helper()
 	ctx := testCtx(t, 60*time.Second)
-	turn, err := th.StartTurn(ctx, appserver.TurnStartParams{Input: []appserver.InputItem{appserver.TextInput("OVER-TLS")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := turn.Wait(ctx); err != nil || res.Status != appserver.TurnCompleted {
-		t.Fatalf("a turn against an HTTPS provider on the extra CA: %v %+v", err, res)
-	}
-	if n := len(gateway.RequestsContaining("OVER-TLS")); n != 1 {
-		t.Errorf("the HTTPS provider on the extra CA got %d requests", n)
-	}
-
-	// The control: a provider whose CA is in no bundle is refused, so the
-	// turn above was trusted through the bundle, not unverified. Codex
-	// takes the failed handshake for a network outage and retries it
-	// (whatever request_max_retries says) until the turn is interrupted.
-	th = startThread(t, r, onProvider("other-ca", def(otherURL)))
-	turn, err = th.StartTurn(ctx, appserver.TurnStartParams{Input: []appserver.InputItem{appserver.TextInput("UNTRUSTED")}})
+	turn, err := th.StartTurn(ctx, appserver.TurnStartParams{Input: []appserver.InputItem{appserver.TextInput(marker)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
 		ev, err := turn.Next(ctx)
 		if err != nil {
-			t.Fatalf("a turn against an HTTPS provider on an unknown CA: %v before an error notice", err)
+			t.Fatalf("turn %s: %v", marker, err)
 		}
-		if n, ok := ev.(appserver.ErrorNotice); ok {
-			if !n.WillRetry || n.Error.AdditionalDetails == nil || !strings.Contains(*n.Error.AdditionalDetails, "error sending request") {
-				t.Errorf("the unknown CA's error notice: %+v, want a retried failure to send the request", n)
+		switch ev := ev.(type) {
+		case appserver.ErrorNotice:
+			if err := turn.Interrupt(ctx); err != nil {
+				t.Fatal(err)
 			}
-			break
+			return &ev
+		case appserver.TurnCompletedEvent:
+			if ev.Turn.Status != appserver.TurnCompleted {
+				t.Fatalf("turn %s ended %s", marker, ev.Turn.Status)
+			}
+			return nil
 		}
 	}
-	if err := turn.Interrupt(ctx); err != nil {
+}
+
+// noticeText is an error notice's message and details.
+func noticeText(n *appserver.ErrorNotice) string {
+	if n == nil {
+		return "no error notice"
+	}
+	details := ""
+	if n.Error.AdditionalDetails != nil {
+		details = *n.Error.AdditionalDetails
+	}
+	return fmt.Sprintf("%q (%s, retried: %t)", n.Error.Message, details, n.WillRetry)
+}
+
+// Codex trusts an HTTPS provider whose CA is in the bundle named by
+// CODEX_CA_CERTIFICATE, keeps trusting the platform's roots beside it, and
+// verifies every other certificate: the design's open question 4 (TLS
+// between app-server and gateway) and "The wire Codex speaks to a custom
+// provider", TLS. SSL_CERT_FILE stands in for the platform's roots here: the
+// roots loader (rustls-native-certs) reads it, while Codex's own bundle is
+// CODEX_CA_CERTIFICATE's when both are set.
+func TestModelProviderTrustsTheExtraCA(t *testing.T) {
+	t.Parallel()
+	codextest.Bin(t)
+	gatewayCA, platformCA, unknownCA := newTestCA(t, "gateway-ca"), newTestCA(t, "platform-ca"), newTestCA(t, "unknown-ca")
+	gateway, gatewayURL := tlsStub(t, gatewayCA)
+	platform, platformURL := tlsStub(t, platformCA)
+	unknown, unknownURL := tlsStub(t, unknownCA)
+
+	dir := t.TempDir()
+	bundle, roots := filepath.Join(dir, "gateway-ca.crt"), filepath.Join(dir, "platform-roots.crt")
+	if err := os.WriteFile(bundle, gatewayCA.pem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(other.Requests()); n != 0 {
-		t.Errorf("the provider on an unknown CA got %d requests", n)
+	if err := os.WriteFile(roots, platformCA.pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := stubmodel.Start(t)
+	r := &rig{stub: plain, srv: codextest.Start(t, codextest.Options{ProviderURL: plain.BaseURL(),
+		Env: []string{"CODEX_CA_CERTIFICATE=" + bundle, "SSL_CERT_FILE=" + roots}})}
+	r.c = r.connect(t)
+
+	def := func(url string) map[string]any {
+		return map[string]any{"name": "tls", "base_url": url, "wire_api": "responses",
+			"request_max_retries": 0, "stream_max_retries": 0, "experimental_bearer_token": "tls-token"}
+	}
+	for _, p := range []struct {
+		name, url string
+		stub      *stubmodel.Server
+	}{{"gateway-ca", gatewayURL, gateway}, {"platform-ca", platformURL, platform}} {
+		marker := "OVER-TLS-" + p.name
+		if n := tlsTurn(t, startThread(t, r, onProvider(p.name, def(p.url))), marker); n != nil {
+			t.Errorf("a turn against an HTTPS provider on the %s: %s", p.name, noticeText(n))
+		} else if got := len(p.stub.RequestsContaining(marker)); got != 1 {
+			t.Errorf("the HTTPS provider on the %s got %d requests", p.name, got)
+		}
+	}
+
+	// The control: a provider whose CA is in neither is refused, so the
+	// turns above were trusted through the bundle and the roots, not
+	// unverified.
+	n := tlsTurn(t, startThread(t, r, onProvider("unknown-ca", def(unknownURL))), "UNTRUSTED")
+	if n == nil || n.Error.AdditionalDetails == nil || !strings.Contains(*n.Error.AdditionalDetails, "error sending request") {
+		t.Errorf("a turn against an HTTPS provider on an unknown CA: %s, want a failure to send the request", noticeText(n))
+	}
+	if got := len(unknown.Requests()); got != 0 {
+		t.Errorf("the provider on an unknown CA got %d requests", got)
 	}
 }
