@@ -12,7 +12,8 @@
 # largest size to manager-heap.txt: the live heap after a forced collection
 # by allocation site, then the bytes allocated during one more policy
 # change (the profile after it, less the one before). Each part is written
-# only when its profiles are there; so are the CPU profiles of
+# only when its profiles are there; so are the dispatcher's execution
+# trace in the open loop, to dispatcher-open-trace.txt, and the CPU profiles of
 # kube-apiserver and the manager during BenchmarkAdmission's paced runs at
 # its largest size, to admission-cpu.txt. `make bench-dispatcher` and the
 # admission and scale sections of `make bench` run it.
@@ -63,6 +64,21 @@ if [[ -f dispatcher-process-small-cpu.pprof && -f dispatcher-process-large-cpu.p
     top -top -cum -nodecount=30 dispatcher-process-large-cpu.pprof
     top -top -nodecount=20 -diff_base dispatcher-process-small-cpu.pprof dispatcher-process-large-cpu.pprof
   } >"$docs/dispatcher-process-cpu.txt"
+fi
+
+# The dispatcher's execution trace during BenchmarkDispatcherProcess's last
+# open loop (dispatcher-open.trace): where its goroutines waited, as
+# profiles (go tool trace -pprof) of the time the goroutines serving a
+# turn's request and stream spent runnable but not running, blocked on
+# synchronisation and in system calls, by the function they waited in.
+if [[ -f dispatcher-open.trace ]]; then
+  {
+    for kind in sched sync syscall; do
+      go tool trace -pprof="$kind" dispatcher-open.trace >"dispatcher-open-$kind.pprof" 2>/dev/null
+      # Only the turns' own goroutines: idle workers wait too, for work.
+      top -top -nodecount=15 -focus='httpapi\.\(\*Handler\)\.(turn|stream)' "dispatcher-open-$kind.pprof"
+    done
+  } >"$docs/dispatcher-open-trace.txt"
 fi
 
 # The manager at the largest size BenchmarkOperatorScale ran

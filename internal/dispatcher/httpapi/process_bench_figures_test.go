@@ -51,6 +51,33 @@ func scrapeAdded(c *http.Client, url string) (addedHistogram, error) {
 	return h, nil
 }
 
+// windowMetric splits addedMetric by window (turnlatency.go).
+const windowMetric = "harness_dispatcher_http_turn_window_seconds"
+
+// scrapeWindows reads windowMetric's histogram of each window.
+func scrapeWindows(c *http.Client, url string) (map[string]addedHistogram, error) {
+	families, err := scrapeFamilies(c, url)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]addedHistogram{}
+	if fam := families[windowMetric]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			var h addedHistogram
+			for _, bk := range m.GetHistogram().GetBucket() {
+				h.bounds = append(h.bounds, bk.GetUpperBound())
+				h.counts = append(h.counts, bk.GetCumulativeCount())
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "window" {
+					out[l.GetValue()] = h
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // scrapeFamilies reads the dispatcher's /metrics page.
 func scrapeFamilies(c *http.Client, url string) (map[string]*dto.MetricFamily, error) {
 	resp, err := c.Get(url)

@@ -96,7 +96,11 @@ const (
 //     those ranks, and their 95 % confidence intervals the buckets of the
 //     order statistics that bound the quantile (binomial, normal
 //     approximation): paired-added-p50-ms, -p99-ms, -ci-ms (the interval's
-//     upper end), -ci-low-ms, open-utilisation.
+//     upper end), -ci-low-ms, open-utilisation; the same turns' time by
+//     window (harness_dispatcher_http_turn_window_seconds): paired-added-
+//     request-, -headers- and -result-p50-ms and -p99-ms. With BENCH_OUT set
+//     each loop also takes a Go execution trace of the dispatcher
+//     (dispatcherProcess.trace): where its goroutines waited.
 //  3. The cluster size: a closed loop at the headline level with only those
 //     harnesses and policies, then allHarnesses and allPolicies in all (the
 //     others in namespaces and with selectors the sessions do not have;
@@ -280,8 +284,10 @@ type openFiguresP struct {
 	Tries              int          `json:"tries"`
 	DispatcherMs       float64      `json:"dispatcherCpuMsPerTurn"`
 	Added              addedFigures `json:"added"`
-	ClientP50Ms        float64      `json:"clientP50Ms"`
-	ClientP99Ms        float64      `json:"clientP99Ms"`
+	// Windows splits Added by window (request, headers, result).
+	Windows     map[string]addedFigures `json:"windows"`
+	ClientP50Ms float64                 `json:"clientP50Ms"`
+	ClientP99Ms float64                 `json:"clientP99Ms"`
 }
 
 // open looks for the rate of targetUtilisation with short loops, then runs
@@ -326,6 +332,9 @@ func abs(x float64) float64 { return max(x, -x) }
 func (d *dispatcherProcess) openLoop(b *testing.B, arm *benchArm, sessions []benchSession, n int, rate float64, rng *rand.Rand, tag string) openFiguresP {
 	hist0, err := scrapeAdded(d.client, d.metrics)
 	benchMust(b, err)
+	windows0, err := scrapeWindows(d.client, d.metrics)
+	benchMust(b, err)
+	traced := d.trace(b, time.Duration(float64(n)/rate*float64(time.Second)))
 	machine0 := machineBusy()
 	before := d.sample(b)
 	start := time.Now()
@@ -350,6 +359,9 @@ func (d *dispatcherProcess) openLoop(b *testing.B, arm *benchArm, sessions []ben
 	machine1 := machineBusy()
 	hist1, err := scrapeAdded(d.client, d.metrics)
 	benchMust(b, err)
+	windows1, err := scrapeWindows(d.client, d.metrics)
+	benchMust(b, err)
+	benchMust(b, traced())
 	for _, err := range errs {
 		benchMust(b, err)
 	}
@@ -363,7 +375,11 @@ func (d *dispatcherProcess) openLoop(b *testing.B, arm *benchArm, sessions []ben
 		MachineUtilisation: machine1.since(machine0),
 		DispatcherMs:       ms(after.dispatcher-before.dispatcher) / float64(n),
 		Added:              hist1.minus(hist0).figures(),
+		Windows:            map[string]addedFigures{},
 		ClientP50Ms:        percentile(times, 50), ClientP99Ms: percentile(times, 99),
+	}
+	for w, h := range windows1 {
+		f.Windows[w] = h.minus(windows0[w]).figures()
 	}
 	b.Logf("open loop %s: %d turns at %.1f/s: utilisation %.3f (machine %.3f), added p50 %.3f ms [%.3f, %.3f], p99 %.3f ms [%.3f, %.3f] (%d samples)",
 		tag, n, rate, f.Utilisation, f.MachineUtilisation, f.Added.P50Ms, f.Added.P50LowMs, f.Added.P50HighMs,
@@ -449,6 +465,10 @@ func (r processReport) report(b *testing.B, headline int) {
 	b.ReportMetric(o.Added.P99HighMs, "paired-added-p99-ci-ms")
 	b.ReportMetric(o.Added.P50LowMs, "paired-added-p50-ci-low-ms")
 	b.ReportMetric(o.Added.P99LowMs, "paired-added-p99-ci-low-ms")
+	for w, f := range o.Windows {
+		b.ReportMetric(f.P50Ms, "paired-added-"+w+"-p50-ms")
+		b.ReportMetric(f.P99Ms, "paired-added-"+w+"-p99-ms")
+	}
 	b.ReportMetric(o.Utilisation, "open-utilisation")
 	b.ReportMetric(o.MachineUtilisation, "open-machine-utilisation")
 	b.ReportMetric(o.RatePerSec, "open-rate-turns/s")

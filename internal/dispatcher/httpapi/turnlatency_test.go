@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,4 +79,47 @@ func (noSessions) Get(context.Context, client.ObjectKey, client.Object, ...clien
 
 func (noSessions) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return errors.New("not used")
+}
+
+// TestTheWindowsSplitTheAddedTime: a turn's clock observes each window
+// once, and the windows add up to the turn's added time (the same turns,
+// the same durations), so a tail found in the sum can be placed in one.
+func TestTheWindowsSplitTheAddedTime(t *testing.T) {
+	sum := func(o interface{ Write(*dto.Metric) error }) (float64, uint64) {
+		t.Helper()
+		var m dto.Metric
+		if err := o.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleSum(), m.GetHistogram().GetSampleCount()
+	}
+	windows := func() (total float64, counts []uint64) {
+		for _, w := range turnWindows {
+			s, n := sum(turnWindowSeconds.WithLabelValues(w).(interface{ Write(*dto.Metric) error }))
+			total += s
+			counts = append(counts, n)
+		}
+		return total, counts
+	}
+	addedBefore, _ := sum(turnAddedSeconds)
+	windowsBefore, countsBefore := windows()
+
+	c := startTurnClock()
+	c.pause() // the engine starts the turn
+	c.resume()
+	c.pause() // the stream waits for its events
+	c.wroteResult(time.Now())
+	c.flushed()
+
+	addedAfter, _ := sum(turnAddedSeconds)
+	windowsAfter, countsAfter := windows()
+	for i, w := range turnWindows {
+		if got := countsAfter[i] - countsBefore[i]; got != 1 {
+			t.Errorf("window %s: %d samples, want 1", w, got)
+		}
+	}
+	added, split := addedAfter-addedBefore, windowsAfter-windowsBefore
+	if math.Abs(added-split) > 1e-12 {
+		t.Errorf("the windows add up to %gs, the turn's added time is %gs", split, added)
+	}
 }
