@@ -51,7 +51,8 @@ func ThreadsIn(ctx context.Context, c *appserver.Client, cwd string, archived bo
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := c.Call(ctx, "thread/list", map[string]any{"cwd": cwd, "archived": archived}, &res); err != nil {
+	// Every provider's threads (an empty modelProviders), not only the default's.
+	if err := c.Call(ctx, "thread/list", map[string]any{"cwd": cwd, "archived": archived, "modelProviders": []string{}}, &res); err != nil {
 		return nil, fmt.Errorf("thread/list %s: %w", cwd, err)
 	}
 	ids := make([]string, 0, len(res.Data))

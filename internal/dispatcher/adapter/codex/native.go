@@ -48,7 +48,10 @@ func ForgetSession(ctx context.Context, c *appserver.Client, dir string) ([]stri
 // threadsIn lists the ids of the unarchived threads whose cwd is dir.
 func threadsIn(ctx context.Context, c *appserver.Client, dir string) ([]string, error) {
 	var ids []string
-	params := map[string]any{"cwd": dir, "archived": false, "limit": threadListPage}
+	// An empty modelProviders lists the threads of every provider; without
+	// it Codex lists only its default provider's, and a thread of an auth
+	// profile (harness-auth-profile) would never be archived.
+	params := map[string]any{"cwd": dir, "archived": false, "limit": threadListPage, "modelProviders": []string{}}
 	for {
 		var res struct {
 			Data []struct {

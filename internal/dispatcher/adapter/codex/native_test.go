@@ -22,16 +22,24 @@ func TestForgetSessionArchivesItsThreadsAndRemovesItsDirectory(t *testing.T) {
 	other.Cwd = filepath.Join(filepath.Dir(in.Cwd), "session-2")
 	res := run(t, r, in, &recorder{})
 	kept := run(t, r, other, &recorder{})
+	// A second session's thread in the same directory on another provider:
+	// an auth profile's (harness-auth-profile), not the server's default.
+	r.stub.When("forget my profile", stubmodel.Text("noted"))
+	profiled := profileInput(r, "forget my profile", "sk-forget-"+"0123456789")
+	profiled.Cwd = in.Cwd
+	withProfile := run(t, r, profiled, &recorder{})
 	if err := r.c.Call(ctx, "fs/writeFile", map[string]any{"path": filepath.Join(in.Cwd, "notes.txt"), "dataBase64": "c2VjcmV0"}, nil); err != nil {
 		t.Fatalf("write a file into the session's directory: %v", err)
 	}
 
 	archived, err := ForgetSession(ctx, r.c, in.Cwd)
-	if err != nil || !slices.Equal(archived, []string{res.ThreadID}) {
-		t.Fatalf("ForgetSession = %v, %v; want [%s]", archived, err, res.ThreadID)
+	if err != nil || !sameIDs(archived, []string{res.ThreadID, withProfile.ThreadID}) {
+		t.Fatalf("ForgetSession = %v, %v; want [%s %s] (the default provider's thread and the auth profile's)", archived, err, res.ThreadID, withProfile.ThreadID)
 	}
-	if got := listThreads(t, r, in.Cwd, true); !slices.Contains(got, res.ThreadID) {
-		t.Fatalf("archived threads in %s = %v; the session's thread %s is not archived", in.Cwd, got, res.ThreadID)
+	for _, id := range []string{res.ThreadID, withProfile.ThreadID} {
+		if got := listThreads(t, r, in.Cwd, true); !slices.Contains(got, id) {
+			t.Fatalf("archived threads in %s = %v; the session's thread %s is not archived", in.Cwd, got, id)
+		}
 	}
 	if got := listThreads(t, r, in.Cwd, false); len(got) != 0 {
 		t.Fatalf("unarchived threads left in %s: %v", in.Cwd, got)
