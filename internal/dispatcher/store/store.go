@@ -111,9 +111,9 @@ type Store interface {
 	// lease is released or expires (the store's clock), or until ctx ends
 	// (ctx.Err()) or the Store is closed (ErrClosed). Waiters of one Store
 	// are granted in the order they started waiting. Every grant's Token is
-	// greater than every earlier grant's of the session, across restarts:
-	// it is the fencing token that Claim and the run's writes are checked
-	// against.
+	// greater than every earlier grant's of the session, across restarts
+	// and DeleteSession: it is the fencing token that Claim and the run's
+	// writes are checked against.
 	Acquire(ctx context.Context, session, owner string, ttl time.Duration) (Lease, error)
 	// Renew extends lease to ttl from now and returns it with its new
 	// Expires. A lease that expired is renewed as long as nobody acquired
@@ -127,6 +127,18 @@ type Store interface {
 	// for this Store all the same and the error is returned; the stored
 	// grant then lasts until it expires.
 	Release(ctx context.Context, lease Lease) error
+	// Holds reports whether the grant whose fencing token is token is the
+	// session's current grant (Lease says until when a grant is current):
+	// true from Acquire until Release, a takeover (Acquire after the grant
+	// expired, Recover, Sweep) or DeleteSession; false for any other token
+	// and for a session without a lease. Expiry alone does not end it, as
+	// for writes. The token alone names the grant: no two grants of a
+	// session share one. Holds changes nothing and waits for nothing, so a
+	// service that is not the holder may ask it on every request: the
+	// model gateway accepts a turn's credential only while the grant it
+	// was minted under holds. A session key that is not valid fails with
+	// ErrInvalidSession, a token that is not positive with ErrInvalidLease.
+	Holds(ctx context.Context, session string, token int64) (bool, error)
 
 	// --- Transcripts ---
 

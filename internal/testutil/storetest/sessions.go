@@ -79,6 +79,8 @@ func testClosed(t *testing.T, e *env) {
 	wantErr(t, "FindRun", err, store.ErrClosed)
 	_, err = e.st.Renew(ctx, lease, ttl)
 	wantErr(t, "Renew", err, store.ErrClosed)
+	_, err = e.st.Holds(ctx, s, lease.Token)
+	wantErr(t, "Holds", err, store.ErrClosed)
 	wantErr(t, "Reserve", e.st.Reserve(ctx, server, s, 1), store.ErrClosed)
 	_, err = e.st.Reserved(ctx, server)
 	wantErr(t, "Reserved", err, store.ErrClosed)

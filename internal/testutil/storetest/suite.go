@@ -70,7 +70,7 @@ type behaviour struct {
 // fresh storage.
 func Run(t *testing.T, o Opener) {
 	var all []behaviour
-	for _, group := range [][]behaviour{runBehaviours, leaseBehaviours, fenceBehaviours, eventBehaviours,
+	for _, group := range [][]behaviour{runBehaviours, leaseBehaviours, holdsBehaviours, fenceBehaviours, eventBehaviours,
 		transcriptBehaviours, capacityBehaviours, recoveryBehaviours, sweepBehaviours, inboxBehaviours,
 		retentionBehaviours, sessionBehaviours} {
 		all = append(all, group...)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
@@ -29,7 +30,9 @@ import (
 //     returned) and is above every earlier one, so every token of this
 //     process is above every token a previous process of the directory gave
 //     out, whether it was closed or crashed; n counts the session's grants
-//     of this epoch from 1.
+//     of this epoch from 1. A session deleted and acquired again counts on
+//     from above every deleted session's last token (leaseTable.floor), so
+//     its tokens keep growing although its state was dropped.
 //   - Held leases at Close. Close writes each held lease to the session's
 //     lease.json, and Open reads them back (and removes the files): a
 //     restart through Close keeps a lease held until it expires, as a shared
@@ -70,6 +73,13 @@ type leaseEpochRecord struct {
 type leaseTable struct {
 	mu       sync.Mutex
 	sessions map[string]*leaseState
+	// floor is the greatest token of a deleted session's lease, of this
+	// process: a session's first grant is above it, so a session acquired
+	// again after DeleteSession never gets a token it had before. One
+	// number, not one per deleted session, so memory does not grow with
+	// deletions; a new session's tokens then start higher, which uses the
+	// epoch's count space faster (at most one per grant of the process).
+	floor atomic.Int64
 }
 
 // leaseState is one session's lease.
@@ -283,7 +293,13 @@ func (j *Journal) grant(ls *leaseState, w *leaseWaiter, owner string, ttl time.D
 			ls.mu.Unlock()
 			return nil
 		}
-		token, err := j.nextLeaseToken(ls.rec.Token)
+		prev := ls.rec.Token
+		if prev == 0 {
+			// The session's first grant (or first since DeleteSession,
+			// which raised the floor under the session's lock).
+			prev = j.leases.floor.Load()
+		}
+		token, err := j.nextLeaseToken(prev)
 		if err != nil {
 			ls.mu.Unlock()
 			return err
@@ -328,6 +344,30 @@ func (j *Journal) Release(_ context.Context, lease store.Lease) error {
 		return fmt.Errorf("journal: release the lease of session %s: %w", lease.Session, err)
 	}
 	return nil
+}
+
+// Holds implements store.Store from memory, under the session's lease lock:
+// it creates no lease state and writes nothing.
+func (j *Journal) Holds(_ context.Context, session string, token int64) (bool, error) {
+	if err := ValidateSession(session); err != nil {
+		return false, err
+	}
+	if token <= 0 {
+		return false, fmt.Errorf("%w: token %d of session %s: want the positive Token Acquire returned", store.ErrInvalidLease, token, session)
+	}
+	if j.closed.Load() {
+		return false, store.ErrClosed
+	}
+	t := &j.leases
+	t.mu.Lock()
+	ls := t.sessions[session]
+	t.mu.Unlock()
+	if ls == nil {
+		return false, nil
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return !ls.deleted && ls.rec.Held && ls.rec.Token == token, nil
 }
 
 // changeLease applies change to the session's grant if lease is it, wakes
@@ -501,6 +541,12 @@ func (j *Journal) forgetLease(session string) {
 	}
 	ls.mu.Lock()
 	ls.deleted = true
+	for last := ls.rec.Token; ; {
+		floor := t.floor.Load()
+		if last <= floor || t.floor.CompareAndSwap(floor, last) {
+			break
+		}
+	}
 	ls.broadcastLocked()
 	ls.mu.Unlock()
 }

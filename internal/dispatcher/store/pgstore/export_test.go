@@ -29,6 +29,9 @@ func WithTracer(opts Options, tracer pgx.QueryTracer) Options {
 	return opts
 }
 
+// HoldsStatement is Holds' statement: $1 the session, $2 the token.
+const HoldsStatement = holdsQuery
+
 // GroupCommitStatement is the statement of a group commit's round.
 const GroupCommitStatement = flushDurable
 

@@ -200,3 +200,28 @@ func (s *Store) Release(ctx context.Context, lease store.Lease) error {
 	}
 	return nil
 }
+
+// holdsQuery is Holds' statement: $1 the session, $2 the token.
+const holdsQuery = "SELECT EXISTS (SELECT 1 FROM leases WHERE session = $1 AND token = $2)"
+
+// Holds reads whether the session's lease row carries token: one SELECT on
+// the leases table's primary key. Release, Recover, Sweep and DeleteSession
+// delete the row and a takeover replaces its token, so only the current
+// grant's token is found; an expired row keeps it until then.
+func (s *Store) Holds(ctx context.Context, session string, token int64) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	if err := store.ValidateSession(session); err != nil {
+		return false, err
+	}
+	if token <= 0 {
+		return false, fmt.Errorf("%w: token %d of session %s: want the positive Token Acquire returned", store.ErrInvalidLease, token, session)
+	}
+	var holds bool
+	err := s.pool.QueryRow(ctx, holdsQuery, session, token).Scan(&holds)
+	if err != nil {
+		return false, s.ctxErr(ctx, "holds", err)
+	}
+	return holds, nil
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,5 +74,62 @@ func TestAnAppendAndAFinishAreOneRoundTripEach(t *testing.T) {
 	}
 	if got := sent.n.Load() - before; got != 1 {
 		t.Errorf("Finish sent %d statements, want one", got)
+	}
+}
+
+// TestHoldsIsOneIndexedRoundTrip: the model gateway asks Holds on every
+// model request, so it costs one statement, and the database answers it
+// from the leases table's primary key, however many sessions hold a lease.
+func TestHoldsIsOneIndexedRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.Shared(t).NewDatabase(t)
+	var sent sentCounter
+	st, err := pgstore.Open(ctx, db, pgstore.WithTracer(pgstore.Options{}, &sent))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	const session = "team-a/0c6f3b0e-7a51-4a4e-9d3b-2f1a9e0c1d2e"
+	lease, err := st.Acquire(ctx, session, "dispatcher-a", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	before := sent.n.Load()
+	if holds, err := st.Holds(ctx, session, lease.Token); err != nil || !holds {
+		t.Fatalf("Holds of the current grant = %v, %v; want true", holds, err)
+	}
+	if got := sent.n.Load() - before; got != 1 {
+		t.Errorf("Holds sent %d statements, want one", got)
+	}
+
+	// Many sessions' leases, so that the planner would rather not read them all.
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, `INSERT INTO leases (session, owner, token, expires)
+		SELECT 'team-b/' || n, 'dispatcher-b', nextval('lease_tokens'), now() + interval '1 minute'
+		FROM generate_series(1, 10000) AS n`); err != nil {
+		t.Fatalf("insert leases: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE leases"); err != nil {
+		t.Fatalf("ANALYZE: %v", err)
+	}
+	// EXPLAIN takes no parameters: it explains the statement prepared as
+	// Holds' is, executed with the session's and the token's values.
+	if _, err := conn.Exec(ctx, "PREPARE holds (text, bigint) AS "+pgstore.HoldsStatement, pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatalf("PREPARE: %v", err)
+	}
+	rows, err := conn.Query(ctx, fmt.Sprintf("EXPLAIN EXECUTE holds ('%s', %d)", session, lease.Token), pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatalf("EXPLAIN: %v", err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("EXPLAIN: %v", err)
+	}
+	if plan := strings.Join(lines, "\n"); !strings.Contains(plan, "leases_pkey") {
+		t.Errorf("Holds' plan reads no index of leases' primary key:\n%s", plan)
 	}
 }
