@@ -70,13 +70,14 @@ fi
 # open loop (dispatcher-open.trace): where its goroutines waited, as
 # profiles (go tool trace -pprof) of the time the goroutines serving a
 # turn's request and stream spent runnable but not running, blocked on
-# synchronisation and in system calls, by the function they waited in.
+# synchronisation and in system calls, by cumulative share (net/http's frames
+# hidden).
 if [[ -f dispatcher-open.trace ]]; then
   {
     for kind in sched sync syscall; do
       go tool trace -pprof="$kind" dispatcher-open.trace >"dispatcher-open-$kind.pprof" 2>/dev/null
       # Only the turns' own goroutines: idle workers wait too, for work.
-      top -top -nodecount=15 -focus='httpapi\.\(\*Handler\)\.(turn|stream)' "dispatcher-open-$kind.pprof"
+      top -top -cum -nodecount=25 -hide='^net/http\.' -focus='httpapi\.\(\*Handler\)\.(turn|stream)' "dispatcher-open-$kind.pprof"
     done
   } >"$docs/dispatcher-open-trace.txt"
 fi
