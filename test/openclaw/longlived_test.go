@@ -85,6 +85,11 @@ var _ = Describe("A long-lived gateway", func() {
 			Expect(stub.RequestsContaining(markers[i])).To(HaveLen(1), "turn %d ran once", i)
 			Expect(sessions[i].lastTurn(ctx).Outcome).To(Equal(v1alpha1.TurnSucceeded))
 		}
+		// OpenClaw's transcript holds an `openclaw agent` turn's reply once:
+		// the plugin mirrored it, and OpenClaw's own delivery mirror did not
+		// write it again (one session's, read once: each read is a CLI).
+		h := gateway.served.call(ctx, "chat.history", map[string]any{"sessionKey": sessions[0].key})
+		Expect(historyTexts(h, "assistant")).To(ConsistOf(replies[0]), "chat.history:\n%s", h)
 	})
 
 	// A gateway of its own: its dispatcher is one this spec restarts, and
