@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,28 +41,38 @@ func CPUTime(pid int) (time.Duration, error) {
 // Memory is a process's resident memory now (VmRSS) and at its peak
 // (VmHWM), in bytes, from /proc/<pid>/status.
 func Memory(pid int) (rss, peak int64, err error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := StatusBytes(pid, "VmRSS", "VmHWM")
 	if err != nil {
 		return 0, 0, err
 	}
+	return b["VmRSS"], b["VmHWM"], nil
+}
+
+// StatusBytes reads the named kB fields of /proc/<pid>/status (VmRSS,
+// RssFile, …), in bytes; a field the file lacks is an error.
+func StatusBytes(pid int, keys ...string) (map[string]int64, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
 	for line := range strings.SplitSeq(string(raw), "\n") {
 		key, value, _ := strings.Cut(line, ":")
-		var into *int64
-		switch key {
-		case "VmRSS":
-			into = &rss
-		case "VmHWM":
-			into = &peak
-		default:
+		if !slices.Contains(keys, key) {
 			continue
 		}
 		kB, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
+			return nil, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
 		}
-		*into = kB << 10
+		out[key] = kB << 10
 	}
-	return rss, peak, nil
+	for _, k := range keys {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("/proc/%d/status has no %s", pid, k)
+		}
+	}
+	return out, nil
 }
 
 // ControlPlanePids are the process ids of the control plane's etcd and

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -117,7 +115,7 @@ func measureManagerMemory(ctx context.Context, c client.Client, w *sessionWatch,
 
 // sampleManagerMemory reads the manager's memory once.
 func sampleManagerMemory(ctx context.Context, o *testutil.Operator) (managerMemory, error) {
-	status, err := procStatusKiB(o.Manager.Pid(), "VmRSS", "RssFile", "RssAnon")
+	status, err := testutil.StatusBytes(o.Manager.Pid(), "VmRSS", "RssFile", "RssAnon")
 	if err != nil {
 		return managerMemory{}, err
 	}
@@ -128,40 +126,12 @@ func sampleManagerMemory(ctx context.Context, o *testutil.Operator) (managerMemo
 	}
 	const mib = 1 << 20
 	return managerMemory{
-		RSS: status["VmRSS"] / 1024, File: status["RssFile"] / 1024, Anon: status["RssAnon"] / 1024,
+		RSS: float64(status["VmRSS"]) / mib, File: float64(status["RssFile"]) / mib, Anon: float64(status["RssAnon"]) / mib,
 		HeapInuse:      g["go_memstats_heap_inuse_bytes"] / mib,
 		HeapUnreleased: (g["go_memstats_heap_idle_bytes"] - g["go_memstats_heap_released_bytes"]) / mib,
 		Stacks:         g["go_memstats_stack_inuse_bytes"] / mib,
 		HeapGoal:       g["go_memstats_next_gc_bytes"] / mib,
 	}, nil
-}
-
-// procStatusKiB reads the named kB fields of /proc/<pid>/status.
-func procStatusKiB(pid int, keys ...string) (map[string]float64, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		key, value, _ := strings.Cut(line, ":")
-		for _, k := range keys {
-			if key != k {
-				continue
-			}
-			kB, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
-			if err != nil {
-				return nil, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
-			}
-			out[key] = kB
-		}
-	}
-	for _, k := range keys {
-		if _, ok := out[k]; !ok {
-			return nil, fmt.Errorf("/proc/%d/status has no %s", pid, k)
-		}
-	}
-	return out, nil
 }
 
 // fetchHeapProfile saves the manager's heap profile to path; gc runs a
@@ -171,17 +141,23 @@ func fetchHeapProfile(ctx context.Context, pprofURL string, gc bool, path string
 	if gc {
 		url += "?gc=1"
 	}
+	return getToFile(ctx, url, path, "the manager's heap profile")
+}
+
+// getToFile saves the body of a GET of url (one of the manager's loopback
+// endpoints) to path; what names it in an error.
+func getToFile(ctx context.Context, url, path, what string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET the manager's heap profile: %w", err)
+		return fmt.Errorf("GET %s: %w", what, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET the manager's heap profile: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", what, resp.Status)
 	}
 	f, err := os.Create(path)
 	if err != nil {
