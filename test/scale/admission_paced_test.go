@@ -339,26 +339,8 @@ func profileAdmission(ctx context.Context, o *testutil.Operator, cs kubernetes.I
 		errs[0] = os.WriteFile(filepath.Join(out, "admission-apiserver-cpu-"+resource+".pprof"), raw, 0o600)
 	})
 	wg.Go(func() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.ManagerPprof+"/profile?seconds="+seconds, nil)
-		if err != nil {
-			errs[1] = err
-			return
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			errs[1] = fmt.Errorf("profile the manager: %w", err)
-			return
-		}
-		defer func() { _ = resp.Body.Close() }()
-		raw, err := io.ReadAll(resp.Body)
-		if err == nil && resp.StatusCode != http.StatusOK {
-			err = fmt.Errorf("profile the manager: %s", resp.Status)
-		}
-		if err != nil {
-			errs[1] = err
-			return
-		}
-		errs[1] = os.WriteFile(filepath.Join(out, "admission-manager-cpu-"+resource+".pprof"), raw, 0o600)
+		errs[1] = getToFile(ctx, o.ManagerPprof+"/profile?seconds="+seconds,
+			filepath.Join(out, "admission-manager-cpu-"+resource+".pprof"), "the manager's CPU profile")
 	})
 	return func() error {
 		wg.Wait()

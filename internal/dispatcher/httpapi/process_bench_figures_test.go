@@ -43,12 +43,17 @@ func scrapeAdded(c *http.Client, url string) (addedHistogram, error) {
 	if fam == nil || len(fam.GetMetric()) != 1 {
 		return addedHistogram{}, fmt.Errorf("%s: no %s", url, addedMetric)
 	}
+	return histogramOf(fam.GetMetric()[0]), nil
+}
+
+// histogramOf is m's histogram: its cumulative counts at its upper bounds.
+func histogramOf(m *dto.Metric) addedHistogram {
 	var h addedHistogram
-	for _, bk := range fam.GetMetric()[0].GetHistogram().GetBucket() {
+	for _, bk := range m.GetHistogram().GetBucket() {
 		h.bounds = append(h.bounds, bk.GetUpperBound())
 		h.counts = append(h.counts, bk.GetCumulativeCount())
 	}
-	return h, nil
+	return h
 }
 
 // windowMetric splits addedMetric by window (turnlatency.go).
@@ -63,14 +68,9 @@ func scrapeWindows(c *http.Client, url string) (map[string]addedHistogram, error
 	out := map[string]addedHistogram{}
 	if fam := families[windowMetric]; fam != nil {
 		for _, m := range fam.GetMetric() {
-			var h addedHistogram
-			for _, bk := range m.GetHistogram().GetBucket() {
-				h.bounds = append(h.bounds, bk.GetUpperBound())
-				h.counts = append(h.counts, bk.GetCumulativeCount())
-			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "window" {
-					out[l.GetValue()] = h
+					out[l.GetValue()] = histogramOf(m)
 				}
 			}
 		}
