@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -213,8 +215,14 @@ func turnRecords(t *testing.T, p *testutil.Process, from, to int64) []logRecord 
 	if to < 0 || to > int64(len(b)) {
 		to = int64(len(b))
 	}
+	return decodeRecords(b[min(from, to):to])
+}
+
+// decodeRecords are the records about a turn in b, a line each; a line
+// that is not a JSON record is skipped.
+func decodeRecords(b []byte) []logRecord {
 	var recs []logRecord
-	for _, line := range bytes.Split(b[min(from, to):to], []byte("\n")) {
+	for _, line := range bytes.Split(b, []byte("\n")) {
 		var rec logRecord
 		if json.Unmarshal(line, &rec) == nil && rec.RunID != "" {
 			recs = append(recs, rec)
@@ -246,9 +254,13 @@ func statusRetries(t *testing.T, p *testutil.Process, from, to int64) map[string
 // an end status that landed.
 func endsNotLanded(t *testing.T, p *testutil.Process, from int64, runIDs []string, timeout time.Duration) []string {
 	deadline := time.Now().Add(timeout)
+	ended, gaveUp := map[string]bool{}, map[string]bool{}
 	for {
-		ended, gaveUp := map[string]bool{}, map[string]bool{}
-		for _, rec := range turnRecords(t, p, from, -1) {
+		// Only what was logged since the last poll: a campaign's log is
+		// large, and it grows while this waits.
+		var recs []logRecord
+		recs, from = recordsSince(t, p, from)
+		for _, rec := range recs {
 			ended[rec.RunID] = ended[rec.RunID] || rec.Msg == turnEnded
 			gaveUp[rec.RunID] = gaveUp[rec.RunID] || strings.HasPrefix(rec.Msg, endStatusGiveUp)
 		}
@@ -263,6 +275,19 @@ func endsNotLanded(t *testing.T, p *testutil.Process, from int64, runIDs []strin
 		}
 		time.Sleep(100 * time.Millisecond) // the poll's interval; the log's records are the proof
 	}
+}
+
+// recordsSince decodes the whole lines p logged from offset from on and
+// returns them with the offset after the last one.
+func recordsSince(t *testing.T, p *testutil.Process, from int64) ([]logRecord, int64) {
+	t.Helper()
+	f, err := os.Open(p.LogPath)
+	must(t, err)
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.NewSectionReader(f, from, math.MaxInt64-from))
+	must(t, err)
+	whole := int64(bytes.LastIndexByte(b, '\n') + 1) // a line still being written waits for the next poll
+	return decodeRecords(b[:whole]), from + whole
 }
 
 // logRecordsOf is what p logged about turn runID from offset from on.
