@@ -53,6 +53,9 @@ export type AttemptDeps = {
   mirror?: MirrorDeps;
 };
 
+/** AttemptDeps with every default filled in; the mirror stays optional. */
+type FilledDeps = Required<Omit<AttemptDeps, "mirror">> & Pick<AttemptDeps, "mirror">;
+
 /** Where answers of the running turn go. */
 export type TurnTarget = { client: DispatcherClient; session: string; runId: string };
 
@@ -66,7 +69,7 @@ export class Attempt {
 
   private constructor(
     private readonly params: AgentHarnessAttemptParamsV2,
-    private readonly deps: Required<Omit<AttemptDeps, "mirror">> & Pick<AttemptDeps, "mirror">,
+    private readonly deps: FilledDeps,
     private readonly tools: AnyAgentTool[],
     private turnBody: TurnRequest,
     private readonly marker: TranscriptMarker | undefined,
@@ -82,7 +85,7 @@ export class Attempt {
       throw new AgentHarnessPreflightError("harness-operator: the attempt carries no hostCapabilities (an OpenClaw older than the plugin's pluginApi floor?)");
     }
     const tools = toolSurface(params);
-    const full: Required<Omit<AttemptDeps, "mirror">> & Pick<AttemptDeps, "mirror"> = {
+    const full: FilledDeps = {
       markers: deps.markers,
       readConversation: deps.readConversation ?? readRecentUserAssistantTextForSession,
       askUser: deps.askUser ?? runAgentHarnessGatewayQuestion,
