@@ -230,6 +230,8 @@ type AllowedNamespaces struct {
 // AgentHarnessSpec declares a harness, its support facts, tool-policy declaration and workload.
 // +kubebuilder:validation:XValidation:rule="has(self.appServer) != has(self.external)",message="exactly one of spec.appServer and spec.external must be set"
 // +kubebuilder:validation:XValidation:rule="has(self.conversationToolPolicySupport) && self.conversationToolPolicySupport == 'Exact' || !has(self.conversationToolPolicySafeDenyTools)",message="spec.conversationToolPolicySafeDenyTools requires spec.conversationToolPolicySupport: Exact"
+// +kubebuilder:validation:XValidation:rule="!has(self.modelGateway) || has(self.appServer)",message="spec.modelGateway requires spec.appServer: the operator cannot keep credentials out of an external app-server"
+// +kubebuilder:validation:XValidation:rule="!has(self.modelGateway) || !has(self.appServer) || !has(self.appServer.credentials) || size(self.appServer.credentials) == 0",message="spec.modelGateway and spec.appServer.credentials are exclusive: with the model gateway the pods hold no provider credential"
 type AgentHarnessSpec struct {
 	// harnessId is the id runtime policies and sessions use to select this harness;
 	// defaults to metadata.name. `openclaw` (and its aliases) is reserved for the
@@ -318,6 +320,13 @@ type AgentHarnessSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Delegates []Delegate `json:"delegates,omitempty"`
+
+	// modelGateway sends the harness's model requests through the operator's
+	// model gateway, which alone holds the provider credential; the app-server
+	// pods then hold none, and their egress narrows to the gateway. Managed
+	// harnesses only, and not with appServer.credentials.
+	// +optional
+	ModelGateway *ModelGateway `json:"modelGateway,omitempty"`
 }
 
 // ServerStatus is one app-server as the manager last saw it.
