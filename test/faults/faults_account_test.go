@@ -68,8 +68,8 @@ func (c *campaign) account(rows []faultRow) {
 	missing := c.missingFromTranscripts(outcomes)
 	stuck := c.stuckSessions()
 
-	t.Logf("| fault | injections | injections that found a turn in each phase (turns) | turns ended | completed | failed visibly | waited out (Retry-After) | recovery p50/max |")
-	t.Logf("|---|---|---|---|---|---|---|---|")
+	t.Logf("| fault | injections | injections that found a turn in each phase (turns) | turns ended | completed | failed visibly | waited out (Retry-After) | recovery p50/max | took |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		ended, completed, failed := 0, 0, map[string]int{}
 		for _, o := range outcomes {
@@ -82,7 +82,8 @@ func (c *campaign) account(rows []faultRow) {
 				}
 			}
 		}
-		t.Logf("| %s | %d | %s | %d | %d | %v | %v | %s |", r.fault, r.injections, phaseList(r.landed, r.phases), ended, completed, failed, r.refused, recoveryFigure(r.recovery))
+		t.Logf("| %s | %d | %s | %d | %d | %v | %v | %s | %s |", r.fault, r.injections, phaseList(r.landed, r.phases), ended, completed, failed, r.refused, recoveryFigure(r.recovery),
+			r.to.Sub(r.from).Round(100*time.Millisecond))
 	}
 	for _, r := range rows {
 		messages := map[string]int{}

@@ -48,6 +48,7 @@ const campaignInjections, minPerPhase = 4, 3
 // struck (effect): at 1 injection nothing else would tell an injection that
 // did nothing from a fault the system survived.
 func TestFaultCampaign(t *testing.T) {
+	started := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	names := make([]string, 20)
@@ -81,6 +82,9 @@ func TestFaultCampaign(t *testing.T) {
 		injections = n
 	}
 	only := regexp.MustCompile(os.Getenv("FAULTS")) // empty: every fault
+	// Where a slow run spends its time: the start here, each fault in the
+	// table's last column.
+	t.Logf("the campaign's processes and load started in %s", time.Since(started).Round(100*time.Millisecond))
 	var rows []faultRow
 	for _, f := range append(c.processFaults(), c.controlPlaneFaults()...) {
 		if only.MatchString(f.name) {
