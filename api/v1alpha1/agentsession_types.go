@@ -309,6 +309,18 @@ type NativeBinding struct {
 	// +kubebuilder:validation:MaxLength=128
 	AuthProfile string `json:"authProfile,omitempty"`
 
+	// modelProvider is the model provider the thread was started with, when
+	// the dispatcher chose it: `harness-gateway` (the harness's
+	// spec.modelGateway) or `harness-auth-profile` (an auth profile without
+	// the gateway). Empty: the app-server's own provider, or
+	// `harness-auth-profile` when authProfile is set (a binding written before
+	// the field existed). Codex refuses to resume a thread with another
+	// provider, so a turn that needs another one continues the conversation
+	// on a new thread (a re-seed).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ModelProvider string `json:"modelProvider,omitempty"`
+
 	// threadState is Provisional while no turn on the thread has ended with
 	// a result: the turn that started it failed (for example, its app-server
 	// died mid-turn). If the server then no longer has such a thread, there

@@ -91,12 +91,19 @@ type TurnInput struct {
 	// instead of the runtime's own login; never serialized (it holds the
 	// credential). A thread's credential source is fixed when it starts (in
 	// Codex, its model provider), so a turn that adds or drops a profile
-	// continues the conversation on a new thread (ReseedFrom), and
-	// ReseedFromAuthProfile says the old thread used one.
+	// continues the conversation on a new thread (ReseedFrom). On a harness
+	// with the model gateway the profile travels sealed in ModelCredential
+	// instead, and AuthProfile is nil.
 	AuthProfile *AuthProfile `json:"-"`
-	// ReseedFromAuthProfile says ReseedFrom's thread authenticated with an
-	// auth profile (the adapter needs that to read its history).
-	ReseedFromAuthProfile bool `json:"reseedFromAuthProfile,omitempty"`
+	// ModelCredential, when set, is the model gateway's credential for this
+	// turn (internal/dispatcher/modelcred): the thread's model requests go
+	// to the gateway's provider with it as their bearer token. Never
+	// serialized: it is valid while the turn runs.
+	ModelCredential string `json:"-"`
+	// ReseedFromProvider is the model provider ReseedFrom's thread was
+	// started with, when the dispatcher chose it (the adapter defines it
+	// again to read that thread's history); empty: the server's own.
+	ReseedFromProvider string `json:"reseedFromProvider,omitempty"`
 	// NativeActionOptions are the attempt's approvalMode and
 	// collaborationMode: approval requests and user-input requests reach
 	// the client through Hooks.AnswerApproval and Hooks.AnswerUserInput.

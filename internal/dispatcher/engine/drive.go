@@ -33,7 +33,7 @@ func (t *runningTurn) drive(in adapter.TurnInput) (*wire.TurnResult, *wire.Error
 		// turn starts a new thread instead of asking for a reset.
 		t.e.log.Info("the session's provisional thread is gone from its app-server; the turn starts a new one",
 			"session", t.session, "runId", t.req.RunID, "server", t.p.server.Name, "thread", cmp.Or(in.ThreadID, in.ReseedFrom))
-		in.ThreadID, in.ReseedFrom, in.ReseedFromAuthProfile = "", "", false
+		in.ThreadID, in.ReseedFrom, in.ReseedFromProvider = "", "", ""
 		t.toolsFingerprint = codex.HostToolsFingerprint(in)
 		nt, err = t.start(ctx, in, hooks)
 	}

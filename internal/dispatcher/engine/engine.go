@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
+	"github.com/openclaw/harness-operator/internal/dispatcher/modelcred"
 	"github.com/openclaw/harness-operator/internal/dispatcher/store"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
 	"github.com/openclaw/harness-operator/internal/platform/netguard"
@@ -68,6 +69,10 @@ type Options struct {
 	// dispatcher (Recover ends the runs of its previous process) and differ
 	// between dispatchers sharing a store. Empty means "dispatcher".
 	Owner string
+	// ModelCredentials seals the model gateway's credentials for turns on
+	// harnesses with spec.modelGateway (derived from the turn-token key:
+	// modelcred.DeriveKey). Nil refuses such turns, HarnessUnavailable.
+	ModelCredentials *modelcred.Key
 	// LeaseTTL is how long a session's lease lasts without renewal
 	// (DefaultLeaseTTL); a running turn renews it every third of it.
 	LeaseTTL time.Duration

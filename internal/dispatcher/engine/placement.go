@@ -31,6 +31,9 @@ type prepared struct {
 	pod         bool                 // the server is a managed pod (not external)
 	mcpServers  []adapter.MCPServer  // the turn's admitted MCP servers (mcp.go)
 	authProfile *adapter.AuthProfile // the turn's admitted auth profile (auth_profile.go)
+	// modelCredential is the model gateway's credential of the turn, on a
+	// harness with spec.modelGateway (modelgateway.go); never logged.
+	modelCredential string
 	// mirror, when the session's thread is on another harness, is its
 	// conversation from the transcript mirror; mirrorDropped counts older
 	// messages left out (mirror.go).

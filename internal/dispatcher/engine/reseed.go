@@ -26,9 +26,10 @@ var noHostTools = codex.HostToolsFingerprint(adapter.TurnInput{})
 // unknown; the first turn that offers host tools re-seeds, because they may
 // be invisible on the old thread.
 //
-// A thread's credential source is fixed the same way: a turn that adds or
-// drops an auth profile re-seeds too (another profile id resumes the thread
-// with the new key).
+// A thread's model provider is fixed the same way: a turn that adds or
+// drops an auth profile, or the first turn after the harness's
+// spec.modelGateway was set or removed, re-seeds too (another profile id,
+// or a new gateway credential, resumes the thread).
 //
 // A turn that carries the gateway's messages (gatewayTranscript: turns the
 // gateway ran itself since the thread last ran) gives them to whichever
@@ -42,10 +43,11 @@ func continueThread(in *adapter.TurnInput, b *v1alpha1.NativeBinding, gateway []
 	in.GatewayMessages = gateway
 	switch {
 	case b == nil:
-	case (b.AuthProfile != "") != (in.AuthProfile != nil):
-		// Codex fixes how a thread authenticates when it starts
-		// (codex/authprofile.go).
-		in.ReseedFrom, in.ReseedFromAuthProfile = b.ThreadID, b.AuthProfile != ""
+	case bindingModelProvider(b) != codex.TurnProvider(*in):
+		// Codex fixes a thread's model provider, and with it how the
+		// thread authenticates, when it starts (codex/authprofile.go,
+		// codex/modelgateway.go).
+		in.ReseedFrom, in.ReseedFromProvider = b.ThreadID, bindingModelProvider(b)
 	case b.HostToolsFingerprint == fp:
 		in.ThreadID = b.ThreadID
 	case b.HostToolsFingerprint == "" && fp == noHostTools:

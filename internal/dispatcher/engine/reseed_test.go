@@ -42,9 +42,49 @@ func TestContinueThreadResumesOrReseeds(t *testing.T) {
 	for _, c := range cases {
 		in := adapter.TurnInput{Tools: c.tools}
 		fp := continueThread(&in, c.binding, c.gateway)
+		if in.ReseedFromProvider != "" {
+			t.Errorf("%s: reseedFromProvider %q, want none: no provider changed", c.name, in.ReseedFromProvider)
+		}
 		if in.ThreadID != c.resume || in.ReseedFrom != c.reseed || fp != c.wantFingerprint || len(in.GatewayMessages) != len(c.gateway) {
 			t.Errorf("%s: threadId %q reseedFrom %q fingerprint %q gateway messages %d; want %q %q %q %d",
 				c.name, in.ThreadID, in.ReseedFrom, fp, len(in.GatewayMessages), c.resume, c.reseed, c.wantFingerprint, len(c.gateway))
+		}
+	}
+}
+
+// TestContinueThreadReseedsWhenTheModelProviderChanges: Codex refuses to
+// resume a thread on another model provider, so a turn whose provider
+// differs from the one the bound thread started with re-seeds from it, and
+// names the old provider for the adapter to define while it reads the
+// history.
+func TestContinueThreadReseedsWhenTheModelProviderChanges(t *testing.T) {
+	const gw, profile = "harness-gateway", "harness-auth-profile"
+	bound := func(provider, authProfile string) *v1alpha1.NativeBinding {
+		return &v1alpha1.NativeBinding{ThreadID: "thread-1", HostToolsFingerprint: noHostTools, ModelProvider: provider, AuthProfile: authProfile}
+	}
+	key := &adapter.AuthProfile{ID: "openai:work", APIKey: "k"}
+	cases := []struct {
+		name           string
+		in             adapter.TurnInput
+		binding        *v1alpha1.NativeBinding
+		resume, reseed string
+		from           string
+	}{
+		{"the server's provider, then the gateway: re-seed", adapter.TurnInput{ModelCredential: "hmg1.x"}, bound("", ""), "", "thread-1", ""},
+		{"the gateway, then the gateway with a new credential: resume", adapter.TurnInput{ModelCredential: "hmg1.y"}, bound(gw, ""), "thread-1", "", ""},
+		{"the gateway with a profile sealed in, then without: resume", adapter.TurnInput{ModelCredential: "hmg1.y"}, bound(gw, "openai:work"), "thread-1", "", ""},
+		{"the gateway, then the server's own (the gateway turned off): re-seed", adapter.TurnInput{}, bound(gw, ""), "", "thread-1", gw},
+		{"a profile thread of before the field, then the gateway: re-seed", adapter.TurnInput{ModelCredential: "hmg1.x"}, bound("", "openai:work"), "", "thread-1", profile},
+		{"a profile thread of before the field, then the profile again: resume", adapter.TurnInput{AuthProfile: key}, bound("", "openai:work"), "thread-1", "", ""},
+		{"the profile's provider recorded, then no profile: re-seed", adapter.TurnInput{}, bound(profile, "openai:work"), "", "thread-1", profile},
+		{"the server's own, then a profile: re-seed", adapter.TurnInput{AuthProfile: key}, bound("", ""), "", "thread-1", ""},
+	}
+	for _, c := range cases {
+		in := c.in
+		continueThread(&in, c.binding, nil)
+		if in.ThreadID != c.resume || in.ReseedFrom != c.reseed || in.ReseedFromProvider != c.from {
+			t.Errorf("%s: threadId %q reseedFrom %q (provider %q); want %q %q (%q)",
+				c.name, in.ThreadID, in.ReseedFrom, in.ReseedFromProvider, c.resume, c.reseed, c.from)
 		}
 	}
 }

@@ -140,6 +140,7 @@ func (t *runningTurn) input() adapter.TurnInput {
 	if t.p.rebind {
 		binding = nil
 	}
+	withModelCredential(&in, t.p)
 	t.toolsFingerprint = continueThread(&in, binding, t.req.GatewayMessages())
 	in.MirrorMessages, in.MirrorDropped = t.p.mirror, t.p.mirrorDropped
 	return in
@@ -234,7 +235,7 @@ func (t *runningTurn) endStatus(res *wire.TurnResult, terr *wire.Error, finished
 		st.AgentHarnessID = d.HarnessID
 		st.NativeBinding = &v1alpha1.NativeBinding{ThreadID: t.native.ThreadID(), Pod: t.p.server.Name, Generation: t.sess.Spec.ResetGeneration,
 			SessionUID: string(t.sess.UID), HarnessNamespace: t.p.harness.Namespace, HarnessName: t.p.harness.Name,
-			HostToolsFingerprint: t.toolsFingerprint, AuthProfile: authProfileID(t.p.authProfile),
+			HostToolsFingerprint: t.toolsFingerprint, AuthProfile: authProfileID(t.p.authProfile), ModelProvider: turnModelProvider(t.p),
 			ThreadState: threadState(st.NativeBinding, t.native.ThreadID(), terr == nil)}
 	}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
@@ -164,6 +165,11 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 	if err := e.admitAuthProfile(ctx, sess, req, p, by); err != nil {
 		e.unreserve(p)
 		return nil, nil, err
+	}
+	if terr := e.mintModelCredential(sess, req, p, lease, time.Now()); terr != nil {
+		e.unreserve(p)
+		recordRefused(labelsOf(ns, p.decision), terr.Code)
+		return nil, nil, &refusal{err: terr, decision: &p.decision}
 	}
 	run, outcome, err := e.store.Claim(lease, req.RunID, digest, by)
 	if err != nil {

@@ -144,6 +144,9 @@ func checkLogin(ctx context.Context, c *appserver.Client) error {
 // authConfig is the turn's credential part of the thread config: the
 // profile's provider, or nothing after checkLogin passed.
 func authConfig(ctx context.Context, c *appserver.Client, in adapter.TurnInput) (map[string]any, error) {
+	if in.ModelCredential != "" {
+		return gatewayConfig(ctx, c, in.ModelCredential)
+	}
 	if in.AuthProfile == nil {
 		return nil, checkLogin(ctx, c)
 	}
@@ -151,17 +154,20 @@ func authConfig(ctx context.Context, c *appserver.Client, in adapter.TurnInput) 
 }
 
 // reseedSourceConfig is the resume config that lets Codex load the thread a
-// re-seed reads: a profile thread needs its provider back (without a key:
-// nothing is sent to the model).
+// re-seed reads: a thread started on a provider the dispatcher chose needs
+// that provider defined (without a key: nothing is sent to the model).
 func reseedSourceConfig(ctx context.Context, c *appserver.Client, in adapter.TurnInput) (map[string]any, error) {
-	if in.ReseedFrom == "" || !in.ReseedFromAuthProfile {
+	switch {
+	case in.ReseedFrom == "" || in.ReseedFromProvider == "":
 		return nil, nil
+	case in.ReseedFromProvider == profileProviderID:
+		id := "(previous)"
+		if in.AuthProfile != nil {
+			id = in.AuthProfile.ID
+		}
+		return profileConfig(ctx, c, id, "")
 	}
-	id := "(previous)"
-	if in.AuthProfile != nil {
-		id = in.AuthProfile.ID
-	}
-	return profileConfig(ctx, c, id, "")
+	return placeholderProvider(ctx, c, in.ReseedFromProvider)
 }
 
 // addsOrDrops says what a re-seeding turn did to its thread's auth profile.

@@ -139,7 +139,7 @@ func TestAuthProfileSwitchReseeds(t *testing.T) {
 	}
 
 	drop := r.input("DROP-PROFILE")
-	drop.ReseedFrom, drop.ReseedFromAuthProfile = added.ThreadID, true
+	drop.ReseedFrom, drop.ReseedFromProvider = added.ThreadID, ProfileProvider
 	dropped := run(t, r, drop, &recorder{})
 	if dropped.ThreadID == added.ThreadID || authorizationOf(t, r, "DROP-PROFILE") != "Bearer "+codextest.StubAPIKey {
 		t.Fatalf("dropping the profile: thread %s (was %s), Authorization %q", dropped.ThreadID, added.ThreadID, authorizationOf(t, r, "DROP-PROFILE"))

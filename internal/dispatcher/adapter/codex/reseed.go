@@ -204,9 +204,9 @@ func (t *Turn) reseedEvent() adapter.Event {
 			"the last %d user and assistant messages of the dispatcher's transcript mirror (%d older ones left out; tool "+
 			"calls and reasoning are not carried over) and %d messages the gateway ran itself; it offers %s",
 			t.threadID, s.MirrorMessages, t.in.MirrorDropped, s.GatewayMessages, offered)
-	case s.GatewayMessages == 0 && t.in.ReseedFromAuthProfile != (t.in.AuthProfile != nil):
-		text = fmt.Sprintf("the turn %s an auth profile and Codex fixes how a thread authenticates when it starts: the "+
-			"conversation continues from thread %s on new thread %s, which offers %s", addsOrDrops(t.in), s.From, t.threadID, offered)
+	case s.GatewayMessages == 0 && t.in.ReseedFromProvider != TurnProvider(t.in):
+		text = fmt.Sprintf("%s and Codex fixes how a thread authenticates when it starts: the "+
+			"conversation continues from thread %s on new thread %s, which offers %s", providerChange(t.in), s.From, t.threadID, offered)
 	case s.GatewayMessages == 0:
 		text = fmt.Sprintf("the host tools changed since thread %s started: the conversation continues on new thread %s, "+
 			"which offers %s", s.From, t.threadID, offered)

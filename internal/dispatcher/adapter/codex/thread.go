@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/adapter"
 	"github.com/openclaw/harness-operator/internal/harness/appserver"
+	"github.com/openclaw/harness-operator/internal/harness/codexconfig"
 )
 
 // A turn's thread: opening it (thread/start, or thread/resume with the
@@ -129,7 +130,8 @@ func (t *Turn) overridesApplied(info appserver.ThreadInfo) bool {
 	}
 	// A thread that authenticates otherwise than this turn says (Codex
 	// refuses to change a thread's provider, so this is the last guard).
-	if info.ModelProvider != "" && (info.ModelProvider == profileProviderID) != (t.in.AuthProfile != nil) {
+	if want := TurnProvider(t.in); info.ModelProvider != "" && info.ModelProvider != want &&
+		(want != "" || info.ModelProvider == profileProviderID || info.ModelProvider == codexconfig.ModelGatewayProvider) {
 		return false
 	}
 	return true
