@@ -77,6 +77,10 @@ const (
 	HarnessReasonSandboxUsable HarnessConditionReason = "SandboxUsable"
 	// HarnessReasonSandboxUnavailable: Codex's sandbox cannot run on the server pods (their check failed); the pods do not start and no turn runs.
 	HarnessReasonSandboxUnavailable HarnessConditionReason = "SandboxUnavailable"
+	// HarnessReasonModelGatewayNotConfigured: the harness has spec.modelGateway and the manager cannot point its pods at the gateway (no --model-gateway-url, or the gateway's CA cannot be read); no workload is created or changed.
+	HarnessReasonModelGatewayNotConfigured HarnessConditionReason = "ModelGatewayNotConfigured"
+	// HarnessReasonModelGateway: the server's model provider is the model gateway, which adds the credential; the pods hold none.
+	HarnessReasonModelGateway HarnessConditionReason = "ModelGateway"
 	// HarnessReasonSandboxNotChecked: no server pod has run the sandbox check yet.
 	HarnessReasonSandboxNotChecked HarnessConditionReason = "SandboxNotChecked"
 )

@@ -232,6 +232,8 @@ type AllowedNamespaces struct {
 // +kubebuilder:validation:XValidation:rule="has(self.conversationToolPolicySupport) && self.conversationToolPolicySupport == 'Exact' || !has(self.conversationToolPolicySafeDenyTools)",message="spec.conversationToolPolicySafeDenyTools requires spec.conversationToolPolicySupport: Exact"
 // +kubebuilder:validation:XValidation:rule="!has(self.modelGateway) || has(self.appServer)",message="spec.modelGateway requires spec.appServer: the operator cannot keep credentials out of an external app-server"
 // +kubebuilder:validation:XValidation:rule="!has(self.modelGateway) || !has(self.appServer) || !has(self.appServer.credentials) || size(self.appServer.credentials) == 0",message="spec.modelGateway and spec.appServer.credentials are exclusive: with the model gateway the pods hold no provider credential"
+// +kubebuilder:validation:XValidation:rule="!has(self.modelGateway) || !has(self.appServer) || !has(self.appServer.args) || size(self.appServer.args) == 0",message="spec.modelGateway and spec.appServer.args are exclusive: args replace the operator's arguments, which make the model gateway the app-server's model provider"
+// +kubebuilder:validation:XValidation:rule="!has(self.modelGateway) || !has(self.authBootstrap) || self.authBootstrap == 'Harness'",message="spec.modelGateway requires spec.authBootstrap: Harness (the gateway adds the harness's own credential)"
 type AgentHarnessSpec struct {
 	// harnessId is the id runtime policies and sessions use to select this harness;
 	// defaults to metadata.name. `openclaw` (and its aliases) is reserved for the
@@ -281,7 +283,7 @@ type AgentHarnessSpec struct {
 	ConversationToolPolicyNativeTools []ToolID `json:"conversationToolPolicyNativeTools,omitempty"`
 
 	// authBootstrap is Harness: the app-server authenticates with its own
-	// credentials. Host (per-attempt host credentials) is refused until an adapter supports it.
+	// credentials (with modelGateway, the gateway adds them for it). Host (per-attempt host credentials) is refused until an adapter supports it.
 	// +optional
 	// +kubebuilder:default=Harness
 	AuthBootstrap AuthBootstrap `json:"authBootstrap,omitempty"`
@@ -323,8 +325,11 @@ type AgentHarnessSpec struct {
 
 	// modelGateway sends the harness's model requests through the operator's
 	// model gateway, which alone holds the provider credential; the app-server
-	// pods then hold none, and their egress narrows to the gateway. Managed
-	// harnesses only, and not with appServer.credentials.
+	// pods then hold none, and their egress narrows to the gateway (and the
+	// public internet only when mcp lists URL prefixes). Managed harnesses
+	// only, with authBootstrap Harness, and neither appServer.credentials
+	// nor appServer.args. A manager without --model-gateway-url changes no
+	// workload for it and reports Ready False, ModelGatewayNotConfigured.
 	// +optional
 	ModelGateway *ModelGateway `json:"modelGateway,omitempty"`
 }

@@ -85,6 +85,15 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 				h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com/tools/", "http://127.0.0.1:9/"}}
 				return h
 			}(),
+			withModelGateway(validManagedHarness(ns, "ok-gateway"), "https://api.openai.com/v1"),
+			func() client.Object {
+				h := withModelGateway(validManagedHarness(ns, "ok-gateway-dev"), "http://127.0.0.1:9000/v1")
+				h.Spec.ModelGateway.Headers = map[string]string{"OpenAI-Organization": "org-1", "x_custom": "v"}
+				h.Spec.ModelGateway.QueryParams = map[string]string{"api-version": "2025-04-01-preview"}
+				h.Spec.MCP = &v1alpha1.HarnessMCP{AllowedURLPrefixes: []string{"https://mcp.example.com/"}}
+				return h
+			}(),
+			withModelGateway(validManagedHarness(ns, "ok-gateway-v6"), "http://[::1]:9000/v1"),
 			func() client.Object {
 				h := validExternalHarness(ns, "ok-delegates")
 				h.Spec.Delegates = []v1alpha1.Delegate{
@@ -163,6 +172,57 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 			"spec.external.url", "external.url must be wss:// (plain ws:// only to a loopback host"),
 		Entry("external.url plain ws:// to a name that merely starts like loopback is refused", harness(func(h *v1alpha1.AgentHarness) { h.Spec.External.URL = "ws://127.0.0.1.evil.example:4500" }),
 			"spec.external.url", "external.url must be wss://"),
+		// modelGateway: managed harnesses only, no credential in the pods.
+		Entry("modelGateway requires appServer", harness(func(h *v1alpha1.AgentHarness) {
+			h.Spec.ModelGateway = validManagedGateway("https://api.openai.com/v1")
+		}), "spec", "spec.modelGateway requires spec.appServer"),
+		Entry("modelGateway and appServer.credentials are exclusive", managed(func(h *v1alpha1.AgentHarness) {
+			h.Spec.ModelGateway = validManagedGateway("https://api.openai.com/v1")
+		}), "spec", "spec.modelGateway and spec.appServer.credentials are exclusive"),
+		Entry("modelGateway and appServer.args are exclusive", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1")
+			h.Spec.AppServer.Args = []string{"app-server", "--listen", "ws://0.0.0.0:4500"}
+		}), "spec", "spec.modelGateway and spec.appServer.args are exclusive"),
+		Entry("modelGateway requires authBootstrap Harness", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1")
+			h.Spec.AuthBootstrap = v1alpha1.AuthBootstrapHost
+		}), "spec", "spec.modelGateway requires spec.authBootstrap: Harness"),
+		Entry("modelGateway.baseURL must be an http(s) URL", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "ftp://files.example/v1")
+		}), "spec.modelGateway.baseURL", "spec.modelGateway.baseURL must be an http or https URL with a host"),
+		Entry("modelGateway.baseURL needs a host", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https:///v1")
+		}), "spec.modelGateway.baseURL", "must be an http or https URL with a host"),
+		Entry("modelGateway.baseURL plain http to a host that is not loopback is refused", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "http://api.openai.com/v1")
+		}), "spec.modelGateway.baseURL", "spec.modelGateway.baseURL must be https://"),
+		Entry("modelGateway.baseURL plain http to a name that merely starts like loopback is refused", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "http://127.0.0.1.evil.example/v1")
+		}), "spec.modelGateway.baseURL", "spec.modelGateway.baseURL must be https://"),
+		Entry("modelGateway.baseURL must not carry userinfo", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://user:sk-secret@api.openai.com/v1")
+		}), "spec.modelGateway.baseURL", "must not carry userinfo"),
+		Entry("modelGateway.baseURL has no query", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1?api-key=sk-secret")
+		}), "spec.modelGateway.baseURL", "must have no query or fragment"),
+		Entry("modelGateway.headers must not set Authorization", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1").Spec.ModelGateway.Headers = map[string]string{"authorization": "Bearer sk-secret"}
+		}), "spec.modelGateway.headers", "spec.modelGateway.headers must not set Authorization"),
+		Entry("modelGateway.headers must not set a hop-by-hop header", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1").Spec.ModelGateway.Headers = map[string]string{"Upgrade": "websocket"}
+		}), "spec.modelGateway.headers", "or a hop-by-hop header"),
+		Entry("modelGateway.headers names are header names", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1").Spec.ModelGateway.Headers = map[string]string{"X Injected: a": "v"}
+		}), "spec.modelGateway.headers", "spec.modelGateway.headers names must be HTTP header names"),
+		Entry("modelGateway.headers values are bounded", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1").Spec.ModelGateway.Headers = map[string]string{"X-Team": strings.Repeat("a", 4097)}
+		}), "spec.modelGateway.headers", "values must have at most 4096 characters"),
+		Entry("modelGateway.queryParams names are not empty", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1").Spec.ModelGateway.QueryParams = map[string]string{"": "x"}
+		}), "spec.modelGateway.queryParams", "names must have 1 to 128 characters"),
+		Entry("modelGateway.credentialSecretRef names a key", managed(func(h *v1alpha1.AgentHarness) {
+			withModelGateway(h, "https://api.openai.com/v1").Spec.ModelGateway.CredentialSecretRef.Key = "a/b"
+		}), "spec.modelGateway.credentialSecretRef.key", "should match"),
 		// Version floor.
 		Entry("minVersion must be a semantic version", harness(func(h *v1alpha1.AgentHarness) { h.Spec.MinVersion = "v0.170" }),
 			"spec.minVersion", "spec.minVersion must be a semantic version"),
@@ -295,5 +355,19 @@ var _ = Describe("single-object validation (CEL and schema)", func() {
 
 func withURL(h *v1alpha1.AgentHarness, url string) *v1alpha1.AgentHarness {
 	h.Spec.External.URL = url
+	return h
+}
+
+// validManagedGateway is a valid spec.modelGateway with baseURL.
+func validManagedGateway(baseURL string) *v1alpha1.ModelGateway {
+	return &v1alpha1.ModelGateway{BaseURL: baseURL,
+		CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "provider", Key: "api-key"}}
+}
+
+// withModelGateway turns a managed harness onto the model gateway: the
+// gateway's credential replaces the pods' own.
+func withModelGateway(h *v1alpha1.AgentHarness, baseURL string) *v1alpha1.AgentHarness {
+	h.Spec.AppServer.Credentials = nil
+	h.Spec.ModelGateway = validManagedGateway(baseURL)
 	return h
 }
