@@ -122,7 +122,7 @@ func (e *Engine) completeOn(ctx context.Context, sess *v1alpha1.AgentSession, p 
 		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
 	_, model := selection.SplitModel("", sess.Spec.Model)
-	res, err := codex.Complete(ctx, c, codex.CompletionInput{
+	in := codex.CompletionInput{
 		Model:        model,
 		Cwd:          path.Join(e.workspaceRoot(c), sess.Namespace, completionDir),
 		Instructions: req.Instructions,
@@ -130,7 +130,16 @@ func (e *Engine) completeOn(ctx context.Context, sess *v1alpha1.AgentSession, p 
 		Prompt:       req.Prompt,
 		Deadline:     time.Now().Add(timeout),
 		AuthProfile:  p.authProfile,
-	})
+	}
+	// The call's credential rides its call lease: the gateway accepts it
+	// while the call runs.
+	if terr := e.mintModelCredential(sess, p, places.lease, "", req.TimeoutMs, req.AuthProfile, time.Now()); terr != nil {
+		return nil, terr
+	}
+	if p.modelCredential != "" {
+		in.ModelCredential, in.AuthProfile = p.modelCredential, nil
+	}
+	res, err := codex.Complete(ctx, c, in)
 	var we *wire.Error
 	switch {
 	case err == nil:

@@ -27,11 +27,12 @@ import (
 // deadline and the lease's TTL: liveness, not the clock, ends a credential.
 const credentialSlack = 5 * time.Minute
 
-// mintModelCredential seals the turn's model-gateway credential into p when
-// its harness has spec.modelGateway; nothing otherwise. It runs under the
-// session's lease, before the run is claimed, so a refusal here journals
-// nothing.
-func (e *Engine) mintModelCredential(sess *v1alpha1.AgentSession, req *wire.TurnRequest, p *prepared, lease store.Lease, now time.Time) *wire.Error {
+// mintModelCredential seals the model-gateway credential of a turn (run
+// runID; "" for a call) that holds lease into p when its harness has
+// spec.modelGateway; nothing otherwise. A turn mints under the session's
+// lease, before the run is claimed, so a refusal journals nothing; a call
+// under its call lease.
+func (e *Engine) mintModelCredential(sess *v1alpha1.AgentSession, p *prepared, lease store.Lease, runID string, timeoutMs int64, profile *wire.AuthProfileRef, now time.Time) *wire.Error {
 	if p.harness == nil || p.harness.Spec.ModelGateway == nil {
 		return nil
 	}
@@ -42,15 +43,15 @@ func (e *Engine) mintModelCredential(sess *v1alpha1.AgentSession, req *wire.Turn
 			p.harness.Namespace, p.harness.Name)
 	}
 	timeout := e.opts.DefaultTurnTimeout
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	if timeoutMs > 0 {
+		timeout = time.Duration(timeoutMs) * time.Millisecond
 	}
 	_, model := selection.SplitModel("", sess.Spec.Model)
 	claims := modelcred.Claims{
 		Audience:  modelcred.Audience,
 		Lease:     lease.Session,
 		Token:     lease.Token,
-		Run:       req.RunID,
+		Run:       runID,
 		Harness:   modelcred.Harness{Namespace: p.harness.Namespace, Name: p.harness.Name, UID: string(p.harness.UID)},
 		Models:    []string{model},
 		ExpiresAt: now.Add(timeout + e.opts.LeaseTTL + credentialSlack),
@@ -60,7 +61,7 @@ func (e *Engine) mintModelCredential(sess *v1alpha1.AgentSession, req *wire.Turn
 	}
 	cred, err := modelcred.Seal(e.opts.ModelCredentials, claims, now)
 	if err != nil {
-		return credentialRefusal(err, req)
+		return credentialRefusal(err, profile)
 	}
 	p.modelCredential = cred
 	return nil
@@ -69,16 +70,16 @@ func (e *Engine) mintModelCredential(sess *v1alpha1.AgentSession, req *wire.Turn
 // credentialRefusal is the turn's error for claims Seal refused: a profile
 // key the gateway could not send as a bearer token names where the key came
 // from; anything else is the dispatcher's fault and names the claim only.
-func credentialRefusal(err error, req *wire.TurnRequest) *wire.Error {
+func credentialRefusal(err error, profile *wire.AuthProfileRef) *wire.Error {
 	var ce *modelcred.Error
-	if errors.As(err, &ce) && strings.HasPrefix(ce.Claim, "profile.key") && req.AuthProfile != nil {
+	if errors.As(err, &ce) && strings.HasPrefix(ce.Claim, "profile.key") && profile != nil {
 		field := "authProfile.apiKey"
-		if req.AuthProfile.SecretKeyRef != nil {
+		if profile.SecretKeyRef != nil {
 			field = "authProfile.secretKeyRef (the Secret's value)"
 		}
 		return wire.Errorf(wire.CodeAuthProfileUnsupported, "",
 			"%s of auth profile %q cannot travel to the model gateway: it must be one line of at most %d bearer-token "+
-				"characters (letters, digits and -._~+/, then any '=')", field, req.AuthProfile.ID, wire.MaxInlineKeyLength)
+				"characters (letters, digits and -._~+/, then any '=')", field, profile.ID, wire.MaxInlineKeyLength)
 	}
 	return wire.Errorf(wire.CodeHarnessUnavailable, "", "seal the model gateway's credential for the turn: %v", err)
 }

@@ -166,7 +166,7 @@ func (e *Engine) begin(ctx context.Context, ns, name string, lease store.Lease, 
 		e.unreserve(p)
 		return nil, nil, err
 	}
-	if terr := e.mintModelCredential(sess, req, p, lease, time.Now()); terr != nil {
+	if terr := e.mintModelCredential(sess, p, lease, req.RunID, req.TimeoutMs, req.AuthProfile, time.Now()); terr != nil {
 		e.unreserve(p)
 		recordRefused(labelsOf(ns, p.decision), terr.Code)
 		return nil, nil, &refusal{err: terr, decision: &p.decision}

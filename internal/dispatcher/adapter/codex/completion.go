@@ -65,6 +65,11 @@ type CompletionInput struct {
 	// AuthProfile, when set, authenticates the call's model request instead
 	// of the server's login (as a turn's, codex/authprofile.go).
 	AuthProfile *adapter.AuthProfile
+	// ModelCredential, when set, is the model gateway's credential for the
+	// call (the harness has spec.modelGateway): its model request goes to
+	// the gateway's provider with it, and AuthProfile is nil (the profile
+	// rides sealed in the credential).
+	ModelCredential string
 }
 
 // completionConfig adds to IsolationConfig what a completion must not load
@@ -116,7 +121,7 @@ func Complete(ctx context.Context, c *appserver.Client, in CompletionInput) (*wi
 			"isolated completion cannot run on Codex: %s; use a model Codex does not know or another runtime", reason)
 	}
 	cfg := completionConfig()
-	auth, err := authConfig(ctx, c, adapter.TurnInput{AuthProfile: in.AuthProfile})
+	auth, err := authConfig(ctx, c, adapter.TurnInput{AuthProfile: in.AuthProfile, ModelCredential: in.ModelCredential})
 	if err != nil {
 		return nil, err
 	}
