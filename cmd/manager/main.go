@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -51,12 +52,20 @@ type options struct {
 	operatorNamespace    string
 	harnessNamespaces    string
 	appServerEgress      string
+	modelGateway         modelGatewayOptions
 	// externalDial is the dial policy of external app-servers (and its
 	// --allow-insecure-loopback-external, which admission applies too).
 	externalDial netguard.Flags
 	webhook      webhookOptions
 	// skipNameValidation lets tests run several managers in one process.
 	skipNameValidation bool
+}
+
+// modelGatewayOptions say where the model gateway is, for harnesses with
+// spec.modelGateway (agentharness.ModelGatewaySettings).
+type modelGatewayOptions struct {
+	url, caSecret, namespace, podLabels string
+	port                                int
 }
 
 // webhookOptions are the admission webhook server's settings.
@@ -87,6 +96,11 @@ func main() {
 	flag.StringVar(&opts.harnessNamespaces, "harness-namespaces", "", "Comma-separated namespaces AgentHarnesses may live in. The manager caches Secrets only there (and in --operator-namespace), so its Secret access is granted by namespaced Roles, and admission refuses harnesses elsewhere. Empty: no namespace may hold AgentHarnesses.")
 	opts.externalDial.Bind(flag.CommandLine)
 	flag.StringVar(&opts.appServerEgress, "app-server-egress-cidrs", "", "Comma-separated CIDRs (e.g. the model provider's) that managed app-server pods may reach, besides the cluster DNS, through their NetworkPolicy. Empty: the public internet, never private, shared, link-local (cloud metadata) or loopback ranges.")
+	flag.StringVar(&opts.modelGateway.url, "model-gateway-url", "", "The model gateway's https address (scheme, host and port) as app-server pods reach it, e.g. its Service's. Harnesses with spec.modelGateway get it as their model provider (<url>/v1, no credential); empty: such harnesses get no workload change and report Ready False, ModelGatewayNotConfigured.")
+	flag.StringVar(&opts.modelGateway.caSecret, "model-gateway-ca-secret", "", "A Secret in --operator-namespace whose ca.crt (PEM) the app-server pods of harnesses with spec.modelGateway trust for the gateway, e.g. the dispatcher's TLS Secret. Empty: the pods trust only their image's roots.")
+	flag.StringVar(&opts.modelGateway.namespace, "model-gateway-namespace", "", "Namespace of the model gateway's pods, which the app-server pods' NetworkPolicy lets them reach (default: --operator-namespace).")
+	flag.StringVar(&opts.modelGateway.podLabels, "model-gateway-pod-labels", "app.kubernetes.io/name=harness-operator,app.kubernetes.io/component=model-gateway", "Comma-separated key=value labels that select the model gateway's pods in --model-gateway-namespace.")
+	flag.IntVar(&opts.modelGateway.port, "model-gateway-port", 0, "The model gateway pods' port that app-server pods may reach (default: the port of --model-gateway-url, else 443).")
 	flag.StringVar(&opts.webhook.mode, "webhook-cert-mode", "self-managed", "Webhook certificates: self-managed (a CA and serving certificate in a Secret, rotated by the manager), cert-manager (certificates mounted from a cert-manager Secret; nothing rotated here) or disabled (no webhooks: only CRD validation applies).")
 	flag.StringVar(&opts.webhook.issuer, "webhook-cert-manager-issuer", "", "With --webhook-cert-mode=cert-manager: the issuer of the serving certificate, Issuer/<name> or ClusterIssuer/<name> (default: a self-signed Issuer the manager creates).")
 	flag.StringVar(&opts.webhook.host, "webhook-host", "", "Address the webhook server binds (default: all).")
@@ -155,6 +169,13 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
+	gatewayLabels, err := labels.ConvertSelectorToLabelsMap(opts.modelGateway.podLabels)
+	if err != nil {
+		return fmt.Errorf("--model-gateway-pod-labels: %w", err)
+	}
+	if opts.modelGateway.port < 0 || opts.modelGateway.port > 65535 {
+		return fmt.Errorf("--model-gateway-port %d is out of range", opts.modelGateway.port)
+	}
 	if opts.operatorNamespace == "" {
 		// An empty namespace in the Secret cache's list would mean every namespace.
 		return fmt.Errorf("--operator-namespace must not be empty")
@@ -194,7 +215,9 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&agentharness.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.harnessConcurrency, OperatorNamespace: opts.operatorNamespace, HarnessNamespaces: harnessNamespaces,
 			AppServerEgressCIDRs: strings.FieldsFunc(opts.appServerEgress, func(r rune) bool { return r == ',' || r == ' ' }),
-			ExternalDial:         externalDial},
+			ExternalDial:         externalDial,
+			ModelGateway: agentharness.ModelGatewaySettings{URL: opts.modelGateway.url, CASecret: opts.modelGateway.caSecret,
+				Namespace: opts.modelGateway.namespace, PodLabels: gatewayLabels, Port: int32(opts.modelGateway.port)}},
 		&runtimepolicy.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.policyConcurrency},
 		&agentsession.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: opts.sessionConcurrency},
 	}

@@ -101,6 +101,10 @@ type Reconciler struct {
 	// the private, shared, link-local and loopback ranges (networkpolicy.go).
 	AppServerEgressCIDRs []string
 
+	// ModelGateway says where the operator's model gateway is, for the
+	// harnesses with spec.modelGateway (modelgateway.go).
+	ModelGateway ModelGatewaySettings
+
 	// ExternalDial is the policy every dial and /readyz probe of an external
 	// app-server passes (refused cluster ranges, metadata and link-local
 	// addresses, checked on each resolved address).
@@ -163,6 +167,9 @@ type scope struct {
 	requeueAfter time.Duration
 	// credentialsHash is v1alpha1.AnnotationCredentialsHash of the pod template (managed).
 	credentialsHash string
+	// gatewayCA is the model gateway's CA the pods trust (spec.modelGateway
+	// with --model-gateway-ca-secret).
+	gatewayCA []byte
 	// final says a phase set the verdict and no later phase runs (a name
 	// conflict: nothing is created).
 	final bool
@@ -236,6 +243,7 @@ func (r *Reconciler) phases(h *v1alpha1.AgentHarness) []phase {
 	}
 	if h.Spec.AppServer != nil {
 		return []phase{
+			{"model gateway", r.checkModelGateway},
 			{"name conflicts", r.checkNameConflicts},
 			{"token secret", r.reconcileTokenSecret},
 			{"credentials", r.hashCredentials},
@@ -278,6 +286,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("set up agentharness controller: app-server port %d is out of range", r.AppServerPort)
 	}
 	if err := parseEgressCIDRs(r.AppServerEgressCIDRs); err != nil {
+		return fmt.Errorf("set up agentharness controller: %w", err)
+	}
+	if err := r.ModelGateway.normalize(r.OperatorNamespace); err != nil {
 		return fmt.Errorf("set up agentharness controller: %w", err)
 	}
 	if r.MaxConcurrentReconciles < 1 {
@@ -379,6 +390,7 @@ func (r *Reconciler) workload(s *scope) workload {
 		opNamespace: r.OperatorNamespace,
 		credsHash:   s.credentialsHash,
 		egressCIDRs: r.AppServerEgressCIDRs,
+		gateway:     r.gatewayFor(s),
 	}
 }
 

@@ -88,7 +88,7 @@ func appServerSecretNames(o client.Object) []string {
 // hashCredentials is the phase that hashes the pods' Secret keys for the
 // pod template.
 func (r *Reconciler) hashCredentials(ctx context.Context, s *scope) error {
-	hash, err := r.credentialsHash(ctx, s.harness, s.token)
+	hash, err := r.credentialsHash(ctx, s.harness, s.token, s.gatewayCA)
 	if err != nil {
 		return err
 	}
@@ -97,12 +97,13 @@ func (r *Reconciler) hashCredentials(ctx context.Context, s *scope) error {
 }
 
 // credentialsHash is an HMAC-SHA256, keyed with the harness's token, of the
-// token and of each referenced Secret key's content (a missing Secret or key
+// token, of the model gateway's CA the pods trust (gatewayCA, when set) and
+// of each referenced Secret key's content (a missing Secret or key
 // hashes as missing, so its creation rolls the pods too). The key keeps a
 // low-entropy credential from being guessed from the annotation by anyone
 // who may read the StatefulSet. Values are read uncached (the manager caches
 // Secrets as metadata only) and never logged.
-func (r *Reconciler) credentialsHash(ctx context.Context, h *v1alpha1.AgentHarness, token string) (string, error) {
+func (r *Reconciler) credentialsHash(ctx context.Context, h *v1alpha1.AgentHarness, token string, gatewayCA []byte) (string, error) {
 	mac := hmac.New(sha256.New, []byte(token))
 	write := func(parts ...string) {
 		for _, p := range parts {
@@ -110,6 +111,9 @@ func (r *Reconciler) credentialsHash(ctx context.Context, h *v1alpha1.AgentHarne
 		}
 	}
 	write("token", token)
+	if len(gatewayCA) > 0 {
+		write("model-gateway-ca", string(gatewayCA))
+	}
 	secrets := map[string]*corev1.Secret{}
 	for _, ref := range appServerSecretRefs(h) {
 		s, seen := secrets[ref.name]
@@ -139,6 +143,12 @@ func (r *Reconciler) credentialsHash(ctx context.Context, h *v1alpha1.AgentHarne
 func (r *Reconciler) harnessesForSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	seen := map[types.NamespacedName]bool{}
 	var reqs []reconcile.Request
+	if r.ModelGateway.CASecret != "" && o.GetNamespace() == r.OperatorNamespace && o.GetName() == r.ModelGateway.CASecret {
+		reqs = r.harnessesWithModelGateway(ctx)
+		for _, req := range reqs {
+			seen[req.NamespacedName] = true
+		}
+	}
 	for _, index := range []string{indexExternalTokenSecret, indexAppServerSecret} {
 		var list v1alpha1.AgentHarnessList
 		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
@@ -152,6 +162,23 @@ func (r *Reconciler) harnessesForSecret(ctx context.Context, o client.Object) []
 				seen[key] = true
 				reqs = append(reqs, reconcile.Request{NamespacedName: key})
 			}
+		}
+	}
+	return reqs
+}
+
+// harnessesWithModelGateway are the harnesses whose pods trust the model
+// gateway's CA, enqueued when its Secret changes.
+func (r *Reconciler) harnessesWithModelGateway(ctx context.Context) []reconcile.Request {
+	var list v1alpha1.AgentHarnessList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list agent harnesses for the model gateway's CA secret")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, h := range list.Items {
+		if h.Spec.ModelGateway != nil {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&h)})
 		}
 	}
 	return reqs

@@ -21,8 +21,12 @@ import (
 // shared, link-local and loopback ranges below) and the cluster DNS; a
 // platform that knows its model provider's addresses narrows egress to
 // them with the manager's --app-server-egress-cidrs
-// (Reconciler.AppServerEgressCIDRs). NetworkPolicies need a CNI that
-// enforces them.
+// (Reconciler.AppServerEgressCIDRs). A harness with spec.modelGateway
+// holds no provider credential and reaches its model through the gateway:
+// its pods may reach only the cluster DNS and the gateway's pods on the
+// gateway's port, and the allowed egress above only when spec.mcp lists URL
+// prefixes (an MCP server is named by host, a policy matches addresses).
+// NetworkPolicies need a CNI that enforces them.
 
 // publicIPv4Except and publicIPv6Except are the ranges the default egress
 // leaves out: RFC 1918 and shared address space (where pod, Service and node
@@ -79,13 +83,34 @@ func (w workload) networkPolicy() *networkingv1ac.NetworkPolicyApplyConfiguratio
 			WithEgress(w.egressRules()...))
 }
 
-// egressRules: the cluster DNS on port 53, then the allowed addresses.
+// egressRules: the cluster DNS on port 53, then the allowed addresses; with
+// spec.modelGateway, the DNS, the gateway and (only for MCP servers) the
+// allowed addresses.
 func (w workload) egressRules() []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 	dns := networkingv1ac.NetworkPolicyEgressRule().
 		WithTo(clusterDNS).
 		WithPorts(
 			networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolUDP).WithPort(intstr.FromInt32(53)),
 			networkingv1ac.NetworkPolicyPort().WithProtocol(corev1.ProtocolTCP).WithPort(intstr.FromInt32(53)))
+	h := w.harness
+	if h.Spec.ModelGateway == nil {
+		return []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{dns, w.allowedEgress()}
+	}
+	rules := []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{dns}
+	if w.gateway == nil {
+		// The manager knows no gateway (checkModelGateway stops such a
+		// reconcile before this): the narrowest policy.
+		return rules
+	}
+	rules = append(rules, w.gateway.egress())
+	if h.Spec.MCP != nil && len(h.Spec.MCP.AllowedURLPrefixes) > 0 {
+		rules = append(rules, w.allowedEgress())
+	}
+	return rules
+}
+
+// allowedEgress is the public internet, or --app-server-egress-cidrs.
+func (w workload) allowedEgress() *networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration {
 	allowed := networkingv1ac.NetworkPolicyEgressRule()
 	if len(w.egressCIDRs) > 0 {
 		for _, c := range w.egressCIDRs {
@@ -98,5 +123,5 @@ func (w workload) egressRules() []*networkingv1ac.NetworkPolicyEgressRuleApplyCo
 			networkingv1ac.NetworkPolicyPeer().WithIPBlock(networkingv1ac.IPBlock().
 				WithCIDR("::/0").WithExcept(publicIPv6Except...)))
 	}
-	return []*networkingv1ac.NetworkPolicyEgressRuleApplyConfiguration{dns, allowed}
+	return allowed
 }

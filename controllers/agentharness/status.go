@@ -95,7 +95,12 @@ func (r *Reconciler) managedConditions(_ context.Context, s *scope) error {
 		}
 	}
 	setCondition(h, v1alpha1.HarnessConditionVersionSupported, versionVerdict(relevant, h.Spec.MinVersion))
-	setCondition(h, v1alpha1.HarnessConditionLoggedIn, loginVerdict(relevant))
+	if h.Spec.ModelGateway != nil {
+		setCondition(h, v1alpha1.HarnessConditionLoggedIn, verdict{metav1.ConditionTrue, v1alpha1.HarnessReasonModelGateway,
+			"the app-server's model provider is the model gateway: the pods hold no provider credential, and the gateway adds the harness's (spec.modelGateway.credentialSecretRef) to the model requests of running turns"})
+	} else {
+		setCondition(h, v1alpha1.HarnessConditionLoggedIn, loginVerdict(relevant))
+	}
 	st.Capabilities = judgedCapabilities(h, relevant)
 
 	// Attested: every server that is not draining runs one digest whose

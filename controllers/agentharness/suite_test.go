@@ -18,11 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -152,10 +154,16 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
+	// Harnesses labelled gatewayManagerLabel belong to a second manager,
+	// which knows the model gateway (startGatewayManager); this one runs
+	// without --model-gateway-url and never sees them.
+	notGateway, err := labels.Parse("!" + gatewayManagerLabel)
+	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: map[client.Object]cache.ByObject{&v1alpha1.AgentHarness{}: {Label: notGateway}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r := &Reconciler{
@@ -173,12 +181,14 @@ var _ = BeforeSuite(func() {
 		defer close(mgrDone)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
+	startGatewayManager(cfg, scheme)
 })
 
 var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 		Eventually(mgrDone, 30*time.Second).Should(BeClosed())
+		Eventually(gatewayMgrDone, 30*time.Second).Should(BeClosed())
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())

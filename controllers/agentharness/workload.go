@@ -53,6 +53,8 @@ type workload struct {
 	opNamespace string   // namespace of the operator's manager and dispatcher
 	credsHash   string   // v1alpha1.AnnotationCredentialsHash (credentials.go)
 	egressCIDRs []string // Reconciler.AppServerEgressCIDRs (networkpolicy.go)
+	// gateway is set for a harness with spec.modelGateway (modelgateway.go).
+	gateway *gatewayRender
 }
 
 func (w workload) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
@@ -78,7 +80,17 @@ func (w workload) tokenSecret(token string) *corev1ac.SecretApplyConfiguration {
 		WithLabels(objects.ObjectLabels(h)).
 		WithOwnerReferences(w.ownerRef()).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{objects.TokenSecretKey: []byte(token)})
+		WithData(w.tokenSecretData(token))
+}
+
+// tokenSecretData is the token, and the model gateway's CA when the pods
+// trust one (modelgateway.go).
+func (w workload) tokenSecretData(token string) map[string][]byte {
+	data := map[string][]byte{objects.TokenSecretKey: []byte(token)}
+	if w.gateway != nil && len(w.gateway.ca) > 0 {
+		data[tokenSecretCAKey] = w.gateway.ca
+	}
+	return data
 }
 
 // service is the headless Service that gives each server pod a stable DNS
@@ -162,8 +174,9 @@ func (w workload) homeClaimTemplate() *corev1ac.PersistentVolumeClaimApplyConfig
 
 // defaultCommand and defaultArgs run the WebSocket listener with signed
 // bearer token auth (wsauth.go, docs/codex-app-server.md), keep the
-// credentials out of the tools' environment (secretEnvNames) and, with
-// Codex's sandbox, the tools out of the shared /tmp (sandboxArgs).
+// credentials out of the tools' environment (secretEnvNames), with Codex's
+// sandbox the tools out of the shared /tmp (sandboxArgs), and with
+// spec.modelGateway make the gateway the model provider (modelgateway.go).
 func (w workload) defaultCommand() []string { return []string{"codex"} }
 
 func (w workload) defaultArgs() []string {
@@ -172,12 +185,18 @@ func (w workload) defaultArgs() []string {
 		"--listen", "ws://0.0.0.0:" + strconv.Itoa(int(w.port)),
 	}, wsAuthArgs()...)
 	args = append(args, sandboxArgs(w.harness)...)
-	return append(args, codexconfig.ToolEnvironmentArgs(secretEnvNames(w.harness))...)
+	args = append(args, codexconfig.ToolEnvironmentArgs(secretEnvNames(w.harness))...)
+	return append(args, w.gatewayArgs()...)
 }
 
 func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
 	h := w.harness
 	spec := h.Spec.AppServer
+	if h.Spec.ModelGateway != nil && w.gateway == nil {
+		// checkModelGateway stops the reconcile before this: a pod without
+		// the gateway's provider would have none.
+		return nil, fmt.Errorf("spec.modelGateway is set and the manager knows no model gateway (%s)", flagModelGatewayURL)
+	}
 
 	command, args := w.defaultCommand(), w.defaultArgs()
 	if len(spec.Command) > 0 {
@@ -202,6 +221,9 @@ func (w workload) podTemplate() (*corev1ac.PodTemplateSpecApplyConfiguration, er
 		volumes = append(volumes, corev1ac.Volume().WithName(homeVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 	}
 	volumes = append(volumes, corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	if caVolume, caMount := w.gatewayCAMount(); caVolume != nil {
+		volumes, mounts = append(volumes, caVolume), append(mounts, caMount)
+	}
 	for i, c := range spec.Credentials {
 		if c.Mount != v1alpha1.CredentialMountHomeFile {
 			continue
@@ -296,6 +318,9 @@ func (w workload) env() ([]*corev1ac.EnvVarApplyConfiguration, error) {
 	add(corev1ac.EnvVar().WithName("HOME").WithValue(HomeMountPath))
 	add(corev1ac.EnvVar().WithName(EnvPort).WithValue(strconv.Itoa(int(w.port))))
 	for _, e := range wsAuthEnv() {
+		add(e)
+	}
+	for _, e := range w.gatewayEnv() {
 		add(e)
 	}
 	for i := range spec.Env {
