@@ -112,6 +112,7 @@ func (v *harnessValidator) validate(ctx context.Context, old, h *v1alpha1.AgentH
 	errs := harnessNamespaceErrors(h.Namespace, v.namespaces)
 	errs = append(errs, externalURLErrors(h, v.allowInsecureLoopback)...)
 	errs = append(errs, mcpPrefixErrors(old, h)...)
+	errs = append(errs, modelGatewayErrors(h)...)
 	accessErrs, err := v.requesterErrors(ctx, old, h)
 	if err != nil {
 		return nil, err

@@ -99,6 +99,17 @@ var _ = Describe("AgentHarness admission", func() {
 			h.Spec.AuthBootstrap = v1alpha1.AuthBootstrapHost
 			return h
 		}, "spec.authBootstrap", `Unsupported value: "Host"`),
+		// A line break would add a header of the author's own to the model
+		// gateway's upstream request; the control is the same harness
+		// admitted without it (the gateway entries of the requester specs).
+		Entry("a model gateway header value with a line break", func(ns string) *v1alpha1.AgentHarness {
+			h := managedHarness(ns)
+			h.Spec.AppServer.Credentials = nil
+			h.Spec.ModelGateway = &v1alpha1.ModelGateway{BaseURL: "https://models.example/v1",
+				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "provider-key", Key: "api-key"},
+				Headers:             map[string]string{"X-Team": "a\r\nX-Injected: 1", "X-Fine": "b\tc"}}
+			return h
+		}, "spec.modelGateway.headers[X-Team]", "must not hold control characters"),
 	)
 
 	Describe("harness ids are unique among the harnesses one namespace can see", func() {

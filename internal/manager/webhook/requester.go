@@ -16,7 +16,8 @@ import (
 
 // An AgentHarness makes the operator act with its own rights: it reads the
 // Secrets the harness names (and sends the token to external.url, or mounts
-// credentials into pods running appServer.image) and creates the workload.
+// credentials into pods running appServer.image; the model gateway sends
+// modelGateway's credential to its baseURL) and creates the workload.
 // So creating one must need the rights it uses: the requesting user must be
 // able to `get` every Secret (and ConfigMap) the harness references, and,
 // for a managed harness, to `create` pods in its namespace. StatefulSets
@@ -52,7 +53,7 @@ func accessNeeds(h *v1alpha1.AgentHarness) []accessNeed {
 	}
 	a := h.Spec.AppServer
 	if a == nil {
-		return needs
+		return append(needs, modelGatewayNeeds(h, get)...)
 	}
 	app := spec.Child("appServer")
 	needs = append(needs, accessNeed{path: app, attrs: authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}})
@@ -71,7 +72,17 @@ func accessNeeds(h *v1alpha1.AgentHarness) []accessNeed {
 			needs = append(needs, get(from.Child("configMapKeyRef", "name"), "configmaps", r.Name))
 		}
 	}
-	return needs
+	return append(needs, modelGatewayNeeds(h, get)...)
+}
+
+// modelGatewayNeeds: the model gateway sends the credential Secret's key to
+// modelGateway.baseURL, which the requester chooses.
+func modelGatewayNeeds(h *v1alpha1.AgentHarness, get func(*field.Path, string, string) accessNeed) []accessNeed {
+	g := h.Spec.ModelGateway
+	if g == nil {
+		return nil
+	}
+	return []accessNeed{get(field.NewPath("spec", "modelGateway", "credentialSecretRef", "name"), "secrets", g.CredentialSecretRef.Name)}
 }
 
 // requesterErrors refuses, field by field, the rights of accessNeeds(h) that

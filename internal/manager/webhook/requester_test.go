@@ -66,6 +66,15 @@ var _ = Describe("AgentHarness admission checks the requester's own rights", fun
 		Entry("a managed harness from a user who may not create pods", func(ns string) *v1alpha1.AgentHarness {
 			return managedHarness(ns)
 		}, []rbacv1.PolicyRule{getSecret("openai")}, createPods, "spec.appServer", "create pods"),
+		// The model gateway sends this Secret's key to modelGateway.baseURL,
+		// which the requester writes.
+		Entry("a model gateway credential from a Secret the user may not get", func(ns string) *v1alpha1.AgentHarness {
+			h := managedHarness(ns)
+			h.Spec.AppServer.Credentials = nil
+			h.Spec.ModelGateway = &v1alpha1.ModelGateway{BaseURL: "https://models.example/v1",
+				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "provider-key", Key: "api-key"}}
+			return h
+		}, []rbacv1.PolicyRule{createPods}, getSecret("provider-key"), "spec.modelGateway.credentialSecretRef.name", `get secrets "provider-key"`),
 	)
 
 	It("refuses an update that redirects a token the updater may not get, and admits one that leaves the spec alone", func() {
