@@ -34,6 +34,7 @@ type servedGateway struct {
 	client *openClaw
 	port   int
 	proc   *testutil.Process
+	rpc    *gatewayRPC // the current spec's gateway client (call), nil until it calls
 }
 
 // serve starts a long-lived gateway on o's config (tune may change it),

@@ -3,11 +3,8 @@
 package openclaw
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -87,27 +84,6 @@ var _ = Describe("MCP servers OpenClaw's config names", Ordered, func() {
 		Expect(s.get(ctx).Status.Counters.Turns).To(Equal(turns), "nor ran a turn on the cluster")
 	})
 })
-
-// call runs `openclaw gateway call <method> --params <json> --json` against
-// the gateway, as OpenClaw's own client, and returns its output.
-func (g *servedGateway) call(ctx context.Context, method string, params any) string {
-	GinkgoHelper()
-	p, err := json.Marshal(params)
-	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithTimeout(ctx, turnTimeout)
-	defer cancel()
-	args := []string{"gateway", "call", method, "--params", string(p), "--json"}
-	cmd := exec.CommandContext(ctx, filepath.Join(g.client.tools, "bin", "openclaw"), args...)
-	cmd.Env = g.client.environ()
-	cmd.Dir = g.client.home
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	out := "$ openclaw " + shellQuote(args) + "\n--- stdout\n" + stdout.String() + "\n--- stderr\n" + stderr.String()
-	AddReportEntry("openclaw gateway call", out)
-	Expect(err).NotTo(HaveOccurred(), "%s", out)
-	return stdout.String()
-}
 
 // mcpTools are the MCP tools (server/tool) an answer of tools.effective
 // lists, in any of its groups.
