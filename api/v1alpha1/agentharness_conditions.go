@@ -16,6 +16,8 @@ const (
 	// credential of its own (account/read at the handshake). False means
 	// they would carry none: turns without an auth profile are refused
 	// AuthFailed, turns with one still run, so Ready does not include it.
+	// With spec.modelGateway it is True, reason ModelGateway: the gateway
+	// adds the credential.
 	HarnessConditionLoggedIn = "LoggedIn"
 	// HarnessConditionReady is WorkloadReady and VersionSupported (and SandboxReady when a sandbox is asked for); attestation is separate.
 	HarnessConditionReady = "Ready"
