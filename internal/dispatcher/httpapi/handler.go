@@ -73,6 +73,10 @@ type Config struct {
 	// to the client (DefaultStreamWriteTimeout): a client that stops reading
 	// is cut off then, and the request's resources are freed.
 	StreamWriteTimeout time.Duration
+	// ModelGatewayUser is the one user that may ask the model gateway's
+	// holds endpoint (modelgateway.go): the gateway's ServiceAccount,
+	// "system:serviceaccount:<namespace>:<name>". Empty: nobody may.
+	ModelGatewayUser string
 }
 
 // Handler is the dispatcher's HTTP API (see the package documentation).
@@ -92,6 +96,8 @@ type Handler struct {
 	log       logr.Logger
 	mux       *http.ServeMux
 	writeWait time.Duration // Config.StreamWriteTimeout
+	// gatewayUser is Config.ModelGatewayUser.
+	gatewayUser string
 }
 
 // NewHandler returns the API handler.
@@ -102,6 +108,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	h := &Handler{
 		eng: cfg.Engine, store: cfg.Store, sessions: cfg.Sessions,
 		maxBody: cfg.MaxBodyBytes, retryAfter: cfg.RetryAfter, tokens: cfg.TurnTokens, log: cfg.Logger,
+		gatewayUser: cfg.ModelGatewayUser,
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -156,6 +163,8 @@ func NewHandler(cfg Config) (*Handler, error) {
 	m.HandleFunc("POST "+base+wire.RouteCompletions, h.completion)
 	m.HandleFunc("GET "+base+wire.RouteTranscript, h.transcript)
 	m.HandleFunc("GET "+base+wire.RouteMCPInventory, h.mcpInventory)
+	// The model gateway's question, outside every session's path.
+	m.HandleFunc("POST "+wire.ModelGatewayHoldsPath, h.holds)
 	m.HandleFunc("/", h.notFound)
 	h.mux = m
 	return h, nil

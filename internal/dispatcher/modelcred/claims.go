@@ -148,18 +148,37 @@ func (c *Claims) validate() *Error {
 	return nil
 }
 
-// validateLease checks the lease key and the run id that goes with it.
-func validateLease(lease, run string) *Error {
+// CheckLease checks a lease key as the lease claim is checked:
+// "<namespace>/<uid>" or "<namespace>/<uid>.call". The dispatcher's holds
+// endpoint refuses other keys with it. The error names the claim "lease".
+func CheckLease(lease string) error {
+	if _, err := leaseKind(lease); err != nil {
+		return err
+	}
+	return nil
+}
+
+// leaseKind checks the lease key's shape and says whether it is a call's.
+func leaseKind(lease string) (call bool, _ *Error) {
 	ns, uid, ok := strings.Cut(lease, "/")
-	call := strings.HasSuffix(uid, callSuffix)
+	call = strings.HasSuffix(uid, callSuffix)
 	uid = strings.TrimSuffix(uid, callSuffix)
 	switch {
 	case !ok:
-		return badClaim("lease", "is required: \"<namespace>/<uid>\" (a turn) or \"<namespace>/<uid>.call\" (a call)")
+		return false, badClaim("lease", "is required: \"<namespace>/<uid>\" (a turn) or \"<namespace>/<uid>.call\" (a call)")
 	case len(ns) > 63 || !dns1123Label.MatchString(ns):
-		return badClaim("lease", "must start with a namespace (a DNS-1123 label of at most 63 characters) and '/'")
+		return false, badClaim("lease", "must start with a namespace (a DNS-1123 label of at most 63 characters) and '/'")
 	case len(uid) > MaxUIDLength || !uidRE.MatchString(uid):
-		return badClaim("lease", "must end with a UID of 1 to %d letters, digits, '-' or '_', then \".call\" for a call", MaxUIDLength)
+		return false, badClaim("lease", "must end with a UID of 1 to %d letters, digits, '-' or '_', then \".call\" for a call", MaxUIDLength)
+	}
+	return call, nil
+}
+
+// validateLease checks the lease key and the run id that goes with it.
+func validateLease(lease, run string) *Error {
+	call, err := leaseKind(lease)
+	if err != nil {
+		return err
 	}
 	if run == "" {
 		if !call {
