@@ -55,6 +55,24 @@ func (k *Key) Verify(session, runID, token string) bool {
 	return token != "" && hmac.Equal([]byte(token), []byte(k.Sign(session, runID)))
 }
 
+// Bytes returns a copy of the key, to derive the key of another use from
+// (modelcred.DeriveKey). Never log or store it.
+func (k *Key) Bytes() []byte { return append([]byte(nil), k.key...) }
+
+// Read returns the key kept in the Secret ref, which must exist: for a
+// process that uses the dispatchers' key and must never make one (the
+// model gateway). A missing Secret is an error wrapping the NotFound.
+func Read(ctx context.Context, r client.Reader, ref types.NamespacedName) (*Key, error) {
+	var s corev1.Secret
+	if err := r.Get(ctx, ref, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("turntoken: Secret %s does not exist (the first dispatcher creates it): %w", ref, err)
+		}
+		return nil, fmt.Errorf("turntoken: read Secret %s: %w", ref, err)
+	}
+	return fromSecret(&s)
+}
+
 // loadAttempts bounds Load's get-or-create rounds: a round repeats only when
 // the Secret was deleted between a create that found it and the read after.
 const loadAttempts = 3
