@@ -3,8 +3,9 @@
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
 # the Go module proxy (through hack/setup-envtest.sh); one real node (containerd,
 # runc, the CNI bridge from Debian; kubelet and kube-proxy built like the rest)
-# that runs the images of `make images`; and KWOK, which plays the kubelet of one
-# fake, tainted Node for tests that need many simulated Pods.
+# that runs the images of `make images`, and enforces NetworkPolicy with
+# kube-router's firewall; and KWOK, which plays the kubelet of one fake,
+# tainted Node for tests that need many simulated Pods.
 # See hack/local-cluster/README.md.
 #
 # Usage: hack/local-cluster.sh build|up|down [--keep]|status|env|exec CMD...|snapshot
@@ -31,11 +32,13 @@
 #   LOCAL_CLUSTER_KUBELET_PORT     kubelet's API port on the node IP (default 20250; healthz on
 #                                  127.0.0.1 at it minus 2, kube-proxy's metrics at it minus 1)
 #   LOCAL_CLUSTER_KUBE_PROXY_PORT  kube-proxy's healthz port on 127.0.0.1 (default 20256)
+#   LOCAL_CLUSTER_KUBE_ROUTER_PORT kube-router's healthz port (default 20253)
 #   LOCAL_CLUSTER_BRIDGE           the Pods' bridge (default harness0)
 #   LOCAL_CLUSTER_IMAGES_DIR       image archives to import, with images.env (default <repo>/.local/images)
 #   LOCAL_CLUSTER_TIMEOUT          seconds to wait for each component (default 90)
 #   LOCAL_CLUSTER_GRACE            seconds between SIGTERM and SIGKILL on down (default 15)
 #   KWOK_VERSION                   sigs.k8s.io/kwok release (hack/tool-versions.sh)
+#   KUBE_ROUTER_VERSION            github.com/cloudnativelabs/kube-router/v2 release (hack/tool-versions.sh)
 #   KWOK_BUILD                     shared (default: build kwok against the cluster's k8s.io
 #                                  modules, reusing their compiled packages) or install
 #   KWOK_NODE_LEASE_SECONDS        node lease duration kwok keeps; 0 = status heartbeats only (default 40)
@@ -56,6 +59,8 @@ source "${HACK_DIR}/tool-versions.sh"
 CACHE_ROOT="${HARNESS_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/harness-operator}"
 # kwok is built in the module graph of setup-envtest.sh's tools (kwok.sh).
 KWOK_BIN_DIR="${CACHE_ROOT}/kwok/${KWOK_VERSION}-${TOOLS_KEY}"
+# kube-router is built in its own module graph (kube-router.sh).
+KUBE_ROUTER_BIN_DIR="${CACHE_ROOT}/kube-router/${KUBE_ROUTER_VERSION}"
 KUBECTL_MIN_MINOR=30
 
 STATE_DIR="${LOCAL_CLUSTER_DIR:-${REPO_ROOT}/.local/cluster}"
@@ -110,7 +115,7 @@ KWOK_POD_CIDR=127.244.0.0/16
 KWOK_NODE_IP=127.240.0.1
 KWOK_NODE_NAME=kwok-node-0
 
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet kube-proxy)
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet kube-proxy kube-router)
 
 # The admission chain a production cluster runs (the v1.37 default-on set plus
 # NodeRestriction); listing it keeps the chain fixed when upstream defaults move.
@@ -148,6 +153,8 @@ source "${HACK_DIR}/local-cluster/node.sh"
 source "${HACK_DIR}/local-cluster/pki.sh"
 # shellcheck source=local-cluster/kwok.sh
 source "${HACK_DIR}/local-cluster/kwok.sh"
+# shellcheck source=local-cluster/kube-router.sh
+source "${HACK_DIR}/local-cluster/kube-router.sh"
 
 usage() {
   cat >&2 <<'USAGE'
@@ -155,7 +162,8 @@ usage: hack/local-cluster.sh <command>
 
   build         install the node's Debian packages (debian.lock) when missing; build
                 (or find cached) etcd, kube-apiserver, kube-controller-manager,
-                kube-scheduler, kubelet, kube-proxy and kwok; print their directories
+                kube-scheduler, kubelet, kube-proxy, kwok and kube-router; print
+                their directories
   up            build if needed (on the host), then create the cluster's network
                 namespace and start the cluster in it; wait until it is ready
                 (a running cluster is left alone)
@@ -221,9 +229,11 @@ cmd_build() {
   local dir
   dir="$(k8s_bin_dir)"
   build_kwok
+  build_kube_router
   flock -u 9
   echo "${dir}"
   echo "${KWOK_BIN_DIR}"
+  echo "${KUBE_ROUTER_BIN_DIR}"
 }
 
 # ---------------------------------------------------------------- network namespace
@@ -412,7 +422,7 @@ stop_group() {
 # stop_all stops the clients of the API server first, then the API server,
 # then etcd, so nothing logs connection errors into the next run's view.
 stop_all() {
-  stop_group kwok kube-scheduler kube-controller-manager
+  stop_group kwok kube-scheduler kube-controller-manager kube-router
   stop_group kube-apiserver
   stop_group etcd
 }
@@ -458,7 +468,7 @@ cmd_up() {
   mkdir -p "${STATE_DIR}" "${PID_DIR}" "${LOG_DIR}" "${ETCD_DATA}" "${VOLUMES_DIR}"
   chmod 700 "${ETCD_DATA}"
   preflight "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" "${KWOK_PORT}" \
-    "${KUBELET_PORT}" "${KUBELET_HEALTHZ_PORT}" "${KUBE_PROXY_HEALTHZ_PORT}" "${KUBE_PROXY_METRICS_PORT}"
+    "${KUBELET_PORT}" "${KUBELET_HEALTHZ_PORT}" "${KUBE_PROXY_HEALTHZ_PORT}" "${KUBE_PROXY_METRICS_PORT}" "${KUBE_ROUTER_PORT}"
   ! owned_chains_present ||
     die "preflight: iptables already holds KUBE-*, CNI-* or HARNESS-* chains (another Kubernetes node on this machine, or a cluster that was not torn down: hack/local-cluster.sh down)"
   gen_pki
@@ -474,6 +484,7 @@ cmd_up() {
   network_up || fail_component kube-apiserver "could not set up ${BRIDGE}, its routes and the pod firewall"
   start_control_plane "${k8s_dir}"
   node_start "${k8s_dir}"
+  kube_router_start
   "${KUBECTL_BIN}" --kubeconfig "${KUBECONFIG_FILE}" apply -f "${HACK_DIR}/local-cluster/node.yaml" >&2 ||
     fail_component kube-apiserver "refused the fake node"
   wait_for kwok "node ${KWOK_NODE_NAME} Ready with only its own taint" node_ready "${KWOK_NODE_NAME}" kwok.x-k8s.io/node
@@ -515,6 +526,7 @@ teardown() {
   node_cleanup
   if [[ -d "${MACHINE_DIR}" ]]; then
     network_teardown
+    kube_router_cleanup
     machine_restore
   fi
   netns_down
@@ -549,6 +561,7 @@ health() {
     containerd) containerd_ok >/dev/null ;;
     kubelet) healthz_ok "http://127.0.0.1:${KUBELET_HEALTHZ_PORT}/healthz" ;;
     kube-proxy) curl -fsS --max-time 5 "http://127.0.0.1:${KUBE_PROXY_HEALTHZ_PORT}/healthz" >/dev/null ;;
+    kube-router) kube_router_synced ;;
   esac
 }
 

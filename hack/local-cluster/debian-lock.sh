@@ -9,8 +9,9 @@ set -euo pipefail
 
 # What the node runs: the container runtime and its OCI runtime, the CNI
 # plugins (bridge, host-local, loopback), iptables for kube-proxy and the
-# firewall rule, nftables to remove the tables iptables-nft creates.
-NODE_PACKAGES=(containerd runc containernetworking-plugins iptables nftables)
+# firewall rule, nftables to remove the tables iptables-nft creates, ipset
+# for kube-router's NetworkPolicy firewall.
+NODE_PACKAGES=(containerd runc containernetworking-plugins iptables nftables ipset)
 # Part of every Debian system; pinning them would only make the lock stale.
 BASE_PACKAGES=" libc6 libgcc-s1 gcc-12-base "
 

@@ -5,7 +5,7 @@
 #
 # Sections: the sysctls kubelet, kube-proxy and the CNI plugins may write;
 # iptables (nft and legacy, IPv4 and IPv6) without counters and timestamps; the
-# nftables ruleset without counters; links, addresses, routes (all tables) and
+# nftables ruleset without counters; the names of ipsets; links, addresses, routes (all tables) and
 # rules; network namespaces; mounts; cgroup directories, first level only (the
 # node makes everything under one of them, and a launcher's per-session cgroups
 # come and go below its own); the directories the node may create outside its
@@ -54,6 +54,11 @@ iptables_state() {
   if command -v nft >/dev/null; then
     rules="$(nft list ruleset 2>/dev/null | sed -E 's/counter packets [0-9]+ bytes [0-9]+/counter/')"
     [[ -n "${rules}" ]] && printf -- '-- nft list ruleset\n%s\n' "${rules}"
+  fi
+  # kube-router's ipsets (printed only when there are any, for the same reason).
+  if command -v ipset >/dev/null; then
+    rules="$(ipset list -n 2>/dev/null | sort)"
+    [[ -n "${rules}" ]] && printf -- '-- ipset list -n\n%s\n' "${rules}"
   fi
   return 0
 }
