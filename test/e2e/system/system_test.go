@@ -76,6 +76,9 @@ spec:
 			// gateway, inside the private ranges the operator refuses to
 			// dial by default: the one exception.
 			"--set-json", `externalServers.allowedCIDRs=["`+env.gateway+`/32"]`,
+			// The node enforces NetworkPolicy: the managed app-servers'
+			// egress must admit the stub model on the gateway.
+			"--set-json", `appServers.egressCIDRs=["`+env.gateway+`/32"]`,
 			"--wait", "--timeout", "5m")
 		Expect(r.exit).To(Equal(0), "helm install:\n%s", r)
 		Expect(r.stdout).To(ContainSubstring("STATUS: deployed"))
@@ -318,6 +321,7 @@ spec:
 	})
 
 	managedHarnessSpecs()
+	networkPolicySpecs()
 	sandboxSpecs()
 	faultSpecs()
 	replicaSpecs()
