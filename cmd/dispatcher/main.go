@@ -39,6 +39,8 @@
 //     --tls-dns-names and --tls-ip-addresses signed by a CA, both generated
 //     anew at every start.
 //
+// `dispatcher model-gateway` runs the model gateway instead (modelgateway.go).
+//
 // With a self-managed CA its PEM (never a key) is written to --tls-ca-out for
 // clients (HARNESS_DISPATCHER_CA); gateways in a cluster trust ca.crt of the
 // Secret.
@@ -97,6 +99,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/contract/wire"
 	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
 	"github.com/openclaw/harness-operator/internal/dispatcher/httpapi"
 	"github.com/openclaw/harness-operator/internal/dispatcher/sessionfinalizer"
@@ -126,6 +129,7 @@ type options struct {
 	journalMinFree   int64
 	retention        retentionOptions
 	tokenAudience    string
+	modelGatewayUser string
 	limits           limitOptions
 	metricsAddr      string
 	pprofAddr        string
@@ -144,6 +148,9 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == modelGatewayCommand {
+		os.Exit(modelGatewayMain(os.Args[2:]))
+	}
 	var opts options
 	flag.StringVar(&opts.bindAddr, "bind-address", ":8443", "Address of the HTTPS API.")
 	flag.StringVar(&opts.probeAddr, "probe-bind-address", ":8081", "Address of /healthz and /readyz (plain HTTP, unauthenticated: they show only the dispatcher's own checks).")
@@ -159,6 +166,7 @@ func main() {
 	bindTurnTokenFlags(flag.CommandLine, &opts.turnToken)
 	opts.externalDial.Bind(flag.CommandLine)
 	flag.StringVar(&opts.tokenAudience, "token-audience", "", "Audience accepted for bearer tokens besides the API server's own (a token requested for the dispatcher); with --require-token-audience the only one accepted.")
+	flag.StringVar(&opts.modelGatewayUser, "model-gateway-user", "", "The model gateway's ServiceAccount user (system:serviceaccount:<namespace>:<name>), the one caller of POST "+wire.ModelGatewayHoldsPath+"; empty (the default): the endpoint refuses everyone (403).")
 	bindLimitFlags(flag.CommandLine, &opts.limits)
 	bindActiveTurnFlag(flag.CommandLine, &opts.activeTurnDelay)
 	flag.DurationVar(&opts.shutdownGrace, "shutdown-grace", 60*time.Second, "Time given to running turns to finish on shutdown.")
@@ -355,6 +363,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 		UnverifiedBurst:      opts.limits.unverifiedBurst,
 		RefusedRate:          opts.limits.refusedRate,
 		RefusedBurst:         opts.limits.refusedBurst,
+		ModelGatewayUser:     opts.modelGatewayUser,
 	})
 	if err != nil {
 		return fmt.Errorf("create the API handler: %w", err)
