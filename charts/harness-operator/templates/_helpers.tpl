@@ -119,3 +119,65 @@ which refuses every private and shared range.
 - --external-allowed-cidrs={{ join "," . }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The model gateway (modelGateway.enabled): its Service, ServiceAccount, the
+port its pods serve on (the Service's port too), and the comma form of its
+pods' selector labels for the manager's --model-gateway-pod-labels. Each is
+defined here once; the manager, the dispatcher and the NetworkPolicies use
+these.
+*/}}
+{{- define "harness-operator.modelGatewayServiceName" -}}{{ include "harness-operator.fullname" . }}-model-gateway{{- end -}}
+{{- define "harness-operator.modelGatewayServiceAccountName" -}}{{ include "harness-operator.fullname" . }}-model-gateway{{- end -}}
+{{- define "harness-operator.modelGatewayPort" -}}8443{{- end -}}
+{{- define "harness-operator.modelGatewayPodLabels" -}}
+{{- $l := include "harness-operator.selectorLabels" (list . "model-gateway") | fromYaml -}}
+{{- $pairs := list -}}
+{{- range $k := keys $l | sortAlpha -}}
+{{- $pairs = append $pairs (printf "%s=%s" $k (get $l $k)) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- end -}}
+{{- /* The Secret of the dispatcher's certificate, which the gateway serves too: dispatcher.tls.secretName, else the self-managed one. */ -}}
+{{- define "harness-operator.dispatcherServingSecretName" -}}{{ .Values.dispatcher.tls.secretName | default (include "harness-operator.dispatcherTLSSecretName" .) }}{{- end -}}
+
+{{/* The in-cluster DNS names of a Service; call with (list $ "<service name>"). */}}
+{{- define "harness-operator.serviceDNSNames" -}}
+{{- $ := index . 0 -}}
+{{- $svc := index . 1 -}}
+{{- $ns := $.Release.Namespace -}}
+{{- printf "%s.%s.svc,%s,%s.%s,%s.%s.svc.cluster.local" $svc $ns $svc $svc $ns $svc $ns -}}
+{{- end -}}
+
+{{/*
+The cluster DNS pods (CoreDNS keeps the kube-dns label) in kube-system, as
+the manager's app-server NetworkPolicies name them.
+*/}}
+{{- define "harness-operator.clusterDNSEgress" -}}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: kube-system
+      podSelector:
+        matchLabels:
+          k8s-app: kube-dns
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- end -}}
+
+{{/*
+The public internet as the manager's app-server egress names it: every
+address but the private, shared, link-local (cloud metadata) and loopback
+ranges.
+*/}}
+{{- define "harness-operator.publicInternetPeers" -}}
+- ipBlock:
+    cidr: 0.0.0.0/0
+    except: [0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16]
+- ipBlock:
+    cidr: ::/0
+    except: ["::1/128", "fc00::/7", "fe80::/10"]
+{{- end -}}

@@ -38,7 +38,7 @@ const (
 
 // valueSets are the values files under testdata/values, by name; each has a
 // golden file testdata/<name>.golden.yaml.
-var valueSets = []string{"defaults", "harness-namespaces", "cert-manager", "webhook-url", "opt-ins", "postgres"}
+var valueSets = []string{"defaults", "harness-namespaces", "cert-manager", "webhook-url", "opt-ins", "postgres", "model-gateway", "model-gateway-opt-ins"}
 
 // helmBin returns the helm binary, failing the test when HELM_BIN is unset:
 // the chart tests must run, not skip, under make test-e2e.

@@ -302,10 +302,7 @@ func TestManagerWritesWorkloadsOnlyInHarnessNamespaces(t *testing.T) {
 		c := struct {
 			valueSet          string
 			harnessNamespaces []string
-		}{valueSet, nil}
-		if valueSet == "harness-namespaces" {
-			c.harnessNamespaces = []string{"team-a", "team-b"}
-		}
+		}{valueSet, harnessNamespacesOf(valueSet)}
 		t.Run(c.valueSet, func(t *testing.T) {
 			r := renderRBAC(t, objectsOf(t, c.valueSet))
 			for _, b := range r.clusterRoleBindings {

@@ -191,8 +191,12 @@ func TestRestrictedSecurityContexts(t *testing.T) {
 					}
 				}
 			}
-			if n != 2 {
-				t.Errorf("rendered %d Deployments, want 2 (manager, dispatcher)", n)
+			want := 2
+			if _, on := gatewaySets[valueSet]; on {
+				want = 3
+			}
+			if n != want {
+				t.Errorf("rendered %d Deployments, want %d (manager, dispatcher, model gateway when on)", n, want)
 			}
 		})
 	}
