@@ -48,10 +48,12 @@ type fixture struct {
 	journal  *journal.Journal
 	stub     *stubmodel.Server
 	upstream Upstream
-	gw       *Gateway
-	addr     string
-	client   *http.Client
-	logs     *logLines
+	// others are the upstreams of other harnesses.
+	others map[modelcred.Harness]Upstream
+	gw     *Gateway
+	addr   string
+	client *http.Client
+	logs   *logLines
 
 	mu      sync.Mutex
 	secrets []string // credentials minted, and the keys
@@ -117,7 +119,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Serve(gw.Listener(ln)) }()
 	transport := &http.Transport{Proxy: nil, DisableCompression: true}
-	f.client = &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	f.client = &http.Client{Transport: transport, Timeout: 60 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(func() {
 		transport.CloseIdleConnections()
 		_ = srv.Close()
@@ -140,6 +142,9 @@ func (l livenessFunc) Holds(ctx context.Context, lease string, token int64) (boo
 }
 
 func (f *fixture) resolve(_ context.Context, h modelcred.Harness) (Upstream, error) {
+	if up, ok := f.others[h]; ok {
+		return up, nil
+	}
 	if h != testHarness {
 		return Upstream{}, &url.Error{Op: "resolve", URL: "harness " + h.Name, Err: io.EOF}
 	}
@@ -260,12 +265,12 @@ func (f *fixture) noSecrets() {
 	for _, s := range f.secrets {
 		for _, l := range lines {
 			if strings.Contains(l, s) {
-				f.t.Errorf("a log line holds a secret (%.12s…): %s", s, l)
+				f.t.Errorf("a log line holds a secret (%.12s…): %s", s, strings.ReplaceAll(l, s, "<the secret>"))
 			}
 		}
 		for _, a := range f.answers {
 			if strings.Contains(a, s) {
-				f.t.Errorf("an answer holds a secret (%.12s…): %s", s, a)
+				f.t.Errorf("an answer holds a secret (%.12s…): %s", s, strings.ReplaceAll(a, s, "<the secret>"))
 			}
 		}
 	}

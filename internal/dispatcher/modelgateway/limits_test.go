@@ -16,6 +16,7 @@ import (
 
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/openclaw/harness-operator/internal/dispatcher/modelcred"
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
 
@@ -38,6 +39,24 @@ func TestBodyLimit(t *testing.T) {
 	chunked.ContentLength = -1
 	resp, got = f.do(chunked)
 	wantRefusal(t, resp, got, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body limit")
+
+	// A length over the limit is refused from the headers: the gateway
+	// does not wait for a body it would refuse.
+	conn, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", cred, 64<<20)
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	raw, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a Content-Length over the limit, the body not sent: %v, want a 413 at once", err)
+	}
+	_ = raw.Body.Close()
+	if raw.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a Content-Length over the limit: %d, want 413", raw.StatusCode)
+	}
 	f.nothingUpstream("a body over its limit")
 
 	if resp, got := f.post(cred, testBody); resp.StatusCode != http.StatusOK {
@@ -348,6 +367,60 @@ func TestWriteLimit(t *testing.T) {
 	}
 }
 
+// TestWriteLimitIsPerWrite: the write limit bounds each write, not the
+// answer: a stream that waits on its upstream for longer than the limit
+// goes on once the upstream sends again.
+func TestWriteLimitIsPerWrite(t *testing.T) {
+	silent := newRecorder(t, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	f := newFixture(t, withLimits(Limits{WriteTimeout: small, UpstreamHeaderTimeout: small}))
+	slowHarness := modelcred.Harness{Namespace: "team-a", Name: "silent", UID: "harness-uid-2"}
+	f.others = map[modelcred.Harness]Upstream{slowHarness: {BaseURL: silent.base("/v1"), Credential: harnessKey}}
+	gate := stubmodel.NewGate()
+	t.Cleanup(gate.Release)
+	f.stub.Enqueue(stubmodel.Text("one two", "one ", "two").HoldBefore(1, gate))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := f.client.Do(f.request(http.MethodPost, ResponsesPath, f.credential("team-a/uid-1"), testBody).WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	events := sseReader{bufio.NewReader(resp.Body)}
+	for {
+		ev, err := events.next()
+		if err != nil {
+			t.Fatalf("the stream ended before its first delta: %v", err)
+		}
+		if strings.Contains(ev, `"delta":"one "`) {
+			break
+		}
+	}
+	// The gateway's own clock: a request started now gets its 504 once
+	// the same limit has passed since, so the last write's deadline has
+	// passed too.
+	other := f.claims(f.acquire("team-a/uid-2"))
+	other.Harness = slowHarness
+	r, got := f.post(f.seal(other), testBody)
+	wantRefusal(t, r, got, http.StatusGatewayTimeout, CodeUpstreamTimeout, "upstream response header limit")
+
+	gate.Release()
+	var rest strings.Builder
+	for {
+		ev, err := events.next()
+		rest.WriteString(ev)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream after a wait longer than the write limit: %v, want it to go on", err)
+		}
+	}
+	if !strings.Contains(rest.String(), "response.completed") {
+		t.Fatalf("the rest of the stream is %q, want it completed", rest.String())
+	}
+}
+
 // TestNoRetry: a POST the upstream drops without an answer is not sent
 // again, even with an idempotency key (which lets Go's transport retry a
 // request it can rewind).
@@ -389,7 +462,7 @@ func TestNoRedirect(t *testing.T) {
 	var rec *recorder
 	rec = newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/responses" {
-			http.Redirect(w, r, rec.url.String()+"/elsewhere", http.StatusTemporaryRedirect)
+			http.Redirect(w, r, rec.url.String()+"/elsewhere", http.StatusFound)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
@@ -397,8 +470,8 @@ func TestNoRedirect(t *testing.T) {
 	f := newFixture(t)
 	f.upstream.BaseURL = rec.base("/v1")
 	resp, _ := f.post(f.credential("team-a/uid-1"), testBody)
-	if resp.StatusCode != http.StatusTemporaryRedirect || !strings.HasSuffix(resp.Header.Get("Location"), "/elsewhere") {
-		t.Fatalf("answer %d (Location %q), want the upstream's 307", resp.StatusCode, resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || !strings.HasSuffix(resp.Header.Get("Location"), "/elsewhere") {
+		t.Fatalf("answer %d (Location %q), want the upstream's 302", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	if got := rec.requests(); len(got) != 1 {
 		t.Fatalf("the upstream got %q, want only the first request", got)
