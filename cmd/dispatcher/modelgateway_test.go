@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
@@ -107,18 +108,22 @@ func holdsStub(t *testing.T) (url, caFile, tokenFile string) {
 	return ts.URL, caFile, tokenFile
 }
 
-// TestModelGatewaySubcommand starts `dispatcher model-gateway` (its run
-// function) against a real API server, in front of the stub model, with a
-// holds endpoint of the test's own: it refuses to start without the
-// turn-token Secret, naming the flag, and does not create it; with it, a
-// credential whose grant holds reaches the stub with the harness's
-// provider key in place of the credential, and one whose grant ended is
-// refused 401 without reaching the stub.
+// TestModelGatewaySubcommand runs `dispatcher model-gateway` against a
+// real API server, in front of the stub model, with a holds endpoint of
+// the test's own. Its start fails without the turn-token Secret, naming the
+// flag, and does not create it; it serves the dispatcher's TLS Secret read
+// only. Then the binary itself, as the chart runs it: a credential whose
+// grant holds reaches the stub with the harness's provider key in place of
+// the credential; one whose grant ended is refused 401 without reaching
+// the stub; SIGTERM ends it cleanly.
 func TestModelGatewaySubcommand(t *testing.T) {
+	binDir := t.TempDir()
+	built := make(chan error, 1)
+	go func() { built <- testutil.BuildBinaries(binDir, "./cmd/dispatcher") }()
 	env, err := testutil.StartEnv()
 	must(t, err)
 	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	k8s := env.Client
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "model-gateway-"}}
@@ -189,11 +194,27 @@ func TestModelGatewaySubcommand(t *testing.T) {
 	}
 	must(t, k8s.Create(ctx, h))
 
-	rctx, rcancel := context.WithCancel(ctx)
-	r := &running{cancel: rcancel, done: make(chan error, 1)}
-	go func() { r.done <- runModelGateway(rctx, env.Config, o) }()
-	defer r.stop(t)
-	waitStatus(t, r, "http://"+o.probeAddr+"/readyz", http.DefaultClient, http.StatusOK, 30*time.Second)
+	admin, err := env.AddUser(envtest.User{Name: "gateway-test-admin", Groups: []string{"system:masters"}})
+	must(t, err)
+	kc, err := admin.KubeConfig()
+	must(t, err)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	must(t, os.WriteFile(kubeconfig, kc, 0o600))
+	must(t, <-built)
+	proc, err := testutil.StartProcess("model-gateway", filepath.Join(binDir, "dispatcher"), dir, nil,
+		modelGatewayCommand, "--kubeconfig="+kubeconfig, "--bind-address="+o.bindAddr, "--probe-bind-address="+o.probeAddr,
+		"--dispatcher-url="+dispatcherURL, "--dispatcher-ca-file="+caFile, "--token-file="+tokenFile,
+		"--turn-token-secret-namespace="+ns, "--tls-ca-out="+o.tls.caOut, "--allow-loopback-upstreams", "--shutdown-grace=5s")
+	must(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			proc.Stop(10 * time.Second)
+		}
+	}()
+	if err := proc.WaitReady("http://"+o.probeAddr+"/readyz", 60*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, proc.Tail(4000))
+	}
 
 	caPEM, err := os.ReadFile(o.tls.caOut)
 	must(t, err)
@@ -242,5 +263,16 @@ func TestModelGatewaySubcommand(t *testing.T) {
 	if st != http.StatusOK || !strings.Contains(metrics, `harness_model_gateway_requests_total{code="forwarded"} 1`) ||
 		!strings.Contains(metrics, `harness_model_gateway_requests_total{code="turn_not_running"} 1`) {
 		t.Fatalf("/metrics: %d, want one forwarded and one turn_not_running request:\n%.2000s", st, metrics)
+	}
+	stopped = true
+	if what := proc.Stop(10 * time.Second); !strings.HasSuffix(what, "after SIGTERM: <nil>") {
+		t.Fatalf("SIGTERM: %s; want a clean exit\n%s", what, proc.Tail(4000))
+	}
+	log, err := os.ReadFile(proc.LogPath)
+	must(t, err)
+	for _, secret := range []string{"sk-provider-key", modelcred.Prefix, "gateway-sa-token"} {
+		if strings.Contains(string(log), secret) {
+			t.Fatalf("the gateway's log holds %q", secret)
+		}
 	}
 }
