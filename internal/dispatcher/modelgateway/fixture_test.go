@@ -200,8 +200,15 @@ func (f *fixture) request(method, path, cred, body string) *http.Request {
 	return r
 }
 
+// answer is what a client got: the status and headers (the body is read
+// and closed).
+type answer struct {
+	StatusCode int
+	Header     http.Header
+}
+
 // do sends r and reads the whole answer.
-func (f *fixture) do(r *http.Request) (*http.Response, string) {
+func (f *fixture) do(r *http.Request) (answer, string) {
 	f.t.Helper()
 	resp, err := f.client.Do(r)
 	if err != nil {
@@ -215,18 +222,18 @@ func (f *fixture) do(r *http.Request) (*http.Response, string) {
 	f.mu.Lock()
 	f.answers = append(f.answers, string(b))
 	f.mu.Unlock()
-	return resp, string(b)
+	return answer{StatusCode: resp.StatusCode, Header: resp.Header}, string(b)
 }
 
 // post sends a model request with cred and body.
-func (f *fixture) post(cred, body string) (*http.Response, string) {
+func (f *fixture) post(cred, body string) (answer, string) {
 	f.t.Helper()
 	return f.do(f.request(http.MethodPost, ResponsesPath, cred, body))
 }
 
 // wantRefusal fails unless the answer is the gateway's refusal with status
 // and code, its message containing msg.
-func wantRefusal(t *testing.T, resp *http.Response, body string, status int, code Code, msg string) {
+func wantRefusal(t *testing.T, resp answer, body string, status int, code Code, msg string) {
 	t.Helper()
 	var got struct {
 		Error struct {

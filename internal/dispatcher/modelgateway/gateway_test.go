@@ -158,7 +158,7 @@ var codexHeaders = [][2]string{
 
 // rawPost sends a request written byte for byte, so that hop-by-hop
 // headers reach the gateway as a client wrote them, and reads the answer.
-func (f *fixture) rawPost(path, cred, body string, extra ...string) (*http.Response, string) {
+func (f *fixture) rawPost(path, cred, body string, extra ...string) (answer, string) {
 	f.t.Helper()
 	conn, err := net.Dial("tcp", f.addr)
 	if err != nil {
@@ -181,6 +181,7 @@ func (f *fixture) rawPost(path, cred, body string, extra ...string) (*http.Respo
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		f.t.Fatal(err)
@@ -188,7 +189,7 @@ func (f *fixture) rawPost(path, cred, body string, extra ...string) (*http.Respo
 	f.mu.Lock()
 	f.answers = append(f.answers, string(b))
 	f.mu.Unlock()
-	return resp, string(b)
+	return answer{StatusCode: resp.StatusCode, Header: resp.Header}, string(b)
 }
 
 // TestForwardsFaithfully: the upstream gets the same body bytes, Codex's

@@ -47,7 +47,9 @@ func TestBodyLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = conn.Close() }()
-	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", cred, 64<<20)
+	if _, err := fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n{", cred, 64<<20); err != nil {
+		t.Fatal(err)
+	}
 	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 	raw, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -352,11 +354,15 @@ func TestWriteLimit(t *testing.T) {
 	}
 	defer func() { _ = conn.Close() }()
 	cred := f.credential("team-a/uid-1")
-	fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", cred, len(testBody), testBody)
+	if _, err := fmt.Fprintf(conn, "POST /v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", cred, len(testBody), testBody); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("answer %v, %v: want 200 headers", resp, err)
 	}
+	// Read nothing now; at the end, once the answer was cut, the rest.
+	defer func() { _ = resp.Body.Close() }()
 
 	wantCut(t, f, cutClientWrite, "write limit of 300ms")
 	if err := <-upstreamDone; err == nil {
@@ -441,7 +447,7 @@ func TestNoRetry(t *testing.T) {
 	f := newFixture(t)
 	f.upstream.BaseURL = rec.base("/v1")
 	cred := f.credential("team-a/uid-1")
-	post := func() (*http.Response, string) {
+	post := func() (answer, string) {
 		r := f.request(http.MethodPost, ResponsesPath, cred, testBody)
 		r.Header.Set("Idempotency-Key", "key-1")
 		return f.do(r)
