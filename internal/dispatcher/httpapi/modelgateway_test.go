@@ -15,6 +15,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
 	"github.com/openclaw/harness-operator/internal/contract/wire"
@@ -125,6 +126,28 @@ func (f *holdsFixture) wantHolds(t *testing.T, what, lease string, token int64, 
 	}
 }
 
+// holdsAnswered is harness_dispatcher_model_gateway_holds_total{answer}.
+func holdsAnswered(t *testing.T, answer string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "harness_dispatcher_model_gateway_holds_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "answer" && l.GetValue() == answer {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // The gateway's user is told that a turn's grant (and a call's) holds while
 // it is the current grant, and not once it was released; a later grant's
 // token does not make the old one hold again. No SubjectAccessReview is
@@ -132,6 +155,7 @@ func (f *holdsFixture) wantHolds(t *testing.T, what, lease string, token int64, 
 func TestModelGatewayHoldsFollowsTheLease(t *testing.T) {
 	f := newHoldsFixture(t, gatewayUser, nil)
 	ctx := context.Background()
+	trueBefore, falseBefore := holdsAnswered(t, "true"), holdsAnswered(t, "false")
 	for _, key := range []string{f.session, f.session + ".call"} {
 		f.wantHolds(t, "before any grant", key, 1, false)
 		lease, err := f.jrnl.Acquire(ctx, key, "dispatcher-0", time.Minute)
@@ -153,6 +177,12 @@ func TestModelGatewayHoldsFollowsTheLease(t *testing.T) {
 	}
 	if n := f.api.sars.Load(); n != 0 {
 		t.Fatalf("%d SubjectAccessReviews were asked; the holds endpoint needs none", n)
+	}
+	if got, want := holdsAnswered(t, "true")-trueBefore, 4.0; got != want {
+		t.Errorf("holds_total{answer=true} grew by %v, want %v", got, want)
+	}
+	if got, want := holdsAnswered(t, "false")-falseBefore, 8.0; got != want {
+		t.Errorf("holds_total{answer=false} grew by %v, want %v", got, want)
 	}
 }
 
@@ -225,7 +255,11 @@ func (brokenHolds) Holds(context.Context, string, int64) (bool, error) {
 // gateway then fails closed. The answer does not show the store's address.
 func TestModelGatewayHoldsIsUnavailableWhenTheStoreCannotAnswer(t *testing.T) {
 	f := newHoldsFixture(t, gatewayUser, func(st store.Store) store.Store { return brokenHolds{st} })
+	errorsBefore := holdsAnswered(t, "error")
 	w := f.ask("gw", holdsBody(f.session, 1))
+	if got := holdsAnswered(t, "error") - errorsBefore; got != 1 {
+		t.Errorf("holds_total{answer=error} grew by %v, want 1", got)
+	}
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" ||
 		!strings.Contains(w.Body.String(), "StoreUnavailable") || strings.Contains(w.Body.String(), "10.96.0.7") {
 		t.Fatalf("a failing store: %d %s (Retry-After %q); want 503 StoreUnavailable with Retry-After, without the address",
