@@ -255,6 +255,13 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	if err != nil {
 		return err
 	}
+	// The model gateway's credentials are sealed with a key derived from
+	// the turn-token key: every dispatcher replica and gateway derives the
+	// same one, and no Secret of its own is needed.
+	credentials, err := credentialKeyOf(turnTokens)
+	if err != nil {
+		return err
+	}
 	st, err := openStore(ctx, direct, opts, log)
 	if err != nil {
 		return err
@@ -330,7 +337,7 @@ func run(ctx context.Context, cfg *rest.Config, opts options) error {
 	selectionViews.Store(views)
 	eng := engine.New(reader, mgr.GetClient(), st.Store, engine.Options{Logger: ctrl.Log.WithName("engine"), Owner: st.owner,
 		ExternalDial: externalDial, SharedStore: st.shared, SelectionViews: views, ActiveTurnDelay: activeDelay,
-		APIReader: mgr.GetAPIReader()})
+		APIReader: mgr.GetAPIReader(), ModelCredentials: credentials})
 	defer eng.Close()
 	if err := (&sessionfinalizer.Reconciler{Client: mgr.GetClient(), Store: st.Store, Engine: eng}).SetupWithManager(mgr); err != nil {
 		return err

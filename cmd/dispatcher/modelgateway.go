@@ -268,11 +268,21 @@ func readCredentialKey(ctx context.Context, r client.Reader, o turnTokenOptions)
 	if err != nil {
 		return nil, fmt.Errorf("read the turn-token key from Secret %s (--turn-token-secret-name, --turn-token-secret-namespace): %w", ref, err)
 	}
+	key, err := credentialKeyOf(tk)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s: %w", ref, err)
+	}
+	return key, nil
+}
+
+// credentialKeyOf derives the model gateway's credential key from the
+// turn-token key (the dispatcher seals with it, the gateway opens).
+func credentialKeyOf(tk *turntoken.Key) (*modelcred.Key, error) {
 	raw := tk.Bytes()
 	defer clear(raw)
 	key, err := modelcred.DeriveKey(raw)
 	if err != nil {
-		return nil, fmt.Errorf("derive the credential key from Secret %s: %w", ref, err)
+		return nil, fmt.Errorf("derive the model gateway's credential key from the turn-token key: %w", err)
 	}
 	return key, nil
 }
