@@ -82,6 +82,7 @@ func main() {
 	codexBin := flag.String("codex", os.Getenv("CODEX_BIN"), "The real codex binary to serve the sample harness at --codex-listen (empty: none).")
 	flag.StringVar(&modelURL, "model-url", "", "Base URL of the model provider the codex app-server uses (a stub model the caller runs and inspects); empty: devcluster's own stub model, or OpenAI when OPENAI_API_KEY is set.")
 	addressFlags()
+	modelGatewayFlags()
 	flag.Parse()
 
 	if err := run(*managerBin, *dispatcherBin, *kubeconfig, *crdDir, *samplesDir, *gatewayRole, *codexBin); err != nil {
@@ -153,24 +154,25 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 		return fmt.Errorf("resolve certificate directory: %w", err)
 	}
 
-	managerExited, err := startProcess(ctx, managerBin, absKubeconfig,
+	managerArgs := []string{
 		"--leader-elect=false",
-		"--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr,
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + probeAddr,
 		"--webhook-cert-mode=self-managed",
 		"--webhook-host=127.0.0.1",
 		fmt.Sprintf("--webhook-port=%d", webhookPort),
-		"--webhook-secret-namespace="+operatorNamespace,
+		"--webhook-secret-namespace=" + operatorNamespace,
 		"--webhook-dns-name=localhost",
-		"--webhook-cert-dir="+certDir,
+		"--webhook-cert-dir=" + certDir,
 		"--webhook-cert-dir-from-secret",
 		// The samples' namespace: like the chart's harnessNamespaces, the
 		// only namespace that may hold AgentHarnesses.
-		"--harness-namespaces="+sampleNamespace,
+		"--harness-namespaces=" + sampleNamespace,
 		// The sample harness's Codex runs on this machine at plain
 		// ws://127.0.0.1:4500: development mode admits it.
-		"--"+netguard.AllowInsecureLoopbackFlag,
-	)
+		"--" + netguard.AllowInsecureLoopbackFlag,
+	}
+	managerExited, err := startProcess(ctx, managerBin, absKubeconfig, append(managerArgs, managerModelGatewayArgs()...)...)
 	if err != nil {
 		return err
 	}
@@ -211,30 +213,40 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 	}
 	local := filepath.Dir(certDir)
 	caFile := filepath.Join(local, "dispatcher-ca.pem")
-	dispatcherExited, err := startProcess(ctx, dispatcherBin, absKubeconfig,
+	dispatcherArgs := []string{
 		"--leader-elect=false",
-		"--bind-address="+dispatcherAddr,
-		"--probe-bind-address="+dispatcherProbeAddr,
-		"--journal-dir="+filepath.Join(local, "journal"),
+		"--bind-address=" + dispatcherAddr,
+		"--probe-bind-address=" + dispatcherProbeAddr,
+		"--journal-dir=" + filepath.Join(local, "journal"),
 		// No Lease and no pod namespace to default to.
-		"--turn-token-secret-namespace="+operatorNamespace,
-		"--tls-ca-out="+caFile,
+		"--turn-token-secret-namespace=" + operatorNamespace,
+		"--tls-ca-out=" + caFile,
 		// As the chart does by default: only tokens requested for the
 		// dispatcher (kubectl harness requests this audience), never a
 		// credential that is valid at the API server.
-		"--token-audience="+dispatcherAudience,
+		"--token-audience=" + dispatcherAudience,
 		"--require-token-audience",
 		// Dials the sample harness's Codex at plain ws://127.0.0.1:4500
 		// (development mode, as the manager admits it).
-		"--"+netguard.AllowInsecureLoopbackFlag,
+		"--" + netguard.AllowInsecureLoopbackFlag,
 		// HTTPS and authorized, on loopback only.
-		"--metrics-bind-address="+dispatcherMetricsAddr,
-	)
+		"--metrics-bind-address=" + dispatcherMetricsAddr,
+	}
+	dispatcherExited, err := startProcess(ctx, dispatcherBin, absKubeconfig, append(dispatcherArgs, dispatcherModelGatewayArgs()...)...)
 	if err != nil {
 		return err
 	}
 	if err := waitReady(ctx, "dispatcher", "http://"+dispatcherProbeAddr+"/readyz", dispatcherExited); err != nil {
 		return err
+	}
+	// Without --model-gateway this channel stays nil: it never fires.
+	var gatewayExited <-chan error
+	if modelGateway {
+		if gatewayExited, err = startModelGateway(ctx, c, dispatcherBin, absKubeconfig, local, caFile); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "devcluster: the model gateway serves at https://%s (its CA in Secret %s/%s); harnesses with spec.modelGateway use it\n",
+			modelGatewayAddr, operatorNamespace, modelGatewayCASecret)
 	}
 	if err := ensureCLIAccess(ctx, c, sampleNamespace, gatewayRole); err != nil {
 		return err
@@ -252,9 +264,14 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 		err = wrapExit("manager", err)
 	case err = <-dispatcherExited:
 		err = wrapExit("dispatcher", err)
+	case err = <-gatewayExited:
+		err = wrapExit("model gateway", err)
 	case <-ctx.Done():
 		<-managerExited
 		<-dispatcherExited
+		if gatewayExited != nil {
+			<-gatewayExited
+		}
 	}
 	if err != nil && ctx.Err() == nil {
 		return err
