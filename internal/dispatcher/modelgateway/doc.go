@@ -55,8 +55,10 @@ import (
 // true while the turn (or call) the credential was sealed for runs. An
 // error means it could not tell; the gateway then refuses (fail closed).
 // It is asked on every admitted request, and its answer is never cached:
-// a credential replayed right after its turn ended must fail. A store's
-// Holds (internal/dispatcher/store) has this method.
+// a credential replayed right after its turn ended must fail. Holds
+// bounds its own time (HoldsClient's timeout); its context ends when the
+// client goes away. A store's Holds (internal/dispatcher/store) has this
+// method.
 type Liveness interface {
 	Holds(ctx context.Context, lease string, token int64) (bool, error)
 }

@@ -193,9 +193,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			x.model = b.Model
 			in.Body = &b
 		case NeedLiveness:
-			ctx, cancel := context.WithTimeout(r.Context(), g.limits.LivenessTimeout)
-			holds, err := g.liveness.Holds(ctx, in.Credential.Claims.Lease, in.Credential.Claims.Token)
-			cancel()
+			holds, err := g.liveness.Holds(r.Context(), in.Credential.Claims.Lease, in.Credential.Claims.Token)
 			if err != nil {
 				g.log.Info("liveness could not be checked", x.keyvals("error", err.Error())...)
 			}

@@ -41,8 +41,8 @@ func TestRefusedBeforeTheUpstream(t *testing.T) {
 	if err := f.journal.Release(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	// Session 3's credential names the lease of session 3, with the token
-	// of session 1's grant: no grant of session 3 is current.
+	// A credential naming session 3's lease with the token of another
+	// session's grant: no grant of session 3 is current.
 	foreign := f.claims(f.acquire("team-a/uid-1x"))
 	foreign.Lease = "team-a/uid-3"
 	expired := f.claims(f.acquire("team-a/uid-4"))

@@ -39,9 +39,6 @@ type Limits struct {
 	// one session's turn or calls (8): one session cannot take every
 	// upstream connection. Over it: 429.
 	MaxInFlightPerLease int
-	// LivenessTimeout bounds the liveness check of one request (10 s). An
-	// answer that does not come in time is an error: 401, fail closed.
-	LivenessTimeout time.Duration
 	// UpstreamHeaderTimeout is the time from sending a request upstream to
 	// its response headers (120 s). Over it: 504.
 	UpstreamHeaderTimeout time.Duration
@@ -72,7 +69,6 @@ func DefaultLimits() Limits {
 		IdleTimeout:           120 * time.Second,
 		MaxConnections:        1024,
 		MaxInFlightPerLease:   8,
-		LivenessTimeout:       10 * time.Second,
 		UpstreamHeaderTimeout: 120 * time.Second,
 		UpstreamIdleTimeout:   300 * time.Second,
 		MaxEventBytes:         16 << 20,
@@ -105,7 +101,6 @@ func (l Limits) withDefaults() Limits {
 	defInt(&l.MaxInFlightPerLease, d.MaxInFlightPerLease)
 	defDur(&l.HeaderTimeout, d.HeaderTimeout)
 	defDur(&l.IdleTimeout, d.IdleTimeout)
-	defDur(&l.LivenessTimeout, d.LivenessTimeout)
 	defDur(&l.UpstreamHeaderTimeout, d.UpstreamHeaderTimeout)
 	defDur(&l.UpstreamIdleTimeout, d.UpstreamIdleTimeout)
 	defDur(&l.WriteTimeout, d.WriteTimeout)
@@ -126,7 +121,6 @@ func (l Limits) validate() error {
 	neg("IdleTimeout", l.IdleTimeout < 0)
 	neg("MaxConnections", l.MaxConnections < 0)
 	neg("MaxInFlightPerLease", l.MaxInFlightPerLease < 0)
-	neg("LivenessTimeout", l.LivenessTimeout < 0)
 	neg("UpstreamHeaderTimeout", l.UpstreamHeaderTimeout < 0)
 	neg("UpstreamIdleTimeout", l.UpstreamIdleTimeout < 0)
 	neg("MaxEventBytes", l.MaxEventBytes < 0)
