@@ -252,6 +252,7 @@ func wantCut(t *testing.T, f *fixture, limit, reason string) {
 	if n := promtest.ToFloat64(f.gw.metrics.streamsCut.WithLabelValues(limit)); n != 1 {
 		t.Fatalf("streams_cut_total{limit=%s} = %v, want 1", limit, n)
 	}
+	f.noSecrets()
 }
 
 // TestEventLimit: one event over the limit cuts the answer; many events
