@@ -159,14 +159,22 @@ const maxEcho = 200
 
 // echo is s as a refusal quotes it: at most maxEcho bytes of valid UTF-8.
 func echo(s string) string {
-	if len(s) > maxEcho {
-		s = s[:maxEcho]
-		for len(s) > 0 && !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		return fmt.Sprintf("%q…", s)
+	if c := clip(s); c != s {
+		return fmt.Sprintf("%q…", c)
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// clip is s cut to at most maxEcho bytes, at a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	s = s[:maxEcho]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // Admit decides a model request, checking in this order, each refusal

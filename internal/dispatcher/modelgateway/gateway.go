@@ -190,7 +190,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case NeedBody:
 			var b Body
 			body, b = g.readBody(r)
-			x.model = b.Model
+			x.model = clip(b.Model) // the client's: logged, but never at length
 			in.Body = &b
 		case NeedLiveness:
 			holds, err := g.liveness.Holds(r.Context(), in.Credential.Claims.Lease, in.Credential.Claims.Token)
