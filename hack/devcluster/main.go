@@ -188,7 +188,9 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 	if err != nil {
 		return err
 	}
-	if codexBin != "" {
+	// With the model gateway the sample harness is a managed one, applied
+	// once the gateway serves (gatewaysample.go).
+	if codexBin != "" && !modelGateway {
 		codex, real, err := startLocalCodex(ctx, codexBin, sampleCodexAddr, filepath.Dir(certDir), token)
 		if err != nil {
 			return err
@@ -206,7 +208,7 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 	if err := applySamples(ctx, c, samplesDir); err != nil {
 		return err
 	}
-	if codexBin != "" {
+	if codexBin != "" && !modelGateway {
 		if err := waitHarnessReady(ctx, c, client.ObjectKey{Namespace: sampleNamespace, Name: "codex"}); err != nil {
 			return err
 		}
@@ -247,6 +249,17 @@ func run(managerBin, dispatcherBin, kubeconfig, crdDir, samplesDir, gatewayRole,
 		}
 		fmt.Fprintf(os.Stderr, "devcluster: the model gateway serves at https://%s (its CA in Secret %s/%s); harnesses with spec.modelGateway use it\n",
 			modelGatewayAddr, operatorNamespace, modelGatewayCASecret)
+		if codexBin != "" {
+			stopSample, model, err := startGatewaySample(ctx, c, codexBin, local)
+			if err != nil {
+				return err
+			}
+			defer stopSample()
+			if err := waitHarnessReady(ctx, c, client.ObjectKey{Namespace: sampleNamespace, Name: "codex"}); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "devcluster: codex app-server (%s) serves the sample harness as its pod at ws://%s\n", model, podAddr)
+		}
 	}
 	if err := ensureCLIAccess(ctx, c, sampleNamespace, gatewayRole); err != nil {
 		return err
@@ -367,6 +380,9 @@ func applySamples(ctx context.Context, c client.Client, dir string) error {
 		return fmt.Errorf("read samples: %w", err)
 	}
 	for _, obj := range objs {
+		if modelGateway && isSampleHarness(obj.GetKind(), obj.GetNamespace(), obj.GetName()) {
+			continue // replaced by the managed sample (gatewaysample.go)
+		}
 		// Record what was applied the way client-side `kubectl apply` does, so a
 		// later `kubectl apply -f config/samples/` updates these objects cleanly.
 		applied, err := json.Marshal(obj.Object)
