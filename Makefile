@@ -103,11 +103,12 @@ endef
 # RACE_PACKAGES are the packages that run goroutines of their own: the turn
 # engine (whose suite also runs the session finalizer against it), the API,
 # the journal, the app-server client and adapters, the selection views, the benchmarks'
-# app-server double, and the process suite (whose manager and dispatcher are
+# app-server double, the model gateway's streams, and the process suite (whose manager and dispatcher are
 # then built with -race). They run only under -race (test-race);
 # TEST_PACKAGES are the others.
 RACE_PACKAGES := ./internal/dispatcher/engine/ ./internal/dispatcher/httpapi/ ./internal/dispatcher/store/journal/ ./internal/harness/appserver/ \
-	./internal/dispatcher/adapter/... ./test/dispatcher/ ./internal/testutil/appserverdouble/ ./internal/policy/snapshot/
+	./internal/dispatcher/adapter/... ./test/dispatcher/ ./internal/testutil/appserverdouble/ ./internal/policy/snapshot/ \
+	./internal/dispatcher/modelgateway/
 TEST_PACKAGES = $(filter-out $(shell go list $(RACE_PACKAGES)),$(shell go list ./...))
 
 # ISOLATED runs a test command in a network namespace of its own where only
