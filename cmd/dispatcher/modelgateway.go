@@ -270,7 +270,7 @@ func readCredentialKey(ctx context.Context, r client.Reader, o turnTokenOptions)
 	}
 	key, err := credentialKeyOf(tk)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s: %w", ref, err)
+		return nil, fmt.Errorf("the turn-token key of Secret %s: %w", ref, err)
 	}
 	return key, nil
 }
