@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,8 +13,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/openclaw/harness-operator/internal/testutil/benchhist"
 )
 
 // What BenchmarkDispatcherProcess reads besides /proc/<pid>: the
@@ -28,33 +27,15 @@ const addedMetric = "harness_dispatcher_http_turn_added_seconds"
 
 // addedHistogram is addedMetric's cumulative counts at its upper bounds
 // (seconds), in order.
-type addedHistogram struct {
-	bounds []float64
-	counts []uint64
-}
+type addedHistogram = benchhist.Histogram
 
 // scrapeAdded reads addedMetric from the dispatcher's /metrics.
 func scrapeAdded(c *http.Client, url string) (addedHistogram, error) {
-	families, err := scrapeFamilies(c, url)
-	if err != nil {
-		return addedHistogram{}, err
-	}
-	fam := families[addedMetric]
-	if fam == nil || len(fam.GetMetric()) != 1 {
-		return addedHistogram{}, fmt.Errorf("%s: no %s", url, addedMetric)
-	}
-	return histogramOf(fam.GetMetric()[0]), nil
+	return benchhist.Scrape(c, url, addedMetric)
 }
 
 // histogramOf is m's histogram: its cumulative counts at its upper bounds.
-func histogramOf(m *dto.Metric) addedHistogram {
-	var h addedHistogram
-	for _, bk := range m.GetHistogram().GetBucket() {
-		h.bounds = append(h.bounds, bk.GetUpperBound())
-		h.counts = append(h.counts, bk.GetCumulativeCount())
-	}
-	return h
-}
+func histogramOf(m *dto.Metric) addedHistogram { return benchhist.Of(m) }
 
 // windowMetric splits addedMetric by window (turnlatency.go).
 const windowMetric = "harness_dispatcher_http_turn_window_seconds"
@@ -80,20 +61,7 @@ func scrapeWindows(c *http.Client, url string) (map[string]addedHistogram, error
 
 // scrapeFamilies reads the dispatcher's /metrics page.
 func scrapeFamilies(c *http.Client, url string) (map[string]*dto.MetricFamily, error) {
-	resp, err := c.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: status %d", url, resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", url, err)
-	}
-	return families, nil
+	return benchhist.Families(c, url)
 }
 
 // viewReadsMetric counts the dispatcher's selection views read from its
@@ -113,82 +81,9 @@ func scrapeViewReads(c *http.Client, url string) (float64, error) {
 	return fam.GetMetric()[0].GetCounter().GetValue(), nil
 }
 
-// minus is what was counted between two scrapes.
-func (h addedHistogram) minus(before addedHistogram) addedHistogram {
-	out := addedHistogram{bounds: h.bounds, counts: make([]uint64, len(h.counts))}
-	for i := range h.counts {
-		out.counts[i] = h.counts[i]
-		if i < len(before.counts) {
-			out.counts[i] -= before.counts[i]
-		}
-	}
-	return out
-}
-
 // addedFigures are the paired added latency's quantiles and their 95 %
-// confidence intervals, in ms.
-type addedFigures struct {
-	Samples    uint64  `json:"samples"`
-	P50Ms      float64 `json:"p50Ms"`
-	P50LowMs   float64 `json:"p50LowMs"`
-	P50HighMs  float64 `json:"p50HighMs"`
-	P99Ms      float64 `json:"p99Ms"`
-	P99LowMs   float64 `json:"p99LowMs"`
-	P99HighMs  float64 `json:"p99HighMs"`
-	Overflowed bool    `json:"overflowed"` // a rank fell past the last finite bucket
-}
-
-func (h addedHistogram) figures() addedFigures {
-	f := addedFigures{}
-	if len(h.counts) == 0 {
-		return f
-	}
-	n := h.counts[len(h.counts)-1] // the +Inf bucket holds every sample
-	f.Samples = n
-	if n == 0 {
-		return f
-	}
-	f.P50Ms, f.P50LowMs, f.P50HighMs = h.quantile(0.50, &f.Overflowed)
-	f.P99Ms, f.P99LowMs, f.P99HighMs = h.quantile(0.99, &f.Overflowed)
-	return f
-}
-
-// quantile is the q-quantile as the upper bound of the bucket holding rank
-// ⌈qn⌉, and its 95 % confidence interval: the order statistics of ranks
-// qn ∓ 1.96·√(nq(1−q)) (the binomial's normal approximation; the upper one
-// a rank further), the lower as its bucket's lower bound, the upper as its
-// bucket's upper bound. A bucket boundary widens the interval, never
-// narrows it.
-func (h addedHistogram) quantile(q float64, overflowed *bool) (value, low, high float64) {
-	n := float64(h.counts[len(h.counts)-1])
-	half := 1.96 * math.Sqrt(n*q*(1-q))
-	rank := func(r float64) uint64 { return uint64(min(max(r, 1), n)) }
-	bucket := func(r uint64) int {
-		for i, c := range h.counts {
-			if c >= r {
-				return i
-			}
-		}
-		return len(h.counts) - 1
-	}
-	upper := func(i int) float64 {
-		if math.IsInf(h.bounds[i], 1) {
-			*overflowed = true
-			return 1000 * h.bounds[i-1]
-		}
-		return 1000 * h.bounds[i]
-	}
-	lowerOf := func(i int) float64 {
-		if i == 0 {
-			return 0
-		}
-		return 1000 * h.bounds[i-1]
-	}
-	value = upper(bucket(rank(math.Ceil(q * n))))
-	low = lowerOf(bucket(rank(math.Floor(q*n - half))))
-	high = upper(bucket(rank(math.Ceil(q*n+half) + 1)))
-	return value, low, high
-}
+// confidence intervals, in ms (benchhist.Histogram.Figures).
+type addedFigures = benchhist.Figures
 
 // busyTime is the machine's CPU time from /proc/stat: busy and in all.
 type busyTime struct{ busy, total uint64 }

@@ -374,12 +374,12 @@ func (d *dispatcherProcess) openLoop(b *testing.B, arm *benchArm, sessions []ben
 		Utilisation:        used.Seconds() / (wall.Seconds() * cores),
 		MachineUtilisation: machine1.since(machine0),
 		DispatcherMs:       ms(after.dispatcher-before.dispatcher) / float64(n),
-		Added:              hist1.minus(hist0).figures(),
+		Added:              hist1.Minus(hist0).Figures(),
 		Windows:            map[string]addedFigures{},
 		ClientP50Ms:        percentile(times, 50), ClientP99Ms: percentile(times, 99),
 	}
 	for w, h := range windows1 {
-		f.Windows[w] = h.minus(windows0[w]).figures()
+		f.Windows[w] = h.Minus(windows0[w]).Figures()
 	}
 	b.Logf("open loop %s: %d turns at %.1f/s: utilisation %.3f (machine %.3f), added p50 %.3f ms [%.3f, %.3f], p99 %.3f ms [%.3f, %.3f] (%d samples)",
 		tag, n, rate, f.Utilisation, f.MachineUtilisation, f.Added.P50Ms, f.Added.P50LowMs, f.Added.P50HighMs,
