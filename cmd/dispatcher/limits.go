@@ -4,9 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,41 +88,3 @@ var connectionsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 })
 
 func init() { metrics.Registry.MustRegister(connectionsRefused) }
-
-// capListener closes a connection accepted while max are open, at once:
-// a flood of idle connections cannot hold the API's file descriptors and
-// memory, and its extra connections see their end rather than wait unseen
-// in the kernel's backlog (as with netutil.LimitListener).
-type capListener struct {
-	net.Listener
-	max  int64
-	open atomic.Int64
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			connectionsRefused.Inc()
-			_ = c.Close()
-			continue
-		}
-		return &cappedConn{Conn: c, release: func() { l.open.Add(-1) }}, nil
-	}
-}
-
-// cappedConn gives its place back once, at its first Close.
-type cappedConn struct {
-	net.Conn
-	release func()
-	once    sync.Once
-}
-
-func (c *cappedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
-}

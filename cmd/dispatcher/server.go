@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/openclaw/harness-operator/internal/dispatcher/engine"
+	"github.com/openclaw/harness-operator/internal/platform/connlimit"
 )
 
 // recoverAttempts bounds Engine.Recover's retries at start-up before the
@@ -87,7 +88,7 @@ func (s *apiServer) Start(ctx context.Context) error {
 		ErrorLog:          stdlog.New(logWriter{s.log.WithName("http")}, "", 0),
 	}
 	served := make(chan error, 1)
-	capped := &capListener{Listener: ln, max: int64(limits.maxConnections)}
+	capped := connlimit.Listener(ln, limits.maxConnections, connectionsRefused.Inc)
 	go func() { served <- srv.Serve(tls.NewListener(capped, tlsConfig)) }()
 	s.serving.Store(true)
 	s.log.Info("serving the API", "address", ln.Addr().String())

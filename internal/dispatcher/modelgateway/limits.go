@@ -6,8 +6,9 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/openclaw/harness-operator/internal/platform/connlimit"
 )
 
 // Limits bound what a client or an upstream can hold of the gateway. A
@@ -148,42 +149,7 @@ func (g *Gateway) Server() *http.Server {
 // and the extra connections see their end rather than wait unseen in the
 // kernel's backlog.
 func (g *Gateway) Listener(l net.Listener) net.Listener {
-	return &capListener{Listener: l, max: int64(g.limits.MaxConnections), refused: g.metrics.connectionsRefused.Inc}
-}
-
-type capListener struct {
-	net.Listener
-	max     int64
-	open    atomic.Int64
-	refused func()
-}
-
-func (l *capListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if l.open.Add(1) > l.max {
-			l.open.Add(-1)
-			l.refused()
-			_ = c.Close()
-			continue
-		}
-		return &cappedConn{Conn: c, release: func() { l.open.Add(-1) }}, nil
-	}
-}
-
-// cappedConn gives its place back once, at its first Close.
-type cappedConn struct {
-	net.Conn
-	release func()
-	once    sync.Once
-}
-
-func (c *cappedConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
+	return connlimit.Listener(l, g.limits.MaxConnections, g.metrics.connectionsRefused.Inc)
 }
 
 // inFlight counts the requests in flight per lease.
