@@ -578,7 +578,7 @@ func upstreamHeader(in http.Header, up Upstream, bearer string) http.Header {
 	for k, v := range up.Headers {
 		h.Set(k, v)
 	}
-	h.Set("Authorization", "Bearer broken"+bearer[:0])
+	h.Set("Authorization", "Bearer "+bearer)
 	return h
 }
 
