@@ -34,6 +34,8 @@ SECTIONS=(
     && cp \"\${BENCH_OUT}/dispatcher-process.json\" docs/benchmarks/ \
     && go test -v -run '^\$' -bench 'BenchmarkDispatcherConcurrency\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/ \
     && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks && cp \"\${BENCH_OUT}/dispatcher-concurrency.json\" docs/benchmarks/"
+  "gateway|go test -v -run '^\$' -bench 'BenchmarkModelGateway\$' -benchtime 1x -count=1 -timeout=20m ./cmd/dispatcher/ \
+    && env -u BENCH_OUT go test -v -run '^\$' -bench 'BenchmarkDispatcherProcess\$' -benchtime 1x -count=1 -timeout=30m ./internal/dispatcher/httpapi/"
   "scale|go test -run '^\$' -bench 'BenchmarkOperatorScale' -benchtime 1x -count=1 -timeout=60m ./test/scale/ \
     && hack/bench-profiles.sh \"\${BENCH_OUT}\" docs/benchmarks"
   "store|POSTGRES_DIR=\"\$(hack/setup-postgres.sh)\" go test -tags postgres -run '^\$' -bench 'BenchmarkTurnOverhead' -benchtime 3s -count=1 ./internal/dispatcher/store/pgstore/"

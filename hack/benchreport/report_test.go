@@ -140,6 +140,10 @@ func TestEveryGoalOfTheTableIsReadFromItsBenchmark(t *testing.T) {
 		"BenchmarkDispatcherProcess paired-added-p50-ms":                          0.3,
 		"BenchmarkDispatcherProcess paired-added-p99-ms":                          2,
 		"BenchmarkDispatcherProcess size-cpu-ratio":                               1.1,
+		"BenchmarkModelGateway added-p50-ms":                                      1,
+		"BenchmarkModelGateway gateway-cpu-ms/request":                            0.5,
+		"BenchmarkModelGateway ttft-diff-p50-ms":                                  1,
+		"gateway: BenchmarkDispatcherProcess dispatcher-cpu-ms/turn":              2,
 		"BenchmarkTurnStatusWrites api-writes/turn":                               1,
 		"BenchmarkTurnFsyncs/same-session fsyncs/turn":                            4,
 		"BenchmarkTurnOverhead/postgres/serial µs/turn":                           5000,
@@ -158,6 +162,9 @@ func TestEveryGoalOfTheTableIsReadFromItsBenchmark(t *testing.T) {
 	got := map[string]float64{}
 	for _, g := range goals {
 		key := g.Benchmark + " " + g.Unit
+		if g.Section != "" {
+			key = g.Section + ": " + key
+		}
 		if _, dup := got[key]; dup {
 			t.Errorf("two goals on %s", key)
 		}
@@ -227,6 +234,33 @@ func TestDispatcherProcessPlots(t *testing.T) {
 		}
 		if png, err := os.ReadFile(filepath.Join(docs, "benchmarks", c.file)); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
 			t.Errorf("%s: %v, %d bytes", c.file, err, len(png))
+		}
+	}
+}
+
+// TestGoalOfOneSection: a benchmark re-run in another section (the
+// dispatcher's, beside the model gateway) is read from that section alone,
+// and the unrestricted goal keeps the first section's figure.
+func TestGoalOfOneSection(t *testing.T) {
+	sections := []section{
+		{Name: "dispatcher", Results: []result{{Name: "BenchmarkDispatcherProcess", Metrics: []metric{{3.5, "dispatcher-cpu-ms/turn"}}}}},
+		{Name: "gateway", Results: []result{
+			{Name: "BenchmarkModelGateway", Metrics: []metric{{0.25, "added-p50-ms"}}},
+			{Name: "BenchmarkDispatcherProcess", Metrics: []metric{{4.1, "dispatcher-cpu-ms/turn"}}},
+		}},
+	}
+	for _, tc := range []struct {
+		goal         goal
+		fig, verdict string
+	}{
+		{goal{Benchmark: "BenchmarkDispatcherProcess", Unit: "dispatcher-cpu-ms/turn", Max: 2}, "3.50", "**no** (goal ≤ 2)"},
+		{goal{Section: "gateway", Benchmark: "BenchmarkDispatcherProcess", Unit: "dispatcher-cpu-ms/turn", Max: 2}, "4.10", "**no** (goal ≤ 2)"},
+		{goal{Section: "absent", Benchmark: "BenchmarkDispatcherProcess", Unit: "dispatcher-cpu-ms/turn", Max: 2}, "not measured", "—"},
+		{goal{Section: "gateway", Benchmark: "BenchmarkModelGateway", Unit: "added-p50-ms", Max: 1}, "0.25", "yes"},
+	} {
+		fig, verdict := tc.goal.evaluate(sections)
+		if fig != tc.fig || verdict != tc.verdict {
+			t.Errorf("%s %s %s: %q %q, want %q %q", tc.goal.Section, tc.goal.Benchmark, tc.goal.Unit, fig, verdict, tc.fig, tc.verdict)
 		}
 	}
 }
