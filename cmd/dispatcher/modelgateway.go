@@ -6,12 +6,14 @@ package main
 // in its own Deployment. It never opens the store and runs no controller:
 // it asks the dispatcher's holds endpoint whether a credential's turn
 // still runs (modelgateway.HoldsClient), reads each harness and its
-// credential Secret uncached (modelgateway.KubeUpstreams), and opens
+// credential Secret and keeps them only while a watch of each sees no
+// change (modelgateway.WatchedUpstreams), and opens
 // credentials with the key derived from the dispatchers' turn-token key,
 // which it reads and never creates.
 //
-// RBAC it needs: get on the turn-token Secret, on the harnesses'
-// credential Secrets and AgentHarnesses in the harness namespaces, and,
+// RBAC it needs: get on the turn-token Secret, get and watch on the
+// harnesses' credential Secrets and AgentHarnesses in the harness
+// namespaces (without watch every request reads both), and,
 // with --tls-secret-name, get on that Secret. It creates nothing.
 
 import (
@@ -185,8 +187,10 @@ func runModelGateway(ctx context.Context, cfg *rest.Config, o modelGatewayOption
 	if err != nil {
 		return err
 	}
-	// Every read goes to the API server: no informer, no watch.
-	direct, err := client.New(kubedirect.Config(cfg), client.Options{Scheme: scheme})
+	// Every read goes to the API server, no informer: a harness's upstream
+	// is kept only while watches on its two objects see no change
+	// (modelgateway.WatchedUpstreams).
+	direct, err := client.NewWithWatch(kubedirect.Config(cfg), client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("create the Kubernetes client: %w", err)
 	}
@@ -207,8 +211,10 @@ func runModelGateway(ctx context.Context, cfg *rest.Config, o modelGatewayOption
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	upstreams := modelgateway.NewWatchedUpstreams(direct, direct, log.WithName("upstreams"))
+	defer upstreams.Close()
 	gw, err := modelgateway.New(modelgateway.Config{
-		Key: key, Liveness: holds, Upstreams: modelgateway.KubeUpstreams{Reader: direct},
+		Key: key, Liveness: holds, Upstreams: upstreams,
 		Limits: o.limits, Dial: &dial, Log: log, Registerer: reg,
 	})
 	if err != nil {

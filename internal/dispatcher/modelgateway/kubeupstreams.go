@@ -16,11 +16,12 @@ import (
 	"github.com/openclaw/harness-operator/internal/dispatcher/modelcred"
 )
 
-// KubeUpstreams is the Upstreams of a gateway in a cluster: it reads the
-// credential's AgentHarness and its spec.modelGateway.credentialSecretRef
-// from the API server on every request, uncached, as the manager reads
-// credentials: a rotated key, a changed baseURL or a harness deleted is
-// seen by the next request, and the gateway watches no Secret.
+// KubeUpstreams reads the credential's AgentHarness and its
+// spec.modelGateway.credentialSecretRef from the API server on every
+// request, uncached, as the manager reads credentials: a rotated key, a
+// changed baseURL or a harness deleted is seen by the next request. The
+// gateway in a cluster uses it through WatchedUpstreams, which keeps what
+// it read while watches of the two objects see no change.
 type KubeUpstreams struct {
 	// Reader reads from the API server directly (not an informer cache).
 	Reader client.Reader
@@ -37,28 +38,41 @@ const credentialField = "spec.modelGateway.credentialSecretRef"
 // spec.modelGateway, and a Secret value that is missing, empty or not one
 // line. Errors name the harness and the field, never the value.
 func (k KubeUpstreams) Upstream(ctx context.Context, h modelcred.Harness) (Upstream, error) {
+	u, _, err := k.read(ctx, h)
+	return u, err
+}
+
+// readVersions are the resourceVersions of the two objects an Upstream was
+// read from, and the Secret's name: a watch from them sees every later
+// change (WatchedUpstreams).
+type readVersions struct {
+	harness, secret, secretName string
+}
+
+// read is Upstream with the versions it read.
+func (k KubeUpstreams) read(ctx context.Context, h modelcred.Harness) (Upstream, readVersions, error) {
 	name := h.Namespace + "/" + h.Name
 	var ah v1alpha1.AgentHarness
 	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: h.Name}, &ah); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Upstream{}, fmt.Errorf("AgentHarness %s does not exist", name)
+			return Upstream{}, readVersions{}, fmt.Errorf("AgentHarness %s does not exist", name)
 		}
-		return Upstream{}, fmt.Errorf("read AgentHarness %s: %w", name, err)
+		return Upstream{}, readVersions{}, fmt.Errorf("read AgentHarness %s: %w", name, err)
 	}
 	if string(ah.UID) != h.UID {
-		return Upstream{}, fmt.Errorf("AgentHarness %s has UID %s, not the credential's %s: it was deleted and created again since the turn began", name, ah.UID, h.UID)
+		return Upstream{}, readVersions{}, fmt.Errorf("AgentHarness %s has UID %s, not the credential's %s: it was deleted and created again since the turn began", name, ah.UID, h.UID)
 	}
 	mg := ah.Spec.ModelGateway
 	if mg == nil {
-		return Upstream{}, fmt.Errorf("AgentHarness %s has no spec.modelGateway: its model requests do not go through the gateway", name)
+		return Upstream{}, readVersions{}, fmt.Errorf("AgentHarness %s has no spec.modelGateway: its model requests do not go through the gateway", name)
 	}
 	base, err := parseBaseURL(mg.BaseURL)
 	if err != nil {
-		return Upstream{}, fmt.Errorf("AgentHarness %s: spec.modelGateway.baseURL %w", name, err)
+		return Upstream{}, readVersions{}, fmt.Errorf("AgentHarness %s: spec.modelGateway.baseURL %w", name, err)
 	}
-	cred, err := k.credential(ctx, name, h.Namespace, mg.CredentialSecretRef)
+	cred, secretVersion, err := k.credential(ctx, name, h.Namespace, mg.CredentialSecretRef)
 	if err != nil {
-		return Upstream{}, err
+		return Upstream{}, readVersions{}, err
 	}
 	u := Upstream{BaseURL: base, Credential: cred, Headers: maps.Clone(mg.Headers)}
 	if len(mg.QueryParams) > 0 {
@@ -67,35 +81,36 @@ func (k KubeUpstreams) Upstream(ctx context.Context, h modelcred.Harness) (Upstr
 			u.QueryParams.Set(k, v)
 		}
 	}
-	return u, nil
+	return u, readVersions{harness: ah.ResourceVersion, secret: secretVersion, secretName: mg.CredentialSecretRef.Name}, nil
 }
 
 // credential reads the Secret key ref in namespace: one trailing newline
 // (as `kubectl create secret --from-file` keeps it) is dropped; an empty
 // value, or one with a line break, a space or a control character left,
-// is refused: it would not make one Authorization header.
-func (k KubeUpstreams) credential(ctx context.Context, harness, namespace string, ref v1alpha1.SecretKeyReference) (string, error) {
+// is refused: it would not make one Authorization header. It returns the
+// Secret's resourceVersion too.
+func (k KubeUpstreams) credential(ctx context.Context, harness, namespace string, ref v1alpha1.SecretKeyReference) (string, string, error) {
 	var s corev1.Secret
 	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("AgentHarness %s: %s names Secret %s/%s, which does not exist", harness, credentialField, namespace, ref.Name)
+			return "", "", fmt.Errorf("AgentHarness %s: %s names Secret %s/%s, which does not exist", harness, credentialField, namespace, ref.Name)
 		}
-		return "", fmt.Errorf("AgentHarness %s: read Secret %s/%s of %s: %w", harness, namespace, ref.Name, credentialField, err)
+		return "", "", fmt.Errorf("AgentHarness %s: read Secret %s/%s of %s: %w", harness, namespace, ref.Name, credentialField, err)
 	}
 	raw, ok := s.Data[ref.Key]
 	if !ok {
-		return "", fmt.Errorf("AgentHarness %s: Secret %s/%s has no key %q (%s)", harness, namespace, ref.Name, ref.Key, credentialField)
+		return "", "", fmt.Errorf("AgentHarness %s: Secret %s/%s has no key %q (%s)", harness, namespace, ref.Name, ref.Key, credentialField)
 	}
 	v := strings.TrimSuffix(string(raw), "\n")
 	switch {
 	case v == "":
-		return "", fmt.Errorf("AgentHarness %s: the value of Secret %s/%s key %q is empty (%s)", harness, namespace, ref.Name, ref.Key, credentialField)
+		return "", "", fmt.Errorf("AgentHarness %s: the value of Secret %s/%s key %q is empty (%s)", harness, namespace, ref.Name, ref.Key, credentialField)
 	case strings.ContainsAny(v, "\r\n"):
-		return "", fmt.Errorf("AgentHarness %s: the value of Secret %s/%s key %q has more than one line (%s): it must be the bearer token alone", harness, namespace, ref.Name, ref.Key, credentialField)
+		return "", "", fmt.Errorf("AgentHarness %s: the value of Secret %s/%s key %q has more than one line (%s): it must be the bearer token alone", harness, namespace, ref.Name, ref.Key, credentialField)
 	case strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return "", fmt.Errorf("AgentHarness %s: the value of Secret %s/%s key %q holds a space or a control character (%s): it must be the bearer token alone", harness, namespace, ref.Name, ref.Key, credentialField)
+		return "", "", fmt.Errorf("AgentHarness %s: the value of Secret %s/%s key %q holds a space or a control character (%s): it must be the bearer token alone", harness, namespace, ref.Name, ref.Key, credentialField)
 	}
-	return v, nil
+	return v, s.ResourceVersion, nil
 }
 
 // parseBaseURL parses a baseURL: http or https with a host, no user
