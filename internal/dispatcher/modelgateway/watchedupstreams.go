@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,8 +29,10 @@ const maxWatchedUpstreams = 4096
 // So a rotated key or a deleted harness is seen by the first request after
 // the watch event; only a request in the milliseconds between the write
 // and its event is served the old value. Failed reads are never kept. A
-// watch that cannot start (no watch permission) leaves the harness
-// uncached: every request reads, as KubeUpstreams.
+// watch that cannot start leaves the harness uncached: every request
+// reads, as KubeUpstreams. A watch the API server forbids is not tried
+// again (the gateway's RBAC grants only get): a refused watch per request
+// would cost more than the reads it saves.
 //
 // Reading both objects on every request cost two API-server round trips
 // and most of the gateway's CPU per request (docs/benchmarks/gateway.md).
@@ -40,9 +43,10 @@ type WatchedUpstreams struct {
 	ctx     context.Context
 	stop    context.CancelFunc
 
-	mu       sync.Mutex
-	entries  map[modelcred.Harness]*watchedUpstream
-	failures int // watches that could not start, for the log's rate
+	mu        sync.Mutex
+	entries   map[modelcred.Harness]*watchedUpstream
+	failures  int  // watches that could not start, for the log's rate
+	forbidden bool // a watch was forbidden: none is tried again
 }
 
 type watchedUpstream struct {
@@ -90,7 +94,7 @@ func (w *WatchedUpstreams) cached(h modelcred.Harness) bool {
 // either sees anything.
 func (w *WatchedUpstreams) keep(h modelcred.Harness, up Upstream, v readVersions) {
 	w.mu.Lock()
-	full := len(w.entries) >= maxWatchedUpstreams || w.entries[h] != nil
+	full := len(w.entries) >= maxWatchedUpstreams || w.entries[h] != nil || w.forbidden
 	w.mu.Unlock()
 	if full || w.ctx.Err() != nil {
 		return
@@ -109,9 +113,13 @@ func (w *WatchedUpstreams) keep(h modelcred.Harness, up Upstream, v readVersions
 		w.mu.Lock()
 		w.failures++
 		first := w.failures == 1
+		w.forbidden = w.forbidden || apierrors.IsForbidden(err)
 		w.mu.Unlock()
-		if first {
-			w.log.Info("the harness's upstream is read on every request: its watch could not start (the gateway needs watch on AgentHarnesses and Secrets)",
+		if apierrors.IsForbidden(err) {
+			w.log.Info("harnesses' upstreams are read on every request: watching them is forbidden (granting watch on AgentHarnesses and Secrets in the harness namespaces lets the gateway keep them)",
+				"harness", h.Namespace+"/"+h.Name, "error", err.Error())
+		} else if first {
+			w.log.Info("the harness's upstream is read on every request until its watch can start",
 				"harness", h.Namespace+"/"+h.Name, "error", err.Error())
 		}
 		return

@@ -10,7 +10,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,10 +33,14 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 }
 
 // refusingWatcher is a client without watch permission.
-type refusingWatcher struct{ client.WithWatch }
+type refusingWatcher struct {
+	client.WithWatch
+	tries atomic.Int64
+}
 
-func (refusingWatcher) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New(`agentharnesses is forbidden: cannot watch`)
+func (r *refusingWatcher) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	r.tries.Add(1)
+	return nil, apierrors.NewForbidden(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "agentharnesses"}, "", errors.New("cannot watch"))
 }
 
 // TestWatchedUpstreams runs against a real API server: a harness's
@@ -132,11 +138,11 @@ func TestWatchedUpstreams(t *testing.T) {
 		}
 	})
 
-	t.Run("without watch permission every request reads", func(t *testing.T) {
+	t.Run("without watch permission every request reads, and no watch is tried again", func(t *testing.T) {
 		kubeSecret(ctx, t, c, ns, "other", map[string]string{"api-key": "sk-other"})
 		other := kubeHarness(ctx, t, c, ns, "other", gatewaySpec("other", "api-key"))
-		reads := &countingReader{Reader: c}
-		ups := NewWatchedUpstreams(reads, refusingWatcher{watcher}, logr.Discard())
+		reads, refusing := &countingReader{Reader: c}, &refusingWatcher{WithWatch: watcher}
+		ups := NewWatchedUpstreams(reads, refusing, logr.Discard())
 		t.Cleanup(ups.Close)
 		for range 3 {
 			if u, err := ups.Upstream(ctx, other); err != nil || u.Credential != "sk-other" {
@@ -145,6 +151,9 @@ func TestWatchedUpstreams(t *testing.T) {
 		}
 		if n := reads.gets.Load(); n != 6 || ups.cached(other) {
 			t.Fatalf("three requests without watches read %d times (kept: %v), want 6 reads and nothing kept", n, ups.cached(other))
+		}
+		if n := refusing.tries.Load(); n != 1 {
+			t.Fatalf("three requests tried %d forbidden watches, want 1", n)
 		}
 	})
 }
