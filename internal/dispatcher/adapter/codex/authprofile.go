@@ -158,8 +158,18 @@ func authConfig(ctx context.Context, c *appserver.Client, in adapter.TurnInput) 
 // that provider defined (without a key: nothing is sent to the model).
 func reseedSourceConfig(ctx context.Context, c *appserver.Client, in adapter.TurnInput) (map[string]any, error) {
 	switch {
-	case in.ReseedFrom == "" || in.ReseedFromProvider == "":
+	case in.ReseedFrom == "":
 		return nil, nil
+	case in.ReseedFromProvider == "":
+		// The thread started on the server's own provider of its time. When
+		// that was a provider of the server's config which the pods no
+		// longer have (a HomeFile config.toml dropped as spec.modelGateway
+		// was set), Codex loads the thread only with that id defined.
+		id, err := threadProvider(ctx, c, in.ReseedFrom)
+		if err != nil || id == "" {
+			return nil, nil //nolint:nilerr // the resume reports what is wrong with the thread
+		}
+		return placeholderProvider(ctx, c, id)
 	case in.ReseedFromProvider == profileProviderID:
 		id := "(previous)"
 		if in.AuthProfile != nil {
@@ -168,6 +178,20 @@ func reseedSourceConfig(ctx context.Context, c *appserver.Client, in adapter.Tur
 		return profileConfig(ctx, c, id, "")
 	}
 	return placeholderProvider(ctx, c, in.ReseedFromProvider)
+}
+
+// threadProvider is the model provider a thread was started on
+// (thread/read), empty when Codex does not say.
+func threadProvider(ctx context.Context, c *appserver.Client, id string) (string, error) {
+	var res struct {
+		Thread struct {
+			ModelProvider string `json:"modelProvider"`
+		} `json:"thread"`
+	}
+	if err := c.Call(ctx, "thread/read", map[string]any{"threadId": id}, &res); err != nil {
+		return "", err
+	}
+	return res.Thread.ModelProvider, nil
 }
 
 // addsOrDrops says what a re-seeding turn did to its thread's auth profile.
