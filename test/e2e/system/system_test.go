@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -79,6 +80,14 @@ spec:
 			// The node enforces NetworkPolicy: the managed app-servers'
 			// egress must admit the stub model on the gateway.
 			"--set-json", `appServers.egressCIDRs=["`+env.gateway+`/32"]`,
+			// The model gateway: its upstream is the stub model on the
+			// gateway address, a private one, and it reads harnesses from
+			// the API server there (modelgateway_test.go).
+			"--set", "modelGateway.enabled=true",
+			"--set", "modelGateway.allowPrivateUpstreams=true",
+			"--set-json", `modelGateway.egressCIDRs=["`+env.gateway+`/32"]`,
+			"--set-json", `modelGateway.apiServer.cidrs=["`+env.gateway+`/32"]`,
+			"--set-json", `modelGateway.apiServer.ports=[443,`+apiServerPort()+`]`,
 			"--wait", "--timeout", "5m")
 		Expect(r.exit).To(Equal(0), "helm install:\n%s", r)
 		Expect(r.stdout).To(ContainSubstring("STATUS: deployed"))
@@ -96,9 +105,9 @@ spec:
 		for _, p := range pods.Items {
 			component := p.Labels["app.kubernetes.io/component"]
 			byComponent[component]++
-			expectRunsImage(p, map[string]string{"manager": managerDigest, "dispatcher": dispatcherDigest}[component])
+			expectRunsImage(p, map[string]string{"manager": managerDigest, "dispatcher": dispatcherDigest, "model-gateway": dispatcherDigest}[component])
 		}
-		Expect(byComponent).To(Equal(map[string]int{"manager": 2, "dispatcher": 1}))
+		Expect(byComponent).To(Equal(map[string]int{"manager": 2, "dispatcher": 1, "model-gateway": 2}))
 		var events corev1.EventList
 		Expect(admin.List(ctx, &events, client.InNamespace(operatorNamespace))).To(Succeed())
 		for _, e := range events.Items {
@@ -322,6 +331,7 @@ spec:
 
 	managedHarnessSpecs()
 	networkPolicySpecs()
+	modelGatewaySpecs()
 	sandboxSpecs()
 	faultSpecs()
 	replicaSpecs()
@@ -340,6 +350,16 @@ spec:
   model: openai/gpt-5.5
   runtimeOverride: openclaw
 `, teamBNS)
+}
+
+// apiServerPort is the API server's port on the node, as Pods reach it
+// behind the Service kubernetes.
+func apiServerPort() string {
+	GinkgoHelper()
+	u, err := url.Parse(cfg.Host)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(u.Port()).NotTo(BeEmpty(), "the kubeconfig's server %s names its port", cfg.Host)
+	return u.Port()
 }
 
 // journalDir is the node's directory behind the journal's PersistentVolume
