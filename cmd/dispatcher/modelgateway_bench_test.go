@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -47,38 +48,57 @@ const (
 // BenchmarkModelGateway measures what `dispatcher model-gateway` adds to a
 // model request, the binary in its own process as the chart runs it: in
 // front of the stub model (this process), reading the harness and its
-// credential Secret from a real kube-apiserver (envtest) on every request,
-// asking a holds endpoint (this process, over TLS, as the dispatcher's)
-// on every request. The client (this process) sends a Codex-sized request
-// (about 26 KB, streamed answer) one at a time, alternating between two
-// arms: through the gateway (HTTPS, the credential) and straight to the
-// stub (the provider key). Each pair's first arm alternates too.
+// credential Secret from a real kube-apiserver (envtest), asking a holds
+// endpoint (this process, over TLS, as the dispatcher's) on every request.
+// The client (this process) sends a Codex-sized request (about 26 KB,
+// streamed answer) one at a time, alternating between two arms: through
+// the gateway (HTTPS, the credential) and straight to the stub (the
+// provider key). Each pair's first arm alternates too.
 //
-// Figures (pairs is the number of requests per arm):
+// Two sub-benchmarks, one gateway process each, differ in the gateway's
+// RBAC: rbac=get is the chart's (get on AgentHarnesses and Secrets: both
+// are read on every request), rbac=get-watch adds watch, with which the
+// gateway keeps a harness's upstream while watches of the two objects see
+// no change (modelgateway.WatchedUpstreams).
+//
+// Figures of each (pairs is the number of requests per arm):
 //   - added-p50-ms, added-p99-ms and their 95 % intervals (-ci-low-ms,
 //     -ci-ms): the gateway's harness_model_gateway_added_seconds over the
 //     loop, timestamps taken inside the gateway: from the request's headers
-//     to the upstream request written (admission, holds, the harness and
-//     Secret reads, the dial when there is one), plus from the upstream's
-//     response headers to their flush to the client. Quantiles are bucket
-//     upper bounds (benchhist.Histogram.Figures);
+//     to the upstream request's last byte handed to the connection
+//     (admission, holds, the harness and its Secret, the dial when there is
+//     one), plus from the upstream's response headers to their flush to
+//     the client. Quantiles are bucket upper bounds
+//     (benchhist.Histogram.Figures);
 //   - gateway-cpu-ms/request: the gateway process's CPU time over the loop
 //     (/proc, 10 ms ticks) ÷ its requests; apiserver-cpu-ms/request beside
-//     it (the two reads per request);
+//     it;
 //   - ttft-diff-p50-ms: the median over pairs of the time to the first
 //     output_text delta through the gateway minus direct, with its 95 %
 //     bootstrap interval (-ci-low-ms, -ci-ms); ttft-gateway-p50-ms and
 //     ttft-direct-p50-ms beside; ttft-diff-p50-block-spread-ms is the
-//     largest minus the smallest median of the loop's blocks (its run-to-run
-//     noise, to compare with the goal).
+//     largest minus the smallest median of the loop's blocks (its noise
+//     within the run, to compare with the goal).
 //
 // -short runs a few pairs (a check that it works, not a measurement).
 func BenchmarkModelGateway(b *testing.B) {
+	c := startBenchCluster(b)
+	for _, watch := range []bool{false, true} {
+		name := "rbac=get"
+		if watch {
+			name = "rbac=get-watch"
+		}
+		b.Run(name, func(b *testing.B) { benchGatewayLoop(b, c.startGateway(b, name, watch)) })
+	}
+}
+
+// benchGatewayLoop runs the paired loop through g and reports its figures.
+func benchGatewayLoop(b *testing.B, g *benchGateway) {
 	pairs, blocks, warm := 1500, 3, 100
 	if testing.Short() {
 		pairs, blocks, warm = 60, 3, 10
 	}
-	g := startBenchGateway(b)
+	requests0 := len(g.stub.Requests())
 	body := codexSizedBody(b)
 	through := func() (time.Duration, error) {
 		return firstToken(g.gatewayClient, "https://"+g.addr+"/v1/responses", g.credential, body)
@@ -123,7 +143,7 @@ func BenchmarkModelGateway(b *testing.B) {
 	hist1, err := benchhist.Scrape(http.DefaultClient, g.metricsURL, gatewayAddedMetric)
 	benchMust(b, err)
 
-	if got, want := len(g.stub.Requests()), 2*(warm+pairs); got != want {
+	if got, want := len(g.stub.Requests())-requests0, 2*(warm+pairs); got != want {
 		b.Fatalf("the stub served %d requests, want %d", got, want)
 	}
 	added := hist1.Minus(hist0).Figures()
@@ -186,7 +206,20 @@ func benchMust(b *testing.B, err error) {
 // direct arm sends it itself.
 const benchProviderKey = "sk-bench-provider-key"
 
-// benchGateway is the running gateway and what the arms need.
+// benchCluster is what both gateways share: the control plane, the stub
+// model, the holds endpoint, and one harness whose upstream is the stub.
+type benchCluster struct {
+	env                        *testutil.Env
+	apiServerPid               int
+	ns                         string
+	harness                    *v1alpha1.AgentHarness
+	credKey                    *modelcred.Key
+	stub                       *stubmodel.Server
+	holdsURL, holdsCA, tokenFL string
+	bin, dir                   string
+}
+
+// benchGateway is one running gateway and what the arms need.
 type benchGateway struct {
 	addr, metricsURL string
 	proc             *testutil.Process
@@ -206,10 +239,9 @@ func (g *benchGateway) cpu(b *testing.B) (gateway, apiServer time.Duration) {
 	return gateway, apiServer
 }
 
-// startBenchGateway starts the control plane, the stub model, a holds
-// endpoint and the gateway binary, with one harness whose upstream is the
-// stub, and seals a credential of a grant that holds.
-func startBenchGateway(b *testing.B) *benchGateway {
+// startBenchCluster starts the control plane, the stub model and a holds
+// endpoint, creates the harness, and builds the binary.
+func startBenchCluster(b *testing.B) *benchCluster {
 	binDir := b.TempDir()
 	built := make(chan error, 1)
 	go func() { built <- testutil.BuildBinaries(binDir, "./cmd/dispatcher") }()
@@ -243,22 +275,46 @@ func startBenchGateway(b *testing.B) *benchGateway {
 		},
 	}
 	benchMust(b, k8s.Create(ctx, h))
-
 	dir := b.TempDir()
 	holdsURL, holdsCA, tokenFile := benchHolds(b, dir)
-	admin, err := env.AddUser(envtest.User{Name: "gateway-bench-admin", Groups: []string{"system:masters"}})
+	benchMust(b, <-built)
+	return &benchCluster{env: env, apiServerPid: pids[1], ns: ns, harness: h, credKey: credKey, stub: stub,
+		holdsURL: holdsURL, holdsCA: holdsCA, tokenFL: tokenFile, bin: filepath.Join(binDir, "dispatcher"), dir: dir}
+}
+
+// startGateway starts a gateway as a user of its own with the chart's
+// grants in the harness's namespace (get on AgentHarnesses and Secrets),
+// plus watch on both when watch is set, and seals a credential of a grant
+// that holds.
+func (c *benchCluster) startGateway(b *testing.B, name string, watch bool) *benchGateway {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	user := "gateway-bench-" + strings.NewReplacer("=", "-").Replace(name)
+	verbs := []string{"get"}
+	if watch {
+		verbs = append(verbs, "watch")
+	}
+	benchMust(b, c.env.Client.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"agentharnesses"}, Verbs: verbs},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: verbs},
+		}}))
+	benchMust(b, c.env.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}))
+	u, err := c.env.AddUser(envtest.User{Name: user})
 	benchMust(b, err)
-	kc, err := admin.KubeConfig()
+	kc, err := u.KubeConfig()
 	benchMust(b, err)
+	dir := b.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	benchMust(b, os.WriteFile(kubeconfig, kc, 0o600))
-	benchMust(b, <-built)
 	addr, probe := benchFreeAddr(b), benchFreeAddr(b)
 	caOut := filepath.Join(dir, "gateway-ca.pem")
-	proc, err := testutil.StartProcess("model-gateway", filepath.Join(binDir, "dispatcher"), dir, nil,
+	proc, err := testutil.StartProcess("model-gateway", c.bin, dir, nil,
 		modelGatewayCommand, "--kubeconfig="+kubeconfig, "--bind-address="+addr, "--probe-bind-address="+probe,
-		"--dispatcher-url="+holdsURL, "--dispatcher-ca-file="+holdsCA, "--token-file="+tokenFile,
-		"--turn-token-secret-namespace="+ns, "--tls-ca-out="+caOut, "--allow-loopback-upstreams", "--shutdown-grace=5s")
+		"--dispatcher-url="+c.holdsURL, "--dispatcher-ca-file="+c.holdsCA, "--token-file="+c.tokenFL,
+		"--turn-token-secret-namespace="+c.ns, "--tls-ca-out="+caOut, "--allow-loopback-upstreams", "--shutdown-grace=5s")
 	benchMust(b, err)
 	b.Cleanup(func() { proc.Stop(10 * time.Second) })
 	if err := proc.WaitReady("http://"+probe+"/readyz", 60*time.Second); err != nil {
@@ -271,14 +327,14 @@ func startBenchGateway(b *testing.B) *benchGateway {
 		b.Fatal("--tls-ca-out holds no certificate")
 	}
 	now := time.Now()
-	cred, err := modelcred.Seal(credKey, modelcred.Claims{
+	cred, err := modelcred.Seal(c.credKey, modelcred.Claims{
 		Audience: modelcred.Audience, Lease: benchLease, Token: benchToken, Run: "run-bench",
-		Harness: modelcred.Harness{Namespace: ns, Name: h.Name, UID: string(h.UID)},
+		Harness: modelcred.Harness{Namespace: c.ns, Name: c.harness.Name, UID: string(c.harness.UID)},
 		Models:  []string{benchModel}, ExpiresAt: now.Add(2 * time.Hour),
 	}, now)
 	benchMust(b, err)
 	return &benchGateway{
-		addr: addr, metricsURL: "http://" + probe + "/metrics", proc: proc, apiServerPid: pids[1], stub: stub, credential: cred,
+		addr: addr, metricsURL: "http://" + probe + "/metrics", proc: proc, apiServerPid: c.apiServerPid, stub: c.stub, credential: cred,
 		gatewayClient: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}},
 		directClient:  &http.Client{Transport: &http.Transport{}},
 	}
