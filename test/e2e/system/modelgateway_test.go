@@ -3,8 +3,14 @@
 package system
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/harness-operator/api/v1alpha1"
+	"github.com/openclaw/harness-operator/internal/dispatcher/modelcred"
+	"github.com/openclaw/harness-operator/internal/dispatcher/turntoken"
 	"github.com/openclaw/harness-operator/internal/harness/objects"
 	"github.com/openclaw/harness-operator/internal/testutil/stubmodel"
 )
@@ -223,6 +231,94 @@ spec:
 			expectNoCredentialAtStub()
 		})
 
+		It("refuses credentials of a turn that ended, of another session and for another model before the upstream; one of a running turn passes", func() {
+			// A second session of the harness whose turn the stub holds
+			// open: its lease's current grant is what the gateway asks the
+			// dispatcher about.
+			applyManifest("gw-held-session.yaml", fmt.Sprintf(`apiVersion: harness.openclaw.dev/v1alpha1
+kind: AgentSession
+metadata: {name: gw-held, namespace: %s}
+spec:
+  agentId: main
+  sessionKey: agent:main:gw-held
+  sessionId: 6b2d8f4e-3c1a-4e7b-9d5f-2a0c1e3b4d6f
+  model: openai/gpt-5.5
+  runtimeOverride: %s
+`, managedNS, gwHarness))
+			held := &v1alpha1.AgentSession{}
+			Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: "gw-held"}, held)).To(Succeed())
+			other := &v1alpha1.AgentSession{}
+			Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: gwSession}, other)).To(Succeed())
+			h := &v1alpha1.AgentHarness{}
+			Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: gwHarness}, h)).To(Succeed())
+			model := stub.Requests()[len(stub.Requests())-1].Model
+			Expect(model).NotTo(BeEmpty(), "the model Codex names")
+
+			marker := "held-through-the-gateway-" + randomToken()[:12]
+			gate := stubmodel.NewGate()
+			DeferCleanup(gate.Release)
+			stub.When(marker, stubmodel.Text("held answer").HoldBefore(1, gate))
+			wait := background(cliEnv(), env.kubectl, "harness", "turn", "gw-held", "-n", managedNS, "--route-facts", "none", "--prompt", marker)
+			Eventually(gate.Reached()).WithTimeout(2*time.Minute).Should(BeClosed(), "the turn reached the model")
+
+			gw := newGatewayClient()
+			harness := modelcred.Harness{Namespace: managedNS, Name: gwHarness, UID: string(h.UID)}
+			mint := func(session *v1alpha1.AgentSession, token int64) string {
+				GinkgoHelper()
+				cred, err := modelcred.Seal(gw.key, modelcred.Claims{
+					Audience: modelcred.Audience, Lease: managedNS + "/" + string(session.UID), Token: token,
+					Run: "e2e-minted", Harness: harness, Models: []string{model},
+					ExpiresAt: time.Now().Add(10 * time.Minute),
+				}, time.Now())
+				Expect(err).NotTo(HaveOccurred())
+				return cred
+			}
+			// A grant's token is the journal's epoch above the session's
+			// count of grants: this session has had one or a few. Exactly
+			// the current one passes.
+			epoch := journalLeaseEpoch()
+			var passing string
+			passed := 0
+			for n := int64(1); n <= 4; n++ {
+				cred := mint(held, epoch<<32+n)
+				before := len(stub.Requests())
+				status, body := gw.send(cred, model)
+				if status == 200 {
+					passed++
+					Expect(passed).To(Equal(1), "one grant is current")
+					passing = cred
+					Expect(stub.Requests()).To(HaveLen(before+1), "the control reached the stub")
+					continue
+				}
+				Expect(status).To(Equal(401), "grant %d: %s", n, body)
+				Expect(stub.Requests()).To(HaveLen(before), "grant %d reached the stub", n)
+			}
+			Expect(passed).To(Equal(1), "the control: the running turn's credential passes")
+
+			expectRefused := func(what, cred, model string, want int) {
+				GinkgoHelper()
+				before := len(stub.Requests())
+				status, body := gw.send(cred, model)
+				Expect(status).To(Equal(want), "%s: %s", what, body)
+				Expect(body).To(ContainSubstring("harness_model_gateway"), what)
+				Expect(stub.Requests()).To(HaveLen(before), "%s reached the stub", what)
+			}
+			expectRefused("another model", passing, "gpt-not-in-the-policy", 403)
+			expectRefused("another session", mint(other, epoch<<32+1), model, 401)
+
+			gate.Release()
+			r := wait()
+			Expect(r.exit).To(Equal(0), "%s", r)
+			// The turn's answer reaches the CLI before the dispatcher has
+			// written the session's status and released the lease; the next
+			// turn starts only once it has. After that turn the replay is
+			// refused for certain.
+			r = harnessCLI("turn", "gw-held", "-n", managedNS, "--route-facts", "none", "--prompt", "Say hello")
+			Expect(r.exit).To(Equal(0), "%s", r)
+			expectRefused("the turn that ended", passing, model, 401)
+			expectNoCredentialAtStub()
+		})
+
 		It("lets the gateway harness's pod reach the gateway and not the model directly", func() {
 			var pod corev1.Pod
 			Expect(admin.Get(ctx, client.ObjectKey{Namespace: managedNS, Name: gwPod}, &pod)).To(Succeed())
@@ -308,4 +404,72 @@ func podEnv(pod corev1.Pod) map[string]string {
 		}
 	}
 	return out
+}
+
+// gatewayClient sends model requests to the gateway's Service from the
+// suite, with credentials it seals itself with the key the dispatcher and
+// the gateway derive from the turn-token Secret.
+type gatewayClient struct {
+	key    *modelcred.Key
+	url    string
+	client *http.Client
+}
+
+func newGatewayClient() *gatewayClient {
+	GinkgoHelper()
+	var tokenSecret corev1.Secret
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "harness-dispatcher-turn-token"}, &tokenSecret)).To(Succeed())
+	key, err := modelcred.DeriveKey(tokenSecret.Data[turntoken.DataKey])
+	Expect(err).NotTo(HaveOccurred())
+	var tlsSecret corev1.Secret
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: release + "-dispatcher-tls"}, &tlsSecret)).To(Succeed())
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM(tlsSecret.Data["ca.crt"])).To(BeTrue(), "the dispatcher's CA")
+	name := release + "-model-gateway"
+	return &gatewayClient{
+		key: key,
+		url: "https://" + net.JoinHostPort(serviceIP(name), "8443") + "/v1/responses",
+		client: &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: roots, ServerName: name + "." + operatorNamespace + ".svc", MinVersion: tls.VersionTLS12,
+		}}},
+	}
+}
+
+// send posts a Responses request for model with credential and returns the
+// status and the body.
+func (g *gatewayClient) send(credential, model string) (int, string) {
+	GinkgoHelper()
+	body := fmt.Sprintf(`{"model":%q,"stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"minted"}]}]}`, model)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url, strings.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+credential)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := g.client.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return resp.StatusCode, string(raw)
+}
+
+// journalLeaseEpoch is the lease epoch of the dispatcher's journal (its
+// file lease-epoch, on the node's volume).
+func journalLeaseEpoch() int64 {
+	GinkgoHelper()
+	var found string
+	Expect(filepath.WalkDir(journalDir(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "lease-epoch" {
+			found = p
+		}
+		return nil
+	})).To(Succeed())
+	Expect(found).NotTo(BeEmpty(), "lease-epoch under %s", journalDir())
+	raw, err := os.ReadFile(found)
+	Expect(err).NotTo(HaveOccurred())
+	var rec struct {
+		Epoch int64 `json:"epoch"`
+	}
+	Expect(json.Unmarshal(raw, &rec)).To(Succeed())
+	Expect(rec.Epoch).To(BeNumerically(">", 0))
+	return rec.Epoch
 }
