@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,11 +56,13 @@ const (
 // the gateway (HTTPS, the credential) and straight to the stub (the
 // provider key). Each pair's first arm alternates too.
 //
-// Two sub-benchmarks, one gateway process each, differ in the gateway's
+// The sub-benchmarks, one gateway process each, differ in the gateway's
 // RBAC: rbac=get is the chart's (get on AgentHarnesses and Secrets: both
 // are read on every request), rbac=get-watch adds watch, with which the
 // gateway keeps a harness's upstream while watches of the two objects see
-// no change (modelgateway.WatchedUpstreams).
+// no change (modelgateway.WatchedUpstreams). The stub's answers have 11
+// events; rbac=get-watch,deltas=200 streams 208 per answer, which puts the
+// gateway's CPU per forwarded event beside its CPU per request.
 //
 // Figures of each (pairs is the number of requests per arm):
 //   - added-p50-ms, added-p99-ms and their 95 % intervals (-ci-low-ms,
@@ -72,7 +75,8 @@ const (
 //     (benchhist.Histogram.Figures);
 //   - gateway-cpu-ms/request: the gateway process's CPU time over the loop
 //     (/proc, 10 ms ticks) ÷ its requests; apiserver-cpu-ms/request beside
-//     it;
+//     it, and events/answer (the gateway writes and flushes what each read
+//     of the upstream returns: one event or several);
 //   - ttft-diff-p50-ms: the median over pairs of the time to the first
 //     output_text delta through the gateway minus direct, with its 95 %
 //     bootstrap interval (-ci-low-ms, -ci-ms); ttft-gateway-p50-ms and
@@ -83,27 +87,43 @@ const (
 // -short runs a few pairs (a check that it works, not a measurement).
 func BenchmarkModelGateway(b *testing.B) {
 	c := startBenchCluster(b)
-	for _, watch := range []bool{false, true} {
-		name := "rbac=get"
-		if watch {
-			name = "rbac=get-watch"
-		}
-		b.Run(name, func(b *testing.B) { benchGatewayLoop(b, c.startGateway(b, name, watch)) })
+	for _, v := range []struct {
+		name   string
+		watch  bool
+		deltas int
+	}{{"rbac=get", false, 0}, {"rbac=get-watch", true, 0}, {"rbac=get-watch,deltas=200", true, 200}} {
+		b.Run(v.name, func(b *testing.B) { benchGatewayLoop(b, c.startGateway(b, v.name, v.watch), v.deltas) })
 	}
 }
 
 // benchGatewayLoop runs the paired loop through g and reports its figures.
-func benchGatewayLoop(b *testing.B, g *benchGateway) {
+// With deltas, every answer streams that many text deltas (else the stub's
+// default answer, three).
+func benchGatewayLoop(b *testing.B, g *benchGateway, deltas int) {
 	pairs, blocks, warm := 1500, 3, 100
+	if deltas > 0 {
+		pairs = 500
+	}
 	if testing.Short() {
 		pairs, blocks, warm = 60, 3, 10
 	}
 	requests0 := len(g.stub.Requests())
 	body := codexSizedBody(b)
+	words := make([]string, deltas)
+	for i := range words {
+		words[i] = "word "
+	}
+	script := func() {
+		if deltas > 0 {
+			g.stub.Enqueue(stubmodel.Text(strings.Join(words, ""), words...))
+		}
+	}
 	through := func() (time.Duration, error) {
+		script()
 		return firstToken(g.gatewayClient, "https://"+g.addr+"/v1/responses", g.credential, body)
 	}
 	direct := func() (time.Duration, error) {
+		script()
 		return firstToken(g.directClient, g.stub.BaseURL()+"/responses", benchProviderKey, body)
 	}
 	for range warm {
@@ -116,6 +136,7 @@ func benchGatewayLoop(b *testing.B, g *benchGateway) {
 
 	hist0, err := benchhist.Scrape(http.DefaultClient, g.metricsURL, gatewayAddedMetric)
 	benchMust(b, err)
+	events0 := answerEvents.Load()
 	cpu0, api0 := g.cpu(b)
 	b.ResetTimer()
 	viaGateway, viaDirect, diffs := make([]float64, pairs), make([]float64, pairs), make([]float64, pairs)
@@ -153,6 +174,7 @@ func benchGatewayLoop(b *testing.B, g *benchGateway) {
 	diff, low, high := benchhist.BootstrapMedian(diffs, 2000, 1)
 	spread := blockSpread(diffs, blocks)
 	b.ReportMetric(float64(pairs), "pairs")
+	b.ReportMetric(float64(answerEvents.Load()-events0)/float64(2*pairs), "events/answer")
 	b.ReportMetric(added.P50Ms, "added-p50-ms")
 	b.ReportMetric(added.P50LowMs, "added-p50-ci-low-ms")
 	b.ReportMetric(added.P50HighMs, "added-p50-ci-ms")
@@ -396,6 +418,9 @@ func codexSizedBody(b *testing.B) []byte {
 	return raw
 }
 
+// answerEvents counts the server-sent events the arms read.
+var answerEvents atomic.Int64
+
 // firstToken posts body to url and returns the time from the request's
 // start to the first output_text delta read; it reads the answer to its
 // end and fails unless the response completed.
@@ -423,6 +448,7 @@ func firstToken(c *http.Client, url, bearer string, body []byte) (time.Duration,
 	for {
 		line, err := r.ReadString('\n')
 		if strings.HasPrefix(line, "event: ") {
+			answerEvents.Add(1)
 			switch strings.TrimSpace(line[len("event: "):]) {
 			case "response.output_text.delta":
 				if first == 0 {
