@@ -49,11 +49,19 @@ func callsOf(paths []string) map[string]float64 {
 	return out
 }
 
-// expectCalls asserts each path's handler answered want calls since before.
+// expectCalls asserts each path's handler answered want calls since before:
+// none when want is 0, else at least want. The API server sends a webhook
+// call again after a connection reset, so a loaded run can count one
+// request twice; what the matchCondition decides is whether a handler is
+// called at all.
 func expectCalls(paths []string, before map[string]float64, want float64, why string) {
 	GinkgoHelper()
 	for _, p := range paths {
-		Expect(handlerCalls(p)-before[p]).To(Equal(want), "%s: calls of %s", why, p)
+		if want == 0 {
+			Expect(handlerCalls(p)-before[p]).To(BeZero(), "%s: calls of %s", why, p)
+			continue
+		}
+		Expect(handlerCalls(p)-before[p]).To(BeNumerically(">=", want), "%s: calls of %s", why, p)
 	}
 }
 
@@ -81,9 +89,10 @@ var _ = Describe("Updates that leave spec alone skip the webhooks", func() {
 			Expect(k8sClient.Update(ctx, obj)).To(Succeed())
 			expectCalls(paths, before, 1, "control: a spec change")
 
+			before = callsOf(paths)
 			controllerutil.RemoveFinalizer(obj, "example.com/cleanup")
 			Expect(k8sClient.Update(ctx, obj)).To(Succeed())
-			expectCalls(paths, before, 1, "the finalizer removed")
+			expectCalls(paths, before, 0, "the finalizer removed")
 		},
 		Entry("AgentSession", "agentsession", func(ns string) client.Object { return session(ns, "s", "openai/gpt-5") },
 			func(o client.Object) { o.(*v1alpha1.AgentSession).Spec.Model = "openai/gpt-5-mini" }),
