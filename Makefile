@@ -279,7 +279,7 @@ images-lock: ## Re-pin images/debian.lock to the configured Debian sources' curr
 	go run ./hack/images -update-lock -platforms linux/amd64,linux/arm64
 
 .PHONY: test-e2e
-test-e2e: root go-modules generate ## The real-OpenClaw test on make run's system beside the fault campaign on processes (E2E_FAULT_INJECTIONS of each fault), then beside that test: the OpenClaw plugin's tests and the PostgreSQL store's suites; the binaries, the images, chart tests and the end-to-end suite (the chart's images as Pods on a local cluster with a real node); then proves down restores the machine (needs root; hack/test-e2e.sh).
+test-e2e: root go-modules generate ## The fault campaign on processes (E2E_FAULT_INJECTIONS of each fault), then side by side: the OpenClaw plugin's tests and the real-OpenClaw test on make run's system; the PostgreSQL store's suites; the binaries, the images, chart tests and the end-to-end suite (the chart's images as Pods on a local cluster with a real node); then proves down restores the machine (needs root; hack/test-e2e.sh).
 	@# Everything the lanes use is set up here, before they start side by side;
 	@# each lane's target then finds it in the cache.
 	helm="$$($(STEP) setup-helm hack/setup-helm.sh)"; codex="$(CODEX_BIN_PATH)"; below="$(CODEX_BELOW_FLOOR_PATH)"; \

@@ -5,9 +5,9 @@
 # it:
 #
 #   1. snapshot the machine (hack/local-cluster.sh snapshot);
-#   2. the OpenClaw lane (below) starts, and beside it the fault campaign
-#      on processes (make test-faults, reduced to E2E_FAULT_INJECTIONS of
-#      each fault); once the campaign passed, the other two lanes start;
+#   2. the fault campaign on processes (make test-faults, reduced to
+#      E2E_FAULT_INJECTIONS of each fault), alone: its load keeps both cores
+#      busy;
 #   3. three lanes side by side, which share nothing but the CPU (each has
 #      its own network namespaces and state, and each spends much of its
 #      time waiting on processes and Pods to start):
@@ -55,6 +55,19 @@ test_reports() {
 snapshots="$(mktemp -d)"
 "${CLUSTER}" snapshot >"${snapshots}/before"
 
+# The fault campaign, reduced to E2E_FAULT_INJECTIONS of each fault (the
+# full campaign, where every phase must be hit too, is make test-faults).
+# Its verbose log is long: a passing run shows its tests and its table; a
+# failing one also every line a test reported, from whichever file.
+campaign_log="$(mktemp)"
+if ! FAULT_INJECTIONS="${E2E_FAULT_INJECTIONS:?from the Makefile}" make_ test-faults >"${campaign_log}" 2>&1; then
+  test_reports <"${campaign_log}"
+  log "the fault campaign failed (its reports above; its whole output is ${campaign_log})"
+  exit 1
+fi
+grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' "${campaign_log}" || true
+rm -f "${campaign_log}"
+
 # The lanes that run in the background (step 3): each in a process group
 # of its own, so that a failing run stops it; a lane's output is printed
 # when it ends.
@@ -85,6 +98,8 @@ wait_lane() {
   rm -f "${lane_log[$1]}"
   return "${rc}"
 }
+start_lane openclaw
+start_lane plugin_postgres
 
 # down runs once, whatever happened; a failed down fails the run.
 down_done=0
@@ -104,28 +119,6 @@ cleanup() {
   down || true
 }
 trap cleanup EXIT
-
-# The OpenClaw lane is the longest (minutes of one core, mostly OpenClaw's
-# own processes): it starts first, beside the fault campaign, so the run
-# lasts about the lane rather than the campaign plus the lane. Both assert
-# outcomes, never timing: sharing the CPU slows them, it does not change
-# what they prove.
-start_lane openclaw
-
-# The fault campaign, reduced to E2E_FAULT_INJECTIONS of each fault (the
-# full campaign, where every phase must be hit too, is make test-faults).
-# Its verbose log is long: a passing run shows its tests and its table; a
-# failing one also every line a test reported, from whichever file.
-campaign_log="$(mktemp)"
-if ! FAULT_INJECTIONS="${E2E_FAULT_INJECTIONS:?from the Makefile}" make_ test-faults >"${campaign_log}" 2>&1; then
-  test_reports <"${campaign_log}"
-  log "the fault campaign failed (its reports above; its whole output is ${campaign_log})"
-  exit 1
-fi
-grep -E '^(=== RUN|--- |PASS|FAIL|ok )|faults_[a-z]*_test' "${campaign_log}" || true
-rm -f "${campaign_log}"
-
-start_lane plugin_postgres
 
 # The cluster lane (step 3), in the foreground: the binaries and images it
 # alone needs, up, the suite, down.

@@ -1,6 +1,7 @@
 package connlimit
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync/atomic"
@@ -42,7 +43,7 @@ func TestListenerClosesConnectionsOverTheCap(t *testing.T) {
 	over := dial()
 	// The server closes the one over the cap: the client reads its end.
 	_ = over.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := over.Read(make([]byte, 1)); err != io.EOF {
+	if _, err := over.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("a connection over the cap: read %v, want EOF (closed by the server)", err)
 	}
 	if n := refused.Load(); n != 1 {
@@ -58,7 +59,7 @@ func TestListenerClosesConnectionsOverTheCap(t *testing.T) {
 	}
 	again := dial()
 	_ = again.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := again.Read(make([]byte, 1)); err != io.EOF || refused.Load() != 2 {
+	if _, err := again.Read(make([]byte, 1)); !errors.Is(err, io.EOF) || refused.Load() != 2 {
 		t.Fatalf("over the cap again after a double Close: read %v, %d refusals; want EOF and 2", err, refused.Load())
 	}
 }
